@@ -1,0 +1,234 @@
+#include "policy/k8s.h"
+
+#include <string.h>
+
+static bool is_lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+static bool is_alnum(char c)
+{
+	return is_lower_alnum(c) || (c >= 'A' && c <= 'Z');
+}
+
+static bool is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/* A DNS label over [s, s+n). */
+static bool dns_label_span(const char *s, size_t n)
+{
+	if (n == 0 || n > 63)
+		return false;
+	if (!is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1]))
+		return false;
+	for (size_t i = 1; i + 1 < n; i++)
+		if (!is_lower_alnum(s[i]) && s[i] != '-')
+			return false;
+	return true;
+}
+
+bool k8s_dns_label_valid(const char *s)
+{
+	return dns_label_span(s, strlen(s));
+}
+
+static bool dns_subdomain_span(const char *s, size_t n)
+{
+	size_t start = 0;
+
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i <= n; i++) {
+		if (i == n || s[i] == '.') {
+			if (!dns_label_span(s + start, i - start))
+				return false;
+			start = i + 1;
+		}
+	}
+	return true;
+}
+
+bool k8s_dns_subdomain_valid(const char *s)
+{
+	return dns_subdomain_span(s, strlen(s));
+}
+
+static bool name_part_span(const char *s, size_t n)
+{
+	if (n == 0 || n > 63)
+		return false;
+	if (!is_alnum(s[0]) || !is_alnum(s[n - 1]))
+		return false;
+	for (size_t i = 1; i + 1 < n; i++)
+		if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return false;
+	return true;
+}
+
+bool k8s_qualified_name_valid(const char *s)
+{
+	const char *slash = strchr(s, '/');
+
+	if (!slash)
+		return name_part_span(s, strlen(s));
+	if (strchr(slash + 1, '/'))
+		return false;
+	return dns_subdomain_span(s, (size_t)(slash - s)) &&
+	       name_part_span(slash + 1, strlen(slash + 1));
+}
+
+bool k8s_label_value_valid(const char *s)
+{
+	return s[0] == '\0' || name_part_span(s, strlen(s));
+}
+
+bool k8s_env_name_valid(const char *s)
+{
+	if (!s[0] || is_digit(s[0]))
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!is_alnum(*p) && *p != '-' && *p != '.' && *p != '_')
+			return false;
+	return true;
+}
+
+/*
+ * Splits a quantity into mantissa digits and a suffix.  Kubernetes accepts
+ * <sign><digits>[.<digits>]<suffix> where the suffix is a binary SI suffix
+ * (Ki..Ei), a decimal SI suffix (n u m "" k M G T P E) or a decimal
+ * exponent (e3, E-2).  Multipliers are returned as base^exp.
+ */
+struct qty {
+	const char *int_part;
+	size_t int_len;
+	const char *frac_part;
+	size_t frac_len;
+	int base;    /* 2 or 10 */
+	int exp;     /* power of base */
+};
+
+static int qty_split(const char *s, struct qty *q)
+{
+	const char *p = s;
+	static const struct {
+		const char *sfx;
+		int base, exp;
+	} suffixes[] = {
+		{"Ki", 2, 10}, {"Mi", 2, 20}, {"Gi", 2, 30}, {"Ti", 2, 40},
+		{"Pi", 2, 50}, {"Ei", 2, 60}, {"n", 10, -9}, {"u", 10, -6},
+		{"m", 10, -3}, {"k", 10, 3}, {"M", 10, 6}, {"G", 10, 9},
+		{"T", 10, 12}, {"P", 10, 15}, {"E", 10, 18},
+	};
+
+	if (*p == '+')
+		p++;
+	q->int_part = p;
+	while (is_digit(*p))
+		p++;
+	q->int_len = (size_t)(p - q->int_part);
+	q->frac_part = p;
+	q->frac_len = 0;
+	if (*p == '.') {
+		q->frac_part = ++p;
+		while (is_digit(*p))
+			p++;
+		q->frac_len = (size_t)(p - q->frac_part);
+	}
+	if (q->int_len + q->frac_len == 0 || q->int_len + q->frac_len > 64)
+		return -1;
+	q->base = 10;
+	q->exp = 0;
+	if (*p == '\0')
+		return 0;
+	for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		if (strcmp(p, suffixes[i].sfx) == 0) {
+			q->base = suffixes[i].base;
+			q->exp = suffixes[i].exp;
+			return 0;
+		}
+	}
+	if (*p == 'e' || *p == 'E') {
+		int sign = 1, e = 0;
+
+		p++;
+		if (*p == '+' || *p == '-')
+			sign = (*p++ == '-') ? -1 : 1;
+		if (!is_digit(*p))
+			return -1;
+		while (is_digit(*p)) {
+			e = e * 10 + (*p++ - '0');
+			if (e > 1000)
+				return -1;
+		}
+		if (*p != '\0')
+			return -1;
+		q->exp = sign * e;
+		return 0;
+	}
+	return -1;
+}
+
+bool k8s_quantity_valid(const char *s)
+{
+	struct qty q;
+
+	return qty_split(s, &q) == 0;
+}
+
+int k8s_quantity_whole(const char *s, int64_t *out)
+{
+	struct qty q;
+	char digits[130];
+	size_t nd = 0, point;
+	int64_t v = 0;
+
+	if (qty_split(s, &q) < 0)
+		return -1;
+	memcpy(digits, q.int_part, q.int_len);
+	memcpy(digits + q.int_len, q.frac_part, q.frac_len);
+	nd = q.int_len + q.frac_len;
+	point = q.int_len; /* value = digits / 10^(nd - point) * base^exp */
+
+	if (q.base == 10) {
+		/* Move the decimal point; digits past it must all be zero. */
+		long long pt = (long long)point + q.exp;
+
+		for (size_t i = 0; i < nd; i++) {
+			if ((long long)i >= pt) {
+				if (digits[i] != '0')
+					return -1;
+				continue;
+			}
+			if (v > (INT64_MAX - (digits[i] - '0')) / 10)
+				return -1;
+			v = v * 10 + (digits[i] - '0');
+		}
+		for (long long i = (long long)nd; i < pt; i++) {
+			if (v > INT64_MAX / 10)
+				return -1;
+			v *= 10;
+		}
+	} else {
+		/* Binary suffix: integer mantissa only ("1.5Gi" is exact but rare). */
+		if (q.frac_len) {
+			for (size_t i = 0; i < q.frac_len; i++)
+				if (q.frac_part[i] != '0')
+					return -1;
+		}
+		for (size_t i = 0; i < q.int_len; i++) {
+			if (v > (INT64_MAX - (q.int_part[i] - '0')) / 10)
+				return -1;
+			v = v * 10 + (q.int_part[i] - '0');
+		}
+		if (v && q.exp >= 63)
+			return -1;
+		if (v > (INT64_MAX >> q.exp))
+			return -1;
+		v <<= q.exp;
+	}
+	*out = v;
+	return 0;
+}

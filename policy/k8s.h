@@ -1,0 +1,44 @@
+/*
+ * k8s: Kubernetes name and quantity syntax, as the apiserver validates it.
+ *
+ * Pure functions on NUL-terminated strings; nothing allocates.
+ */
+#ifndef GPUGATE_K8S_H
+#define GPUGATE_K8S_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* RFC 1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 bytes. */
+bool k8s_dns_label_valid(const char *s);
+
+/* RFC 1123 subdomain: dot-separated labels, at most 253 bytes. */
+bool k8s_dns_subdomain_valid(const char *s);
+
+/*
+ * Qualified name, as used by label keys and resource names:
+ * [prefix/]name, prefix a DNS subdomain, name at most 63 bytes of
+ * [A-Za-z0-9._-] that starts and ends alphanumeric.
+ */
+bool k8s_qualified_name_valid(const char *s);
+
+/* Label value: empty, or at most 63 bytes like the name part above. */
+bool k8s_label_value_valid(const char *s);
+
+/* Environment variable name: [-._a-zA-Z][-._a-zA-Z0-9]*. */
+bool k8s_env_name_valid(const char *s);
+
+/*
+ * Resource quantity ("500m", "96", "1000Gi", "1e3").  Negative quantities
+ * are refused (no request may be negative).
+ */
+bool k8s_quantity_valid(const char *s);
+
+/*
+ * A quantity that denotes a whole number of units ("8", "2k", "1e2"):
+ * stores it in *out and returns 0; returns -1 when s is not a quantity, is
+ * fractional ("1500m", "0.5"), or does not fit in int64_t.
+ */
+int k8s_quantity_whole(const char *s, int64_t *out);
+
+#endif

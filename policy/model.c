@@ -1,0 +1,615 @@
+/*
+ * The immutable policy: built once from a validated src_policy, then only
+ * read.  Everything lives in one arena; lookups by name use hash maps built
+ * at load time so that a request costs O(1) however large the policy is.
+ */
+#include "policy/arena.h"
+#include "policy/diag.h"
+#include "policy/policy.h"
+#include "policy/src.h"
+#include "policy/srcpos.h"
+#include "policy/strmap.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_CLASS_LABEL "gpugate.io/class"
+#define DEFAULT_GPUS_LABEL "gpugate.io/gpus"
+#define DEFAULT_GRACE_SECONDS 300
+#define DEFAULT_MOUNT_PATH "/checkpoint"
+
+struct ns_glob {
+	const char *pattern;
+	unsigned tenant;
+};
+
+struct policy {
+	struct arena arena;
+	const char *source;
+	struct policy_settings settings;
+	struct policy_checkpoint checkpoint;
+	struct policy_flavor *flavors;
+	size_t n_flavors;
+	struct policy_class *classes;
+	size_t n_classes;
+	struct policy_tenant *tenants;
+	size_t n_tenants;
+	const char **cohorts;
+	size_t n_cohorts;
+	struct strmap flavor_by_name;
+	struct strmap class_by_name;
+	struct strmap tenant_by_name;
+	struct strmap tenant_by_ns;   /* literal namespace -> tenant index */
+	struct strmap flavor_by_res;  /* resource -> first flavor index */
+	struct ns_glob *globs;        /* in tenant order */
+	size_t n_globs;
+};
+
+const char *policy_sharing_name(enum policy_sharing s)
+{
+	static const char *const names[] = {"exclusive", "mig", "time-slicing",
+					    "mps"};
+
+	return (unsigned)s < POLICY_SHARING__COUNT ? names[s] : "unknown";
+}
+
+const char *policy_mode_name(enum policy_mode m)
+{
+	switch (m) {
+	case POLICY_MODE_ENFORCE:
+		return "enforce";
+	case POLICY_MODE_WARN:
+		return "warn";
+	case POLICY_MODE_AUDIT:
+		return "audit";
+	}
+	return "unknown";
+}
+
+/* ---- building --------------------------------------------------------- */
+
+struct builder {
+	struct policy *p;
+	const struct src_policy *src;
+	const struct srcpos *pos;
+	bool oom;
+};
+
+static const char *dup(struct builder *b, const char *s)
+{
+	char *r;
+
+	if (!s)
+		return NULL;
+	r = arena_strdup(&b->p->arena, s);
+	if (!r)
+		b->oom = true;
+	return r;
+}
+
+static void *alloc(struct builder *b, size_t count, size_t size)
+{
+	void *r = arena_calloc(&b->p->arena, count ? count : 1, size);
+
+	if (!r)
+		b->oom = true;
+	return r;
+}
+
+static void put(struct builder *b, struct strmap *m, const char *key, size_t v)
+{
+	if (strmap_put(m, key, v, NULL) < 0)
+		b->oom = true;
+}
+
+/* Splits "key=value" (validated) into two arena strings. */
+static void split_kv(struct builder *b, const char *kv, struct policy_kv *out)
+{
+	const char *eq = strchr(kv, '=');
+
+	out->key = arena_strndup(&b->p->arena, kv, (size_t)(eq - kv));
+	out->value = dup(b, eq + 1);
+	if (!out->key)
+		b->oom = true;
+}
+
+static void build_flavors(struct builder *b)
+{
+	struct policy *p = b->p;
+
+	p->n_flavors = b->src->flavors_count;
+	p->flavors = alloc(b, p->n_flavors, sizeof(*p->flavors));
+	if (b->oom)
+		return;
+	for (unsigned i = 0; i < p->n_flavors && !b->oom; i++) {
+		const struct src_flavor *s = &b->src->flavors[i];
+		struct policy_flavor *f = &p->flavors[i];
+		struct policy_kv *sel = alloc(b, s->nodeSelector_count, sizeof(*sel));
+		struct policy_toleration *tol =
+			alloc(b, s->tolerations_count, sizeof(*tol));
+		static const char *const ops[] = {"Exists", "Equal"};
+		static const char *const effects[] = {"NoSchedule",
+						      "PreferNoSchedule",
+						      "NoExecute"};
+
+		if (b->oom)
+			return;
+		f->index = i;
+		f->line = srcpos_line(b->pos, "flavors[%u]", i);
+		f->name = dup(b, s->name);
+		f->resource = dup(b, s->resource);
+		f->sharing = (enum policy_sharing)s->sharing;
+		f->gpus_per_node = (unsigned)s->gpusPerNode;
+		for (unsigned k = 0; k < s->nodeSelector_count; k++)
+			split_kv(b, s->nodeSelector[k], &sel[k]);
+		f->node_selector = sel;
+		f->n_node_selector = s->nodeSelector_count;
+		for (unsigned k = 0; k < s->tolerations_count; k++) {
+			const struct src_toleration *st = &s->tolerations[k];
+
+			tol[k].key = dup(b, st->key ? st->key : "");
+			tol[k].op = ops[st->operator ? *st->operator : SRC_OP_EQUAL];
+			tol[k].value = dup(b, st->value ? st->value : "");
+			tol[k].effect = st->effect ? effects[*st->effect] : "";
+			tol[k].has_seconds = st->tolerationSeconds != NULL;
+			tol[k].seconds = st->tolerationSeconds ? *st->tolerationSeconds : 0;
+		}
+		f->tolerations = tol;
+		f->n_tolerations = s->tolerations_count;
+		if (f->name)
+			put(b, &p->flavor_by_name, f->name, i);
+		if (f->resource && !strmap_get(&p->flavor_by_res, f->resource, NULL))
+			put(b, &p->flavor_by_res, f->resource, i);
+	}
+}
+
+static void build_classes(struct builder *b)
+{
+	struct policy *p = b->p;
+
+	p->n_classes = b->src->classes_count;
+	p->classes = alloc(b, p->n_classes, sizeof(*p->classes));
+	for (unsigned i = 0; i < p->n_classes && !b->oom; i++) {
+		const struct src_class *s = &b->src->classes[i];
+		struct policy_class *c = &p->classes[i];
+
+		c->index = i;
+		c->line = srcpos_line(b->pos, "classes[%u]", i);
+		c->name = dup(b, s->name);
+		c->description = dup(b, s->description ? s->description : "");
+		c->flavor = policy_flavor_find(p, s->flavor);
+		c->gpus = (unsigned)s->gpus;
+		c->max_gpus = s->maxGpus ? (unsigned)*s->maxGpus : c->gpus;
+		c->cpu = dup(b, s->cpu);
+		c->memory = dup(b, s->memory);
+		c->topology_mode = POLICY_TOPOLOGY_NONE;
+		if (s->topology) {
+			c->topology_key = dup(b, s->topology->key);
+			c->topology_mode = s->topology->mode == SRC_TOPOLOGY_PREFERRED
+						   ? POLICY_TOPOLOGY_PREFERRED
+						   : POLICY_TOPOLOGY_REQUIRED;
+		}
+		c->priority_class_name = dup(b, s->priorityClassName);
+		c->preemptible = s->preemptible;
+		if (c->name)
+			put(b, &p->class_by_name, c->name, i);
+	}
+}
+
+static int cohort_index(struct builder *b, const char *name)
+{
+	struct policy *p = b->p;
+
+	for (size_t i = 0; i < p->n_cohorts; i++)
+		if (strcmp(p->cohorts[i], name) == 0)
+			return (int)i;
+	p->cohorts[p->n_cohorts] = dup(b, name);
+	return (int)p->n_cohorts++;
+}
+
+static void build_tenant_quota(struct builder *b, const struct src_tenant *s,
+			       struct policy_tenant *t)
+{
+	struct policy *p = b->p;
+	struct policy_quota *q = alloc(b, s->quota_count, sizeof(*q));
+	const struct policy_quota **by_flavor =
+		alloc(b, p->n_flavors, sizeof(*by_flavor));
+
+	if (b->oom)
+		return;
+	for (unsigned k = 0; k < s->quota_count; k++) {
+		const struct src_quota *sq = &s->quota[k];
+
+		q[k].flavor = policy_flavor_find(p, sq->flavor);
+		q[k].nominal = sq->nominal;
+		q[k].borrowing_limit =
+			sq->borrowingLimit ? *sq->borrowingLimit : POLICY_NO_LIMIT;
+		q[k].lending_limit =
+			sq->lendingLimit ? *sq->lendingLimit : POLICY_NO_LIMIT;
+		by_flavor[q[k].flavor->index] = &q[k];
+	}
+	t->quota = q;
+	t->n_quota = s->quota_count;
+	t->quota_by_flavor = by_flavor;
+}
+
+static void build_tenants(struct builder *b)
+{
+	struct policy *p = b->p;
+	size_t n_globs = 0;
+
+	p->n_tenants = b->src->tenants_count;
+	p->tenants = alloc(b, p->n_tenants, sizeof(*p->tenants));
+	p->cohorts = alloc(b, p->n_tenants, sizeof(*p->cohorts));
+	for (unsigned i = 0; i < p->n_tenants; i++)
+		for (unsigned n = 0; n < b->src->tenants[i].namespaces_count; n++)
+			n_globs += strpbrk(b->src->tenants[i].namespaces[n], "*?[") != NULL;
+	p->globs = alloc(b, n_globs, sizeof(*p->globs));
+
+	for (unsigned i = 0; i < p->n_tenants && !b->oom; i++) {
+		const struct src_tenant *s = &b->src->tenants[i];
+		struct policy_tenant *t = &p->tenants[i];
+		const char **ns = alloc(b, s->namespaces_count, sizeof(*ns));
+		const struct policy_class **cls;
+
+		if (b->oom)
+			return;
+		t->index = i;
+		t->line = srcpos_line(b->pos, "tenants[%u]", i);
+		t->name = dup(b, s->name);
+		for (unsigned n = 0; n < s->namespaces_count; n++) {
+			ns[n] = dup(b, s->namespaces[n]);
+			if (!ns[n])
+				return;
+			if (strpbrk(ns[n], "*?["))
+				p->globs[p->n_globs++] =
+					(struct ns_glob){.pattern = ns[n], .tenant = i};
+			else
+				put(b, &p->tenant_by_ns, ns[n], i);
+		}
+		t->namespaces = ns;
+		t->n_namespaces = s->namespaces_count;
+		t->cohort = NULL;
+		t->cohort_index = -1;
+		if (s->cohort) {
+			t->cohort_index = cohort_index(b, s->cohort);
+			t->cohort = p->cohorts[t->cohort_index];
+		}
+		if (s->classes_count) {
+			cls = alloc(b, s->classes_count, sizeof(*cls));
+			if (b->oom)
+				return;
+			for (unsigned c = 0; c < s->classes_count; c++)
+				cls[c] = policy_class_find(p, s->classes[c]);
+			t->classes = cls;
+			t->n_classes = s->classes_count;
+		}
+		t->all_classes = s->classes_count == 0;
+		t->sharing_mask = 0;
+		for (unsigned k = 0; k < s->sharing_count; k++)
+			t->sharing_mask |= 1u << s->sharing[k];
+		if (!s->sharing_count)
+			t->sharing_mask = (1u << POLICY_SHARING__COUNT) - 1;
+		t->mode = s->mode ? (enum policy_mode)*s->mode : p->settings.mode;
+		build_tenant_quota(b, s, t);
+		if (t->name)
+			put(b, &p->tenant_by_name, t->name, i);
+	}
+}
+
+static void build_settings(struct builder *b)
+{
+	const struct src_settings *s = b->src->settings;
+	struct policy_settings *out = &b->p->settings;
+
+	out->class_label = dup(b, s && s->classLabel ? s->classLabel
+						    : DEFAULT_CLASS_LABEL);
+	out->gpus_label = dup(b, s && s->gpusLabel ? s->gpusLabel
+						  : DEFAULT_GPUS_LABEL);
+	out->raw_gpu_requests = s ? (enum policy_raw_requests)s->rawGpuRequests
+				  : POLICY_RAW_REJECT;
+	out->mode = s ? (enum policy_mode)s->mode : POLICY_MODE_ENFORCE;
+}
+
+static void build_checkpoint(struct builder *b)
+{
+	const struct src_checkpoint *s = b->src->checkpoint;
+	struct policy_checkpoint *c = &b->p->checkpoint;
+
+	c->grace_period_seconds = s && s->gracePeriodSeconds
+					  ? *s->gracePeriodSeconds
+					  : DEFAULT_GRACE_SECONDS;
+	c->mount_path = dup(b, s && s->mountPath ? s->mountPath
+						 : DEFAULT_MOUNT_PATH);
+	c->claim_name = dup(b, s ? s->claimName : NULL);
+	if (s && s->preStop_count) {
+		const char **argv = alloc(b, s->preStop_count, sizeof(*argv));
+
+		if (b->oom)
+			return;
+		for (unsigned i = 0; i < s->preStop_count; i++)
+			argv[i] = dup(b, s->preStop[i]);
+		c->pre_stop = argv;
+		c->n_pre_stop = s->preStop_count;
+	}
+	if (s && s->env_count) {
+		struct policy_kv *env = alloc(b, s->env_count, sizeof(*env));
+
+		if (b->oom)
+			return;
+		for (unsigned i = 0; i < s->env_count; i++)
+			split_kv(b, s->env[i], &env[i]);
+		c->env = env;
+		c->n_env = s->env_count;
+	}
+}
+
+static struct policy *policy_build(const char *source,
+				   const struct src_policy *src,
+				   const struct srcpos *pos)
+{
+	struct builder b = {.src = src, .pos = pos};
+	struct policy *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	b.p = p;
+	arena_init(&p->arena);
+	strmap_init(&p->flavor_by_name);
+	strmap_init(&p->class_by_name);
+	strmap_init(&p->tenant_by_name);
+	strmap_init(&p->tenant_by_ns);
+	strmap_init(&p->flavor_by_res);
+	p->source = dup(&b, source);
+	build_settings(&b);
+	build_checkpoint(&b);
+	build_flavors(&b);
+	if (!b.oom)
+		build_classes(&b);
+	if (!b.oom)
+		build_tenants(&b);
+	if (b.oom) {
+		policy_free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void policy_free(struct policy *p)
+{
+	if (!p)
+		return;
+	strmap_release(&p->flavor_by_name);
+	strmap_release(&p->class_by_name);
+	strmap_release(&p->tenant_by_name);
+	strmap_release(&p->tenant_by_ns);
+	strmap_release(&p->flavor_by_res);
+	arena_release(&p->arena);
+	free(p);
+}
+
+/* ---- loading ---------------------------------------------------------- */
+
+int policy_parse(const char *name, const char *text, size_t len,
+		 struct policy **out, struct diag *d)
+{
+	struct src_policy *src = NULL;
+	struct srcpos pos;
+	int rc = -1;
+
+	if (len > POLICY_MAX_FILE_BYTES) {
+		diag_addf(d, "%s: the file is %zu bytes, at most %u allowed", name, len,
+			  POLICY_MAX_FILE_BYTES);
+		return -1;
+	}
+	srcpos_init(&pos);
+	if (schema_check(name, text, len, &pos, d) < 0)
+		goto out;
+	if (schema_load(name, text, len, &src, d) < 0)
+		goto out;
+	if (validate_src(name, src, &pos, d) < 0)
+		goto out;
+	*out = policy_build(name, src, &pos);
+	if (!*out) {
+		diag_addf(d, "%s: out of memory", name);
+		goto out;
+	}
+	rc = 0;
+out:
+	schema_free(src);
+	srcpos_release(&pos);
+	return rc;
+}
+
+int policy_load(const char *path, struct policy **out, struct diag *d)
+{
+	FILE *f = fopen(path, "rb");
+	char *text = NULL;
+	size_t len = 0, cap = 0;
+	int rc = -1;
+
+	if (!f) {
+		diag_addf(d, "%s: cannot open: %s", path, strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		size_t n;
+
+		if (len == cap) {
+			char *t;
+
+			if (cap > POLICY_MAX_FILE_BYTES) {
+				diag_addf(d, "%s: the file is larger than %u bytes", path,
+					  POLICY_MAX_FILE_BYTES);
+				goto out;
+			}
+			cap = cap ? cap * 2 : 65536;
+			t = realloc(text, cap);
+			if (!t) {
+				diag_addf(d, "%s: out of memory", path);
+				goto out;
+			}
+			text = t;
+		}
+		n = fread(text + len, 1, cap - len, f);
+		len += n;
+		if (n == 0)
+			break;
+	}
+	if (ferror(f)) {
+		diag_addf(d, "%s: read error: %s", path, strerror(errno));
+		goto out;
+	}
+	rc = policy_parse(path, text ? text : "", len, out, d);
+out:
+	free(text);
+	fclose(f);
+	return rc;
+}
+
+/* ---- lookups ---------------------------------------------------------- */
+
+const char *policy_source(const struct policy *p)
+{
+	return p->source;
+}
+
+const struct policy_settings *policy_settings(const struct policy *p)
+{
+	return &p->settings;
+}
+
+const struct policy_checkpoint *policy_checkpoint(const struct policy *p)
+{
+	return &p->checkpoint;
+}
+
+size_t policy_flavor_count(const struct policy *p)
+{
+	return p->n_flavors;
+}
+
+const struct policy_flavor *policy_flavor_at(const struct policy *p, size_t i)
+{
+	return i < p->n_flavors ? &p->flavors[i] : NULL;
+}
+
+const struct policy_flavor *policy_flavor_find(const struct policy *p,
+					       const char *name)
+{
+	size_t i;
+
+	return strmap_get(&p->flavor_by_name, name, &i) ? &p->flavors[i] : NULL;
+}
+
+size_t policy_flavors_for_resource(const struct policy *p, const char *resource,
+				   const struct policy_flavor **out, size_t max)
+{
+	size_t n = 0, first;
+
+	if (!strmap_get(&p->flavor_by_res, resource, &first))
+		return 0;
+	for (size_t i = first; i < p->n_flavors; i++) {
+		if (strcmp(p->flavors[i].resource, resource) != 0)
+			continue;
+		if (n < max)
+			out[n] = &p->flavors[i];
+		n++;
+	}
+	return n;
+}
+
+bool policy_is_flavor_resource(const struct policy *p, const char *resource)
+{
+	return strmap_get(&p->flavor_by_res, resource, NULL);
+}
+
+size_t policy_class_count(const struct policy *p)
+{
+	return p->n_classes;
+}
+
+const struct policy_class *policy_class_at(const struct policy *p, size_t i)
+{
+	return i < p->n_classes ? &p->classes[i] : NULL;
+}
+
+const struct policy_class *policy_class_find(const struct policy *p,
+					     const char *name)
+{
+	size_t i;
+
+	return strmap_get(&p->class_by_name, name, &i) ? &p->classes[i] : NULL;
+}
+
+size_t policy_tenant_count(const struct policy *p)
+{
+	return p->n_tenants;
+}
+
+const struct policy_tenant *policy_tenant_at(const struct policy *p, size_t i)
+{
+	return i < p->n_tenants ? &p->tenants[i] : NULL;
+}
+
+const struct policy_tenant *policy_tenant_find(const struct policy *p,
+					       const char *name)
+{
+	size_t i;
+
+	return strmap_get(&p->tenant_by_name, name, &i) ? &p->tenants[i] : NULL;
+}
+
+const struct policy_tenant *policy_tenant_for_namespace(const struct policy *p,
+							const char *ns)
+{
+	size_t best = p->n_tenants, lit;
+
+	if (strmap_get(&p->tenant_by_ns, ns, &lit))
+		best = lit;
+	/* Globs are in tenant order: the first one that matches an earlier
+	 * tenant than the literal match wins. */
+	for (size_t g = 0; g < p->n_globs && p->globs[g].tenant < best; g++) {
+		if (fnmatch(p->globs[g].pattern, ns, 0) == 0) {
+			best = p->globs[g].tenant;
+			break;
+		}
+	}
+	return best < p->n_tenants ? &p->tenants[best] : NULL;
+}
+
+size_t policy_cohort_count(const struct policy *p)
+{
+	return p->n_cohorts;
+}
+
+const char *policy_cohort_name(const struct policy *p, size_t i)
+{
+	return i < p->n_cohorts ? p->cohorts[i] : NULL;
+}
+
+bool policy_tenant_allows_class(const struct policy_tenant *t,
+				const struct policy_class *c)
+{
+	if (t->all_classes)
+		return true;
+	for (size_t i = 0; i < t->n_classes; i++)
+		if (t->classes[i] == c)
+			return true;
+	return false;
+}
+
+bool policy_tenant_allows_sharing(const struct policy_tenant *t,
+				  enum policy_sharing s)
+{
+	return (t->sharing_mask >> s) & 1u;
+}
+
+const struct policy_quota *policy_tenant_quota(const struct policy_tenant *t,
+					       const struct policy_flavor *f)
+{
+	return t->quota_by_flavor[f->index];
+}

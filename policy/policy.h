@@ -1,0 +1,200 @@
+/*
+ * policy: the immutable policy model (SPEC section 3).
+ *
+ * A policy is loaded once from YAML (policy_load/policy_parse), validated in
+ * full, and never changes afterwards: every thread may read it without locks.
+ * A reload builds a new policy and swaps the pointer; the old one is freed
+ * when its last reader is done (the server owns that reference counting).
+ *
+ * All pointers returned by lookups, and all strings inside the structures
+ * below, live exactly as long as the policy.
+ */
+#ifndef GPUGATE_POLICY_H
+#define GPUGATE_POLICY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct diag;
+
+/* Size caps: a policy beyond these is refused with a located error. */
+#define POLICY_MAX_FILE_BYTES (16u << 20)
+#define POLICY_MAX_GPUS_PER_NODE 1024
+#define POLICY_MAX_QUOTA 1000000
+#define POLICY_MAX_GRACE_SECONDS 86400
+#define POLICY_MAX_TOLERATION_SECONDS 31536000
+
+enum policy_sharing {
+	POLICY_SHARING_EXCLUSIVE,
+	POLICY_SHARING_MIG,
+	POLICY_SHARING_TIME_SLICING,
+	POLICY_SHARING_MPS,
+	POLICY_SHARING__COUNT
+};
+
+enum policy_mode {
+	POLICY_MODE_ENFORCE,
+	POLICY_MODE_WARN,
+	POLICY_MODE_AUDIT,
+};
+
+enum policy_raw_requests {
+	POLICY_RAW_REJECT,
+	POLICY_RAW_ALLOW,
+};
+
+enum policy_topology_mode {
+	POLICY_TOPOLOGY_NONE,
+	POLICY_TOPOLOGY_REQUIRED,
+	POLICY_TOPOLOGY_PREFERRED,
+};
+
+/* "exclusive", "mig", "time-slicing", "mps". */
+const char *policy_sharing_name(enum policy_sharing s);
+/* "enforce", "warn", "audit". */
+const char *policy_mode_name(enum policy_mode m);
+
+struct policy_kv {
+	const char *key;
+	const char *value;
+};
+
+/* A Kubernetes toleration; absent string fields are "" (never NULL). */
+struct policy_toleration {
+	const char *key;
+	const char *op;     /* "Exists" or "Equal" */
+	const char *value;
+	const char *effect; /* "", "NoSchedule", "PreferNoSchedule", "NoExecute" */
+	bool has_seconds;
+	int64_t seconds;
+};
+
+struct policy_flavor {
+	unsigned index; /* position in the policy, 0-based */
+	unsigned line;  /* where it is defined, for messages */
+	const char *name;
+	const char *resource;
+	enum policy_sharing sharing;
+	const struct policy_kv *node_selector;
+	size_t n_node_selector;
+	const struct policy_toleration *tolerations;
+	size_t n_tolerations;
+	unsigned gpus_per_node;
+};
+
+struct policy_class {
+	unsigned index;
+	unsigned line;
+	const char *name;
+	const char *description;          /* "" when absent */
+	const struct policy_flavor *flavor;
+	unsigned gpus;                    /* default count per pod */
+	unsigned max_gpus;                /* == gpus when absent */
+	const char *cpu;                  /* NULL when absent */
+	const char *memory;               /* NULL when absent */
+	enum policy_topology_mode topology_mode;
+	const char *topology_key;         /* NULL when no topology rule */
+	const char *priority_class_name;  /* NULL when absent */
+	bool preemptible;
+};
+
+/* No limit, for borrowing_limit and lending_limit. */
+#define POLICY_NO_LIMIT (-1)
+
+struct policy_quota {
+	const struct policy_flavor *flavor;
+	int64_t nominal;
+	int64_t borrowing_limit; /* POLICY_NO_LIMIT when absent */
+	int64_t lending_limit;   /* POLICY_NO_LIMIT when absent */
+};
+
+struct policy_tenant {
+	unsigned index;
+	unsigned line;
+	const char *name;
+	const char *const *namespaces; /* exact names or shell globs */
+	size_t n_namespaces;
+	const char *cohort;            /* NULL when in no cohort */
+	int cohort_index;              /* -1 when in no cohort */
+	bool all_classes;              /* the file lists no classes: all allowed */
+	const struct policy_class *const *classes; /* else: the allowed ones */
+	size_t n_classes;
+	unsigned sharing_mask;         /* bit (1u << enum policy_sharing) */
+	enum policy_mode mode;         /* settings.mode unless overridden */
+	/* Quota by flavor index; NULL entry: no quota for that flavor. */
+	const struct policy_quota *const *quota_by_flavor;
+	const struct policy_quota *quota; /* in file order */
+	size_t n_quota;
+};
+
+struct policy_settings {
+	const char *class_label;
+	const char *gpus_label;
+	enum policy_raw_requests raw_gpu_requests;
+	enum policy_mode mode;
+};
+
+struct policy_checkpoint {
+	int64_t grace_period_seconds;
+	const char *mount_path;
+	const char *claim_name; /* template with {tenant}/{namespace}; NULL: emptyDir */
+	const char *const *pre_stop; /* command argv; n_pre_stop == 0: none */
+	size_t n_pre_stop;
+	const struct policy_kv *env;
+	size_t n_env;
+};
+
+struct policy;
+
+/*
+ * Loads and validates a policy file.  On success stores a new policy in *out
+ * and returns 0.  On failure returns -1 and adds every error found to d, each
+ * one line "FILE:LINE: message".
+ */
+int policy_load(const char *path, struct policy **out, struct diag *d);
+
+/* The same from memory; name is used in messages in place of a file name. */
+int policy_parse(const char *name, const char *text, size_t len,
+		 struct policy **out, struct diag *d);
+
+void policy_free(struct policy *p);
+
+const char *policy_source(const struct policy *p); /* file name given to load */
+const struct policy_settings *policy_settings(const struct policy *p);
+const struct policy_checkpoint *policy_checkpoint(const struct policy *p);
+
+size_t policy_flavor_count(const struct policy *p);
+const struct policy_flavor *policy_flavor_at(const struct policy *p, size_t i);
+const struct policy_flavor *policy_flavor_find(const struct policy *p,
+					       const char *name);
+/* The flavors whose extended resource is this name (in file order). */
+size_t policy_flavors_for_resource(const struct policy *p, const char *resource,
+				   const struct policy_flavor **out, size_t max);
+/* True when some flavor uses this extended resource name. */
+bool policy_is_flavor_resource(const struct policy *p, const char *resource);
+
+size_t policy_class_count(const struct policy *p);
+const struct policy_class *policy_class_at(const struct policy *p, size_t i);
+const struct policy_class *policy_class_find(const struct policy *p,
+					     const char *name);
+
+size_t policy_tenant_count(const struct policy *p);
+const struct policy_tenant *policy_tenant_at(const struct policy *p, size_t i);
+const struct policy_tenant *policy_tenant_find(const struct policy *p,
+					       const char *name);
+/* The first tenant (file order) with a namespace entry matching ns, or NULL. */
+const struct policy_tenant *policy_tenant_for_namespace(const struct policy *p,
+							const char *ns);
+
+size_t policy_cohort_count(const struct policy *p);
+const char *policy_cohort_name(const struct policy *p, size_t i);
+
+bool policy_tenant_allows_class(const struct policy_tenant *t,
+				const struct policy_class *c);
+bool policy_tenant_allows_sharing(const struct policy_tenant *t,
+				  enum policy_sharing s);
+const struct policy_quota *policy_tenant_quota(const struct policy_tenant *t,
+					       const struct policy_flavor *f);
+
+#endif

@@ -1,0 +1,134 @@
+/*
+ * src: the policy file exactly as written, before validation.
+ *
+ * libcyaml fills these structures (schema.c holds the schema tables); the
+ * validator checks them with source positions (srcpos.h); the model builder
+ * turns them into the immutable policy.  Field names follow the YAML keys so
+ * that the schema macros can name them.  Absent optional scalars are NULL
+ * pointers; absent sequences have a count of 0.
+ */
+#ifndef GPUGATE_SRC_H
+#define GPUGATE_SRC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct diag;
+struct srcpos;
+
+/* Enum values as libcyaml stores them; order matches policy.h enums. */
+enum src_topology_mode { SRC_TOPOLOGY_REQUIRED, SRC_TOPOLOGY_PREFERRED };
+enum src_toleration_op { SRC_OP_EXISTS, SRC_OP_EQUAL };
+enum src_effect {
+	SRC_EFFECT_NO_SCHEDULE,
+	SRC_EFFECT_PREFER_NO_SCHEDULE,
+	SRC_EFFECT_NO_EXECUTE,
+};
+
+struct src_toleration {
+	char *key;
+	int *operator;
+	char *value;
+	int *effect;
+	int64_t *tolerationSeconds;
+};
+
+struct src_flavor {
+	char *name;
+	char *resource;
+	int sharing;
+	char **nodeSelector;
+	unsigned nodeSelector_count;
+	struct src_toleration *tolerations;
+	unsigned tolerations_count;
+	int64_t gpusPerNode;
+};
+
+struct src_topology {
+	char *key;
+	int mode;
+};
+
+struct src_class {
+	char *name;
+	char *description;
+	char *flavor;
+	int64_t gpus;
+	int64_t *maxGpus;
+	char *cpu;
+	char *memory;
+	struct src_topology *topology;
+	char *priorityClassName;
+	bool preemptible;
+};
+
+struct src_quota {
+	char *flavor;
+	int64_t nominal;
+	int64_t *borrowingLimit;
+	int64_t *lendingLimit;
+};
+
+struct src_tenant {
+	char *name;
+	char **namespaces;
+	unsigned namespaces_count;
+	char *cohort;
+	char **classes;
+	unsigned classes_count;
+	int *sharing;
+	unsigned sharing_count;
+	int *mode;
+	struct src_quota *quota;
+	unsigned quota_count;
+};
+
+struct src_settings {
+	char *classLabel;
+	char *gpusLabel;
+	int rawGpuRequests;
+	int mode;
+};
+
+struct src_checkpoint {
+	int64_t *gracePeriodSeconds;
+	char *mountPath;
+	char *claimName;
+	char **preStop;
+	unsigned preStop_count;
+	char **env;
+	unsigned env_count;
+};
+
+struct src_policy {
+	int64_t version;
+	struct src_settings *settings;
+	struct src_flavor *flavors;
+	unsigned flavors_count;
+	struct src_class *classes;
+	unsigned classes_count;
+	struct src_tenant *tenants;
+	unsigned tenants_count;
+	struct src_checkpoint *checkpoint;
+};
+
+/*
+ * Checks the document's shape against the schema (unknown, duplicate and
+ * missing keys, types, enum values, sizes), reporting every problem with
+ * its line, and records the position of every key and entry in pos.
+ * Returns 0 when the shape is right.
+ */
+int schema_check(const char *file, const char *text, size_t len,
+		 struct srcpos *pos, struct diag *d);
+
+/* Loads a document that passed schema_check.  -1 and a message on error. */
+int schema_load(const char *file, const char *text, size_t len,
+		struct src_policy **out, struct diag *d);
+
+void schema_free(struct src_policy *src);
+
+/* Semantic checks (validate.c): every error, located.  0 when valid. */
+int validate_src(const char *file, const struct src_policy *src,
+		 const struct srcpos *pos, struct diag *d);
+
+#endif

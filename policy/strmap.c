@@ -1,0 +1,105 @@
+#include "policy/strmap.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct strmap_slot {
+	const char *key; /* NULL: empty */
+	size_t hash;
+	size_t value;
+};
+
+void strmap_init(struct strmap *m)
+{
+	m->slots = NULL;
+	m->cap = 0;
+	m->len = 0;
+}
+
+void strmap_release(struct strmap *m)
+{
+	free(m->slots);
+	strmap_init(m);
+}
+
+size_t strmap_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return (size_t)h;
+}
+
+static struct strmap_slot *find(const struct strmap_slot *slots, size_t cap,
+				const char *key, size_t h)
+{
+	size_t i = h & (cap - 1);
+
+	for (;;) {
+		const struct strmap_slot *s = &slots[i];
+
+		if (!s->key || (s->hash == h && strcmp(s->key, key) == 0))
+			return (struct strmap_slot *)s;
+		i = (i + 1) & (cap - 1);
+	}
+}
+
+static int grow(struct strmap *m)
+{
+	size_t cap = m->cap ? m->cap * 2 : 16;
+	struct strmap_slot *slots;
+
+	if (cap > SIZE_MAX / sizeof(*slots))
+		return -1;
+	slots = calloc(cap, sizeof(*slots));
+	if (!slots)
+		return -1;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (m->slots[i].key)
+			*find(slots, cap, m->slots[i].key, m->slots[i].hash) =
+				m->slots[i];
+	}
+	free(m->slots);
+	m->slots = slots;
+	m->cap = cap;
+	return 0;
+}
+
+int strmap_put(struct strmap *m, const char *key, size_t value, size_t *old)
+{
+	size_t h = strmap_hash(key);
+	struct strmap_slot *s;
+
+	/* Keep the load factor under 3/4 so probes stay short. */
+	if ((m->len + 1) * 4 > m->cap * 3 && grow(m) < 0)
+		return -1;
+	s = find(m->slots, m->cap, key, h);
+	if (s->key) {
+		if (old)
+			*old = s->value;
+		return 1;
+	}
+	s->key = key;
+	s->hash = h;
+	s->value = value;
+	m->len++;
+	return 0;
+}
+
+bool strmap_get(const struct strmap *m, const char *key, size_t *value)
+{
+	const struct strmap_slot *s;
+
+	if (!m->cap)
+		return false;
+	s = find(m->slots, m->cap, key, strmap_hash(key));
+	if (!s->key)
+		return false;
+	if (value)
+		*value = s->value;
+	return true;
+}

@@ -1,0 +1,659 @@
+/*
+ * Semantic checks of a policy whose shape already fits the schema.
+ *
+ * Every check reports all of its findings (never only the first), each as
+ * "FILE:LINE: thing \"name\": what is wrong", at the line of the field at
+ * fault.  docs/policy.md lists every message with its cause and fix; the
+ * unit tests assert each one verbatim.
+ */
+#include "policy/diag.h"
+#include "policy/k8s.h"
+#include "policy/policy.h"
+#include "policy/src.h"
+#include "policy/srcpos.h"
+#include "policy/strmap.h"
+
+#include <fnmatch.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Labels and annotations that gpugate stamps (SPEC section 2). */
+static const char *const stamped_keys[] = {
+	"gpugate.io/tenant", "gpugate.io/flavor", "gpugate.io/preemptible",
+	"gpugate.io/gang",   "gpugate.io/decision", "gpugate.io/borrowed",
+};
+
+struct vctx {
+	const char *file;
+	const struct src_policy *src;
+	const struct srcpos *pos;
+	struct diag *d;
+	int errors;
+	struct strmap flavors; /* name -> index */
+	struct strmap classes;
+	struct strmap tenants;
+};
+
+static void err(struct vctx *v, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void err(struct vctx *v, unsigned line, const char *fmt, ...)
+{
+	char msg[900];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	diag_addf(v->d, "%s:%u: %s", v->file, line, msg);
+	v->errors++;
+}
+
+static bool name_valid(const char *s)
+{
+	return s[0] && k8s_label_value_valid(s);
+}
+
+#define NAME_RULE                                                          \
+	"at most 63 letters, digits, '-', '_' or '.', starting and ending " \
+	"with a letter or digit"
+
+/*
+ * Registers name in map, reporting an invalid or duplicate name.  kind is
+ * "flavor", "class" or "tenant"; list is the YAML key of its list.
+ */
+static void check_name(struct vctx *v, struct strmap *map, const char *kind,
+		       const char *list, unsigned i, const char *name)
+{
+	unsigned line = srcpos_line(v->pos, "%s[%u].name", list, i);
+	size_t first;
+
+	if (!name_valid(name)) {
+		err(v, line, "%s name \"%s\" is not valid (" NAME_RULE ")", kind,
+		    name);
+		return;
+	}
+	if (strmap_put(map, name, i, &first) == 1)
+		err(v, line, "duplicate %s \"%s\" (first defined at line %u)", kind,
+		    name, srcpos_line(v->pos, "%s[%zu].name", list, first));
+}
+
+static bool is_stamped_key(const char *key)
+{
+	for (size_t i = 0; i < sizeof(stamped_keys) / sizeof(stamped_keys[0]); i++)
+		if (strcmp(key, stamped_keys[i]) == 0)
+			return true;
+	return false;
+}
+
+static void check_label_setting(struct vctx *v, const char *field,
+				const char *value)
+{
+	unsigned line = srcpos_line(v->pos, "settings.%s", field);
+
+	if (!k8s_qualified_name_valid(value))
+		err(v, line, "settings: %s \"%s\" is not a valid label key", field,
+		    value);
+	else if (is_stamped_key(value))
+		err(v, line,
+		    "settings: %s \"%s\" is a label gpugate stamps itself; choose "
+		    "another key",
+		    field, value);
+}
+
+static void check_settings(struct vctx *v)
+{
+	const struct src_settings *s = v->src->settings;
+
+	if (!s)
+		return;
+	if (s->classLabel)
+		check_label_setting(v, "classLabel", s->classLabel);
+	if (s->gpusLabel)
+		check_label_setting(v, "gpusLabel", s->gpusLabel);
+	if (strcmp(s->classLabel ? s->classLabel : "gpugate.io/class",
+		   s->gpusLabel ? s->gpusLabel : "gpugate.io/gpus") == 0)
+		err(v, srcpos_line(v->pos, "settings.gpusLabel"),
+		    "settings: classLabel and gpusLabel must be different keys");
+}
+
+/*
+ * "key=value" for a node selector; checks both halves.  Returns the length
+ * of the key or -1 when malformed (already reported).
+ */
+static int check_selector(struct vctx *v, unsigned line, const char *owner,
+			  const char *kv)
+{
+	const char *eq = strchr(kv, '=');
+	char key[256];
+	size_t klen;
+
+	if (!eq || eq == kv) {
+		err(v, line, "%s: nodeSelector \"%s\" is not of the form key=value",
+		    owner, kv);
+		return -1;
+	}
+	klen = (size_t)(eq - kv);
+	if (klen >= sizeof(key)) {
+		err(v, line, "%s: nodeSelector key in \"%.60s...\" is too long", owner,
+		    kv);
+		return -1;
+	}
+	memcpy(key, kv, klen);
+	key[klen] = '\0';
+	if (!k8s_qualified_name_valid(key)) {
+		err(v, line, "%s: nodeSelector key \"%s\" is not a valid label key",
+		    owner, key);
+		return -1;
+	}
+	if (!k8s_label_value_valid(eq + 1)) {
+		err(v, line,
+		    "%s: nodeSelector value \"%s\" is not a valid label value",
+		    owner, eq + 1);
+		return -1;
+	}
+	return (int)klen;
+}
+
+static void check_tolerations(struct vctx *v, unsigned fi, const char *owner,
+			      const struct src_flavor *f)
+{
+	for (unsigned t = 0; t < f->tolerations_count; t++) {
+		const struct src_toleration *tl = &f->tolerations[t];
+		unsigned line = srcpos_line(v->pos, "flavors[%u].tolerations[%u]", fi, t);
+		int op = tl->operator ? *tl->operator : SRC_OP_EQUAL;
+		const char *key = tl->key ? tl->key : "";
+
+		if (key[0] && !k8s_qualified_name_valid(key))
+			err(v, line, "%s: toleration key \"%s\" is not a valid label key",
+			    owner, key);
+		if (op == SRC_OP_EXISTS && tl->value && tl->value[0])
+			err(v, line,
+			    "%s: toleration with operator Exists must not have a value",
+			    owner);
+		if (op == SRC_OP_EQUAL && !key[0])
+			err(v, line,
+			    "%s: toleration with operator Equal needs a key "
+			    "(use operator Exists to tolerate every taint)",
+			    owner);
+		if (tl->value && !k8s_label_value_valid(tl->value))
+			err(v, line,
+			    "%s: toleration value \"%s\" is not a valid label value",
+			    owner, tl->value);
+		if (tl->tolerationSeconds) {
+			int64_t s = *tl->tolerationSeconds;
+
+			line = srcpos_line(v->pos,
+					   "flavors[%u].tolerations[%u].tolerationSeconds",
+					   fi, t);
+			if (!tl->effect || *tl->effect != SRC_EFFECT_NO_EXECUTE)
+				err(v, line,
+				    "%s: tolerationSeconds is only allowed with effect "
+				    "NoExecute",
+				    owner);
+			else if (s < 0 || s > POLICY_MAX_TOLERATION_SECONDS)
+				err(v, line,
+				    "%s: tolerationSeconds %" PRId64
+				    " must be between 0 and %d",
+				    owner, s, POLICY_MAX_TOLERATION_SECONDS);
+		}
+	}
+}
+
+static void check_flavors(struct vctx *v)
+{
+	for (unsigned i = 0; i < v->src->flavors_count; i++) {
+		const struct src_flavor *f = &v->src->flavors[i];
+		char owner[300];
+
+		snprintf(owner, sizeof(owner), "flavor \"%s\"", f->name);
+		check_name(v, &v->flavors, "flavor", "flavors", i, f->name);
+		if (!strchr(f->resource, '/') || !k8s_qualified_name_valid(f->resource))
+			err(v, srcpos_line(v->pos, "flavors[%u].resource", i),
+			    "%s: resource \"%s\" is not an extended resource name "
+			    "(expected domain/name, e.g. nvidia.com/gpu)",
+			    owner, f->resource);
+		for (unsigned s = 0; s < f->nodeSelector_count; s++) {
+			unsigned line = srcpos_line(v->pos, "flavors[%u].nodeSelector[%u]",
+						    i, s);
+			int klen = check_selector(v, line, owner, f->nodeSelector[s]);
+
+			if (klen < 0)
+				continue;
+			for (unsigned r = 0; r < s; r++) {
+				if (strncmp(f->nodeSelector[r], f->nodeSelector[s],
+					    (size_t)klen + 1) == 0) {
+					err(v, line, "%s: nodeSelector key \"%.*s\" is set twice",
+					    owner, klen, f->nodeSelector[s]);
+					break;
+				}
+			}
+		}
+		check_tolerations(v, i, owner, f);
+		if (f->gpusPerNode < 1 || f->gpusPerNode > POLICY_MAX_GPUS_PER_NODE)
+			err(v, srcpos_line(v->pos, "flavors[%u].gpusPerNode", i),
+			    "%s: gpusPerNode %" PRId64 " must be between 1 and %d", owner,
+			    f->gpusPerNode, POLICY_MAX_GPUS_PER_NODE);
+	}
+}
+
+/* The flavor a class or quota names, or NULL (reported by the caller). */
+static const struct src_flavor *flavor_named(const struct vctx *v,
+					     const char *name)
+{
+	size_t i;
+
+	if (!strmap_get(&v->flavors, name, &i))
+		return NULL;
+	return &v->src->flavors[i];
+}
+
+static bool flavor_gpus_valid(const struct src_flavor *f)
+{
+	return f->gpusPerNode >= 1 && f->gpusPerNode <= POLICY_MAX_GPUS_PER_NODE;
+}
+
+static void check_class_counts(struct vctx *v, unsigned i,
+			       const struct src_class *c,
+			       const struct src_flavor *f)
+{
+	unsigned gline = srcpos_line(v->pos, "classes[%u].gpus", i);
+	unsigned mline = srcpos_line(v->pos, "classes[%u].maxGpus", i);
+
+	if (c->gpus < 1) {
+		err(v, gline, "class \"%s\": gpus %" PRId64 " must be at least 1",
+		    c->name, c->gpus);
+		return;
+	}
+	if (f && flavor_gpus_valid(f) && c->gpus > f->gpusPerNode)
+		err(v, gline,
+		    "class \"%s\": gpus %" PRId64 " exceeds gpusPerNode %" PRId64
+		    " of flavor \"%s\"",
+		    c->name, c->gpus, f->gpusPerNode, f->name);
+	if (!c->maxGpus)
+		return;
+	if (*c->maxGpus < c->gpus)
+		err(v, mline,
+		    "class \"%s\": gpus %" PRId64 " is greater than maxGpus %" PRId64,
+		    c->name, c->gpus, *c->maxGpus);
+	else if (f && flavor_gpus_valid(f) && *c->maxGpus > f->gpusPerNode)
+		err(v, mline,
+		    "class \"%s\": maxGpus %" PRId64 " exceeds gpusPerNode %" PRId64
+		    " of flavor \"%s\"",
+		    c->name, *c->maxGpus, f->gpusPerNode, f->name);
+}
+
+static void check_classes(struct vctx *v)
+{
+	for (unsigned i = 0; i < v->src->classes_count; i++) {
+		const struct src_class *c = &v->src->classes[i];
+		const struct src_flavor *f = flavor_named(v, c->flavor);
+
+		check_name(v, &v->classes, "class", "classes", i, c->name);
+		if (!f)
+			err(v, srcpos_line(v->pos, "classes[%u].flavor", i),
+			    "class \"%s\": unknown flavor \"%s\"", c->name, c->flavor);
+		check_class_counts(v, i, c, f);
+		if (c->cpu && !k8s_quantity_valid(c->cpu))
+			err(v, srcpos_line(v->pos, "classes[%u].cpu", i),
+			    "class \"%s\": cpu \"%s\" is not a Kubernetes quantity "
+			    "(e.g. \"8\" or \"500m\")",
+			    c->name, c->cpu);
+		if (c->memory && !k8s_quantity_valid(c->memory))
+			err(v, srcpos_line(v->pos, "classes[%u].memory", i),
+			    "class \"%s\": memory \"%s\" is not a Kubernetes quantity "
+			    "(e.g. \"64Gi\")",
+			    c->name, c->memory);
+		if (c->topology && !k8s_qualified_name_valid(c->topology->key))
+			err(v, srcpos_line(v->pos, "classes[%u].topology.key", i),
+			    "class \"%s\": topology key \"%s\" is not a valid label key",
+			    c->name, c->topology->key);
+		if (c->priorityClassName &&
+		    !k8s_dns_subdomain_valid(c->priorityClassName))
+			err(v, srcpos_line(v->pos, "classes[%u].priorityClassName", i),
+			    "class \"%s\": priorityClassName \"%s\" is not a valid "
+			    "object name",
+			    c->name, c->priorityClassName);
+	}
+}
+
+static bool is_glob(const char *s)
+{
+	return strpbrk(s, "*?[") != NULL;
+}
+
+/* A glob over namespace names: label characters and * ? [ ] ! only. */
+static bool glob_valid(const char *s)
+{
+	if (strlen(s) > 253)
+		return false;
+	for (const char *p = s; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9'))
+			continue;
+		if (!strchr("-*?[]!", *p))
+			return false;
+	}
+	/* fnmatch reports a malformed bracket as "no match", never an error:
+	 * an unbalanced '[' is the only malformation this alphabet allows. */
+	return strchr(s, '[') == NULL || strchr(s, ']') != NULL;
+}
+
+struct ns_owner {
+	unsigned tenant;
+	unsigned entry;
+};
+
+static void check_namespaces(struct vctx *v, unsigned ti,
+			     const struct src_tenant *t, struct strmap *literal)
+{
+	for (unsigned n = 0; n < t->namespaces_count; n++) {
+		const char *ns = t->namespaces[n];
+		unsigned line = srcpos_line(v->pos, "tenants[%u].namespaces[%u]", ti, n);
+		size_t prev;
+
+		if (is_glob(ns)) {
+			if (!glob_valid(ns))
+				err(v, line,
+				    "tenant \"%s\": namespace pattern \"%s\" is not a valid "
+				    "glob (letters, digits, '-', '*', '?', '[...]')",
+				    t->name, ns);
+			continue;
+		}
+		if (!k8s_dns_label_valid(ns)) {
+			err(v, line,
+			    "tenant \"%s\": namespace \"%s\" is not a valid namespace "
+			    "name",
+			    t->name, ns);
+			continue;
+		}
+		/* value: tenant index << 16 | entry index */
+		if (strmap_put(literal, ns, ((size_t)ti << 16) | n, &prev) == 1) {
+			unsigned pt = (unsigned)(prev >> 16), pn = prev & 0xffff;
+
+			if (pt == ti)
+				err(v, line, "tenant \"%s\": namespace \"%s\" is listed twice",
+				    t->name, ns);
+			else
+				err(v, line,
+				    "tenant \"%s\": namespace \"%s\" is already listed by "
+				    "tenant \"%s\" (line %u)",
+				    t->name, ns, v->src->tenants[pt].name,
+				    srcpos_line(v->pos, "tenants[%u].namespaces[%u]", pt, pn));
+			continue;
+		}
+		/* First match wins: an earlier tenant's pattern hides this entry. */
+		for (unsigned e = 0; e < ti; e++) {
+			const struct src_tenant *et = &v->src->tenants[e];
+			bool hidden = false;
+
+			for (unsigned k = 0; k < et->namespaces_count && !hidden; k++) {
+				const char *pat = et->namespaces[k];
+
+				if (!is_glob(pat) || !glob_valid(pat) ||
+				    fnmatch(pat, ns, 0) != 0)
+					continue;
+				err(v, line,
+				    "tenant \"%s\": namespace \"%s\" is already matched by "
+				    "pattern \"%s\" of tenant \"%s\" (line %u), which comes "
+				    "first",
+				    t->name, ns, pat, et->name,
+				    srcpos_line(v->pos, "tenants[%u].namespaces[%u]", e, k));
+				hidden = true;
+			}
+			if (hidden)
+				break;
+		}
+	}
+}
+
+static void check_quota(struct vctx *v, unsigned ti, const struct src_tenant *t)
+{
+	struct strmap seen;
+
+	strmap_init(&seen);
+	for (unsigned q = 0; q < t->quota_count; q++) {
+		const struct src_quota *qu = &t->quota[q];
+		unsigned line = srcpos_line(v->pos, "tenants[%u].quota[%u]", ti, q);
+		size_t prev;
+		const struct {
+			const char *field;
+			const int64_t *value;
+		} nums[] = {
+			{"nominal", &qu->nominal},
+			{"borrowingLimit", qu->borrowingLimit},
+			{"lendingLimit", qu->lendingLimit},
+		};
+
+		if (!flavor_named(v, qu->flavor))
+			err(v, srcpos_line(v->pos, "tenants[%u].quota[%u].flavor", ti, q),
+			    "tenant \"%s\": quota for unknown flavor \"%s\"", t->name,
+			    qu->flavor);
+		else if (strmap_put(&seen, qu->flavor, q, &prev) == 1)
+			err(v, line,
+			    "tenant \"%s\": second quota entry for flavor \"%s\" (first "
+			    "at line %u)",
+			    t->name, qu->flavor,
+			    srcpos_line(v->pos, "tenants[%u].quota[%zu]", ti, prev));
+		for (size_t k = 0; k < sizeof(nums) / sizeof(nums[0]); k++) {
+			if (!nums[k].value)
+				continue;
+			if (*nums[k].value < 0 || *nums[k].value > POLICY_MAX_QUOTA)
+				err(v,
+				    srcpos_line(v->pos, "tenants[%u].quota[%u].%s", ti, q,
+						nums[k].field),
+				    "tenant \"%s\": quota %s: %s %" PRId64
+				    " must be between 0 and %d",
+				    t->name, qu->flavor, nums[k].field, *nums[k].value,
+				    POLICY_MAX_QUOTA);
+		}
+		if (qu->lendingLimit && *qu->lendingLimit > qu->nominal &&
+		    qu->nominal >= 0)
+			err(v, srcpos_line(v->pos, "tenants[%u].quota[%u].lendingLimit", ti, q),
+			    "tenant \"%s\": quota %s: lendingLimit %" PRId64
+			    " exceeds nominal %" PRId64,
+			    t->name, qu->flavor, *qu->lendingLimit, qu->nominal);
+		if (!t->cohort && (qu->borrowingLimit || qu->lendingLimit))
+			err(v, line,
+			    "tenant \"%s\": quota %s: borrowingLimit and lendingLimit "
+			    "need a cohort (the tenant is in none)",
+			    t->name, qu->flavor);
+	}
+	strmap_release(&seen);
+}
+
+static bool tenant_has_quota(const struct src_tenant *t, const char *flavor)
+{
+	for (unsigned q = 0; q < t->quota_count; q++)
+		if (strcmp(t->quota[q].flavor, flavor) == 0)
+			return true;
+	return false;
+}
+
+static void check_tenant_classes(struct vctx *v, unsigned ti,
+				 const struct src_tenant *t)
+{
+	unsigned mask = 0;
+	struct strmap seen;
+
+	for (unsigned s = 0; s < t->sharing_count; s++) {
+		unsigned bit = 1u << t->sharing[s];
+
+		if (mask & bit)
+			err(v, srcpos_line(v->pos, "tenants[%u].sharing[%u]", ti, s),
+			    "tenant \"%s\": sharing mode %s is listed twice", t->name,
+			    policy_sharing_name((enum policy_sharing)t->sharing[s]));
+		mask |= bit;
+	}
+	if (!t->sharing_count)
+		mask = ~0u;
+
+	strmap_init(&seen);
+	for (unsigned c = 0; c < t->classes_count; c++) {
+		unsigned line = srcpos_line(v->pos, "tenants[%u].classes[%u]", ti, c);
+		const char *name = t->classes[c];
+		const struct src_class *cl;
+		const struct src_flavor *f;
+		size_t ci;
+
+		if (!strmap_get(&v->classes, name, &ci)) {
+			err(v, line, "tenant \"%s\": unknown class \"%s\"", t->name, name);
+			continue;
+		}
+		if (strmap_put(&seen, name, c, NULL) == 1) {
+			err(v, line, "tenant \"%s\": class \"%s\" is listed twice",
+			    t->name, name);
+			continue;
+		}
+		cl = &v->src->classes[ci];
+		f = flavor_named(v, cl->flavor);
+		if (!f)
+			continue; /* reported with the class */
+		if (!(mask & (1u << f->sharing)))
+			err(v, line,
+			    "tenant \"%s\": class \"%s\" uses sharing mode %s, which "
+			    "the tenant's sharing list does not allow",
+			    t->name, name,
+			    policy_sharing_name((enum policy_sharing)f->sharing));
+		else if (!tenant_has_quota(t, f->name))
+			err(v, line,
+			    "tenant \"%s\": class \"%s\" uses flavor \"%s\" but the "
+			    "tenant has no quota for it",
+			    t->name, name, f->name);
+	}
+	strmap_release(&seen);
+}
+
+static void check_tenants(struct vctx *v)
+{
+	struct strmap literal;
+
+	strmap_init(&literal);
+	for (unsigned i = 0; i < v->src->tenants_count; i++) {
+		const struct src_tenant *t = &v->src->tenants[i];
+
+		check_name(v, &v->tenants, "tenant", "tenants", i, t->name);
+		check_namespaces(v, i, t, &literal);
+		if (t->cohort && !name_valid(t->cohort))
+			err(v, srcpos_line(v->pos, "tenants[%u].cohort", i),
+			    "tenant \"%s\": cohort name \"%s\" is not valid (" NAME_RULE
+			    ")",
+			    t->name, t->cohort);
+		check_quota(v, i, t);
+		check_tenant_classes(v, i, t);
+	}
+	strmap_release(&literal);
+}
+
+/* Placeholders are {tenant} and {namespace}; the rest must be a name. */
+static void check_claim_name(struct vctx *v, const char *tmpl)
+{
+	unsigned line = srcpos_line(v->pos, "checkpoint.claimName");
+	char sample[600];
+	size_t o = 0;
+
+	for (const char *p = tmpl; *p && o + 2 < sizeof(sample);) {
+		if (*p == '{') {
+			const char *close = strchr(p, '}');
+			size_t n = close ? (size_t)(close - p + 1) : strlen(p);
+
+			if (n == 8 && strncmp(p, "{tenant}", 8) == 0) {
+				sample[o++] = 't';
+			} else if (n == 11 && strncmp(p, "{namespace}", 11) == 0) {
+				sample[o++] = 'n';
+			} else {
+				err(v, line,
+				    "checkpoint: claimName \"%s\": unknown placeholder "
+				    "\"%.*s\" (use {tenant} or {namespace})",
+				    tmpl, (int)(n > 40 ? 40 : n), p);
+				return;
+			}
+			p += n;
+			continue;
+		}
+		sample[o++] = *p++;
+	}
+	sample[o] = '\0';
+	if (!k8s_dns_subdomain_valid(sample))
+		err(v, line,
+		    "checkpoint: claimName \"%s\" does not make a valid claim name "
+		    "(lower-case letters, digits, '-' and '.')",
+		    tmpl);
+}
+
+static void check_checkpoint(struct vctx *v)
+{
+	const struct src_checkpoint *c = v->src->checkpoint;
+
+	if (!c)
+		return;
+	if (c->gracePeriodSeconds &&
+	    (*c->gracePeriodSeconds < 0 ||
+	     *c->gracePeriodSeconds > POLICY_MAX_GRACE_SECONDS))
+		err(v, srcpos_line(v->pos, "checkpoint.gracePeriodSeconds"),
+		    "checkpoint: gracePeriodSeconds %" PRId64
+		    " must be between 0 and %d",
+		    *c->gracePeriodSeconds, POLICY_MAX_GRACE_SECONDS);
+	if (c->mountPath && (c->mountPath[0] != '/' || strchr(c->mountPath, ':') ||
+			     strcmp(c->mountPath, "/") == 0))
+		err(v, srcpos_line(v->pos, "checkpoint.mountPath"),
+		    "checkpoint: mountPath \"%s\" must be an absolute path other "
+		    "than / and without ':'",
+		    c->mountPath);
+	if (c->claimName)
+		check_claim_name(v, c->claimName);
+	for (unsigned i = 0; i < c->env_count; i++) {
+		const char *kv = c->env[i];
+		const char *eq = strchr(kv, '=');
+		unsigned line = srcpos_line(v->pos, "checkpoint.env[%u]", i);
+		char name[256];
+		size_t n;
+
+		if (!eq || eq == kv) {
+			err(v, line, "checkpoint: env \"%s\" is not of the form NAME=value",
+			    kv);
+			continue;
+		}
+		n = (size_t)(eq - kv);
+		if (n >= sizeof(name))
+			n = sizeof(name) - 1;
+		memcpy(name, kv, n);
+		name[n] = '\0';
+		if (!k8s_env_name_valid(name))
+			err(v, line,
+			    "checkpoint: env name \"%s\" is not a valid variable name",
+			    name);
+		else if (strcmp(name, "GPUGATE_PREEMPTIBLE") == 0 ||
+			 strcmp(name, "NVIDIA_VISIBLE_DEVICES") == 0 ||
+			 strcmp(name, "NVIDIA_MIG_CONFIG_DEVICES") == 0)
+			err(v, line, "checkpoint: env \"%s\" is reserved", name);
+		for (unsigned j = 0; j < i; j++)
+			if (strncmp(c->env[j], kv, n + 1) == 0) {
+				err(v, line, "checkpoint: env \"%s\" is set twice", name);
+				break;
+			}
+	}
+}
+
+int validate_src(const char *file, const struct src_policy *src,
+		 const struct srcpos *pos, struct diag *d)
+{
+	struct vctx v = {.file = file, .src = src, .pos = pos, .d = d};
+
+	strmap_init(&v.flavors);
+	strmap_init(&v.classes);
+	strmap_init(&v.tenants);
+	if (src->version != 1)
+		err(&v, srcpos_line(pos, "version"),
+		    "unsupported version %" PRId64 " (this gpugate reads version 1)",
+		    src->version);
+	check_settings(&v);
+	check_flavors(&v);
+	check_classes(&v);
+	check_tenants(&v);
+	check_checkpoint(&v);
+	strmap_release(&v.flavors);
+	strmap_release(&v.classes);
+	strmap_release(&v.tenants);
+	return v.errors ? -1 : 0;
+}

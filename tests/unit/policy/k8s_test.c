@@ -1,0 +1,88 @@
+/* Kubernetes name and quantity syntax (policy/k8s.c). */
+#include "policy/k8s.h"
+
+#include <criterion/criterion.h>
+
+Test(k8s, label_keys)
+{
+	cr_assert(k8s_qualified_name_valid("nvidia.com/gpu.product"));
+	cr_assert(k8s_qualified_name_valid("app"));
+	cr_assert(k8s_qualified_name_valid("a.b/C_d-e.F"));
+	cr_assert_not(k8s_qualified_name_valid(""));
+	cr_assert_not(k8s_qualified_name_valid("a/b/c"));
+	cr_assert_not(k8s_qualified_name_valid("/b"));
+	cr_assert_not(k8s_qualified_name_valid("a/"));
+	cr_assert_not(k8s_qualified_name_valid("Upper.com/x"));
+	cr_assert_not(k8s_qualified_name_valid("-a"));
+	cr_assert_not(k8s_qualified_name_valid("a b"));
+	cr_assert_not(k8s_qualified_name_valid(
+		"a234567890123456789012345678901234567890123456789012345678901234"));
+}
+
+Test(k8s, label_values)
+{
+	cr_assert(k8s_label_value_valid(""));
+	cr_assert(k8s_label_value_valid("NVIDIA-H100-80GB-HBM3"));
+	cr_assert(k8s_label_value_valid("a.b_c-d"));
+	cr_assert_not(k8s_label_value_valid("a/b"));
+	cr_assert_not(k8s_label_value_valid("-a"));
+	cr_assert_not(k8s_label_value_valid("a "));
+}
+
+Test(k8s, dns_names)
+{
+	cr_assert(k8s_dns_label_valid("research-1"));
+	cr_assert_not(k8s_dns_label_valid("Research"));
+	cr_assert_not(k8s_dns_label_valid("a.b"));
+	cr_assert_not(k8s_dns_label_valid(""));
+	cr_assert(k8s_dns_subdomain_valid("a.b-c.d"));
+	cr_assert_not(k8s_dns_subdomain_valid("a..b"));
+	cr_assert_not(k8s_dns_subdomain_valid("a_b"));
+}
+
+Test(k8s, env_names)
+{
+	cr_assert(k8s_env_name_valid("GPUGATE_CHECKPOINT_DIR"));
+	cr_assert(k8s_env_name_valid("a.b-c"));
+	cr_assert_not(k8s_env_name_valid("1A"));
+	cr_assert_not(k8s_env_name_valid("A=B"));
+	cr_assert_not(k8s_env_name_valid(""));
+}
+
+Test(k8s, quantities)
+{
+	static const char *const good[] = {"8", "500m", "1000Gi", "1e3", "0.5",
+					   "+1", "2E-2", "64Mi", "1.5Gi", ".5"};
+	static const char *const bad[] = {"", "-1", "1TB", "Gi", "1e", "1.2.3",
+					  "eight", "1 Gi", "0x10"};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		cr_expect(k8s_quantity_valid(good[i]), "%s", good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_not(k8s_quantity_valid(bad[i]), "%s", bad[i]);
+}
+
+Test(k8s, whole_quantities)
+{
+	static const struct {
+		const char *s;
+		int rc;
+		int64_t v;
+	} cases[] = {
+		{"8", 0, 8},        {"0", 0, 0},         {"2k", 0, 2000},
+		{"1e2", 0, 100},    {"2Ki", 0, 2048},    {"1000m", 0, 1},
+		{"8.0", 0, 8},      {"1500m", -1, 0},    {"0.5", -1, 0},
+		{"1.5Gi", -1, 0},   {"10E", -1, 0},      {"9223372036854775807", 0, INT64_MAX},
+		{"9223372036854775808", -1, 0},          {"1e40", -1, 0},
+		{"-1", -1, 0},      {"x", -1, 0},        {"8Ei", -1, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int64_t v = -12345;
+		int rc = k8s_quantity_whole(cases[i].s, &v);
+
+		cr_expect_eq(rc, cases[i].rc, "%s: rc %d", cases[i].s, rc);
+		if (rc == 0)
+			cr_expect_eq(v, cases[i].v, "%s: %lld", cases[i].s, (long long)v);
+	}
+}

@@ -1,0 +1,224 @@
+/* The loaded policy: defaults, lookups, namespace globs (policy/model.c). */
+#include "policy/diag.h"
+#include "policy/policy.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+static struct policy *parse(const char *yaml)
+{
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
+		     diag_text(&d));
+	return p;
+}
+
+static struct policy *example(void)
+{
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_load("policy/examples/gpu-cluster.yaml", &p, &d), 0,
+		     "%s", diag_text(&d));
+	return p;
+}
+
+Test(model, applies_defaults)
+{
+	struct policy *p = parse(
+		"version: 1\n"
+		"flavors:\n  - {name: f, resource: x.io/g, sharing: mps, gpusPerNode: 4}\n"
+		"classes:\n  - {name: c, flavor: f, gpus: 2}\n"
+		"tenants:\n  - {name: t, namespaces: [ns], quota: [{flavor: f, nominal: 3}]}\n");
+	const struct policy_settings *s = policy_settings(p);
+	const struct policy_checkpoint *ck = policy_checkpoint(p);
+	const struct policy_class *c = policy_class_find(p, "c");
+	const struct policy_tenant *t = policy_tenant_find(p, "t");
+	const struct policy_quota *q;
+
+	cr_assert_str_eq(s->class_label, "gpugate.io/class");
+	cr_assert_str_eq(s->gpus_label, "gpugate.io/gpus");
+	cr_assert_eq(s->raw_gpu_requests, POLICY_RAW_REJECT);
+	cr_assert_eq(s->mode, POLICY_MODE_ENFORCE);
+	cr_assert_eq(ck->grace_period_seconds, 300);
+	cr_assert_str_eq(ck->mount_path, "/checkpoint");
+	cr_assert_null(ck->claim_name);
+	cr_assert_eq(ck->n_pre_stop, 0);
+	cr_assert_eq(ck->n_env, 0);
+	cr_assert_eq(c->max_gpus, 2, "maxGpus defaults to gpus");
+	cr_assert_null(c->cpu);
+	cr_assert_eq(c->topology_mode, POLICY_TOPOLOGY_NONE);
+	cr_assert_not(c->preemptible);
+	cr_assert_str_eq(c->description, "");
+	cr_assert(t->all_classes);
+	cr_assert(policy_tenant_allows_class(t, c));
+	for (int m = 0; m < POLICY_SHARING__COUNT; m++)
+		cr_assert(policy_tenant_allows_sharing(t, (enum policy_sharing)m));
+	cr_assert_null(t->cohort);
+	cr_assert_eq(t->cohort_index, -1);
+	cr_assert_eq(t->mode, POLICY_MODE_ENFORCE);
+	q = policy_tenant_quota(t, c->flavor);
+	cr_assert_not_null(q);
+	cr_assert_eq(q->nominal, 3);
+	cr_assert_eq(q->borrowing_limit, POLICY_NO_LIMIT);
+	cr_assert_eq(q->lending_limit, POLICY_NO_LIMIT);
+	policy_free(p);
+}
+
+Test(model, loads_the_example)
+{
+	struct policy *p = example();
+	const struct policy_flavor *h100 = policy_flavor_find(p, "h100-80gb");
+	const struct policy_flavor *mig = policy_flavor_find(p, "a100-1g.10gb");
+	const struct policy_class *large = policy_class_find(p, "train-large");
+	const struct policy_tenant *research = policy_tenant_find(p, "research");
+	const struct policy_tenant *sandbox = policy_tenant_find(p, "sandbox");
+	const struct policy_quota *q;
+
+	cr_assert_eq(policy_flavor_count(p), 4);
+	cr_assert_eq(policy_class_count(p), 5);
+	cr_assert_eq(policy_tenant_count(p), 3);
+	cr_assert_eq(policy_cohort_count(p), 1);
+	cr_assert_str_eq(policy_cohort_name(p, 0), "lab");
+
+	cr_assert_str_eq(h100->resource, "nvidia.com/gpu");
+	cr_assert_eq(h100->sharing, POLICY_SHARING_EXCLUSIVE);
+	cr_assert_eq(h100->gpus_per_node, 8);
+	cr_assert_eq(h100->n_node_selector, 1);
+	cr_assert_str_eq(h100->node_selector[0].key, "nvidia.com/gpu.product");
+	cr_assert_str_eq(h100->node_selector[0].value, "NVIDIA-H100-80GB-HBM3");
+	cr_assert_eq(h100->n_tolerations, 1);
+	cr_assert_str_eq(h100->tolerations[0].key, "nvidia.com/gpu");
+	cr_assert_str_eq(h100->tolerations[0].op, "Exists");
+	cr_assert_str_eq(h100->tolerations[0].value, "");
+	cr_assert_str_eq(h100->tolerations[0].effect, "NoSchedule");
+	cr_assert_not(h100->tolerations[0].has_seconds);
+	cr_assert_eq(mig->sharing, POLICY_SHARING_MIG);
+	cr_assert_eq(mig->n_node_selector, 2);
+
+	cr_assert_eq(large->flavor, h100);
+	cr_assert_eq(large->gpus, 8);
+	cr_assert_str_eq(large->cpu, "96");
+	cr_assert_str_eq(large->memory, "1000Gi");
+	cr_assert_str_eq(large->topology_key, "nvidia.com/gpu.clique");
+	cr_assert_eq(large->topology_mode, POLICY_TOPOLOGY_REQUIRED);
+	cr_assert_str_eq(large->priority_class_name, "training");
+	cr_assert_eq(policy_class_find(p, "train-small")->max_gpus, 4);
+
+	cr_assert_str_eq(research->cohort, "lab");
+	cr_assert_not(research->all_classes);
+	cr_assert(policy_tenant_allows_class(research, large));
+	cr_assert_not(policy_tenant_allows_class(research,
+						 policy_class_find(p, "inference-mig")));
+	cr_assert(policy_tenant_allows_sharing(research, POLICY_SHARING_EXCLUSIVE));
+	cr_assert_not(policy_tenant_allows_sharing(research, POLICY_SHARING_MIG));
+	q = policy_tenant_quota(research, h100);
+	cr_assert_eq(q->nominal, 32);
+	cr_assert_eq(q->borrowing_limit, 16);
+	cr_assert_eq(q->lending_limit, 8);
+	cr_assert_null(policy_tenant_quota(research, mig));
+	cr_assert_eq(sandbox->mode, POLICY_MODE_WARN);
+
+	const struct policy_checkpoint *ck = policy_checkpoint(p);
+	cr_assert_eq(ck->grace_period_seconds, 600);
+	cr_assert_str_eq(ck->claim_name, "{tenant}-checkpoints");
+	cr_assert_eq(ck->n_pre_stop, 3);
+	cr_assert_str_eq(ck->pre_stop[2], "kill -TERM 1; sleep 30");
+	cr_assert_eq(ck->n_env, 1);
+	cr_assert_str_eq(ck->env[0].key, "GPUGATE_CHECKPOINT_DIR");
+	cr_assert_str_eq(ck->env[0].value, "/checkpoint");
+	policy_free(p);
+}
+
+Test(model, finds_flavors_by_resource)
+{
+	struct policy *p = example();
+	const struct policy_flavor *out[4];
+
+	cr_assert_eq(policy_flavors_for_resource(p, "nvidia.com/gpu", out, 4), 1);
+	cr_assert_str_eq(out[0]->name, "h100-80gb");
+	cr_assert(policy_is_flavor_resource(p, "nvidia.com/mig-3g.40gb"));
+	cr_assert_not(policy_is_flavor_resource(p, "nvidia.com/mig-2g.20gb"));
+	cr_assert_eq(policy_flavors_for_resource(p, "amd.com/gpu", out, 4), 0);
+	policy_free(p);
+}
+
+struct ns_case {
+	const char *ns;
+	const char *tenant; /* NULL: none */
+};
+
+Test(model, resolves_namespaces_first_match_wins)
+{
+	/* Order matters: the literal "team-b-special" in tenant "c" is never
+	 * reached... so the file puts it first, before the glob of "b". */
+	struct policy *p = parse(
+		"version: 1\nflavors: []\nclasses: []\ntenants:\n"
+		"  - {name: c, namespaces: [team-b-special]}\n"
+		"  - {name: a, namespaces: [alpha, \"alpha-?\"]}\n"
+		"  - {name: b, namespaces: [\"team-b-*\", \"b[0-9]\"]}\n"
+		"  - {name: catchall, namespaces: [\"*\"]}\n");
+	static const struct ns_case cases[] = {
+		{"alpha", "a"},           {"alpha-1", "a"},
+		{"alpha-12", "catchall"}, {"team-b-x", "b"},
+		{"team-b-special", "c"},  {"b7", "b"},
+		{"bb", "catchall"},       {"default", "catchall"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct policy_tenant *t =
+			policy_tenant_for_namespace(p, cases[i].ns);
+
+		cr_assert_not_null(t, "%s", cases[i].ns);
+		cr_expect_str_eq(t->name, cases[i].tenant, "namespace %s",
+				 cases[i].ns);
+	}
+	policy_free(p);
+}
+
+Test(model, literal_after_glob_of_later_tenant_wins)
+{
+	/* The glob belongs to a later tenant than the literal: literal wins. */
+	struct policy *p = parse(
+		"version: 1\nflavors: []\nclasses: []\ntenants:\n"
+		"  - {name: lit, namespaces: [ml-prod]}\n"
+		"  - {name: glob, namespaces: [\"ml-*\"]}\n");
+
+	cr_assert_str_eq(policy_tenant_for_namespace(p, "ml-prod")->name, "lit");
+	cr_assert_str_eq(policy_tenant_for_namespace(p, "ml-dev")->name, "glob");
+	cr_assert_null(policy_tenant_for_namespace(p, "web"));
+	policy_free(p);
+}
+
+Test(model, unknown_names_are_null)
+{
+	struct policy *p = example();
+
+	cr_assert_null(policy_flavor_find(p, "h200"));
+	cr_assert_null(policy_class_find(p, "train-huge"));
+	cr_assert_null(policy_tenant_find(p, "finance"));
+	cr_assert_null(policy_tenant_for_namespace(p, "kube-system"));
+	cr_assert_null(policy_flavor_at(p, 99));
+	policy_free(p);
+}
+
+Test(model, load_reports_missing_file)
+{
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_load("/nonexistent/policy.yaml", &p, &d), -1);
+	cr_assert_str_eq(diag_text(&d),
+			 "/nonexistent/policy.yaml: cannot open: No such file or "
+			 "directory\n");
+}
+
+Test(model, free_null_is_a_no_op)
+{
+	policy_free(NULL);
+}

@@ -1,0 +1,405 @@
+/*
+ * Every policy error message, asserted verbatim with its line (SPEC section
+ * 3).  Each case is a small complete policy file with one or more mistakes
+ * and the exact text `gpugate check` prints for it.
+ */
+#include "policy/diag.h"
+#include "policy/policy.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A valid head: one flavor, one class, used by most cases below. */
+#define HEAD                                   \
+	"version: 1\n"                         \
+	"flavors:\n"                           \
+	"  - name: h100\n"                     \
+	"    resource: nvidia.com/gpu\n"       \
+	"    sharing: exclusive\n"             \
+	"    gpusPerNode: 8\n"                 \
+	"classes:\n"                           \
+	"  - name: big\n"                      \
+	"    flavor: h100\n"                   \
+	"    gpus: 8\n"
+/* HEAD ends at line 10. */
+
+/*
+ * Inline arrays, not pointers: Criterion runs each parameter in a fresh
+ * process of a position-independent binary, where the parent's pointers to
+ * string literals mean nothing.
+ */
+struct bad_case {
+	char name[64];
+	char yaml[1024];
+	char errors[2048]; /* exactly what diag_text() holds */
+};
+
+static struct bad_case bad_cases[] = {
+	{"unsupported version",
+	 "version: 2\nflavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:1: unsupported version 2 (this gpugate reads version 1)\n"},
+	{"missing version",
+	 "flavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:1: missing required key \"version\"\n"},
+	{"empty file", "", "t.yaml:1: the file is empty\n"},
+	{"yaml syntax",
+	 "version: 1\nflavors: [\n",
+	 "t.yaml:3: YAML syntax error: did not find expected node content while "
+	 "parsing a flow node\n"},
+	{"two documents",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\n---\nversion: 1\n",
+	 "t.yaml:6: only one YAML document is allowed\n"},
+	{"unknown top key",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nflavours: []\n",
+	 "t.yaml:5: unknown key \"flavours\" (expected one of: version, settings, "
+	 "flavors, classes, tenants, checkpoint)\n"},
+	{"duplicate key",
+	 "version: 1\nversion: 1\nflavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:2: duplicate key \"version\"\n"},
+	{"bad enum value",
+	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/g\n"
+	 "    sharing: shared\n    gpusPerNode: 1\nclasses: []\ntenants: []\n",
+	 "t.yaml:5: flavors[0].sharing: \"shared\" is not one of: exclusive, mig, "
+	 "time-slicing, mps\n"},
+	{"bad settings enums",
+	 "version: 1\nsettings:\n  mode: strict\n  rawGpuRequests: deny\n"
+	 "flavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:3: settings.mode: \"strict\" is not one of: enforce, warn, audit\n"
+	 "t.yaml:4: settings.rawGpuRequests: \"deny\" is not one of: reject, "
+	 "allow\n"},
+	{"not a number",
+	 HEAD "    maxGpus: four\ntenants: []\n",
+	 "t.yaml:11: classes[0].maxGpus: \"four\" is not a whole number\n"},
+	{"octal-looking number",
+	 HEAD "    maxGpus: 010\ntenants: []\n",
+	 "t.yaml:11: classes[0].maxGpus: \"010\" is not a whole number\n"},
+	{"not a boolean",
+	 HEAD "    preemptible: yes\ntenants: []\n",
+	 "t.yaml:11: classes[0].preemptible: \"yes\" is not true or false\n"},
+	{"missing required fields",
+	 "version: 1\nflavors:\n  - name: a\nclasses: []\ntenants: []\n",
+	 "t.yaml:3: flavors[0]: missing required key \"resource\"\n"
+	 "t.yaml:3: flavors[0]: missing required key \"sharing\"\n"
+	 "t.yaml:3: flavors[0]: missing required key \"gpusPerNode\"\n"},
+	{"wrong node kinds",
+	 "version: 1\nflavors: {}\nclasses: x\ntenants:\n  - [a]\n",
+	 "t.yaml:2: flavors: expected a list, found a mapping\n"
+	 "t.yaml:3: classes: expected a list, found a scalar\n"
+	 "t.yaml:5: tenants[0]: expected a mapping, found a list\n"},
+	{"all shape errors at once",
+	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/g\n    sharing: s\n"
+	 "    gpusPerNode: many\n    color: red\nclasses: []\ntenants: []\n",
+	 "t.yaml:5: flavors[0].sharing: \"s\" is not one of: exclusive, mig, "
+	 "time-slicing, mps\n"
+	 "t.yaml:6: flavors[0].gpusPerNode: \"many\" is not a whole number\n"
+	 "t.yaml:7: flavors[0]: unknown key \"color\" (expected one of: name, "
+	 "resource, sharing, nodeSelector, tolerations, gpusPerNode)\n"},
+	{"duplicate names",
+	 "version: 1\nflavors:\n"
+	 "  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	 "  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	 "classes:\n"
+	 "  - {name: big, flavor: h100, gpus: 8}\n"
+	 "  - {name: big, flavor: h100, gpus: 8}\n"
+	 "tenants:\n"
+	 "  - {name: t, namespaces: [a]}\n"
+	 "  - {name: t, namespaces: [b]}\n",
+	 "t.yaml:4: duplicate flavor \"h100\" (first defined at line 3)\n"
+	 "t.yaml:7: duplicate class \"big\" (first defined at line 6)\n"
+	 "t.yaml:10: duplicate tenant \"t\" (first defined at line 9)\n"},
+	{"invalid names",
+	 "version: 1\nflavors:\n"
+	 "  - {name: H100 80GB, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:3: flavor name \"H100 80GB\" is not valid (at most 63 letters, "
+	 "digits, '-', '_' or '.', starting and ending with a letter or digit)\n"},
+	{"unknown flavor in class",
+	 "version: 1\nflavors: []\nclasses:\n  - name: train-large\n"
+	 "    flavor: h100-80\n    gpus: 8\ntenants: []\n",
+	 "t.yaml:5: class \"train-large\": unknown flavor \"h100-80\"\n"},
+	{"gpus over gpusPerNode",
+	 HEAD "  - name: huge\n    flavor: h100\n    gpus: 16\ntenants: []\n",
+	 "t.yaml:13: class \"huge\": gpus 16 exceeds gpusPerNode 8 of flavor "
+	 "\"h100\"\n"},
+	{"maxGpus over gpusPerNode",
+	 HEAD "    maxGpus: 9\ntenants: []\n",
+	 "t.yaml:11: class \"big\": maxGpus 9 exceeds gpusPerNode 8 of flavor "
+	 "\"h100\"\n"},
+	{"gpus over maxGpus",
+	 HEAD "    maxGpus: 4\ntenants: []\n",
+	 "t.yaml:11: class \"big\": gpus 8 is greater than maxGpus 4\n"},
+	{"zero gpus",
+	 HEAD "  - name: none\n    flavor: h100\n    gpus: 0\ntenants: []\n",
+	 "t.yaml:13: class \"none\": gpus 0 must be at least 1\n"},
+	{"negative and absurd gpusPerNode",
+	 "version: 1\nflavors:\n"
+	 "  - {name: a, resource: x.io/a, sharing: mig, gpusPerNode: -1}\n"
+	 "  - {name: b, resource: x.io/b, sharing: mps, gpusPerNode: 100000}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:3: flavor \"a\": gpusPerNode -1 must be between 1 and 1024\n"
+	 "t.yaml:4: flavor \"b\": gpusPerNode 100000 must be between 1 and 1024\n"},
+	{"resource not extended",
+	 "version: 1\nflavors:\n"
+	 "  - {name: a, resource: gpu, sharing: exclusive, gpusPerNode: 1}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:3: flavor \"a\": resource \"gpu\" is not an extended resource "
+	 "name (expected domain/name, e.g. nvidia.com/gpu)\n"},
+	{"malformed key=value",
+	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
+	 "    sharing: exclusive\n    gpusPerNode: 1\n    nodeSelector:\n"
+	 "      - nvidia.com/gpu.product\n      - =x\n      - bad key=v\n"
+	 "      - k=bad value\n      - k=1\n      - k=2\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:8: flavor \"a\": nodeSelector \"nvidia.com/gpu.product\" is not "
+	 "of the form key=value\n"
+	 "t.yaml:9: flavor \"a\": nodeSelector \"=x\" is not of the form "
+	 "key=value\n"
+	 "t.yaml:10: flavor \"a\": nodeSelector key \"bad key\" is not a valid "
+	 "label key\n"
+	 "t.yaml:11: flavor \"a\": nodeSelector value \"bad value\" is not a "
+	 "valid label value\n"
+	 "t.yaml:12: flavor \"a\": nodeSelector key \"k\" is set twice\n"
+	 "t.yaml:13: flavor \"a\": nodeSelector key \"k\" is set twice\n"},
+	{"tolerations",
+	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
+	 "    sharing: exclusive\n    gpusPerNode: 1\n    tolerations:\n"
+	 "      - {key: k, operator: Exists, value: v}\n"
+	 "      - {operator: Equal, value: v}\n"
+	 "      - {key: k, operator: Exists, effect: NoSchedule, tolerationSeconds: 5}\n"
+	 "      - {key: k, operator: Exists, effect: NoExecute,\n"
+	 "         tolerationSeconds: -5}\n"
+	 "      - {key: k, operator: Maybe}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:13: flavors[0].tolerations[4].operator: \"Maybe\" is not one of: "
+	 "Exists, Equal\n"},
+	{"toleration semantics",
+	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
+	 "    sharing: exclusive\n    gpusPerNode: 1\n    tolerations:\n"
+	 "      - {key: k, operator: Exists, value: v}\n"
+	 "      - {operator: Equal, value: v}\n"
+	 "      - {key: k, operator: Exists, effect: NoSchedule, tolerationSeconds: 5}\n"
+	 "      - {key: k, operator: Exists, effect: NoExecute,\n"
+	 "         tolerationSeconds: -5}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:8: flavor \"a\": toleration with operator Exists must not have a "
+	 "value\n"
+	 "t.yaml:9: flavor \"a\": toleration with operator Equal needs a key (use "
+	 "operator Exists to tolerate every taint)\n"
+	 "t.yaml:10: flavor \"a\": tolerationSeconds is only allowed with effect "
+	 "NoExecute\n"
+	 "t.yaml:12: flavor \"a\": tolerationSeconds -5 must be between 0 and "
+	 "31536000\n"},
+	{"class fields",
+	 HEAD "    cpu: lots\n    memory: 1TB\n    topology: {key: \"not a key\"}\n"
+	      "    priorityClassName: Training_Jobs\ntenants: []\n",
+	 "t.yaml:11: class \"big\": cpu \"lots\" is not a Kubernetes quantity (e.g. "
+	 "\"8\" or \"500m\")\n"
+	 "t.yaml:12: class \"big\": memory \"1TB\" is not a Kubernetes quantity "
+	 "(e.g. \"64Gi\")\n"
+	 "t.yaml:13: class \"big\": topology key \"not a key\" is not a valid "
+	 "label key\n"
+	 "t.yaml:14: class \"big\": priorityClassName \"Training_Jobs\" is not a "
+	 "valid object name\n"},
+	{"namespace listed in two tenants",
+	 HEAD "tenants:\n  - name: research\n    namespaces: [research]\n"
+	      "  - name: product\n    namespaces:\n      - product\n      - research\n",
+	 "t.yaml:17: tenant \"product\": namespace \"research\" is already listed "
+	 "by tenant \"research\" (line 13)\n"},
+	{"namespace twice in one tenant",
+	 HEAD "tenants:\n  - name: research\n    namespaces: [a, b, a]\n",
+	 "t.yaml:13: tenant \"research\": namespace \"a\" is listed twice\n"},
+	{"namespace hidden by earlier glob",
+	 HEAD "tenants:\n  - name: research\n    namespaces: [\"research-*\"]\n"
+	      "  - name: special\n    namespaces: [research-special]\n",
+	 "t.yaml:15: tenant \"special\": namespace \"research-special\" is already "
+	 "matched by pattern \"research-*\" of tenant \"research\" (line 13), which "
+	 "comes first\n"},
+	{"bad namespace names",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [Research, \"re[search\", "
+	      "\"a_*\"]\n",
+	 "t.yaml:13: tenant \"t\": namespace \"Research\" is not a valid namespace "
+	 "name\n"
+	 "t.yaml:13: tenant \"t\": namespace pattern \"re[search\" is not a valid "
+	 "glob (letters, digits, '-', '*', '?', '[...]')\n"
+	 "t.yaml:13: tenant \"t\": namespace pattern \"a_*\" is not a valid glob "
+	 "(letters, digits, '-', '*', '?', '[...]')\n"},
+	{"tenant references",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n    classes: [big, small, big]\n"
+	      "    quota:\n      - {flavor: h200, nominal: 4}\n",
+	 "t.yaml:16: tenant \"t\": quota for unknown flavor \"h200\"\n"
+	 "t.yaml:14: tenant \"t\": class \"big\" uses flavor \"h100\" but the "
+	 "tenant has no quota for it\n"
+	 "t.yaml:14: tenant \"t\": unknown class \"small\"\n"
+	 "t.yaml:14: tenant \"t\": class \"big\" is listed twice\n"},
+	{"quota numbers",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n    cohort: lab\n"
+	      "    quota:\n"
+	      "      - flavor: h100\n        nominal: -1\n"
+	      "        borrowingLimit: 2000000\n        lendingLimit: 5\n",
+	 "t.yaml:17: tenant \"t\": quota h100: nominal -1 must be between 0 and "
+	 "1000000\n"
+	 "t.yaml:18: tenant \"t\": quota h100: borrowingLimit 2000000 must be "
+	 "between 0 and 1000000\n"},
+	{"lending more than nominal",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n    cohort: lab\n"
+	      "    quota:\n      - {flavor: h100, nominal: 4, lendingLimit: 8}\n",
+	 "t.yaml:16: tenant \"t\": quota h100: lendingLimit 8 exceeds nominal 4\n"},
+	{"limits without a cohort",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n"
+	      "    quota:\n      - {flavor: h100, nominal: 4, borrowingLimit: 8}\n",
+	 "t.yaml:15: tenant \"t\": quota h100: borrowingLimit and lendingLimit "
+	 "need a cohort (the tenant is in none)\n"},
+	{"second quota entry",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n"
+	      "    quota:\n      - {flavor: h100, nominal: 4}\n"
+	      "      - {flavor: h100, nominal: 8}\n",
+	 "t.yaml:16: tenant \"t\": second quota entry for flavor \"h100\" (first "
+	 "at line 15)\n"},
+	{"class sharing not allowed",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n    classes: [big]\n"
+	      "    sharing: [mig, mig]\n    quota:\n      - {flavor: h100, nominal: 8}\n",
+	 "t.yaml:15: tenant \"t\": sharing mode mig is listed twice\n"
+	 "t.yaml:14: tenant \"t\": class \"big\" uses sharing mode exclusive, which "
+	 "the tenant's sharing list does not allow\n"},
+	{"class without quota",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n    classes: [big]\n",
+	 "t.yaml:14: tenant \"t\": class \"big\" uses flavor \"h100\" but the "
+	 "tenant has no quota for it\n"},
+	{"settings labels",
+	 "version: 1\nsettings:\n  classLabel: gpugate.io/tenant\n"
+	 "  gpusLabel: \"not/a/key\"\nflavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:3: settings: classLabel \"gpugate.io/tenant\" is a label gpugate "
+	 "stamps itself; choose another key\n"
+	 "t.yaml:4: settings: gpusLabel \"not/a/key\" is not a valid label key\n"},
+	{"same label twice",
+	 "version: 1\nsettings:\n  classLabel: x.io/c\n  gpusLabel: x.io/c\n"
+	 "flavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:4: settings: classLabel and gpusLabel must be different keys\n"},
+	{"checkpoint",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
+	 "  gracePeriodSeconds: 999999\n  mountPath: relative/dir\n"
+	 "  claimName: \"{team}-ckpt\"\n"
+	 "  env: [\"NOEQUALS\", \"1BAD=x\", \"GPUGATE_PREEMPTIBLE=0\", \"A=1\", "
+	 "\"A=2\"]\n",
+	 "t.yaml:6: checkpoint: gracePeriodSeconds 999999 must be between 0 and "
+	 "86400\n"
+	 "t.yaml:7: checkpoint: mountPath \"relative/dir\" must be an absolute "
+	 "path other than / and without ':'\n"
+	 "t.yaml:8: checkpoint: claimName \"{team}-ckpt\": unknown placeholder "
+	 "\"{team}\" (use {tenant} or {namespace})\n"
+	 "t.yaml:9: checkpoint: env \"NOEQUALS\" is not of the form NAME=value\n"
+	 "t.yaml:9: checkpoint: env name \"1BAD\" is not a valid variable name\n"
+	 "t.yaml:9: checkpoint: env \"GPUGATE_PREEMPTIBLE\" is reserved\n"
+	 "t.yaml:9: checkpoint: env \"A\" is set twice\n"},
+	{"claim name not a name",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
+	 "  claimName: \"{tenant}_Checkpoints\"\n",
+	 "t.yaml:6: checkpoint: claimName \"{tenant}_Checkpoints\" does not make a "
+	 "valid claim name (lower-case letters, digits, '-' and '.')\n"},
+	{"string too long",
+	 "version: 1\nflavors:\n  - name: "
+	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\n"
+	 "    resource: x.io/a\n    sharing: mig\n    gpusPerNode: 1\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:3: flavors[0].name: is 261 characters long, at most 253 "
+	 "allowed\n"},
+	{"empty list where one entry is required",
+	 HEAD "tenants:\n  - name: t\n    namespaces: []\n",
+	 "t.yaml:13: tenants[0].namespaces: must have at least 1 entry\n"},
+};
+
+ParameterizedTestParameters(validate, rejects)
+{
+	return cr_make_param_array(struct bad_case, bad_cases,
+				   sizeof(bad_cases) / sizeof(bad_cases[0]));
+}
+
+ParameterizedTest(struct bad_case *c, validate, rejects)
+{
+	struct policy *p = NULL;
+	struct diag d;
+	int rc;
+
+	diag_init(&d);
+	rc = policy_parse("t.yaml", c->yaml, strlen(c->yaml), &p, &d);
+	cr_assert_eq(rc, -1, "case \"%s\": accepted", c->name);
+	cr_assert_null(p);
+	cr_assert_str_eq(diag_text(&d), c->errors, "case \"%s\"", c->name);
+}
+
+Test(validate, accepts_minimal_policy)
+{
+	static const char yaml[] = "version: 1\nflavors: []\nclasses: []\ntenants: []\n";
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
+		     diag_text(&d));
+	cr_assert_eq(policy_flavor_count(p), 0);
+	policy_free(p);
+}
+
+Test(validate, refuses_alias_expansion_bombs)
+{
+	/* One flavor with 64 tolerations, aliased 10000 times: a 60 KB file
+	 * that expands to millions of values. */
+	size_t cap = 1 << 20, o = 0;
+	char *yaml = malloc(cap);
+	struct policy *p = NULL;
+	struct diag d;
+
+	cr_assert_not_null(yaml);
+	o += (size_t)snprintf(yaml + o, cap - o,
+			      "version: 1\nclasses: []\ntenants: []\nflavors:\n"
+			      "  - &f\n    name: a\n    resource: x.io/a\n"
+			      "    sharing: mig\n    gpusPerNode: 1\n"
+			      "    tolerations:\n");
+	for (int i = 0; i < 64; i++)
+		o += (size_t)snprintf(yaml + o, cap - o,
+				      "      - {key: k%d, operator: Exists, effect: NoExecute, "
+				      "tolerationSeconds: 1}\n", i);
+	for (int i = 0; i < 9999; i++)
+		o += (size_t)snprintf(yaml + o, cap - o, "  - *f\n");
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", yaml, o, &p, &d), -1);
+	cr_assert(strstr(diag_text(&d), "the document is too large (more than "
+					"2000000 values after expanding aliases)"),
+		  "%s", diag_text(&d));
+	free(yaml);
+}
+
+Test(validate, reports_every_error_not_only_the_first)
+{
+	static const char yaml[] =
+		"version: 1\nflavors: []\nclasses:\n"
+		"  - {name: a, flavor: x, gpus: 1}\n"
+		"  - {name: b, flavor: y, gpus: 1}\n"
+		"  - {name: c, flavor: z, gpus: 1}\n"
+		"tenants: []\n";
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), -1);
+	cr_assert_eq(diag_count(&d), 3);
+}
+
+Test(validate, refuses_files_over_the_size_cap)
+{
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", "", POLICY_MAX_FILE_BYTES + 1u, &p, &d),
+		     -1);
+	cr_assert_str_eq(diag_text(&d),
+			 "t.yaml: the file is 16777217 bytes, at most 16777216 "
+			 "allowed\n");
+}

@@ -1,0 +1,84 @@
+/* gpugate: the command line.  Dispatch only; each command lives in its own file. */
+#include "webhook/cmd.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef GPUGATE_VERSION
+#define GPUGATE_VERSION "0.0.0"
+#endif
+#ifndef GPUGATE_REV
+#define GPUGATE_REV "unknown"
+#endif
+
+struct command {
+	const char *name;
+	const char *summary;
+	int (*run)(int argc, char **argv);
+	void (*usage)(FILE *out);
+};
+
+static int cmd_version(int argc, char **argv)
+{
+	(void)argc;
+	(void)argv;
+	printf("gpugate %s (%s)\n", GPUGATE_VERSION, GPUGATE_REV);
+	return 0;
+}
+
+static void version_usage(FILE *out)
+{
+	fputs("usage: gpugate version\n\nPrints the version and source revision.\n",
+	      out);
+}
+
+static const struct command commands[] = {
+	{"check", "validate policy files", cmd_check, cmd_check_usage},
+	{"version", "print the version", cmd_version, version_usage},
+};
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static void usage(FILE *out)
+{
+	fputs("usage: gpugate COMMAND [OPTIONS]\n\n"
+	      "gpugate is a Kubernetes admission webhook that maps GPU classes to\n"
+	      "accelerator flavors and enforces tenant quota.\n\ncommands:\n",
+	      out);
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		fprintf(out, "  %-9s %s\n", commands[i].name, commands[i].summary);
+	fputs("\nRun 'gpugate COMMAND --help' for the options of a command.\n", out);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+	    strcmp(argv[1], "help") == 0) {
+		if (argc > 2)
+			for (size_t i = 0; i < N_COMMANDS; i++)
+				if (strcmp(argv[2], commands[i].name) == 0) {
+					commands[i].usage(stdout);
+					return 0;
+				}
+		usage(stdout);
+		return 0;
+	}
+	if (strcmp(argv[1], "--version") == 0)
+		return cmd_version(argc - 1, argv + 1);
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		if (strcmp(argv[1], commands[i].name) != 0)
+			continue;
+		if (argc > 2 && (strcmp(argv[2], "--help") == 0 ||
+				 strcmp(argv[2], "-h") == 0)) {
+			commands[i].usage(stdout);
+			return 0;
+		}
+		return commands[i].run(argc - 1, argv + 1);
+	}
+	fprintf(stderr, "gpugate: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
