@@ -1,0 +1,1239 @@
+/*
+ * The decision engine.  Rules run in this order; the first violation is
+ * the one reported (docs/users.md lists every message):
+ *
+ *   1. not a Pod or Job, or not a CREATE           -> allowed untouched
+ *   2. no class, no flavor resource                 -> security rules in
+ *      tenant namespaces; forged stamps stripped
+ *   3. raw flavor resources without a class         -> no-tenant, raw-request,
+ *      two-flavors, sharing, security; quota when the resource is one flavor
+ *   4. a class: class-conflict, no-tenant, class-unknown, class-not-allowed,
+ *      gpus-invalid, sharing, container-unknown, init/other containers'
+ *      flavor resources (two-flavors), security, node-selector conflicts,
+ *      at /validate not-mutated, then quota (decide_quota)
+ */
+#include "policy/decide.h"
+#include "policy/k8s.h"
+#include "policy/text.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MAX_POD_FAILURE_RULES 20
+
+struct ctx {
+	const struct decide_input *in;
+	const struct policy *p;
+	const struct workload *wl;
+	struct decision *out;
+};
+
+const char *wl_get(const struct wl_kv *kv, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (kv[i].key && strcmp(kv[i].key, key) == 0)
+			return kv[i].value;
+	return NULL;
+}
+
+/* ---- messages --------------------------------------------------------- */
+
+static void add_warning(struct decision *out, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void add_warning(struct decision *out, const char *fmt, ...)
+{
+	va_list ap;
+	char *w;
+
+	if (out->n_warnings >= DECIDE_MAX_WARNINGS)
+		return;
+	w = out->warnings[out->n_warnings++];
+	va_start(ap, fmt);
+	vsnprintf(w, DECIDE_WARNING_LEN, fmt, ap);
+	va_end(ap);
+	/* One line of valid UTF-8 (text_clean also blanks control characters). */
+	text_clean(w);
+}
+
+/*
+ * Records a rule violation; the first one wins.  Returns true when the
+ * decision is final (enforce mode: denied).  In warn mode the text becomes
+ * a warning at /validate; in audit mode it is only recorded.
+ */
+static bool violate(struct ctx *c, const char *rule, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static bool violate(struct ctx *c, const char *rule, const char *fmt, ...)
+{
+	struct decision *out = c->out;
+	va_list ap;
+	int n;
+
+	if (out->violation)
+		return out->mode == POLICY_MODE_ENFORCE;
+	n = snprintf(out->message, sizeof(out->message), "gpugate: ");
+	va_start(ap, fmt);
+	vsnprintf(out->message + n, sizeof(out->message) - (size_t)n, fmt, ap);
+	va_end(ap);
+	text_clean(out->message);
+	out->violation = true;
+	out->rule = rule;
+	switch (out->mode) {
+	case POLICY_MODE_ENFORCE:
+		out->allowed = false;
+		out->code = 403;
+		return true;
+	case POLICY_MODE_WARN:
+		if (c->in->phase == DECIDE_VALIDATE)
+			add_warning(out, "%s", out->message);
+		return false;
+	case POLICY_MODE_AUDIT:
+		return false;
+	}
+	return false;
+}
+
+/* Appends s to a comma-separated list in buf, keeping it bounded. */
+static void list_add(char *buf, size_t size, const char *s)
+{
+	size_t len = strlen(buf);
+
+	if (len && strcmp(buf + (len >= 5 ? len - 5 : 0), ", ...") == 0)
+		return;
+	if (len + strlen(s) + 8 >= size) {
+		snprintf(buf + len, size - len, "%s...", len ? ", " : "");
+		return;
+	}
+	snprintf(buf + len, size - len, "%s%s", len ? ", " : "", s);
+}
+
+/* The classes tenant t can actually use: allowed, sharing ok, has quota. */
+static void usable_classes(const struct policy *p, const struct policy_tenant *t,
+			   char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (size_t i = 0; i < policy_class_count(p); i++) {
+		const struct policy_class *cl = policy_class_at(p, i);
+
+		if (policy_tenant_allows_class(t, cl) &&
+		    policy_tenant_allows_sharing(t, cl->flavor->sharing) &&
+		    policy_tenant_quota(t, cl->flavor))
+			list_add(buf, size, cl->name);
+	}
+	if (!buf[0])
+		snprintf(buf, size, "none");
+}
+
+static void sharing_list(const struct policy_tenant *t, char *buf, size_t size)
+{
+	buf[0] = '\0';
+	for (int s = 0; s < POLICY_SHARING__COUNT; s++)
+		if (policy_tenant_allows_sharing(t, (enum policy_sharing)s))
+			list_add(buf, size, policy_sharing_name((enum policy_sharing)s));
+	if (!buf[0])
+		snprintf(buf, size, "none");
+}
+
+/* ---- facts helpers ---------------------------------------------------- */
+
+static const char *pod_or_job_label(const struct workload *wl, const char *key)
+{
+	const char *v = wl_get(wl->pod.labels, wl->pod.n_labels, key);
+
+	if (!v && wl->kind == WL_JOB)
+		v = wl_get(wl->labels, wl->n_labels, key);
+	return v;
+}
+
+static const char *pod_or_job_annotation(const struct workload *wl,
+					 const char *key)
+{
+	const char *v = wl_get(wl->pod.annotations, wl->pod.n_annotations, key);
+
+	if (!v && wl->kind == WL_JOB)
+		v = wl_get(wl->annotations, wl->n_annotations, key);
+	return v;
+}
+
+/* Units of a resource in a container: its limit, else its request. */
+static bool container_units(const struct wl_container *ct, const char *res,
+			    int64_t *units, const char **raw)
+{
+	const char *q = NULL;
+
+	for (size_t i = 0; i < ct->n_limits && !q; i++)
+		if (strcmp(ct->limits[i].name, res) == 0)
+			q = ct->limits[i].quantity ? ct->limits[i].quantity : "";
+	for (size_t i = 0; i < ct->n_requests && !q; i++)
+		if (strcmp(ct->requests[i].name, res) == 0)
+			q = ct->requests[i].quantity ? ct->requests[i].quantity : "";
+	if (raw)
+		*raw = q;
+	if (!q)
+		return false;
+	if (k8s_quantity_whole(q, units) < 0)
+		*units = -1;
+	return true;
+}
+
+static bool has_resource(const struct wl_resource *r, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(r[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* The first flavor resource a container names (limits, then requests). */
+static const char *first_flavor_resource(const struct policy *p,
+					 const struct wl_container *ct,
+					 const char *other_than)
+{
+	const struct wl_resource *lists[2] = {ct->limits, ct->requests};
+	size_t counts[2] = {ct->n_limits, ct->n_requests};
+
+	for (int l = 0; l < 2; l++)
+		for (size_t i = 0; i < counts[l]; i++) {
+			const char *n = lists[l][i].name;
+
+			if (policy_is_flavor_resource(p, n) &&
+			    (!other_than || strcmp(n, other_than) != 0))
+				return n;
+		}
+	return NULL;
+}
+
+static bool container_has_flavor_resource(const struct policy *p,
+					  const struct wl_container *ct)
+{
+	return first_flavor_resource(p, ct, NULL) != NULL;
+}
+
+/* Whole decimal 1..max without sign or leading zero. */
+static bool parse_count(const char *s, unsigned max, unsigned *out)
+{
+	unsigned v = 0;
+
+	if (!s || !*s || (s[0] == '0'))
+		return false;
+	for (const char *c = s; *c; c++) {
+		if (*c < '0' || *c > '9')
+			return false;
+		v = v * 10 + (unsigned)(*c - '0');
+		if (v > max)
+			return false;
+	}
+	*out = v;
+	return v >= 1;
+}
+
+/* ---- security rules --------------------------------------------------- */
+
+static bool nvidia_env(const char *name)
+{
+	return strcmp(name, "NVIDIA_VISIBLE_DEVICES") == 0 ||
+	       strcmp(name, "NVIDIA_MIG_CONFIG_DEVICES") == 0;
+}
+
+/* Values that hide every device: harmless in a container without GPUs. */
+static bool env_hides_devices(const char *value)
+{
+	return value && (value[0] == '\0' || strcmp(value, "void") == 0 ||
+			 strcmp(value, "none") == 0);
+}
+
+/*
+ * Lexically normalizes dir + "/" + sub into out: "//" and "." segments go,
+ * ".." climbs (never above "/").  The kubelet mounts what the kernel
+ * resolves, so "/dev/./nvidia0" and "//dev/nvidia0" are /dev/nvidia0.
+ */
+static void normalize_path(const char *dir, const char *sub, char *out,
+			   size_t size)
+{
+	const char *parts[2] = {dir, sub ? sub : ""};
+	size_t o = 0;
+
+	out[o++] = '/';
+	for (int k = 0; k < 2; k++) {
+		const char *p = parts[k];
+
+		while (*p) {
+			const char *seg;
+			size_t n;
+
+			while (*p == '/')
+				p++;
+			seg = p;
+			while (*p && *p != '/')
+				p++;
+			n = (size_t)(p - seg);
+			if (n == 0 || (n == 1 && seg[0] == '.'))
+				continue;
+			if (n == 2 && seg[0] == '.' && seg[1] == '.') {
+				while (o > 1 && out[o - 1] != '/')
+					o--;
+				if (o > 1)
+					o--; /* the slash before the dropped segment */
+				continue;
+			}
+			if (o > 1 && o < size - 1)
+				out[o++] = '/';
+			for (size_t i = 0; i < n && o < size - 1; i++)
+				out[o++] = seg[i];
+		}
+	}
+	out[o] = '\0';
+}
+
+/* The host root, /dev, or a /dev/nvidia* node: GPU device files. */
+static bool device_host_path(const char *path)
+{
+	return strcmp(path, "/") == 0 || strcmp(path, "/dev") == 0 ||
+	       strncmp(path, "/dev/nvidia", 11) == 0;
+}
+
+static const struct wl_volume *find_volume(const struct wl_pod *pod,
+					   const char *name)
+{
+	for (size_t i = 0; i < pod->n_volumes; i++)
+		if (pod->volumes[i].name && strcmp(pod->volumes[i].name, name) == 0)
+			return &pod->volumes[i];
+	return NULL;
+}
+
+/* Returns true when the decision is final. */
+static bool check_container_security(struct ctx *c, const struct wl_container *ct,
+				     bool gpu)
+{
+	const struct wl_pod *pod = &c->wl->pod;
+	const char *name = ct->name ? ct->name : "";
+
+	if (gpu && ct->privileged &&
+	    violate(c, "security",
+		    "container \"%s\" is privileged; a privileged GPU container "
+		    "bypasses the device plugin's isolation: remove "
+		    "securityContext.privileged",
+		    name))
+		return true;
+	for (size_t e = 0; e < ct->n_env; e++) {
+		if (!ct->env[e].key || !nvidia_env(ct->env[e].key))
+			continue;
+		if (!gpu && env_hides_devices(ct->env[e].value))
+			continue;
+		if (violate(c, "security",
+			    "container \"%s\" sets %s, which bypasses the device "
+			    "plugin's GPU isolation: remove it and ask for GPUs "
+			    "with a class",
+			    name, ct->env[e].key))
+			return true;
+	}
+	for (size_t m = 0; m < ct->n_mounts; m++) {
+		const struct wl_volume *v;
+		char src[512];
+
+		if (!ct->mounts[m].volume)
+			continue;
+		v = find_volume(pod, ct->mounts[m].volume);
+		if (!v || !v->host_path)
+			continue;
+		normalize_path(v->host_path, ct->mounts[m].sub_path, src, sizeof(src));
+		if (!device_host_path(src))
+			continue;
+		/* Quote what the user wrote: that is what they will look for. */
+		if (violate(c, "security",
+			    "container \"%s\" mounts host path %.200s%s%.200s (volume "
+			    "\"%s\"), which bypasses the device plugin's GPU "
+			    "isolation: remove the hostPath volume",
+			    name, v->host_path,
+			    ct->mounts[m].sub_path ? " with subPath " : "",
+			    ct->mounts[m].sub_path ? ct->mounts[m].sub_path : "",
+			    v->name))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Security rules for every container of a pod in a tenant namespace.  A
+ * container counts as a GPU container when it is the class's GPU container
+ * (gpu_index) or asks for a flavor resource itself.
+ */
+static bool check_security(struct ctx *c, long gpu_index)
+{
+	const struct wl_pod *pod = &c->wl->pod;
+
+	for (size_t i = 0; i < pod->n_init_containers; i++) {
+		const struct wl_container *ct = &pod->init_containers[i];
+
+		if (check_container_security(c, ct,
+					     container_has_flavor_resource(c->p, ct)))
+			return true;
+	}
+	for (size_t i = 0; i < pod->n_containers; i++) {
+		const struct wl_container *ct = &pod->containers[i];
+		bool gpu = (long)i == gpu_index ||
+			   container_has_flavor_resource(c->p, ct);
+
+		if (check_container_security(c, ct, gpu))
+			return true;
+	}
+	return false;
+}
+
+/* ---- stamps ----------------------------------------------------------- */
+
+static bool has_stamps(const struct wl_kv *labels, size_t nl,
+		       const struct wl_kv *ann, size_t na)
+{
+	static const char *const label_keys[] = {STAMP_TENANT, STAMP_FLAVOR,
+						 STAMP_PREEMPTIBLE, STAMP_GANG};
+	static const char *const ann_keys[] = {STAMP_DECISION, STAMP_BORROWED};
+
+	for (size_t i = 0; i < sizeof(label_keys) / sizeof(label_keys[0]); i++)
+		if (wl_get(labels, nl, label_keys[i]))
+			return true;
+	for (size_t i = 0; i < sizeof(ann_keys) / sizeof(ann_keys[0]); i++)
+		if (wl_get(ann, na, ann_keys[i]))
+			return true;
+	return false;
+}
+
+static bool workload_has_stamps(const struct workload *wl)
+{
+	return has_stamps(wl->pod.labels, wl->pod.n_labels, wl->pod.annotations,
+			  wl->pod.n_annotations) ||
+	       (wl->kind == WL_JOB && has_stamps(wl->labels, wl->n_labels,
+						 wl->annotations, wl->n_annotations));
+}
+
+static bool gang_well_formed(const char *g)
+{
+	if (!g || strlen(g) != 18 || strncmp(g, "g-", 2) != 0)
+		return false;
+	for (const char *c = g + 2; *c; c++)
+		if (!((*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'f')))
+			return false;
+	return true;
+}
+
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	for (; s && *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+/*
+ * The gang id of a Job: derived from its namespace and name, or from the
+ * request when the name is still to be generated (re-invocations of one
+ * request agree).  Never taken from the user: a forged id could join
+ * another Job's gang.  A Job's pod keeps the id its template gave it, or
+ * derives it from its Job the same way.
+ */
+static void gang_id(const struct workload *wl, char *out, size_t size)
+{
+	const char *have = wl_get(wl->pod.labels, wl->pod.n_labels, STAMP_GANG);
+	uint64_t h = 1469598103934665603ull;
+
+	if (wl->kind == WL_POD && gang_well_formed(have)) {
+		snprintf(out, size, "%s", have);
+		return;
+	}
+	h = fnv1a(h, wl->namespace);
+	h = fnv1a(h, "/");
+	if (wl->kind == WL_POD) {
+		h = fnv1a(h, wl->owner_job);
+	} else if (wl->name && wl->name[0]) {
+		h = fnv1a(h, wl->name);
+	} else {
+		h = fnv1a(h, "/");
+		h = fnv1a(h, wl->request_uid);
+	}
+	snprintf(out, size, "g-%016" PRIx64, h);
+}
+
+/* ---- the raw path (a flavor resource without a class) ------------------ */
+
+static void decide_raw(struct ctx *c, const char *resource)
+{
+	const struct workload *wl = c->wl;
+	const struct policy_tenant *t = c->out->tenant;
+	const struct policy_flavor *flavors[2];
+	const struct policy_flavor *f;
+	char classes[600];
+	int64_t units = 0;
+
+	if (!t) {
+		violate(c, "no-tenant",
+			"namespace \"%s\" belongs to no tenant, so it cannot use %s; "
+			"ask the platform team to add it to a tenant in the gpugate "
+			"policy",
+			wl->namespace, resource);
+		return;
+	}
+	if (policy_settings(c->p)->raw_gpu_requests == POLICY_RAW_REJECT) {
+		usable_classes(c->p, t, classes, sizeof(classes));
+		violate(c, "raw-request",
+			"this workload asks for %s directly; request GPUs with a class "
+			"instead: set label %s to one of: %s",
+			resource, policy_settings(c->p)->class_label, classes);
+		return;
+	}
+	/* Allowed raw requests still follow the one-flavor, sharing and
+	 * security rules, and are charged when the resource is one flavor. */
+	for (size_t i = 0; i < wl->pod.n_containers + wl->pod.n_init_containers; i++) {
+		const struct wl_container *ct =
+			i < wl->pod.n_containers
+				? &wl->pod.containers[i]
+				: &wl->pod.init_containers[i - wl->pod.n_containers];
+		const char *other = first_flavor_resource(c->p, ct, resource);
+		int64_t u;
+
+		if (other) {
+			if (violate(c, "two-flavors",
+				    "this workload asks for resources of two flavors "
+				    "(%s and %s); a pod may use one flavor only",
+				    resource, other))
+				return;
+			break;
+		}
+		if (i < wl->pod.n_containers && container_units(ct, resource, &u, NULL) &&
+		    u > 0)
+			units += u;
+	}
+	if (policy_flavors_for_resource(c->p, resource, flavors, 2) != 1)
+		f = NULL; /* shared by several flavors: cannot attribute it */
+	else
+		f = flavors[0];
+	if (f && !policy_tenant_allows_sharing(t, f->sharing)) {
+		char allowed[128];
+
+		sharing_list(t, allowed, sizeof(allowed));
+		if (violate(c, "sharing",
+			    "%s is a %s GPU resource, which tenant \"%s\" may not "
+			    "use (allowed sharing: %s)",
+			    resource, policy_sharing_name(f->sharing), t->name,
+			    allowed))
+			return;
+	}
+	if (check_security(c, -1))
+		return;
+	if (f && units > 0) {
+		c->out->flavor = f;
+		c->out->claim = (struct quota_claim){
+			.needed = true,
+			.tenant = t,
+			.flavor = f,
+			.per_pod = (unsigned)(units > UINT32_MAX ? UINT32_MAX : units),
+			.pods = wl->kind == WL_JOB ? wl->parallelism : 1,
+			.may_borrow = false,
+		};
+		c->out->claim.units = units * c->out->claim.pods;
+	}
+}
+
+/* ---- the class path --------------------------------------------------- */
+
+/* Step "resources": which container gets GPUs, and nobody else does. */
+static bool check_class_resources(struct ctx *c, size_t gpu)
+{
+	const struct wl_pod *pod = &c->wl->pod;
+	const char *res = c->out->flavor->resource;
+
+	for (size_t i = 0; i < pod->n_init_containers; i++) {
+		const struct wl_container *ct = &pod->init_containers[i];
+		const char *r = first_flavor_resource(c->p, ct, NULL);
+
+		if (r && violate(c, "two-flavors",
+				 "init container \"%s\" asks for %s; with class %s "
+				 "only container \"%s\" gets accelerators: remove that "
+				 "request",
+				 ct->name, r, c->out->cls->name,
+				 pod->containers[gpu].name))
+			return true;
+	}
+	for (size_t i = 0; i < pod->n_containers; i++) {
+		const struct wl_container *ct = &pod->containers[i];
+		const char *other = first_flavor_resource(c->p, ct, res);
+
+		if (other && violate(c, "two-flavors",
+				     "container \"%s\" asks for %s, but class %s gives "
+				     "this pod %s (%s) only: remove that request",
+				     ct->name, other, c->out->cls->name,
+				     c->out->flavor->name, res))
+			return true;
+		if (i != gpu &&
+		    (has_resource(ct->limits, ct->n_limits, res) ||
+		     has_resource(ct->requests, ct->n_requests, res)) &&
+		    violate(c, "two-flavors",
+			    "container \"%s\" also asks for %s; with class %s only "
+			    "container \"%s\" gets accelerators: remove that request "
+			    "or name it in annotation " ANNOTATION_CONTAINER,
+			    ct->name, res, c->out->cls->name, pod->containers[gpu].name))
+			return true;
+	}
+	return false;
+}
+
+static bool check_node_selector(struct ctx *c)
+{
+	const struct policy_flavor *f = c->out->flavor;
+	const struct wl_pod *pod = &c->wl->pod;
+
+	for (size_t i = 0; i < f->n_node_selector; i++) {
+		const struct policy_kv *kv = &f->node_selector[i];
+		const char *have = wl_get(pod->node_selector, pod->n_node_selector,
+					  kv->key);
+
+		if (have && strcmp(have, kv->value) != 0) {
+			if (violate(c, "node-selector",
+				    "nodeSelector %s=%s conflicts with flavor %s, which "
+				    "needs %s=%s: remove it, the class chooses the nodes",
+				    kv->key, have, f->name, kv->key, kv->value))
+				return true;
+		} else if (!have && c->in->phase == DECIDE_VALIDATE) {
+			if (violate(c, "not-mutated",
+				    "the pod lacks nodeSelector %s=%s of flavor %s: it "
+				    "was changed after gpugate's mutation, or the "
+				    "mutating webhook is not registered",
+				    kv->key, kv->value, f->name))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* At /validate: the GPU container carries exactly the class's resources. */
+static bool check_mutated_resources(struct ctx *c, size_t gpu)
+{
+	const struct wl_container *ct = &c->wl->pod.containers[gpu];
+	const char *res = c->out->flavor->resource;
+	const char *raw = NULL;
+	int64_t units = -1;
+	bool found = container_units(ct, res, &units, &raw);
+
+	for (size_t i = 0; found && i < ct->n_requests; i++) {
+		int64_t r;
+
+		if (strcmp(ct->requests[i].name, res) == 0 &&
+		    (!ct->requests[i].quantity ||
+		     k8s_quantity_whole(ct->requests[i].quantity, &r) < 0 ||
+		     r != units))
+			units = -1;
+	}
+	if (found && units == (int64_t)c->out->count)
+		return false;
+	return violate(c, "not-mutated",
+		       "container \"%s\" has %s %s but class %s gives %u: it was "
+		       "changed after gpugate's mutation, or the mutating webhook "
+		       "is not registered",
+		       ct->name, res, found ? (raw && raw[0] ? raw : "(invalid)") : "none",
+		       c->out->cls->name, c->out->count);
+}
+
+/*
+ * After a violation that leaves nothing to map (warn or audit mode): the
+ * workload is admitted as it is.
+ */
+static void unmap(struct ctx *c)
+{
+	c->out->cls = NULL;
+	c->out->flavor = NULL;
+}
+
+static void decide_class(struct ctx *c, const char *class_name)
+{
+	const struct workload *wl = c->wl;
+	const struct policy_settings *s = policy_settings(c->p);
+	const struct policy_tenant *t = c->out->tenant;
+	const struct policy_class *cls;
+	const char *gpus, *want;
+	char list[600];
+	size_t gpu = 0;
+	unsigned count;
+
+	if (!t) {
+		violate(c, "no-tenant",
+			"namespace \"%s\" belongs to no tenant, so it cannot use GPU "
+			"class \"%s\"; ask the platform team to add it to a tenant in "
+			"the gpugate policy",
+			wl->namespace, class_name);
+		return;
+	}
+	cls = policy_class_find(c->p, class_name);
+	if (!cls) {
+		usable_classes(c->p, t, list, sizeof(list));
+		violate(c, "class-unknown",
+			"unknown GPU class \"%s\"; tenant \"%s\" may use: %s",
+			class_name, t->name, list);
+		return;
+	}
+	if (!policy_tenant_allows_class(t, cls)) {
+		usable_classes(c->p, t, list, sizeof(list));
+		violate(c, "class-not-allowed",
+			"class \"%s\" is not allowed for tenant \"%s\"; allowed: %s",
+			cls->name, t->name, list);
+		return;
+	}
+	c->out->cls = cls;
+	c->out->flavor = cls->flavor;
+
+	gpus = pod_or_job_label(wl, s->gpus_label);
+	count = cls->gpus;
+	if (gpus && !parse_count(gpus, cls->max_gpus, &count)) {
+		violate(c, "gpus-invalid",
+			"label %s=\"%.40s\" must be a whole number from 1 to %u for "
+			"class %s",
+			s->gpus_label, gpus, cls->max_gpus, cls->name);
+		unmap(c);
+		return;
+	}
+	c->out->count = count;
+
+	if (!policy_tenant_allows_sharing(t, cls->flavor->sharing)) {
+		char allowed[128];
+
+		sharing_list(t, allowed, sizeof(allowed));
+		if (violate(c, "sharing",
+			    "class \"%s\" uses %s GPUs, which tenant \"%s\" may not "
+			    "use (allowed sharing: %s)",
+			    cls->name, policy_sharing_name(cls->flavor->sharing),
+			    t->name, allowed))
+			return;
+	}
+
+	if (wl->pod.n_containers == 0) {
+		violate(c, "container-unknown", "the pod has no containers");
+		unmap(c);
+		return;
+	}
+	want = pod_or_job_annotation(wl, ANNOTATION_CONTAINER);
+	if (want) {
+		size_t i;
+
+		for (i = 0; i < wl->pod.n_containers; i++)
+			if (wl->pod.containers[i].name &&
+			    strcmp(wl->pod.containers[i].name, want) == 0)
+				break;
+		if (i == wl->pod.n_containers) {
+			list[0] = '\0';
+			for (size_t k = 0; k < wl->pod.n_containers; k++)
+				list_add(list, sizeof(list),
+					 wl->pod.containers[k].name ? wl->pod.containers[k].name
+								    : "");
+			violate(c, "container-unknown",
+				"annotation " ANNOTATION_CONTAINER " names container "
+				"\"%.63s\", but the pod has no such container "
+				"(containers: %s)",
+				want, list);
+			unmap(c);
+			return;
+		}
+		gpu = i;
+	}
+	c->out->plan.gpu_container = gpu;
+
+	if (check_class_resources(c, gpu) || check_security(c, (long)gpu) ||
+	    check_node_selector(c))
+		return;
+	if (c->in->phase == DECIDE_VALIDATE && check_mutated_resources(c, gpu))
+		return;
+
+	c->out->claim = (struct quota_claim){
+		.needed = true,
+		.tenant = t,
+		.flavor = cls->flavor,
+		.per_pod = count,
+		.pods = wl->kind == WL_JOB ? wl->parallelism : 1,
+	};
+	c->out->claim.units = (int64_t)count * c->out->claim.pods;
+	/* At /mutate the workload will be made preemptible if it borrows; at
+	 * /validate it may borrow only if it already is. */
+	c->out->claim.may_borrow =
+		c->in->phase == DECIDE_MUTATE || cls->preemptible ||
+		(pod_or_job_label(wl, STAMP_PREEMPTIBLE) &&
+		 strcmp(pod_or_job_label(wl, STAMP_PREEMPTIBLE), "true") == 0);
+}
+
+/* ---- plan and messages after quota ------------------------------------ */
+
+static void expand_claim_name(const char *tmpl, const char *tenant,
+			      const char *ns, char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (const char *p = tmpl; *p && o + 1 < size;) {
+		const char *sub = NULL;
+		size_t skip = 1;
+
+		if (strncmp(p, "{tenant}", 8) == 0) {
+			sub = tenant;
+			skip = 8;
+		} else if (strncmp(p, "{namespace}", 11) == 0) {
+			sub = ns;
+			skip = 11;
+		}
+		if (sub) {
+			int n = snprintf(out + o, size - o, "%s", sub);
+
+			o = n < 0 ? o : (size_t)n + o;
+			if (o >= size) {
+				out[0] = '\0'; /* too long: caller falls back */
+				return;
+			}
+		} else {
+			out[o++] = *p;
+		}
+		p += skip;
+	}
+	if (o >= size) {
+		out[0] = '\0';
+		return;
+	}
+	out[o] = '\0';
+}
+
+static bool pre_stop_is_ours(const struct policy_checkpoint *ck,
+			     const struct wl_container *ct)
+{
+	if (ct->n_pre_stop_exec != ck->n_pre_stop || !ck->n_pre_stop)
+		return false;
+	for (size_t i = 0; i < ck->n_pre_stop; i++)
+		if (!ct->pre_stop_exec[i] ||
+		    strcmp(ct->pre_stop_exec[i], ck->pre_stop[i]) != 0)
+			return false;
+	return true;
+}
+
+static void plan_checkpoint(struct ctx *c)
+{
+	const struct policy_checkpoint *ck = policy_checkpoint(c->p);
+	const struct workload *wl = c->wl;
+	struct plan *pl = &c->out->plan;
+	const struct wl_container *gpu = &wl->pod.containers[pl->gpu_container];
+
+	pl->checkpoint = true;
+	pl->grace = ck->grace_period_seconds;
+	if (ck->claim_name) {
+		expand_claim_name(ck->claim_name, c->out->tenant->name, wl->namespace,
+				  pl->claim_name, sizeof(pl->claim_name));
+		if (!pl->claim_name[0] || !k8s_dns_subdomain_valid(pl->claim_name)) {
+			pl->claim_name[0] = '\0';
+			add_warning(c->out,
+				    "gpugate: checkpoint claim name for namespace %s is "
+				    "too long; using an emptyDir volume",
+				    wl->namespace);
+		}
+	}
+	if (ck->n_pre_stop) {
+		if (!gpu->has_pre_stop)
+			pl->set_pre_stop = true;
+		else if (!pre_stop_is_ours(ck, gpu))
+			add_warning(c->out,
+				    "gpugate: container \"%.63s\" keeps its own preStop "
+				    "hook; make sure it checkpoints within %" PRId64 "s",
+				    gpu->name, ck->grace_period_seconds);
+	}
+	if (wl->kind != WL_JOB || wl->has_disruption_rule)
+		return;
+	if (!wl->pod.restart_policy || strcmp(wl->pod.restart_policy, "Never") != 0)
+		add_warning(c->out,
+			    "gpugate: restartPolicy %s lets preemptions count against "
+			    "backoffLimit; use restartPolicy Never so that gpugate can "
+			    "add a podFailurePolicy",
+			    wl->pod.restart_policy ? wl->pod.restart_policy : "(unset)");
+	else if (wl->n_failure_rules >= MAX_POD_FAILURE_RULES)
+		add_warning(c->out,
+			    "gpugate: podFailurePolicy already has %d rules; preemptions "
+			    "will count against backoffLimit",
+			    MAX_POD_FAILURE_RULES);
+	else
+		pl->add_failure_rule = true;
+}
+
+/* "24/32 in use" and, when borrowing, the borrowed part. */
+static void position_text(const struct decision *out, char *buf, size_t size)
+{
+	const struct quota_result *q = &out->quota;
+
+	if (!out->has_quota) {
+		snprintf(buf, size, "not charged");
+		return;
+	}
+	switch (q->position) {
+	case QUOTA_COVERED:
+		snprintf(buf, size, "held by job %.63s", q->holder ? q->holder : "");
+		return;
+	case QUOTA_BORROWED:
+		snprintf(buf, size, "%" PRId64 "/%" PRId64 " in use, %" PRId64
+			 " borrowed from %.40s",
+			 q->used + q->requested, q->nominal, q->borrowed,
+			 q->cohort ? q->cohort : "the cohort");
+		return;
+	default:
+		snprintf(buf, size, "%" PRId64 "/%" PRId64 " in use",
+			 q->used + q->requested, q->nominal);
+		return;
+	}
+}
+
+static void plan_mapping(struct ctx *c)
+{
+	const struct workload *wl = c->wl;
+	const struct policy_settings *s = policy_settings(c->p);
+	const struct policy_class *cls = c->out->cls;
+	struct plan *pl = &c->out->plan;
+	char pos[160];
+
+	pl->active = true;
+	pl->map = true;
+	pl->resource = cls->flavor->resource;
+	pl->count = c->out->count;
+	pl->flavor = cls->flavor;
+	pl->tenant = c->out->tenant->name;
+	pl->cpu = cls->cpu;
+	pl->memory = cls->memory;
+	if (cls->priority_class_name && !wl->pod.priority_class_name)
+		pl->priority_class = cls->priority_class_name;
+	if (wl->kind == WL_JOB || wl->owner_job)
+		gang_id(wl, pl->gang, sizeof(pl->gang));
+	else
+		pl->remove_gang = true;
+	if (wl->kind == WL_JOB && wl->parallelism > 1 &&
+	    cls->topology_mode != POLICY_TOPOLOGY_NONE) {
+		pl->topology = cls->topology_mode;
+		pl->topology_key = cls->topology_key;
+	}
+	if (wl->kind == WL_JOB) {
+		pl->class_label = s->class_label;
+		pl->class_name = cls->name;
+		if (pod_or_job_label(wl, s->gpus_label)) {
+			pl->gpus_label = s->gpus_label;
+			pl->gpus_value = pod_or_job_label(wl, s->gpus_label);
+		}
+	}
+	position_text(c->out, pos, sizeof(pos));
+	if (c->out->violation && c->out->mode != POLICY_MODE_ENFORCE)
+		snprintf(pl->decision, sizeof(pl->decision), "%s: %s",
+			 c->out->mode == POLICY_MODE_AUDIT ? "audit: would deny"
+							   : "warn",
+			 c->out->message + strlen("gpugate: "));
+	else if (wl->kind == WL_JOB)
+		snprintf(pl->decision, sizeof(pl->decision),
+			 "%s: %" PRId64 " pod%s x %u x %s for tenant %s; %s", cls->name,
+			 c->out->claim.pods, c->out->claim.pods == 1 ? "" : "s",
+			 c->out->count, cls->flavor->name, c->out->tenant->name, pos);
+	else
+		snprintf(pl->decision, sizeof(pl->decision),
+			 "%s: %u x %s for tenant %s; %s", cls->name, c->out->count,
+			 cls->flavor->name, c->out->tenant->name, pos);
+
+	text_clean(pl->decision);
+	/* A Job's pod carries its Job's decision from the template: the Job
+	 * holds the quota, the pod is not judged again. */
+	pl->keep_decision =
+		wl->kind == WL_POD && wl->owner_job &&
+		wl_get(wl->pod.annotations, wl->pod.n_annotations, STAMP_DECISION);
+
+	pl->preemptible = cls->preemptible ||
+			  (c->out->has_quota && c->out->quota.position == QUOTA_BORROWED) ||
+			  (pod_or_job_label(wl, STAMP_PREEMPTIBLE) &&
+			   strcmp(pod_or_job_label(wl, STAMP_PREEMPTIBLE), "true") == 0);
+	if (c->out->has_quota && c->out->quota.position == QUOTA_BORROWED)
+		pl->borrowed = c->out->quota.borrowed;
+	if (pl->preemptible)
+		plan_checkpoint(c);
+}
+
+/* The one short line kubectl prints for an admitted class workload. */
+static void success_line(struct ctx *c)
+{
+	const struct decision *out = c->out;
+	char pos[160], head[DECIDE_WARNING_LEN], tail[200];
+
+	position_text(out, pos, sizeof(pos));
+	if (c->wl->kind == WL_JOB)
+		snprintf(head, sizeof(head),
+			 "gpugate: %s -> %" PRId64 " pod%s x %u x %s for tenant %s",
+			 out->cls->name, out->claim.pods, out->claim.pods == 1 ? "" : "s",
+			 out->count, out->flavor->name, out->tenant->name);
+	else
+		snprintf(head, sizeof(head), "gpugate: %s -> %u x %s for tenant %s",
+			 out->cls->name, out->count, out->flavor->name,
+			 out->tenant->name);
+	snprintf(tail, sizeof(tail), " (%s)", pos);
+	/* Long names: cut them, keep the numbers, which are what users read. */
+	if (strlen(tail) < DECIDE_SUCCESS_MAX - 20)
+		text_clip(head, DECIDE_SUCCESS_MAX - strlen(tail));
+	add_warning(c->out, "%s%s", head, tail);
+}
+
+/*
+ * In warn or audit mode, a violation that leaves nothing to map still
+ * leaves its record on the object, and stamps the user set are removed.
+ */
+static void plan_note(struct ctx *c)
+{
+	struct plan *pl = &c->out->plan;
+
+	if (workload_has_stamps(c->wl)) {
+		pl->active = true;
+		pl->strip_stamps = true;
+	}
+	if (!c->out->violation || c->out->mode == POLICY_MODE_ENFORCE)
+		return;
+	pl->active = true;
+	snprintf(pl->note, sizeof(pl->note), "%s: %s",
+		 c->out->mode == POLICY_MODE_AUDIT ? "audit: would deny" : "warn",
+		 c->out->message + strlen("gpugate: "));
+	text_clean(pl->note);
+}
+
+/* A raw request charged to quota is stamped like a class workload. */
+static void plan_raw(struct ctx *c)
+{
+	struct plan *pl = &c->out->plan;
+	char pos[160];
+
+	pl->active = true;
+	pl->stamp_only = true;
+	pl->tenant = c->out->tenant->name;
+	pl->flavor = c->out->flavor;
+	pl->remove_gang = c->wl->kind == WL_POD && !c->wl->owner_job;
+	position_text(c->out, pos, sizeof(pos));
+	snprintf(pl->decision, sizeof(pl->decision),
+		 "no class: %" PRId64 " x %s (%s) for tenant %s; %s",
+		 c->out->claim.units, c->out->flavor->name, c->out->flavor->resource,
+		 c->out->tenant->name, pos);
+}
+
+static void finish(struct ctx *c)
+{
+	struct decision *out = c->out;
+
+	if (!out->allowed)
+		return;
+	if (c->in->phase == DECIDE_MUTATE) {
+		if (out->cls)
+			plan_mapping(c);
+		else if (out->claim.needed && out->flavor && out->tenant)
+			plan_raw(c);
+		else
+			plan_note(c);
+	} else if (out->cls && (!out->violation || out->mode != POLICY_MODE_AUDIT)) {
+		success_line(c);
+	}
+}
+
+/* ---- entry points ----------------------------------------------------- */
+
+static void init_decision(const struct decide_input *in, struct decision *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->allowed = true;
+	out->code = 200;
+	out->mode = policy_settings(in->policy)->mode;
+}
+
+static const char *class_of(struct ctx *c)
+{
+	const struct workload *wl = c->wl;
+	const char *key = policy_settings(c->p)->class_label;
+	const char *pod = wl_get(wl->pod.labels, wl->pod.n_labels, key);
+	const char *job = wl->kind == WL_JOB ? wl_get(wl->labels, wl->n_labels, key)
+					     : NULL;
+
+	if (pod && job && strcmp(pod, job) != 0) {
+		violate(c, "class-conflict",
+			"the Job asks for class \"%.63s\" but its pod template asks "
+			"for class \"%.63s\"; use one",
+			job, pod);
+		return NULL;
+	}
+	return pod ? pod : job;
+}
+
+/*
+ * UPDATE: the stamped labels are gpugate's record of who holds what; a
+ * user who could drop them would drop out of quota accounting.
+ */
+static void check_stamps_unchanged(struct ctx *c)
+{
+	static const char *const keys[] = {STAMP_TENANT, STAMP_FLAVOR, STAMP_GANG,
+					   STAMP_PREEMPTIBLE};
+	const struct workload *now = c->wl, *old = c->in->old;
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		const char *a = wl_get(old->labels, old->n_labels, keys[i]);
+		const char *b = wl_get(now->labels, now->n_labels, keys[i]);
+
+		if (!a && !b)
+			continue;
+		if (a && b && strcmp(a, b) == 0)
+			continue;
+		if (a)
+			violate(c, "stamp-changed",
+				"label %s is set by gpugate and cannot be changed or "
+				"removed (it is \"%.63s\")",
+				keys[i], a);
+		else
+			violate(c, "stamp-changed",
+				"label %s is set by gpugate and cannot be added by an "
+				"update",
+				keys[i]);
+		return;
+	}
+}
+
+void decide_prepare(const struct decide_input *in, struct decision *out)
+{
+	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
+	const struct workload *wl = in->wl;
+	const char *class_name, *raw = NULL;
+
+	init_decision(in, out);
+	if (wl->kind != WL_OTHER && wl->op == WL_UPDATE && in->old &&
+	    in->phase == DECIDE_VALIDATE) {
+		out->tenant = policy_tenant_for_namespace(in->policy, wl->namespace);
+		if (out->tenant)
+			out->mode = out->tenant->mode;
+		check_stamps_unchanged(&c);
+		return;
+	}
+	if (wl->kind == WL_OTHER || wl->op != WL_CREATE)
+		return;
+	out->tenant = policy_tenant_for_namespace(in->policy, wl->namespace);
+	if (out->tenant)
+		out->mode = out->tenant->mode;
+
+	class_name = class_of(&c);
+	if (out->violation)
+		return;
+	if (class_name) {
+		decide_class(&c, class_name);
+	} else {
+		for (size_t i = 0; i < wl->pod.n_containers && !raw; i++)
+			raw = first_flavor_resource(in->policy, &wl->pod.containers[i], NULL);
+		for (size_t i = 0; i < wl->pod.n_init_containers && !raw; i++)
+			raw = first_flavor_resource(in->policy,
+						    &wl->pod.init_containers[i], NULL);
+		if (raw)
+			decide_raw(&c, raw);
+		else if (out->tenant)
+			check_security(&c, -1);
+	}
+	if (!out->claim.needed)
+		finish(&c);
+}
+
+void decide_quota(const struct decide_input *in, struct decision *out,
+		  const struct quota_result *q)
+{
+	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
+	const struct quota_claim *cl = &out->claim;
+	const char *cls = out->cls ? out->cls->name : "none";
+	const char *what = in->wl->kind == WL_JOB ? "job" : "pod";
+	char req[160];
+
+	out->has_quota = true;
+	out->quota = *q;
+	if (in->wl->kind == WL_JOB)
+		snprintf(req, sizeof(req), "%" PRId64 " (parallelism %" PRId64
+			 " x %u, class %s)", cl->units, cl->pods, cl->per_pod, cls);
+	else
+		snprintf(req, sizeof(req), "%" PRId64 " (class %s)", cl->units, cls);
+
+	switch (q->position) {
+	case QUOTA_NOMINAL:
+	case QUOTA_BORROWED:
+	case QUOTA_COVERED:
+		break;
+	case QUOTA_NO_QUOTA:
+		violate(&c, "quota",
+			"tenant \"%s\" has no quota for flavor %s (class %s); ask the "
+			"platform team for quota",
+			cl->tenant->name, cl->flavor->name, cls);
+		break;
+	case QUOTA_NEVER_FITS: {
+		char ceiling[200];
+
+		if (!q->cohort)
+			snprintf(ceiling, sizeof(ceiling), "nominal %" PRId64,
+				 q->nominal);
+		else if (q->borrowing_limit != POLICY_NO_LIMIT &&
+			 q->borrowing_limit <= q->cohort_lendable)
+			snprintf(ceiling, sizeof(ceiling),
+				 "nominal %" PRId64 " + borrowing limit %" PRId64,
+				 q->nominal, q->borrowing_limit);
+		else
+			snprintf(ceiling, sizeof(ceiling),
+				 "nominal %" PRId64 " + %" PRId64
+				 " that cohort \"%s\" can lend",
+				 q->nominal, q->ceiling - q->nominal, q->cohort);
+		if (in->wl->kind == WL_JOB)
+			violate(&c, "quota",
+				"job can never be admitted: needs %" PRId64 " %s "
+				"(parallelism %" PRId64 " x %u), tenant \"%s\" may hold at "
+				"most %" PRId64 " (%s)",
+				cl->units, cl->flavor->name, cl->pods, cl->per_pod,
+				cl->tenant->name, q->ceiling, ceiling);
+		else
+			violate(&c, "quota",
+				"pod can never be admitted: needs %" PRId64 " %s, tenant "
+				"\"%s\" may hold at most %" PRId64 " (%s)",
+				cl->units, cl->flavor->name, cl->tenant->name, q->ceiling,
+				ceiling);
+		break;
+	}
+	case QUOTA_OVER: {
+		char tail[200];
+		int64_t own = q->used > q->nominal ? q->used - q->nominal : 0;
+
+		if (!q->cohort)
+			snprintf(tail, sizeof(tail), "no cohort to borrow from");
+		else if (q->borrowing_limit != POLICY_NO_LIMIT &&
+			 q->used + q->requested - q->nominal > q->borrowing_limit &&
+			 q->borrowing_limit - own <= q->can_lend)
+			snprintf(tail, sizeof(tail),
+				 "borrowing limit %" PRId64 " leaves %" PRId64,
+				 q->borrowing_limit,
+				 q->borrowing_limit > own ? q->borrowing_limit - own : 0);
+		else
+			snprintf(tail, sizeof(tail), "cohort \"%s\" can lend %" PRId64,
+				 q->cohort, q->can_lend);
+		violate(&c, "quota",
+			"tenant \"%s\" is over its %s quota: requested %s, in use "
+			"%" PRId64 " of nominal %" PRId64 ", %s",
+			cl->tenant->name, cl->flavor->name, req, q->used, q->nominal,
+			tail);
+		break;
+	}
+	case QUOTA_NOT_PREPARED:
+		violate(&c, "quota",
+			"tenant \"%s\" now needs %" PRId64 " borrowed %s for this %s, "
+			"but it was not made preemptible when it was mutated (the quota "
+			"changed in between); retry the request",
+			cl->tenant->name, q->borrowed, cl->flavor->name, what);
+		break;
+	}
+	finish(&c);
+}
+
+void decide(const struct decide_input *in, const struct usage_view *usage,
+	    struct decision *out)
+{
+	struct quota_result q;
+
+	decide_prepare(in, out);
+	if (!out->claim.needed)
+		return;
+	quota_decide(in->policy, out->claim.tenant, out->claim.flavor,
+		     out->claim.units, out->claim.may_borrow, usage ? usage : &quota_no_usage,
+		     &q);
+	decide_quota(in, out, &q);
+}

@@ -1,0 +1,155 @@
+/*
+ * decide: the admission decision for one Pod or Job (SPEC sections 4-6).
+ *
+ * Pure: it reads the policy and the workload facts and fills a decision;
+ * no I/O, no clock, no globals.  Quota is the one input that lives outside
+ * (the usage ledger), so a decision is made in two steps that the handler
+ * joins:
+ *
+ *   decide_prepare(in, dec)       rules, class mapping, the quota claim
+ *   if (dec->claim.needed)
+ *       ledger -> quota_result    peek at /mutate, reserve at /validate
+ *       decide_quota(in, dec, q)  quota outcome, preemptibility, plan, warnings
+ *
+ * UPDATE is allowed without mutation, except that /validate refuses a
+ * change to the labels gpugate stamped (they drive quota accounting).
+ *
+ * Rules run in a fixed order (docs/internals.md); the first violation is
+ * the one reported.  In enforce mode it denies; in warn mode the workload is
+ * admitted and the text becomes a warning (from /validate only, so kubectl
+ * prints it once); in audit mode it is only recorded.
+ */
+#ifndef GPUGATE_DECIDE_H
+#define GPUGATE_DECIDE_H
+
+#include "policy/policy.h"
+#include "policy/quota.h"
+#include "policy/workload.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* Stamped keys (SPEC section 2). */
+#define STAMP_TENANT "gpugate.io/tenant"
+#define STAMP_FLAVOR "gpugate.io/flavor"
+#define STAMP_PREEMPTIBLE "gpugate.io/preemptible"
+#define STAMP_GANG "gpugate.io/gang"
+#define STAMP_DECISION "gpugate.io/decision"
+#define STAMP_BORROWED "gpugate.io/borrowed"
+#define ANNOTATION_CONTAINER "gpugate.io/container"
+#define CHECKPOINT_VOLUME "gpugate-checkpoint"
+
+#define DECIDE_MESSAGE_LEN 1024
+#define DECIDE_WARNING_LEN 256
+#define DECIDE_MAX_WARNINGS 6
+/* kubectl prints warnings as they come: keep the success line short. */
+#define DECIDE_SUCCESS_MAX 119
+
+enum decide_phase {
+	DECIDE_MUTATE,
+	DECIDE_VALIDATE,
+};
+
+struct decide_input {
+	const struct policy *policy;
+	const struct workload *wl;
+	enum decide_phase phase;
+	const struct workload *old; /* UPDATE: the object before; else NULL */
+};
+
+/* What the workload asks of the tenant's quota. */
+struct quota_claim {
+	bool needed;
+	const struct policy_tenant *tenant;
+	const struct policy_flavor *flavor;
+	int64_t units;      /* pods x per_pod */
+	unsigned per_pod;
+	int64_t pods;       /* 1 for a Pod, parallelism for a Job */
+	bool may_borrow;    /* the workload is (or will be made) preemptible */
+};
+
+/*
+ * What to change in the object.  The applier (webhook/apply.c) gives every
+ * field "ensure" semantics: set when absent or different, never clobber what
+ * the user wrote unless the field says so, so that applying a plan to an
+ * object that already carries it changes nothing.
+ */
+struct plan {
+	bool active;                 /* anything at all to apply */
+	bool strip_stamps;           /* remove stamped keys the user set */
+	char note[DECIDE_WARNING_LEN]; /* unmapped warn/audit record, or "" */
+
+	/* Stamps only: a raw request (no class) charged to quota, so that
+	 * the API watch finds it. */
+	bool stamp_only;
+
+	/* Class mapping (pod, or Job pod template). */
+	bool map;
+	size_t gpu_container;        /* index into wl->pod.containers */
+	const char *resource;        /* limits[resource] = count */
+	unsigned count;
+	const struct policy_flavor *flavor; /* nodeSelector, tolerations */
+	const char *cpu;             /* requests.cpu to set, or NULL */
+	const char *memory;          /* requests.memory to set, or NULL */
+	const char *priority_class;  /* spec.priorityClassName to set, or NULL */
+	enum policy_topology_mode topology;
+	const char *topology_key;
+	char gang[24];               /* "" when not part of a gang */
+	bool remove_gang;            /* a bare pod: drop a user-set gang label */
+
+	/* Stamps. */
+	const char *tenant;
+	const char *class_label;     /* Job: copy the class label to the template */
+	const char *class_name;
+	const char *gpus_label;      /* Job: copy the gpus label, when set */
+	const char *gpus_value;
+	bool preemptible;
+	char decision[DECIDE_WARNING_LEN];
+	bool keep_decision;          /* a Job's pod: keep the template's record */
+	int64_t borrowed;            /* > 0: annotation; else removed */
+
+	/* Checkpoint hooks (SPEC section 6). */
+	bool checkpoint;
+	char claim_name[254];        /* "" for an emptyDir volume */
+	bool set_pre_stop;
+	int64_t grace;               /* terminationGracePeriodSeconds at least */
+	bool add_failure_rule;       /* Job podFailurePolicy Ignore rule */
+};
+
+struct decision {
+	bool allowed;
+	int code;                    /* HTTP-style status of a denial (403) */
+	char message[DECIDE_MESSAGE_LEN]; /* the denial, or the violation text */
+	const char *rule;            /* short id of the violated rule, or NULL */
+	bool violation;              /* a rule failed (denied, warned or audited) */
+	enum policy_mode mode;
+	char warnings[DECIDE_MAX_WARNINGS][DECIDE_WARNING_LEN];
+	size_t n_warnings;
+
+	const struct policy_tenant *tenant;
+	const struct policy_class *cls;   /* NULL for raw requests */
+	const struct policy_flavor *flavor;
+	unsigned count;                   /* per pod */
+
+	struct quota_claim claim;
+	bool has_quota;
+	struct quota_result quota;
+
+	struct plan plan;
+};
+
+/* Step 1: rules, mapping and the quota claim. */
+void decide_prepare(const struct decide_input *in, struct decision *out);
+
+/* Step 2: the quota outcome (only when out->claim.needed). */
+void decide_quota(const struct decide_input *in, struct decision *out,
+		  const struct quota_result *q);
+
+/*
+ * Convenience for callers without a ledger (explain, tests): runs both
+ * steps with the given usage view (NULL: nothing in use).
+ */
+void decide(const struct decide_input *in, const struct usage_view *usage,
+	    struct decision *out);
+
+#endif

@@ -1,0 +1,23 @@
+/*
+ * text: small helpers for messages users read.
+ *
+ * Messages quote user input with a length cap ("%.63s"), which can cut a
+ * multi-byte character in half; the apiserver (and jansson) refuse a
+ * string that is not UTF-8.  Every message is cleaned before it leaves.
+ */
+#ifndef GPUGATE_TEXT_H
+#define GPUGATE_TEXT_H
+
+#include <stddef.h>
+
+/*
+ * Makes s valid UTF-8 in place: an incomplete sequence at the end is cut,
+ * any other invalid byte becomes '?', control characters become ' '.
+ */
+void text_clean(char *s);
+
+/* Cuts s to at most max bytes (max >= 3) at a character boundary, ending
+ * with "..." when anything was cut. */
+void text_clip(char *s, size_t max);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * workload: the plain facts about a Pod or a Job that the decision needs.
+ *
+ * The review codec (webhook/facts.c) fills these from the AdmissionReview
+ * JSON; the decision engine (decide.h) reads them and nothing else.  All
+ * strings and arrays are borrowed from the decoder, which keeps them alive
+ * until the decision has been encoded.  Absent strings are NULL; absent
+ * lists have a count of 0.
+ */
+#ifndef GPUGATE_WORKLOAD_H
+#define GPUGATE_WORKLOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum wl_kind {
+	WL_OTHER, /* any other kind: allowed untouched */
+	WL_POD,
+	WL_JOB,
+};
+
+enum wl_op {
+	WL_CREATE,
+	WL_UPDATE,
+	WL_DELETE,
+	WL_CONNECT,
+};
+
+struct wl_kv {
+	const char *key;
+	const char *value; /* NULL for env entries that use valueFrom */
+};
+
+struct wl_resource {
+	const char *name;     /* "nvidia.com/gpu", "cpu", ... */
+	const char *quantity; /* as written; NULL when not a string or number */
+};
+
+struct wl_mount {
+	const char *volume;   /* volumeMounts[].name */
+	const char *path;     /* volumeMounts[].mountPath */
+	const char *sub_path; /* subPath (or subPathExpr, unexpanded), or NULL */
+};
+
+struct wl_container {
+	const char *name;
+	const struct wl_resource *limits;
+	size_t n_limits;
+	const struct wl_resource *requests;
+	size_t n_requests;
+	const struct wl_kv *env;
+	size_t n_env;
+	const struct wl_mount *mounts;
+	size_t n_mounts;
+	bool privileged;
+	bool has_pre_stop;
+	const char *const *pre_stop_exec; /* lifecycle.preStop.exec.command */
+	size_t n_pre_stop_exec;
+};
+
+struct wl_volume {
+	const char *name;
+	const char *host_path; /* hostPath.path, or NULL */
+};
+
+/* The pod: a Pod's own metadata and spec, or a Job's spec.template. */
+struct wl_pod {
+	const struct wl_kv *labels;
+	size_t n_labels;
+	const struct wl_kv *annotations;
+	size_t n_annotations;
+	const struct wl_container *containers;
+	size_t n_containers;
+	const struct wl_container *init_containers;
+	size_t n_init_containers;
+	const struct wl_volume *volumes;
+	size_t n_volumes;
+	const struct wl_kv *node_selector;
+	size_t n_node_selector;
+	const char *priority_class_name;
+	bool has_priority;          /* spec.priority is set */
+	bool has_grace;
+	int64_t grace;              /* terminationGracePeriodSeconds */
+	const char *restart_policy;
+};
+
+struct workload {
+	enum wl_kind kind;
+	enum wl_op op;
+	bool dry_run;
+	const char *request_uid;
+	const char *namespace;
+	const char *name;          /* "" on CREATE with generateName */
+	const char *uid;           /* metadata.uid; "" at /mutate on CREATE */
+
+	/* The object's own metadata (for a Pod, the same as pod.labels). */
+	const struct wl_kv *labels;
+	size_t n_labels;
+	const struct wl_kv *annotations;
+	size_t n_annotations;
+
+	struct wl_pod pod;
+
+	/* Job only. */
+	int64_t parallelism;       /* 1 when absent */
+	bool job_finished;         /* a Complete or Failed condition is True */
+	bool job_suspended;        /* spec.suspend: its pods are gone */
+	size_t n_failure_rules;    /* spec.podFailurePolicy.rules */
+	bool has_disruption_rule;  /* an Ignore rule on DisruptionTarget */
+
+	/* Pod only. */
+	const char *phase;         /* status.phase, NULL when absent */
+	const char *owner_job;     /* controller ownerReference of kind Job */
+	const char *owner_job_uid;
+};
+
+/* The value of key in a label/annotation list, or NULL. */
+const char *wl_get(const struct wl_kv *kv, size_t n, const char *key);
+
+#endif

@@ -1,0 +1,1099 @@
+/*
+ * The decision engine (policy/decide.c): one test per rule and per
+ * mutation, with every user-facing message asserted verbatim.
+ *
+ * Workloads are written as JSON and turned into facts by webhook/facts.c,
+ * which keeps the cases readable; the engine itself sees only the facts.
+ */
+#include "policy/arena.h"
+#include "policy/decide.h"
+#include "policy/diag.h"
+#include "webhook/apply.h"
+#include "webhook/facts.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <string.h>
+
+static const char policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - name: h100\n"
+	"    resource: nvidia.com/gpu\n"
+	"    sharing: exclusive\n"
+	"    nodeSelector: [\"gpu=h100\"]\n"
+	"    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]\n"
+	"    gpusPerNode: 8\n"
+	"  - name: mig-1g\n"
+	"    resource: nvidia.com/mig-1g.10gb\n"
+	"    sharing: mig\n"
+	"    nodeSelector: [\"gpu=a100\"]\n"
+	"    gpusPerNode: 56\n"
+	"  - name: l4\n"
+	"    resource: nvidia.com/gpu.shared\n"
+	"    sharing: time-slicing\n"
+	"    gpusPerNode: 16\n"
+	"classes:\n"
+	"  - {name: big, flavor: h100, gpus: 8, cpu: \"96\", memory: 1000Gi,\n"
+	"     topology: {key: clique}, priorityClassName: training}\n"
+	"  - {name: small, flavor: h100, gpus: 1, maxGpus: 4, preemptible: true}\n"
+	"  - {name: mig, flavor: mig-1g, gpus: 1, maxGpus: 2}\n"
+	"  - {name: shared, flavor: l4, gpus: 1}\n"
+	"tenants:\n"
+	"  - name: research\n"
+	"    namespaces: [research]\n"
+	"    cohort: lab\n"
+	"    classes: [big, small, shared]\n"
+	"    sharing: [exclusive, time-slicing]\n"
+	"    quota:\n"
+	"      - {flavor: h100, nominal: 16, borrowingLimit: 8}\n"
+	"      - {flavor: l4, nominal: 4}\n"
+	"  - name: product\n"
+	"    namespaces: [product]\n"
+	"    cohort: lab\n"
+	"    sharing: [exclusive, mig]\n"
+	"    quota:\n"
+	"      - {flavor: h100, nominal: 8, lendingLimit: 4}\n"
+	"      - {flavor: mig-1g, nominal: 14}\n"
+	"  - name: lender\n"
+	"    namespaces: [lender]\n"
+	"    cohort: lab\n"
+	"    classes: [small]\n"
+	"    quota: [{flavor: h100, nominal: 32}]\n"
+	"  - name: solo\n"
+	"    namespaces: [solo]\n"
+	"    quota: [{flavor: h100, nominal: 2}]\n"
+	"  - name: sandbox\n"
+	"    namespaces: [sandbox]\n"
+	"    mode: warn\n"
+	"    quota: [{flavor: l4, nominal: 2}, {flavor: h100, nominal: 1}]\n"
+	"  - name: watch\n"
+	"    namespaces: [watch]\n"
+	"    mode: audit\n"
+	"    quota: [{flavor: h100, nominal: 1}]\n"
+	"checkpoint:\n"
+	"  gracePeriodSeconds: 600\n"
+	"  claimName: \"{tenant}-ckpt\"\n"
+	"  preStop: [\"/bin/sh\", \"-c\", \"checkpoint\"]\n"
+	"  env: [\"CKPT=/checkpoint\"]\n";
+
+enum { T_RESEARCH, T_PRODUCT, T_LENDER, T_SOLO, T_SANDBOX, T_WATCH, N_T };
+enum { F_H100, F_MIG, F_L4, N_F };
+
+static struct policy *P;
+static int64_t used[N_T][N_F];
+
+static int64_t used_fn(const void *ctx, unsigned t, unsigned f)
+{
+	(void)ctx;
+	return used[t][f];
+}
+
+static const struct usage_view usage = {.ctx = NULL, .used = used_fn};
+
+static void setup(void)
+{
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &P, &d),
+		     0, "%s", diag_text(&d));
+	memset(used, 0, sizeof(used));
+}
+
+static void teardown(void)
+{
+	policy_free(P);
+}
+
+TestSuite(decide, .init = setup, .fini = teardown);
+
+struct run {
+	struct arena arena;
+	json_t *obj;
+	struct workload wl;
+	struct decision dec;
+};
+
+static void run_obj(struct run *r, const char *ns, json_t *obj,
+		    enum decide_phase phase)
+{
+	struct diag d;
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = phase};
+
+	arena_init(&r->arena);
+	r->obj = obj;
+	memset(&r->wl, 0, sizeof(r->wl));
+	r->wl.kind = kind && strcmp(kind, "Job") == 0 ? WL_JOB
+		     : kind && strcmp(kind, "Pod") == 0 ? WL_POD
+							: WL_OTHER;
+	r->wl.op = WL_CREATE;
+	r->wl.namespace = ns;
+	r->wl.name = "";
+	r->wl.uid = "";
+	r->wl.request_uid = "req-1";
+	diag_init(&d);
+	if (r->wl.kind != WL_OTHER)
+		cr_assert_eq(facts_extract(obj, &r->wl, &r->arena, &d), 0, "%s",
+			     diag_text(&d));
+	decide(&in, &usage, &r->dec);
+}
+
+/* Decides the object given as JSON text. */
+static void run(struct run *r, const char *ns, const char *json,
+		enum decide_phase phase)
+{
+	json_error_t e;
+	json_t *obj = json_loads(json, 0, &e);
+
+	cr_assert_not_null(obj, "bad test JSON: %s: %s", e.text, json);
+	run_obj(r, ns, obj, phase);
+}
+
+static void done(struct run *r)
+{
+	arena_release(&r->arena);
+	json_decref(r->obj);
+}
+
+/* /mutate, the plan applied, then /validate on the result. */
+static void mutate_validate(struct run *m, struct run *v, const char *ns,
+			    const char *json)
+{
+	struct diag d;
+	json_t *copy;
+
+	run(m, ns, json, DECIDE_MUTATE);
+	cr_assert(m->dec.allowed, "%s", m->dec.message);
+	copy = json_deep_copy(m->obj);
+	diag_init(&d);
+	cr_assert_eq(apply_plan(copy, &m->wl, &m->dec.plan, P, &d), 0, "%s",
+		     diag_text(&d));
+	run_obj(v, ns, copy, DECIDE_VALIDATE);
+}
+
+#define POD(labels, spec)                                                \
+	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"," \
+	"\"labels\":{" labels "}},\"spec\":" spec "}"
+#define ONE_CONTAINER "{\"containers\":[{\"name\":\"main\",\"image\":\"x\"}]}"
+#define JOB(par, labels, tspec)                                          \
+	"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":" \
+	"\"train\",\"labels\":{" labels "}},\"spec\":{\"parallelism\":" par    \
+	",\"template\":{\"spec\":" tspec "}}}"
+#define NEVER_SPEC                                                       \
+	"{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\","      \
+	"\"image\":\"x\"}]}"
+
+static void expect_denied(struct run *r, const char *rule, const char *message)
+{
+	cr_assert_not(r->dec.allowed, "admitted; expected: %s", message);
+	cr_assert_eq(r->dec.code, 403);
+	cr_assert_str_eq(r->dec.rule, rule);
+	cr_assert_str_eq(r->dec.message, message);
+}
+
+/* ---- mapping ------------------------------------------------------------ */
+
+Test(decide, maps_a_class_pod)
+{
+	struct run r;
+
+	run(&r, "research", POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"2\"",
+				ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_not(r.dec.violation);
+	cr_assert(r.dec.plan.active && r.dec.plan.map);
+	cr_assert_str_eq(r.dec.plan.resource, "nvidia.com/gpu");
+	cr_assert_eq(r.dec.plan.count, 2);
+	cr_assert_str_eq(r.dec.plan.flavor->name, "h100");
+	cr_assert_str_eq(r.dec.plan.tenant, "research");
+	cr_assert_eq(r.dec.plan.gpu_container, 0);
+	cr_assert_str_eq(r.dec.plan.decision,
+			 "small: 2 x h100 for tenant research; 2/16 in use");
+	cr_assert(r.dec.plan.remove_gang, "a bare pod has no gang");
+	cr_assert_eq(r.dec.plan.gang[0], '\0');
+	cr_assert_null(r.dec.plan.priority_class);
+	cr_assert_eq(r.dec.n_warnings, 0, "the success line comes from /validate");
+	cr_assert_eq(r.dec.claim.units, 2);
+	cr_assert_eq(r.dec.quota.position, QUOTA_NOMINAL);
+	done(&r);
+}
+
+Test(decide, default_count_is_the_class_gpus)
+{
+	struct run r;
+
+	run(&r, "research", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.plan.count, 8);
+	cr_assert_str_eq(r.dec.plan.cpu, "96");
+	cr_assert_str_eq(r.dec.plan.memory, "1000Gi");
+	cr_assert_str_eq(r.dec.plan.priority_class, "training");
+	cr_assert_eq(r.dec.plan.topology, POLICY_TOPOLOGY_NONE,
+		     "topology is for Jobs with parallelism > 1");
+	cr_assert_not(r.dec.plan.preemptible);
+	cr_assert_not(r.dec.plan.checkpoint);
+	done(&r);
+}
+
+Test(decide, keeps_the_pods_own_priority_class)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"priorityClassName\":\"urgent\",\"containers\":[{\"name\":\"m\"}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_null(r.dec.plan.priority_class);
+	done(&r);
+}
+
+Test(decide, success_line_at_validate)
+{
+	struct run m, v;
+
+	mutate_validate(&m, &v, "research",
+			POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"2\"",
+			    ONE_CONTAINER));
+	cr_assert(v.dec.allowed, "%s", v.dec.message);
+	cr_assert_eq(v.dec.n_warnings, 1);
+	cr_assert_str_eq(v.dec.warnings[0],
+			 "gpugate: small -> 2 x h100 for tenant research (2/16 in use)");
+	cr_assert_not(v.dec.plan.active, "/validate never mutates");
+	done(&m);
+	done(&v);
+}
+
+Test(decide, job_gets_gang_topology_and_template_labels)
+{
+	struct run r, r2;
+
+	run(&r, "research", JOB("2", "\"gpugate.io/class\":\"big\"", NEVER_SPEC),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.claim.units, 16);
+	cr_assert_eq(r.dec.claim.pods, 2);
+	cr_assert_eq(r.dec.plan.topology, POLICY_TOPOLOGY_REQUIRED);
+	cr_assert_str_eq(r.dec.plan.topology_key, "clique");
+	cr_assert_eq(strlen(r.dec.plan.gang), 18);
+	cr_assert_eq(strncmp(r.dec.plan.gang, "g-", 2), 0);
+	cr_assert_str_eq(r.dec.plan.class_label, "gpugate.io/class");
+	cr_assert_str_eq(r.dec.plan.class_name, "big");
+	cr_assert_str_eq(r.dec.plan.decision,
+			 "big: 2 pods x 8 x h100 for tenant research; 16/16 in use");
+	/* Same Job name, same gang: the id is derived, not random. */
+	run(&r2, "research", JOB("2", "\"gpugate.io/class\":\"big\"", NEVER_SPEC),
+	    DECIDE_MUTATE);
+	cr_assert_str_eq(r.dec.plan.gang, r2.dec.plan.gang);
+	done(&r);
+	done(&r2);
+}
+
+Test(decide, job_with_parallelism_one_has_no_affinity)
+{
+	struct run r;
+
+	run(&r, "research", JOB("1", "\"gpugate.io/class\":\"big\"", NEVER_SPEC),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_eq(r.dec.plan.topology, POLICY_TOPOLOGY_NONE);
+	done(&r);
+}
+
+Test(decide, job_pod_keeps_the_template_gang)
+{
+	struct run r;
+
+	run(&r, "research",
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-x\","
+	    "\"labels\":{\"gpugate.io/class\":\"big\",\"gpugate.io/gang\":"
+	    "\"g-0123456789abcdef\"},\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
+	    "\"kind\":\"Job\",\"name\":\"train\",\"uid\":\"u-9\",\"controller\":true}]},"
+	    "\"spec\":" ONE_CONTAINER "}",
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_str_eq(r.dec.plan.gang, "g-0123456789abcdef");
+	cr_assert_not(r.dec.plan.remove_gang);
+	done(&r);
+}
+
+Test(decide, named_container_gets_the_gpus)
+{
+	struct run r;
+
+	run(&r, "research",
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+	    "{\"gpugate.io/class\":\"big\"},\"annotations\":{\"gpugate.io/container\":"
+	    "\"trainer\"}},\"spec\":{\"containers\":[{\"name\":\"proxy\"},{\"name\":"
+	    "\"trainer\"}]}}",
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.plan.gpu_container, 1);
+	done(&r);
+}
+
+/* ---- rules -------------------------------------------------------------- */
+
+Test(decide, unknown_class)
+{
+	struct run r;
+
+	run(&r, "research", POD("\"gpugate.io/class\":\"huge\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "class-unknown",
+		      "gpugate: unknown GPU class \"huge\"; tenant \"research\" may "
+		      "use: big, small, shared");
+	done(&r);
+}
+
+Test(decide, class_not_allowed_for_tenant)
+{
+	struct run r;
+
+	run(&r, "research", POD("\"gpugate.io/class\":\"mig\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "class-not-allowed",
+		      "gpugate: class \"mig\" is not allowed for tenant \"research\"; "
+		      "allowed: big, small, shared");
+	done(&r);
+}
+
+Test(decide, namespace_without_tenant)
+{
+	struct run r;
+
+	run(&r, "web", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "no-tenant",
+		      "gpugate: namespace \"web\" belongs to no tenant, so it cannot "
+		      "use GPU class \"big\"; ask the platform team to add it to a "
+		      "tenant in the gpugate policy");
+	done(&r);
+}
+
+Test(decide, gpus_label_must_be_in_range)
+{
+	static const char *const bad[] = {"9", "0", "abc", "04", "-1", ""};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char json[512], want[256];
+		struct run r;
+
+		snprintf(json, sizeof(json),
+			 POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"%s\"",
+			     ONE_CONTAINER),
+			 bad[i]);
+		run(&r, "research", json, DECIDE_MUTATE);
+		snprintf(want, sizeof(want),
+			 "gpugate: label gpugate.io/gpus=\"%s\" must be a whole number "
+			 "from 1 to 4 for class small",
+			 bad[i]);
+		expect_denied(&r, "gpus-invalid", want);
+		done(&r);
+	}
+}
+
+Test(decide, sharing_mode_not_allowed)
+{
+	struct run r;
+
+	run(&r, "product", POD("\"gpugate.io/class\":\"shared\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "sharing",
+		      "gpugate: class \"shared\" uses time-slicing GPUs, which tenant "
+		      "\"product\" may not use (allowed sharing: exclusive, mig)");
+	done(&r);
+}
+
+Test(decide, raw_request_is_rejected_with_the_classes_to_use)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"app\":\"x\"", "{\"containers\":[{\"name\":\"m\",\"resources\":"
+				 "{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "raw-request",
+		      "gpugate: this workload asks for nvidia.com/gpu directly; "
+		      "request GPUs with a class instead: set label gpugate.io/class "
+		      "to one of: big, small, shared");
+	done(&r);
+}
+
+Test(decide, raw_request_without_tenant)
+{
+	struct run r;
+
+	run(&r, "web",
+	    POD("\"app\":\"x\"", "{\"containers\":[{\"name\":\"m\",\"resources\":"
+				 "{\"limits\":{\"nvidia.com/mig-1g.10gb\":\"1\"}}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "no-tenant",
+		      "gpugate: namespace \"web\" belongs to no tenant, so it cannot "
+		      "use nvidia.com/mig-1g.10gb; ask the platform team to add it to "
+		      "a tenant in the gpugate policy");
+	done(&r);
+}
+
+Test(decide, two_flavors_in_one_pod)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"containers\":[{\"name\":\"main\"},{\"name\":\"side\",\"resources\":"
+		"{\"limits\":{\"nvidia.com/gpu.shared\":\"1\"}}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "two-flavors",
+		      "gpugate: container \"side\" asks for nvidia.com/gpu.shared, "
+		      "but class big gives this pod h100 (nvidia.com/gpu) only: remove "
+		      "that request");
+	done(&r);
+}
+
+Test(decide, only_the_gpu_container_gets_the_resource)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"containers\":[{\"name\":\"main\"},{\"name\":\"side\",\"resources\":"
+		"{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "two-flavors",
+		      "gpugate: container \"side\" also asks for nvidia.com/gpu; with "
+		      "class big only container \"main\" gets accelerators: remove "
+		      "that request or name it in annotation gpugate.io/container");
+	done(&r);
+}
+
+Test(decide, init_container_may_not_ask_for_gpus)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"initContainers\":[{\"name\":\"prep\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"1\"}}}],\"containers\":[{\"name\":\"main\"}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "two-flavors",
+		      "gpugate: init container \"prep\" asks for nvidia.com/gpu; with "
+		      "class big only container \"main\" gets accelerators: remove "
+		      "that request");
+	done(&r);
+}
+
+Test(decide, raw_two_flavors_when_allowed)
+{
+	/* The same rule holds for raw requests; exercised through a policy
+	 * that allows them. */
+	static const char yaml[] =
+		"version: 1\nsettings: {rawGpuRequests: allow}\nflavors:\n"
+		"  - {name: a, resource: x.io/a, sharing: exclusive, gpusPerNode: 8}\n"
+		"  - {name: b, resource: x.io/b, sharing: exclusive, gpusPerNode: 8}\n"
+		"classes: []\ntenants:\n"
+		"  - {name: t, namespaces: [t], quota: [{flavor: a, nominal: 4}]}\n";
+	struct policy *saved = P, *p = NULL;
+	struct diag d;
+	struct run r;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("raw.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
+		     diag_text(&d));
+	P = p;
+	run(&r, "t",
+	    POD("\"app\":\"x\"",
+		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+		"{\"x.io/a\":\"1\",\"x.io/b\":\"1\"}}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "two-flavors",
+		      "gpugate: this workload asks for resources of two flavors "
+		      "(x.io/a and x.io/b); a pod may use one flavor only");
+	done(&r);
+	/* One flavor, allowed, is charged against the tenant's quota. */
+	run(&r, "t",
+	    POD("\"app\":\"x\"",
+		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+		"{\"x.io/a\":\"3\"}}}]}"),
+	    DECIDE_VALIDATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert(r.dec.claim.needed);
+	cr_assert_eq(r.dec.claim.units, 3);
+	cr_assert_not(r.dec.plan.active);
+	done(&r);
+	run(&r, "t",
+	    POD("\"app\":\"x\"",
+		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+		"{\"x.io/a\":\"5\"}}}]}"),
+	    DECIDE_VALIDATE);
+	expect_denied(&r, "quota",
+		      "gpugate: pod can never be admitted: needs 5 a, tenant \"t\" "
+		      "may hold at most 4 (nominal 4)");
+	done(&r);
+	policy_free(p);
+	P = saved;
+}
+
+Test(decide, privileged_gpu_container)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"containers\":[{\"name\":\"main\",\"securityContext\":"
+		"{\"privileged\":true}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"main\" is privileged; a privileged GPU "
+		      "container bypasses the device plugin's isolation: remove "
+		      "securityContext.privileged");
+	done(&r);
+}
+
+Test(decide, nvidia_visible_devices)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"containers\":[{\"name\":\"main\",\"env\":[{\"name\":"
+		"\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"all\"}]}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"main\" sets NVIDIA_VISIBLE_DEVICES, which "
+		      "bypasses the device plugin's GPU isolation: remove it and ask "
+		      "for GPUs with a class");
+	done(&r);
+	/* A container without GPUs may hide devices, not reveal them. */
+	run(&r, "research",
+	    POD("\"app\":\"web\"",
+		"{\"containers\":[{\"name\":\"web\",\"env\":[{\"name\":"
+		"\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"void\"}]}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+	run(&r, "research",
+	    POD("\"app\":\"web\"",
+		"{\"containers\":[{\"name\":\"web\",\"env\":[{\"name\":"
+		"\"NVIDIA_MIG_CONFIG_DEVICES\",\"value\":\"all\"}]}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"web\" sets NVIDIA_MIG_CONFIG_DEVICES, "
+		      "which bypasses the device plugin's GPU isolation: remove it "
+		      "and ask for GPUs with a class");
+	done(&r);
+	/* Outside tenant namespaces, non-GPU pods are not gpugate's business. */
+	run(&r, "kube-system",
+	    POD("\"app\":\"plugin\"",
+		"{\"containers\":[{\"name\":\"plugin\",\"env\":[{\"name\":"
+		"\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"all\"}]}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	done(&r);
+}
+
+Test(decide, host_device_mounts)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"volumes\":[{\"name\":\"dev\",\"hostPath\":{\"path\":"
+		"\"/dev/nvidia0\"}}],\"containers\":[{\"name\":\"main\","
+		"\"volumeMounts\":[{\"name\":\"dev\",\"mountPath\":\"/dev/nvidia0\"}]}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"main\" mounts host path /dev/nvidia0 "
+		      "(volume \"dev\"), which bypasses the device plugin's GPU "
+		      "isolation: remove the hostPath volume");
+	done(&r);
+}
+
+Test(decide, conflicting_node_selector)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"nodeSelector\":{\"gpu\":\"a100\"},\"containers\":[{\"name\":\"m\"}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "node-selector",
+		      "gpugate: nodeSelector gpu=a100 conflicts with flavor h100, "
+		      "which needs gpu=h100: remove it, the class chooses the nodes");
+	done(&r);
+}
+
+Test(decide, unknown_gpu_container)
+{
+	struct run r;
+
+	run(&r, "research",
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+	    "{\"gpugate.io/class\":\"big\"},\"annotations\":{\"gpugate.io/container\":"
+	    "\"trainer\"}},\"spec\":{\"containers\":[{\"name\":\"a\"},{\"name\":"
+	    "\"b\"}]}}",
+	    DECIDE_MUTATE);
+	expect_denied(&r, "container-unknown",
+		      "gpugate: annotation gpugate.io/container names container "
+		      "\"trainer\", but the pod has no such container (containers: "
+		      "a, b)");
+	done(&r);
+}
+
+Test(decide, job_and_template_disagree)
+{
+	struct run r;
+
+	run(&r, "research",
+	    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"labels\":"
+	    "{\"gpugate.io/class\":\"big\"}},\"spec\":{\"template\":{\"metadata\":"
+	    "{\"labels\":{\"gpugate.io/class\":\"small\"}},\"spec\":" NEVER_SPEC "}}}",
+	    DECIDE_MUTATE);
+	expect_denied(&r, "class-conflict",
+		      "gpugate: the Job asks for class \"big\" but its pod template "
+		      "asks for class \"small\"; use one");
+	done(&r);
+}
+
+Test(decide, validate_refuses_an_unmutated_class_pod)
+{
+	struct run r;
+
+	run(&r, "research", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_VALIDATE);
+	expect_denied(&r, "not-mutated",
+		      "gpugate: the pod lacks nodeSelector gpu=h100 of flavor h100: "
+		      "it was changed after gpugate's mutation, or the mutating "
+		      "webhook is not registered");
+	done(&r);
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"nodeSelector\":{\"gpu\":\"h100\"},\"containers\":[{\"name\":"
+		"\"main\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}]}"),
+	    DECIDE_VALIDATE);
+	expect_denied(&r, "not-mutated",
+		      "gpugate: container \"main\" has nvidia.com/gpu 4 but class big "
+		      "gives 8: it was changed after gpugate's mutation, or the "
+		      "mutating webhook is not registered");
+	done(&r);
+}
+
+/* ---- quota -------------------------------------------------------------- */
+
+Test(decide, over_quota_with_a_cohort)
+{
+	struct run r;
+
+	used[T_RESEARCH][F_H100] = 12;
+	used[T_PRODUCT][F_H100] = 6; /* lends min(4, 8 - 6) = 2 */
+	used[T_LENDER][F_H100] = 32;
+	run(&r, "research", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "quota",
+		      "gpugate: tenant \"research\" is over its h100 quota: requested "
+		      "8 (class big), in use 12 of nominal 16, cohort \"lab\" can "
+		      "lend 2");
+	done(&r);
+}
+
+Test(decide, borrowed_quota_makes_the_pod_preemptible)
+{
+	struct run r;
+
+	used[T_RESEARCH][F_H100] = 12;
+	used[T_PRODUCT][F_H100] = 2; /* lends min(4, 8 - 2) = 4 */
+	used[T_LENDER][F_H100] = 32;
+	run(&r, "research", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.quota.position, QUOTA_BORROWED);
+	cr_assert_eq(r.dec.plan.borrowed, 4);
+	cr_assert(r.dec.plan.preemptible);
+	cr_assert(r.dec.plan.checkpoint);
+	cr_assert_str_eq(r.dec.plan.decision,
+			 "big: 8 x h100 for tenant research; 20/16 in use, 4 borrowed "
+			 "from lab");
+	done(&r);
+}
+
+Test(decide, borrowing_limit_binds)
+{
+	struct run r;
+
+	/* Already borrowing 4 of its limit 8; the cohort could lend 32. */
+	used[T_RESEARCH][F_H100] = 20;
+	run(&r, "research", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "quota",
+		      "gpugate: tenant \"research\" is over its h100 quota: requested "
+		      "8 (class big), in use 20 of nominal 16, borrowing limit 8 leaves "
+		      "4");
+	done(&r);
+}
+
+Test(decide, over_quota_without_a_cohort)
+{
+	struct run r;
+
+	used[T_SOLO][F_H100] = 1;
+	run(&r, "solo",
+	    POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"2\"",
+		ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "quota",
+		      "gpugate: tenant \"solo\" is over its h100 quota: requested 2 "
+		      "(class small), in use 1 of nominal 2, no cohort to borrow from");
+	done(&r);
+}
+
+Test(decide, job_that_can_never_fit)
+{
+	struct run r;
+
+	run(&r, "research", JOB("4", "\"gpugate.io/class\":\"big\"", NEVER_SPEC),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "quota",
+		      "gpugate: job can never be admitted: needs 32 h100 (parallelism "
+		      "4 x 8), tenant \"research\" may hold at most 24 (nominal 16 + "
+		      "borrowing limit 8)");
+	done(&r);
+	/* No borrowing limit: the ceiling is what the cohort can ever lend. */
+	run(&r, "product", JOB("8", "\"gpugate.io/class\":\"big\"", NEVER_SPEC),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "quota",
+		      "gpugate: job can never be admitted: needs 64 h100 (parallelism "
+		      "8 x 8), tenant \"product\" may hold at most 56 (nominal 8 + 48 "
+		      "that cohort \"lab\" can lend)");
+	done(&r);
+}
+
+Test(decide, pod_that_can_never_fit)
+{
+	struct run r;
+
+	run(&r, "solo", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "quota",
+		      "gpugate: pod can never be admitted: needs 8 h100, tenant "
+		      "\"solo\" may hold at most 2 (nominal 2)");
+	done(&r);
+}
+
+Test(decide, tenant_without_quota_for_the_flavor)
+{
+	struct run r;
+
+	/* product may use every class, but has no quota for l4 and may not
+	 * use time-slicing: the sharing rule comes first; solo has neither
+	 * a sharing list nor l4 quota. */
+	run(&r, "solo", POD("\"gpugate.io/class\":\"shared\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "quota",
+		      "gpugate: tenant \"solo\" has no quota for flavor l4 (class "
+		      "shared); ask the platform team for quota");
+	done(&r);
+}
+
+Test(decide, validate_refuses_borrowing_for_a_workload_not_made_preemptible)
+{
+	struct run m, v;
+
+	/* Mutated while nominal quota was free... */
+	mutate_validate(&m, &v, "research",
+			POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER));
+	cr_assert(v.dec.allowed);
+	done(&v);
+	/* ...validated after others took it: it would have to borrow. */
+	used[T_RESEARCH][F_H100] = 12;
+	{
+		struct diag d;
+		json_t *copy = json_deep_copy(m.obj);
+
+		diag_init(&d);
+		cr_assert_eq(apply_plan(copy, &m.wl, &m.dec.plan, P, &d), 0);
+		run_obj(&v, "research", copy, DECIDE_VALIDATE);
+	}
+	expect_denied(&v, "quota",
+		      "gpugate: tenant \"research\" now needs 4 borrowed h100 for this "
+		      "pod, but it was not made preemptible when it was mutated (the "
+		      "quota changed in between); retry the request");
+	done(&m);
+	done(&v);
+}
+
+/* ---- enforcement modes -------------------------------------------------- */
+
+Test(decide, warn_mode_admits_and_warns_from_validate_only)
+{
+	struct run m, v;
+
+	used[T_SANDBOX][F_L4] = 2;
+	run(&m, "sandbox", POD("\"gpugate.io/class\":\"shared\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(m.dec.allowed);
+	cr_assert(m.dec.violation);
+	cr_assert_eq(m.dec.n_warnings, 0);
+	cr_assert_str_eq(m.dec.plan.decision,
+			 "warn: tenant \"sandbox\" is over its l4 quota: requested 1 "
+			 "(class shared), in use 2 of nominal 2, no cohort to borrow "
+			 "from");
+	done(&m);
+	mutate_validate(&m, &v, "sandbox",
+			POD("\"gpugate.io/class\":\"shared\"", ONE_CONTAINER));
+	cr_assert(v.dec.allowed);
+	cr_assert_eq(v.dec.n_warnings, 2);
+	cr_assert_str_eq(v.dec.warnings[0],
+			 "gpugate: tenant \"sandbox\" is over its l4 quota: requested 1 "
+			 "(class shared), in use 2 of nominal 2, no cohort to borrow "
+			 "from");
+	cr_assert_str_eq(v.dec.warnings[1],
+			 "gpugate: shared -> 1 x l4 for tenant sandbox (3/2 in use)");
+	done(&m);
+	done(&v);
+}
+
+Test(decide, audit_mode_admits_silently)
+{
+	struct run r;
+
+	run(&r, "watch", POD("\"gpugate.io/class\":\"huge\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert(r.dec.violation);
+	cr_assert_str_eq(r.dec.rule, "class-unknown");
+	cr_assert_eq(r.dec.n_warnings, 0);
+	cr_assert_not(r.dec.plan.map, "nothing to map for an unknown class");
+	done(&r);
+	used[T_WATCH][F_H100] = 1;
+	run(&r, "watch", POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert(r.dec.plan.map, "mapping still happens in audit mode");
+	cr_assert_str_eq(r.dec.plan.decision,
+			 "audit: would deny: tenant \"watch\" is over its h100 quota: "
+			 "requested 1 (class small), in use 1 of nominal 1, no cohort to "
+			 "borrow from");
+	cr_assert_eq(r.dec.n_warnings, 0);
+	done(&r);
+}
+
+/* ---- checkpoint hooks --------------------------------------------------- */
+
+Test(decide, preemptible_job_gets_hooks_and_a_failure_rule)
+{
+	struct run r;
+
+	run(&r, "research", JOB("2", "\"gpugate.io/class\":\"small\"", NEVER_SPEC),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert(r.dec.plan.preemptible);
+	cr_assert(r.dec.plan.checkpoint);
+	cr_assert(r.dec.plan.set_pre_stop);
+	cr_assert_eq(r.dec.plan.grace, 600);
+	cr_assert_str_eq(r.dec.plan.claim_name, "research-ckpt");
+	cr_assert(r.dec.plan.add_failure_rule);
+	cr_assert_eq(r.dec.n_warnings, 0);
+	done(&r);
+}
+
+Test(decide, on_failure_job_gets_a_warning_instead_of_a_rule)
+{
+	struct run r;
+
+	run(&r, "research",
+	    JOB("1", "\"gpugate.io/class\":\"small\"",
+		"{\"restartPolicy\":\"OnFailure\",\"containers\":[{\"name\":\"m\"}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_not(r.dec.plan.add_failure_rule);
+	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_str_eq(r.dec.warnings[0],
+			 "gpugate: restartPolicy OnFailure lets preemptions count "
+			 "against backoffLimit; use restartPolicy Never so that gpugate "
+			 "can add a podFailurePolicy");
+	done(&r);
+}
+
+Test(decide, existing_disruption_rule_is_not_added_twice)
+{
+	struct run r;
+
+	run(&r, "research",
+	    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"labels\":"
+	    "{\"gpugate.io/class\":\"small\"}},\"spec\":{\"podFailurePolicy\":"
+	    "{\"rules\":[{\"action\":\"Ignore\",\"onPodConditions\":[{\"type\":"
+	    "\"DisruptionTarget\"}]}]},\"template\":{\"spec\":" NEVER_SPEC "}}}",
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_not(r.dec.plan.add_failure_rule);
+	done(&r);
+}
+
+Test(decide, users_own_prestop_is_kept_with_a_warning)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"containers\":[{\"name\":\"main\",\"lifecycle\":{\"preStop\":"
+		"{\"exec\":{\"command\":[\"save\"]}}}}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_not(r.dec.plan.set_pre_stop);
+	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_str_eq(r.dec.warnings[0],
+			 "gpugate: container \"main\" keeps its own preStop hook; make "
+			 "sure it checkpoints within 600s");
+	done(&r);
+	/* gpugate's own hook (a re-applied object) is not the user's. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"containers\":[{\"name\":\"main\",\"lifecycle\":{\"preStop\":"
+		"{\"exec\":{\"command\":[\"/bin/sh\",\"-c\",\"checkpoint\"]}}}}]}"),
+	    DECIDE_MUTATE);
+	cr_assert_eq(r.dec.n_warnings, 0);
+	done(&r);
+}
+
+Test(decide, user_may_opt_into_preemptible)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\",\"gpugate.io/preemptible\":\"true\"",
+		ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert(r.dec.plan.preemptible);
+	cr_assert(r.dec.plan.checkpoint);
+	done(&r);
+}
+
+/* ---- what gpugate leaves alone ------------------------------------------ */
+
+Test(decide, other_kinds_and_operations_pass)
+{
+	struct run r;
+
+	run(&r, "research",
+	    "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"labels\":"
+	    "{\"gpugate.io/class\":\"huge\"}}}",
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_not(r.dec.plan.active);
+	done(&r);
+	run(&r, "web", POD("\"app\":\"nginx\"", ONE_CONTAINER), DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_not(r.dec.plan.active);
+	cr_assert_not(r.dec.claim.needed);
+	done(&r);
+}
+
+Test(decide, forged_stamps_on_a_plain_pod_are_stripped)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"app\":\"x\",\"gpugate.io/tenant\":\"product\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert(r.dec.plan.active);
+	cr_assert(r.dec.plan.strip_stamps);
+	cr_assert_not(r.dec.plan.map);
+	done(&r);
+}
+
+Test(decide, update_may_not_touch_the_stamps)
+{
+	struct run old, now;
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+
+	run(&old, "research",
+	    POD("\"gpugate.io/class\":\"big\",\"gpugate.io/tenant\":\"research\"",
+		ONE_CONTAINER),
+	    DECIDE_VALIDATE);
+	run(&now, "research", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_VALIDATE);
+	now.wl.op = WL_UPDATE;
+	in.wl = &now.wl;
+	in.old = &old.wl;
+	decide_prepare(&in, &now.dec);
+	expect_denied(&now, "stamp-changed",
+		      "gpugate: label gpugate.io/tenant is set by gpugate and cannot "
+		      "be changed or removed (it is \"research\")");
+	/* Any other change is the user's business. */
+	in.old = &now.wl;
+	decide_prepare(&in, &now.dec);
+	cr_assert(now.dec.allowed);
+	cr_assert_not(now.dec.plan.active);
+	/* ...and /mutate never judges an UPDATE. */
+	in.old = &old.wl;
+	in.phase = DECIDE_MUTATE;
+	decide_prepare(&in, &now.dec);
+	cr_assert(now.dec.allowed);
+	done(&old);
+	done(&now);
+}
+
+/* A pod mounting host path `host` (with `sub` as subPath, when not NULL). */
+static void run_host_path(struct run *r, const char *host, const char *sub)
+{
+	char json[768];
+
+	snprintf(json, sizeof(json),
+		 POD("\"app\":\"x\"",
+		     "{\"volumes\":[{\"name\":\"v\",\"hostPath\":{\"path\":\"%s\"}}],"
+		     "\"containers\":[{\"name\":\"m\",\"volumeMounts\":[{\"name\":"
+		     "\"v\",\"mountPath\":\"/mnt\"%s%s%s}]}]}"),
+		 host, sub ? ",\"subPath\":\"" : "", sub ? sub : "", sub ? "\"" : "");
+	run(r, "research", json, DECIDE_MUTATE);
+}
+
+Test(decide, host_device_paths_are_normalized)
+{
+	static const char *const denied[][2] = {
+		{"//dev/nvidia0", NULL}, {"/dev/./nvidia0", NULL},
+		{"/dev/.", NULL},        {"/", "dev/nvidia0"},
+		{"/var/../dev", NULL},   {"/", NULL},
+		{"/dev", "nvidia-uvm"},  {"/opt", "../dev/nvidiactl"},
+	};
+	static const char *const allowed[][2] = {
+		{"/data", NULL}, {"/dev/shm", NULL}, {"/devices", NULL},
+		{"/dev", "null"},
+	};
+
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		struct run r;
+
+		run_host_path(&r, denied[i][0], denied[i][1]);
+		cr_expect_not(r.dec.allowed, "%s + %s", denied[i][0],
+			      denied[i][1] ? denied[i][1] : "-");
+		done(&r);
+	}
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+		struct run r;
+
+		run_host_path(&r, allowed[i][0], allowed[i][1]);
+		cr_expect(r.dec.allowed, "%s: %s", allowed[i][0], r.dec.message);
+		done(&r);
+	}
+	{
+		struct run r;
+
+		run(&r, "research",
+		    POD("\"app\":\"x\"",
+			"{\"volumes\":[{\"name\":\"root\",\"hostPath\":{\"path\":\"/\"}}],"
+			"\"containers\":[{\"name\":\"m\",\"volumeMounts\":[{\"name\":"
+			"\"root\",\"mountPath\":\"/mnt\",\"subPath\":\"dev/nvidia0\"}]}]}"),
+		    DECIDE_MUTATE);
+		expect_denied(&r, "security",
+			      "gpugate: container \"m\" mounts host path / with subPath "
+			      "dev/nvidia0 (volume \"root\"), which bypasses the device "
+			      "plugin's GPU isolation: remove the hostPath volume");
+		done(&r);
+	}
+}

@@ -1,0 +1,47 @@
+/* Message text helpers (policy/text.c). */
+#include "policy/text.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+Test(text, cleans_cut_and_invalid_utf8)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain", "plain"},
+		{"caf\xc3\xa9", "caf\xc3\xa9"},
+		{"caf\xc3", "caf"},                 /* cut in a 2-byte character */
+		{"x\xe2\x82", "x"},                 /* cut in a 3-byte character */
+		{"a\xffz", "a?z"},                  /* not UTF-8 at all */
+		{"a\xc3z", "a?z"},                  /* lone lead byte mid-string */
+		{"over\xc0\xaflong", "over??long"}, /* overlong encoding */
+		{"\xed\xa0\x80", "???"},            /* a surrogate */
+		{"tab\there\nnl", "tab here nl"},
+		{"\xf0\x9f\x98\x80 ok", "\xf0\x9f\x98\x80 ok"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[64];
+
+		strcpy(buf, cases[i].in);
+		text_clean(buf);
+		cr_expect_str_eq(buf, cases[i].out, "case %zu", i);
+	}
+}
+
+Test(text, clips_at_a_character_boundary)
+{
+	char buf[64];
+
+	strcpy(buf, "short");
+	text_clip(buf, 10);
+	cr_assert_str_eq(buf, "short");
+	strcpy(buf, "abcdefghijkl");
+	text_clip(buf, 8);
+	cr_assert_str_eq(buf, "abcde...");
+	strcpy(buf, "ab\xc3\xa9\xc3\xa9\xc3\xa9zz");
+	text_clip(buf, 7); /* cut would fall inside the second character */
+	cr_assert_str_eq(buf, "ab\xc3\xa9...");
+	cr_assert_eq(strlen(buf), 7);
+}
