@@ -74,7 +74,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test unit integration golden run format clean deps check-examples
+.PHONY: all test unit integration run format clean deps check-examples
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -104,18 +104,46 @@ $(UNIT): $(UNIT_OBJ) $(LIBSHELL) $(LIBPOLICY)
 	@$(if $(Q),echo "  LINK    $@")
 	$(Q)$(CC) $(ALL_LDFLAGS) -o $@ $^ $(PKG_LIBS) -lcriterion
 
-# Tests find their data relative to the repository root.
+# Tests find their data relative to the repository root.  Criterion runs
+# each test in a child process whose sanitizer report (a leak is found at
+# exit) does not fail the test: the log is searched for reports instead.
+SAN_REPORT := ERROR: (Address|Leak)Sanitizer|runtime error:
+
 unit: $(UNIT)
+ifeq ($(SANITIZER),)
 	$(Q)$(UNIT) --jobs 2 $(UNIT_ARGS)
+else
+	$(Q)rc=0; $(UNIT) --jobs 2 $(UNIT_ARGS) > $(BUILD)/unit.log 2>&1 || rc=$$?; \
+	cat $(BUILD)/unit.log; \
+	if grep -Eq '$(SAN_REPORT)' $(BUILD)/unit.log; then \
+	    echo "unit tests: sanitizer reports above" >&2; exit 1; fi; \
+	exit $$rc
+endif
 
 check-examples: $(GPUGATE)
 	$(Q)$(GPUGATE) check policy/examples/*.yaml >/dev/null
 	@echo "policy examples: valid"
 
-test: unit check-examples
+# The real binary over HTTPS on an ephemeral port (tests/integration).
+integration: $(GPUGATE)
+	$(Q)GPUGATE_BIN=$(GPUGATE) ASAN_OPTIONS=detect_leaks=1 \
+	    python3 -m pytest -q -p no:cacheprovider tests/integration $(PYTEST_ARGS)
+
+test: unit check-examples integration
+
+# Development certificates: the CA is made once and reused, the serving
+# certificate is renewed on every run (it never expires under your feet).
+DEV_CERTS := build/dev-certs
+RUN_LISTEN ?= 127.0.0.1:8443
+RUN_POLICY ?= policy/examples/gpu-cluster.yaml
 
 run: $(GPUGATE)
-	$(Q)$(GPUGATE) check policy/examples/gpu-cluster.yaml
+	$(Q)$(GPUGATE) certs --out $(DEV_CERTS) --dns localhost --ip 127.0.0.1 >/dev/null
+	@echo "gpugate: serving $(RUN_POLICY) on https://$(RUN_LISTEN) (Ctrl-C stops it). Try, in another shell:"
+	@echo "  curl --cacert $(DEV_CERTS)/ca.crt -H 'Content-Type: application/json' --data @examples/review-pod.json https://$(RUN_LISTEN)/mutate"
+	@echo "  $(GPUGATE) explain --policy $(RUN_POLICY) examples/job-train-large.yaml"
+	$(Q)$(GPUGATE) serve --policy $(RUN_POLICY) --listen $(RUN_LISTEN) \
+	    --tls-cert $(DEV_CERTS)/tls.crt --tls-key $(DEV_CERTS)/tls.key
 
 format:
 	$(Q)scripts/deps.sh --format

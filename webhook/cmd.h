@@ -12,4 +12,16 @@
 int cmd_check(int argc, char **argv);
 void cmd_check_usage(FILE *out);
 
+/* gpugate serve: 0 after a graceful stop, 1 failure, 2 usage. */
+int cmd_serve(int argc, char **argv);
+void cmd_serve_usage(FILE *out);
+
+/* gpugate explain: 0 admitted, 1 denied, 2 bad input. */
+int cmd_explain(int argc, char **argv);
+void cmd_explain_usage(FILE *out);
+
+/* gpugate certs: 0 written, 1 failure, 2 usage.  Prints the caBundle. */
+int cmd_certs(int argc, char **argv);
+void cmd_certs_usage(FILE *out);
+
 #endif

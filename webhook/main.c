@@ -33,7 +33,13 @@ static void version_usage(FILE *out)
 }
 
 static const struct command commands[] = {
+	{"serve", "serve the admission webhook over HTTPS", cmd_serve,
+	 cmd_serve_usage},
 	{"check", "validate policy files", cmd_check, cmd_check_usage},
+	{"explain", "show what gpugate does with a Pod or Job manifest",
+	 cmd_explain, cmd_explain_usage},
+	{"certs", "write a CA and a serving certificate", cmd_certs,
+	 cmd_certs_usage},
 	{"version", "print the version", cmd_version, version_usage},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -1,0 +1,99 @@
+/*
+ * libFuzzer driver for webhook/yamljson.c.  Any bytes must give either a
+ * value or exactly one located message, without crashing, leaking or
+ * taking long; a value must read back the same from its own JSON.
+ *
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I. \
+ *       webhook/yamljson.c policy/diag.c tests/fuzz/yamljson_fuzz.c \
+ *       -lyaml -ljansson -o build/yamljson-fuzz
+ *   build/yamljson-fuzz -max_len=65536 -timeout=5 \
+ *       tests/fuzz/corpus/yamljson
+ */
+#include "policy/diag.h"
+#include "webhook/yamljson.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Lines as libyaml counts them: LF, CR, CRLF, NEL, LS, PS. */
+static unsigned long count_lines(const uint8_t *s, size_t n)
+{
+	unsigned long lines = 1;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] == '\n' || (s[i] == '\r' && !(i + 1 < n &&
+						       s[i + 1] == '\n')))
+			lines++;
+		else if (s[i] == 0xC2 && i + 1 < n && s[i + 1] == 0x85)
+			lines++;
+		else if (s[i] == 0xE2 && i + 2 < n && s[i + 1] == 0x80 &&
+			 (s[i + 2] == 0xA8 || s[i + 2] == 0xA9))
+			lines++;
+	}
+	return lines;
+}
+
+/*
+ * Its own JSON must read back equal, unless a string holds a raw NEL, LS
+ * or PS: libyaml folds those as YAML 1.1 line breaks (yamljson.h).
+ */
+static void check_round_trip(const json_t *v)
+{
+	static struct diag d;
+	json_t *again = NULL;
+	char *s;
+
+	s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+	if (!s)
+		abort();
+	if (!strstr(s, "\xc2\x85") && !strstr(s, "\xe2\x80\xa8") &&
+	    !strstr(s, "\xe2\x80\xa9")) {
+		diag_init(&d);
+		if (yamljson_parse("again", s, strlen(s), &again, &d) < 0 ||
+		    !json_equal(v, again))
+			abort();
+		json_decref(again);
+	}
+	free(s);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct diag d;
+	json_t *v = NULL;
+	unsigned long line;
+	char *end;
+	int rc;
+
+	diag_init(&d);
+	rc = yamljson_parse("fuzz", (const char *)data, size, &v, &d);
+	if (rc == 0) {
+		if (!v || diag_count(&d) != 0)
+			abort();
+		check_round_trip(v);
+		json_decref(v);
+		return 0;
+	}
+	/* One line: "fuzz: no document" or "fuzz:LINE: message". */
+	if (v || diag_count(&d) != 1 || strncmp(d.buf, "fuzz:", 5) != 0 ||
+	    strchr(d.buf, '\n') != d.buf + d.len - 1)
+		abort();
+	if (strcmp(d.buf, "fuzz: no document\n") == 0)
+		return 0;
+	line = strtoul(d.buf + 5, &end, 10);
+	if (end == d.buf + 5 || *end != ':' || end[1] != ' ' || line < 1 ||
+	    line > count_lines(data, size))
+		abort();
+	/*
+	 * Never "out of memory": the inputs are small, so that message would
+	 * hide a wrong error path (jansson also returns NULL for invalid
+	 * UTF-8).
+	 */
+	if (strcmp(end, ": out of memory\n") == 0)
+		abort();
+	return 0;
+}

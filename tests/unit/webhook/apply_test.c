@@ -1,0 +1,303 @@
+/*
+ * The plan applier (webhook/apply.c) with the diff (webhook/patch.c):
+ * parents created, nothing the user wrote clobbered, and idempotency — the
+ * object gpugate produced, mutated again, yields an empty patch.
+ */
+#include "policy/arena.h"
+#include "policy/decide.h"
+#include "policy/diag.h"
+#include "webhook/apply.h"
+#include "webhook/facts.h"
+#include "webhook/patch.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <string.h>
+
+static struct policy *P;
+
+static void setup(void)
+{
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_load("policy/examples/gpu-cluster.yaml", &P, &d), 0,
+		     "%s", diag_text(&d));
+}
+
+static void teardown(void)
+{
+	policy_free(P);
+}
+
+TestSuite(apply, .init = setup, .fini = teardown);
+
+/* Mutates obj as /mutate would and returns the new object (caller frees). */
+static json_t *mutate(const char *ns, const json_t *obj, const char *name)
+{
+	struct arena a;
+	struct workload wl = {0};
+	struct decision dec;
+	struct decide_input in = {.policy = P, .wl = &wl, .phase = DECIDE_MUTATE};
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	json_t *out = json_deep_copy(obj);
+	struct diag d;
+
+	arena_init(&a);
+	wl.kind = strcmp(kind, "Job") == 0 ? WL_JOB : WL_POD;
+	wl.op = WL_CREATE;
+	wl.namespace = ns;
+	wl.name = name;
+	wl.uid = "";
+	wl.request_uid = "req-1";
+	diag_init(&d);
+	cr_assert_eq(facts_extract(obj, &wl, &a, &d), 0, "%s", diag_text(&d));
+	decide(&in, NULL, &dec);
+	cr_assert(dec.allowed, "%s", dec.message);
+	cr_assert_eq(apply_plan(out, &wl, &dec.plan, P, &d), 0, "%s",
+		     diag_text(&d));
+	arena_release(&a);
+	return out;
+}
+
+static json_t *parse(const char *json)
+{
+	json_error_t e;
+	json_t *v = json_loads(json, 0, &e);
+
+	cr_assert_not_null(v, "bad test JSON: %s", e.text);
+	return v;
+}
+
+/* Mutating twice changes nothing the second time; returns the first result. */
+static json_t *mutate_idempotent(const char *ns, const char *json)
+{
+	json_t *obj = parse(json);
+	json_t *once = mutate(ns, obj, "p");
+	json_t *twice = mutate(ns, once, "p");
+	json_t *patch = patch_diff(once, twice);
+	char *dump = json_dumps(patch, JSON_COMPACT);
+
+	cr_assert_eq(json_array_size(patch), 0, "second mutation changed: %s", dump);
+	free(dump);
+	json_decref(patch);
+	json_decref(twice);
+	json_decref(obj);
+	return once;
+}
+
+Test(apply, creates_parents_for_a_bare_pod)
+{
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+		"{\"gpugate.io/class\":\"train-large\"}},\"spec\":{\"containers\":"
+		"[{\"name\":\"main\",\"image\":\"x\"}]}}");
+	const json_t *spec = json_object_get(out, "spec");
+	const json_t *tol = json_array_get(json_object_get(spec, "tolerations"), 0);
+
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(json_object_get(json_array_get(
+							 json_object_get(spec, "containers"), 0),
+						 "resources"),
+					 "limits"),
+				 "nvidia.com/gpu")),
+			 "8");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(spec, "nodeSelector"),
+				 "nvidia.com/gpu.product")),
+			 "NVIDIA-H100-80GB-HBM3");
+	cr_assert_str_eq(json_string_value(json_object_get(tol, "key")),
+			 "nvidia.com/gpu");
+	cr_assert_str_eq(json_string_value(json_object_get(tol, "operator")),
+			 "Exists");
+	cr_assert_null(json_object_get(tol, "value"), "empty fields are omitted");
+	cr_assert_str_eq(json_string_value(json_object_get(spec, "priorityClassName")),
+			 "training");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(json_object_get(out, "metadata"),
+						 "annotations"),
+				 "gpugate.io/decision")),
+			 "train-large: 8 x h100-80gb for tenant research; 8/32 in use");
+	json_decref(out);
+}
+
+Test(apply, keeps_what_the_user_wrote)
+{
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+		"{\"gpugate.io/class\":\"train-small\",\"app\":\"llm\"}},\"spec\":{"
+		"\"nodeSelector\":{\"zone\":\"a\"},"
+		"\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\","
+		"\"effect\":\"NoSchedule\"},{\"key\":\"spot\",\"operator\":\"Exists\"}],"
+		"\"volumes\":[{\"name\":\"data\",\"emptyDir\":{}}],"
+		"\"terminationGracePeriodSeconds\":900,"
+		"\"containers\":[{\"name\":\"main\",\"env\":[{\"name\":\"GPUGATE_"
+		"CHECKPOINT_DIR\",\"value\":\"/mine\"}],\"volumeMounts\":[{\"name\":"
+		"\"data\",\"mountPath\":\"/checkpoint\"}],\"resources\":{\"limits\":"
+		"{\"cpu\":\"4\"},\"requests\":{\"memory\":\"8Gi\"}}}]}}");
+	const json_t *spec = json_object_get(out, "spec");
+	const json_t *ct = json_array_get(json_object_get(spec, "containers"), 0);
+	const json_t *req = json_object_get(json_object_get(ct, "resources"), "requests");
+	const json_t *env = json_object_get(ct, "env");
+	const json_t *mounts = json_object_get(ct, "volumeMounts");
+
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(json_object_get(out, "metadata"), "labels"),
+				 "app")),
+			 "llm");
+	cr_assert_eq(json_object_size(json_object_get(spec, "nodeSelector")), 2);
+	cr_assert_eq(json_array_size(json_object_get(spec, "tolerations")), 2,
+		     "an identical toleration is not added twice");
+	cr_assert_null(json_object_get(req, "cpu"),
+		       "a cpu limit is a request: the class cpu is not added");
+	cr_assert_str_eq(json_string_value(json_object_get(req, "memory")), "8Gi");
+	/* env: the user's value wins, gpugate's variable is added once. */
+	cr_assert_eq(json_array_size(env), 2);
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(env, 0),
+							   "value")),
+			 "/mine");
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(env, 1),
+							   "name")),
+			 "GPUGATE_PREEMPTIBLE");
+	/* The user's volume already sits at the mount path: no second mount. */
+	cr_assert_eq(json_array_size(mounts), 1);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     spec, "terminationGracePeriodSeconds")),
+		     900, "a longer grace period is kept");
+	cr_assert_eq(json_array_size(json_object_get(spec, "volumes")), 2);
+	json_decref(out);
+}
+
+Test(apply, overwrites_forged_stamps)
+{
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+		"{\"gpugate.io/class\":\"train-large\",\"gpugate.io/tenant\":\"product\","
+		"\"gpugate.io/flavor\":\"free\",\"gpugate.io/gang\":\"g-0000000000000000\"},"
+		"\"annotations\":{\"gpugate.io/borrowed\":\"0\"}},"
+		"\"spec\":{\"containers\":[{\"name\":\"main\"}]}}");
+	const json_t *labels = json_object_get(json_object_get(out, "metadata"),
+					       "labels");
+	const json_t *ann = json_object_get(json_object_get(out, "metadata"),
+					    "annotations");
+
+	cr_assert_str_eq(json_string_value(json_object_get(labels, "gpugate.io/tenant")),
+			 "research");
+	cr_assert_str_eq(json_string_value(json_object_get(labels, "gpugate.io/flavor")),
+			 "h100-80gb");
+	cr_assert_null(json_object_get(labels, "gpugate.io/gang"),
+		       "a bare pod is in no gang");
+	cr_assert_null(json_object_get(ann, "gpugate.io/borrowed"));
+	json_decref(out);
+}
+
+Test(apply, strips_stamps_from_plain_pods)
+{
+	json_t *obj = parse("{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":"
+			    "{\"labels\":{\"app\":\"web\",\"gpugate.io/tenant\":\"x\"},"
+			    "\"annotations\":{\"gpugate.io/decision\":\"fake\"}},"
+			    "\"spec\":{\"containers\":[{\"name\":\"web\"}]}}");
+	json_t *out = mutate("web", obj, "p");
+	json_t *patch = patch_diff(obj, out);
+	char *dump = json_dumps(patch, JSON_COMPACT);
+
+	cr_assert_str_eq(dump,
+			 "[{\"op\":\"remove\",\"path\":\"/metadata/labels/gpugate.io~1"
+			 "tenant\"},{\"op\":\"remove\",\"path\":\"/metadata/annotations/"
+			 "gpugate.io~1decision\"}]");
+	free(dump);
+	json_decref(patch);
+	json_decref(out);
+	json_decref(obj);
+}
+
+Test(apply, job_template_and_failure_policy)
+{
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":"
+		"\"j\",\"labels\":{\"gpugate.io/class\":\"train-small\"}},\"spec\":{"
+		"\"parallelism\":2,\"podFailurePolicy\":{\"rules\":[{\"action\":"
+		"\"FailJob\",\"onExitCodes\":{\"operator\":\"In\",\"values\":[42]}}]},"
+		"\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":"
+		"[{\"name\":\"main\"}]}}}}");
+	const json_t *spec = json_object_get(out, "spec");
+	const json_t *rules = json_object_get(json_object_get(spec, "podFailurePolicy"),
+					      "rules");
+	const json_t *tmeta = json_object_get(json_object_get(spec, "template"),
+					      "metadata");
+	const json_t *rule = json_array_get(rules, 1);
+	char *dump = json_dumps(rule, JSON_COMPACT | JSON_SORT_KEYS);
+
+	cr_assert_eq(json_array_size(rules), 2, "appended, the user's rule kept");
+	cr_assert_str_eq(dump,
+			 "{\"action\":\"Ignore\",\"onPodConditions\":[{\"status\":"
+			 "\"True\",\"type\":\"DisruptionTarget\"}]}");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(tmeta, "labels"), "gpugate.io/class")),
+			 "train-small", "the class label reaches the pods");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(tmeta, "labels"),
+				 "gpugate.io/preemptible")),
+			 "true");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(json_object_get(out, "metadata"), "labels"),
+				 "gpugate.io/tenant")),
+			 "research", "the Job itself is stamped too");
+	free(dump);
+	json_decref(out);
+}
+
+Test(apply, priority_class_drops_the_resolved_priority)
+{
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+		"{\"gpugate.io/class\":\"train-large\"}},\"spec\":{\"priority\":0,"
+		"\"preemptionPolicy\":\"PreemptLowerPriority\",\"containers\":"
+		"[{\"name\":\"main\"}]}}");
+	const json_t *spec = json_object_get(out, "spec");
+
+	cr_assert_str_eq(json_string_value(json_object_get(spec, "priorityClassName")),
+			 "training");
+	cr_assert_null(json_object_get(spec, "priority"));
+	cr_assert_null(json_object_get(spec, "preemptionPolicy"));
+	json_decref(out);
+}
+
+Test(apply, required_affinity_on_the_gang)
+{
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":"
+		"\"j\",\"labels\":{\"gpugate.io/class\":\"train-large\"}},\"spec\":{"
+		"\"parallelism\":2,\"template\":{\"spec\":{\"restartPolicy\":\"Never\","
+		"\"affinity\":{\"podAffinity\":{\"requiredDuringSchedulingIgnoredDuring"
+		"Execution\":[{\"labelSelector\":{\"matchLabels\":{\"app\":\"db\"}},"
+		"\"topologyKey\":\"zone\"}]}},\"containers\":[{\"name\":\"main\"}]}}}}");
+	const json_t *tspec = json_object_get(
+		json_object_get(json_object_get(out, "spec"), "template"), "spec");
+	const json_t *terms = json_object_get(
+		json_object_get(json_object_get(tspec, "affinity"), "podAffinity"),
+		"requiredDuringSchedulingIgnoredDuringExecution");
+	const json_t *gang = json_object_get(
+		json_object_get(json_object_get(json_object_get(out, "spec"), "template"),
+				"metadata"),
+		"labels");
+	const char *g = json_string_value(json_object_get(gang, "gpugate.io/gang"));
+	const json_t *term = json_array_get(terms, 1);
+
+	cr_assert_eq(json_array_size(terms), 2);
+	cr_assert_not_null(g);
+	cr_assert_str_eq(json_string_value(json_object_get(term, "topologyKey")),
+			 "nvidia.com/gpu.clique");
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(json_object_get(term, "labelSelector"),
+						 "matchLabels"),
+				 "gpugate.io/gang")),
+			 g);
+	json_decref(out);
+}

@@ -1,0 +1,218 @@
+/* The AdmissionReview codec (webhook/review.c). */
+#include "webhook/review.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <string.h>
+
+#define REVIEW(req)                                                     \
+	"{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\"," \
+	"\"request\":" req "}"
+
+Test(review, decodes_a_pod_create)
+{
+	static const char body[] = REVIEW(
+		"{\"uid\":\"u-1\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":"
+		"\"Pod\"},\"namespace\":\"research\",\"name\":\"\",\"operation\":"
+		"\"CREATE\",\"dryRun\":true,\"object\":{\"kind\":\"Pod\"}}");
+	struct review rv;
+	char err[256];
+
+	cr_assert_eq(review_decode(body, strlen(body), &rv, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_str_eq(rv.uid, "u-1");
+	cr_assert_eq(rv.kind, WL_POD);
+	cr_assert_eq(rv.op, WL_CREATE);
+	cr_assert_str_eq(rv.namespace, "research");
+	cr_assert_str_eq(rv.name, "");
+	cr_assert(rv.dry_run);
+	cr_assert_not_null(rv.object);
+	cr_assert_null(rv.old_object);
+	review_release(&rv);
+}
+
+Test(review, decodes_kinds)
+{
+	static const struct {
+		const char *gvk;
+		enum wl_kind kind;
+	} cases[] = {
+		{"{\"group\":\"batch\",\"version\":\"v1\",\"kind\":\"Job\"}", WL_JOB},
+		{"{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"}", WL_POD},
+		{"{\"group\":\"apps\",\"version\":\"v1\",\"kind\":\"Deployment\"}",
+		 WL_OTHER},
+		{"{\"group\":\"batch\",\"version\":\"v1beta1\",\"kind\":\"Job\"}",
+		 WL_OTHER},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char body[512], err[256];
+		struct review rv;
+
+		snprintf(body, sizeof(body),
+			 REVIEW("{\"uid\":\"u\",\"kind\":%s,\"operation\":\"DELETE\"}"),
+			 cases[i].gvk);
+		cr_assert_eq(review_decode(body, strlen(body), &rv, err, sizeof(err)), 0,
+			     "%s", err);
+		cr_expect_eq(rv.kind, cases[i].kind, "%s", cases[i].gvk);
+		cr_expect_eq(rv.op, WL_DELETE);
+		review_release(&rv);
+	}
+}
+
+struct bad_review {
+	char name[48];
+	char body[512];
+	char error[160];
+};
+
+static struct bad_review bad_reviews[] = {
+	{"not json", "{\"apiVersion\":", "body is not valid JSON: "
+	 "unexpected token near end of file (line 1, column 14)"},
+	{"array", "[1,2]", "body is not a JSON object"},
+	{"wrong kind", "{\"kind\":\"Pod\"}", "kind is not AdmissionReview"},
+	{"v1beta1",
+	 "{\"apiVersion\":\"admission.k8s.io/v1beta1\",\"kind\":\"AdmissionReview\"}",
+	 "apiVersion is not admission.k8s.io/v1 (set admissionReviewVersions: "
+	 "[v1])"},
+	{"no request", REVIEW("null"), "review has no request"},
+	{"no uid", REVIEW("{\"operation\":\"CREATE\"}"), "review has no request.uid"},
+	{"empty uid", REVIEW("{\"uid\":\"\",\"operation\":\"CREATE\"}"),
+	 "review has no request.uid"},
+	{"no operation", REVIEW("{\"uid\":\"u\"}"), "review has no request.operation"},
+	{"bad operation", REVIEW("{\"uid\":\"u\",\"operation\":\"PATCH\"}"),
+	 "request.operation is not CREATE, UPDATE, DELETE or CONNECT"},
+	{"object not an object",
+	 REVIEW("{\"uid\":\"u\",\"operation\":\"CREATE\",\"object\":[1]}"),
+	 "request.object is not an object"},
+	{"duplicate keys",
+	 REVIEW("{\"uid\":\"u\",\"uid\":\"v\",\"operation\":\"CREATE\"}"),
+	 "body is not valid JSON: duplicate object key near '\"uid\"' (line 1, "
+	 "column 87)"},
+};
+
+ParameterizedTestParameters(review, rejects)
+{
+	return cr_make_param_array(struct bad_review, bad_reviews,
+				   sizeof(bad_reviews) / sizeof(bad_reviews[0]));
+}
+
+ParameterizedTest(struct bad_review *c, review, rejects)
+{
+	struct review rv;
+	char err[256];
+
+	cr_assert_eq(review_decode(c->body, strlen(c->body), &rv, err, sizeof(err)),
+		     -1, "%s accepted", c->name);
+	cr_assert_str_eq(err, c->error, "case %s", c->name);
+	review_release(&rv);
+}
+
+Test(review, rejects_invalid_utf8)
+{
+	static const char body[] = REVIEW("{\"uid\":\"\xff\xfe\",\"operation\":\"CREATE\"}");
+	struct review rv;
+	char err[256];
+
+	cr_assert_eq(review_decode(body, strlen(body), &rv, err, sizeof(err)), -1);
+	cr_assert_str_eq(err, "body is not valid JSON: unable to decode byte 0xff "
+			      "near '\"' (line 1, column 79)");
+	review_release(&rv);
+}
+
+static json_t *decode_response(const char *out)
+{
+	json_error_t e;
+	json_t *v = json_loads(out, 0, &e);
+
+	cr_assert_not_null(v, "%s", e.text);
+	cr_assert_str_eq(json_string_value(json_object_get(v, "apiVersion")),
+			 "admission.k8s.io/v1");
+	cr_assert_str_eq(json_string_value(json_object_get(v, "kind")),
+			 "AdmissionReview");
+	return v;
+}
+
+Test(review, encodes_an_admission_with_a_patch)
+{
+	json_t *patch = json_loads("[{\"op\":\"add\",\"path\":\"/a\",\"value\":1}]", 0,
+				   NULL);
+	const char *warnings[] = {"gpugate: one\nline"};
+	struct review_response resp = {.allowed = true, .patch = patch,
+				       .warnings = warnings, .n_warnings = 1};
+	size_t len;
+	char *out = review_encode("u-7", &resp, &len);
+	json_t *v = decode_response(out), *r = json_object_get(v, "response");
+
+	cr_assert_eq(len, strlen(out));
+	cr_assert_str_eq(json_string_value(json_object_get(r, "uid")), "u-7");
+	cr_assert(json_is_true(json_object_get(r, "allowed")));
+	cr_assert_str_eq(json_string_value(json_object_get(r, "patchType")),
+			 "JSONPatch");
+	/* base64 of [{"op":"add","path":"/a","value":1}] */
+	cr_assert_str_eq(json_string_value(json_object_get(r, "patch")),
+			 "W3sib3AiOiJhZGQiLCJwYXRoIjoiL2EiLCJ2YWx1ZSI6MX1d");
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(r, "warnings"),
+							  0)),
+			 "gpugate: one line", "warnings are one line");
+	cr_assert_null(json_object_get(r, "status"));
+	json_decref(v);
+	json_decref(patch);
+	free(out);
+}
+
+Test(review, base64_of_the_patch_decodes_back)
+{
+	json_t *patch = json_loads("[{\"op\":\"add\",\"path\":\"/metadata/labels\","
+				   "\"value\":{\"a\":\"b\"}}]",
+				   0, NULL);
+	struct review_response resp = {.allowed = true, .patch = patch};
+	size_t len;
+	char *out = review_encode("u", &resp, &len);
+	json_t *v = decode_response(out);
+	const char *b64 = json_string_value(
+		json_object_get(json_object_get(v, "response"), "patch"));
+
+	/* [{"op":"add","path":"/metadata/labels","value":{"a":"b"}}] */
+	cr_assert_str_eq(b64, "W3sib3AiOiJhZGQiLCJwYXRoIjoiL21ldGFkYXRhL2xhYmVscyIsInZh"
+			      "bHVlIjp7ImEiOiJiIn19XQ==");
+	json_decref(v);
+	json_decref(patch);
+	free(out);
+}
+
+Test(review, no_patch_field_for_an_empty_patch)
+{
+	json_t *patch = json_array();
+	struct review_response resp = {.allowed = true, .patch = patch};
+	size_t len;
+	char *out = review_encode("u", &resp, &len);
+	json_t *v = decode_response(out), *r = json_object_get(v, "response");
+
+	cr_assert_null(json_object_get(r, "patch"));
+	cr_assert_null(json_object_get(r, "patchType"));
+	cr_assert_null(json_object_get(r, "warnings"));
+	json_decref(v);
+	json_decref(patch);
+	free(out);
+}
+
+Test(review, encodes_a_denial)
+{
+	struct review_response resp = {.allowed = false, .code = 403,
+				       .message = "gpugate: no"};
+	size_t len;
+	char *out = review_encode("u-9", &resp, &len);
+	json_t *v = decode_response(out), *r = json_object_get(v, "response");
+	json_t *st = json_object_get(r, "status");
+
+	cr_assert(json_is_false(json_object_get(r, "allowed")));
+	cr_assert_eq(json_integer_value(json_object_get(st, "code")), 403);
+	cr_assert_str_eq(json_string_value(json_object_get(st, "message")),
+			 "gpugate: no");
+	cr_assert_str_eq(json_string_value(json_object_get(st, "reason")),
+			 "Forbidden");
+	cr_assert_null(json_object_get(r, "patch"));
+	json_decref(v);
+	free(out);
+}

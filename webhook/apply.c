@@ -1,0 +1,425 @@
+#include "webhook/apply.h"
+
+#include "policy/diag.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_GRACE_SECONDS 30
+
+struct ap {
+	struct diag *d;
+	bool failed;
+};
+
+static void oom(struct ap *a)
+{
+	if (!a->failed)
+		diag_addf(a->d, "out of memory while mutating the object");
+	a->failed = true;
+}
+
+/* The object member `key` of parent, created empty when absent. */
+static json_t *ensure_object(struct ap *a, json_t *parent, const char *key)
+{
+	json_t *v;
+
+	if (!parent)
+		return NULL;
+	v = json_object_get(parent, key);
+	if (json_is_object(v))
+		return v;
+	if (v && !json_is_null(v)) {
+		if (!a->failed)
+			diag_addf(a->d, "%s is not an object", key);
+		a->failed = true;
+		return NULL;
+	}
+	v = json_object();
+	if (!v || json_object_set_new(parent, key, v) < 0) {
+		oom(a);
+		return NULL;
+	}
+	return v;
+}
+
+static json_t *ensure_array(struct ap *a, json_t *parent, const char *key)
+{
+	json_t *v;
+
+	if (!parent)
+		return NULL;
+	v = json_object_get(parent, key);
+	if (json_is_array(v))
+		return v;
+	if (v && !json_is_null(v)) {
+		if (!a->failed)
+			diag_addf(a->d, "%s is not a list", key);
+		a->failed = true;
+		return NULL;
+	}
+	v = json_array();
+	if (!v || json_object_set_new(parent, key, v) < 0) {
+		oom(a);
+		return NULL;
+	}
+	return v;
+}
+
+static void set_string(struct ap *a, json_t *obj, const char *key,
+		       const char *value)
+{
+	const char *have;
+
+	if (!obj)
+		return;
+	have = json_string_value(json_object_get(obj, key));
+	if (have && strcmp(have, value) == 0)
+		return;
+	if (json_object_set_new(obj, key, json_string(value)) < 0)
+		oom(a);
+}
+
+static void append(struct ap *a, json_t *arr, json_t *item)
+{
+	if (!arr || !item || json_array_append_new(arr, item) < 0) {
+		json_decref(item);
+		oom(a);
+	}
+}
+
+/* Removes key from the map `map` of meta, when both exist. */
+static void remove_key(json_t *meta, const char *map, const char *key)
+{
+	json_t *m = json_object_get(meta, map);
+
+	if (!json_is_object(m))
+		return;
+	json_object_del(m, key);
+}
+
+static const char *const stamp_labels[] = {STAMP_TENANT, STAMP_FLAVOR,
+					   STAMP_PREEMPTIBLE, STAMP_GANG};
+static const char *const stamp_annotations[] = {STAMP_DECISION, STAMP_BORROWED};
+
+static void strip_stamps(json_t *meta)
+{
+	for (size_t i = 0; i < sizeof(stamp_labels) / sizeof(stamp_labels[0]); i++)
+		remove_key(meta, "labels", stamp_labels[i]);
+	for (size_t i = 0; i < sizeof(stamp_annotations) / sizeof(stamp_annotations[0]);
+	     i++)
+		remove_key(meta, "annotations", stamp_annotations[i]);
+}
+
+static void stamp(struct ap *a, json_t *meta, const struct plan *pl,
+		  bool template_labels)
+{
+	json_t *labels = ensure_object(a, meta, "labels");
+	json_t *ann = ensure_object(a, meta, "annotations");
+	char num[32];
+
+	set_string(a, labels, STAMP_TENANT, pl->tenant);
+	set_string(a, labels, STAMP_FLAVOR, pl->flavor->name);
+	if (pl->gang[0])
+		set_string(a, labels, STAMP_GANG, pl->gang);
+	else if (pl->remove_gang)
+		json_object_del(labels, STAMP_GANG);
+	if (pl->preemptible)
+		set_string(a, labels, STAMP_PREEMPTIBLE, "true");
+	else
+		json_object_del(labels, STAMP_PREEMPTIBLE);
+	if (template_labels && pl->class_label)
+		set_string(a, labels, pl->class_label, pl->class_name);
+	if (template_labels && pl->gpus_label)
+		set_string(a, labels, pl->gpus_label, pl->gpus_value);
+	/* A Job's pod keeps the record its template gave it. */
+	if (pl->keep_decision)
+		return;
+	set_string(a, ann, STAMP_DECISION, pl->decision);
+	if (pl->borrowed > 0) {
+		snprintf(num, sizeof(num), "%" PRId64, pl->borrowed);
+		set_string(a, ann, STAMP_BORROWED, num);
+	} else if (ann) {
+		json_object_del(ann, STAMP_BORROWED);
+	}
+}
+
+static bool requests_resource(const json_t *ct, const char *res)
+{
+	const json_t *r = json_object_get(ct, "resources");
+
+	return json_object_get(json_object_get(r, "requests"), res) ||
+	       json_object_get(json_object_get(r, "limits"), res);
+}
+
+static void map_resources(struct ap *a, json_t *ct, const struct plan *pl)
+{
+	json_t *res = ensure_object(a, ct, "resources");
+	json_t *limits = ensure_object(a, res, "limits");
+	json_t *requests = json_object_get(res, "requests");
+	char count[16];
+
+	snprintf(count, sizeof(count), "%u", pl->count);
+	set_string(a, limits, pl->resource, count);
+	/* An extended resource's request must equal its limit. */
+	if (json_is_object(requests) && json_object_get(requests, pl->resource))
+		set_string(a, requests, pl->resource, count);
+	/* cpu and memory: only where the container asks for none (a limit
+	 * alone is a request too: Kubernetes copies it). */
+	if (pl->cpu && !requests_resource(ct, "cpu"))
+		set_string(a, ensure_object(a, res, "requests"), "cpu", pl->cpu);
+	if (pl->memory && !requests_resource(ct, "memory"))
+		set_string(a, ensure_object(a, res, "requests"), "memory", pl->memory);
+}
+
+static const char *str_or(const json_t *o, const char *key, const char *dflt)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : dflt;
+}
+
+/* Two tolerations are the same when every field is (absent == empty). */
+static bool same_toleration(const json_t *t, const struct policy_toleration *pt)
+{
+	const json_t *secs = json_object_get(t, "tolerationSeconds");
+
+	if (strcmp(str_or(t, "key", ""), pt->key) != 0 ||
+	    strcmp(str_or(t, "operator", "Equal"), pt->op) != 0 ||
+	    strcmp(str_or(t, "value", ""), pt->value) != 0 ||
+	    strcmp(str_or(t, "effect", ""), pt->effect) != 0)
+		return false;
+	if (!pt->has_seconds)
+		return !secs || json_is_null(secs);
+	return json_is_integer(secs) && json_integer_value(secs) == pt->seconds;
+}
+
+static void map_tolerations(struct ap *a, json_t *spec,
+			    const struct policy_flavor *f)
+{
+	json_t *tols;
+
+	if (!f->n_tolerations)
+		return;
+	tols = ensure_array(a, spec, "tolerations");
+	for (size_t i = 0; tols && i < f->n_tolerations; i++) {
+		const struct policy_toleration *pt = &f->tolerations[i];
+		bool found = false;
+		size_t k;
+		json_t *t, *nt;
+
+		json_array_foreach(tols, k, t)
+			if (json_is_object(t) && same_toleration(t, pt))
+				found = true;
+		if (found)
+			continue;
+		nt = json_object();
+		if (!nt) {
+			oom(a);
+			return;
+		}
+		if (pt->key[0])
+			set_string(a, nt, "key", pt->key);
+		set_string(a, nt, "operator", pt->op);
+		if (pt->value[0])
+			set_string(a, nt, "value", pt->value);
+		if (pt->effect[0])
+			set_string(a, nt, "effect", pt->effect);
+		if (pt->has_seconds &&
+		    json_object_set_new(nt, "tolerationSeconds",
+					json_integer(pt->seconds)) < 0)
+			oom(a);
+		append(a, tols, nt);
+	}
+}
+
+static json_t *affinity_term(const struct plan *pl)
+{
+	return json_pack("{s:{s:{s:s}},s:s}", "labelSelector", "matchLabels",
+			 STAMP_GANG, pl->gang, "topologyKey", pl->topology_key);
+}
+
+static void map_topology(struct ap *a, json_t *spec, const struct plan *pl)
+{
+	json_t *pa = ensure_object(a, ensure_object(a, spec, "affinity"),
+				   "podAffinity");
+	json_t *term = affinity_term(pl), *item, *list;
+	size_t i;
+
+	if (!term) {
+		oom(a);
+		return;
+	}
+	if (pl->topology == POLICY_TOPOLOGY_REQUIRED) {
+		list = ensure_array(a, pa, "requiredDuringSchedulingIgnoredDuringExecution");
+		json_array_foreach(list, i, item)
+			if (json_equal(item, term)) {
+				json_decref(term);
+				return;
+			}
+		append(a, list, term);
+		return;
+	}
+	list = ensure_array(a, pa, "preferredDuringSchedulingIgnoredDuringExecution");
+	json_array_foreach(list, i, item)
+		if (json_equal(json_object_get(item, "podAffinityTerm"), term)) {
+			json_decref(term);
+			return;
+		}
+	append(a, list, json_pack("{s:i,s:o}", "weight", 100, "podAffinityTerm", term));
+}
+
+static bool has_named(const json_t *arr, const char *key, const char *name)
+{
+	size_t i;
+	json_t *item;
+
+	json_array_foreach(arr, i, item)
+		if (strcmp(str_or(item, key, ""), name) == 0)
+			return true;
+	return false;
+}
+
+static void ensure_env(struct ap *a, json_t *ct, const char *name,
+		       const char *value)
+{
+	json_t *env = ensure_array(a, ct, "env");
+
+	if (env && !has_named(env, "name", name))
+		append(a, env, json_pack("{s:s,s:s}", "name", name, "value", value));
+}
+
+static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
+		       const struct plan *pl, const struct policy *p)
+{
+	const struct policy_checkpoint *ck = policy_checkpoint(p);
+	json_t *containers = json_object_get(spec, "containers");
+	json_t *vols = ensure_array(a, spec, "volumes");
+	json_t *grace, *ct;
+	size_t i;
+
+	json_array_foreach(containers, i, ct) {
+		json_t *mounts;
+
+		if (!json_is_object(ct))
+			continue;
+		for (size_t e = 0; e < ck->n_env; e++)
+			ensure_env(a, ct, ck->env[e].key, ck->env[e].value);
+		ensure_env(a, ct, "GPUGATE_PREEMPTIBLE", "1");
+		mounts = ensure_array(a, ct, "volumeMounts");
+		/* A mount already at the path (the user's own volume) wins. */
+		if (mounts && !has_named(mounts, "name", CHECKPOINT_VOLUME) &&
+		    !has_named(mounts, "mountPath", ck->mount_path))
+			append(a, mounts,
+			       json_pack("{s:s,s:s}", "name", CHECKPOINT_VOLUME,
+					 "mountPath", ck->mount_path));
+	}
+	if (vols && !has_named(vols, "name", CHECKPOINT_VOLUME)) {
+		if (pl->claim_name[0])
+			append(a, vols,
+			       json_pack("{s:s,s:{s:s}}", "name", CHECKPOINT_VOLUME,
+					 "persistentVolumeClaim", "claimName",
+					 pl->claim_name));
+		else
+			append(a, vols,
+			       json_pack("{s:s,s:{}}", "name", CHECKPOINT_VOLUME,
+					 "emptyDir"));
+	}
+	if (pl->set_pre_stop && gpu_ct) {
+		json_t *lc = ensure_object(a, gpu_ct, "lifecycle");
+		json_t *cmd = json_array();
+
+		for (size_t k = 0; cmd && k < ck->n_pre_stop; k++)
+			if (json_array_append_new(cmd, json_string(ck->pre_stop[k])) < 0)
+				oom(a);
+		if (!cmd || !lc ||
+		    json_object_set_new(lc, "preStop",
+					json_pack("{s:{s:o}}", "exec", "command", cmd)) < 0)
+			oom(a);
+	}
+	grace = json_object_get(spec, "terminationGracePeriodSeconds");
+	if ((json_is_integer(grace) ? json_integer_value(grace)
+				    : DEFAULT_GRACE_SECONDS) < pl->grace &&
+	    json_object_set_new(spec, "terminationGracePeriodSeconds",
+				json_integer(pl->grace)) < 0)
+		oom(a);
+}
+
+static void failure_rule(struct ap *a, json_t *job_spec)
+{
+	json_t *rules = ensure_array(a, ensure_object(a, job_spec, "podFailurePolicy"),
+				     "rules");
+
+	append(a, rules,
+	       json_pack("{s:s,s:[{s:s,s:s}]}", "action", "Ignore", "onPodConditions",
+			 "type", "DisruptionTarget", "status", "True"));
+}
+
+int apply_plan(json_t *object, const struct workload *wl,
+	       const struct plan *pl, const struct policy *p, struct diag *d)
+{
+	struct ap a = {.d = d};
+	json_t *meta, *pod_meta, *spec, *gpu_ct = NULL;
+
+	if (!pl->active)
+		return 0;
+	meta = ensure_object(&a, object, "metadata");
+	if (wl->kind == WL_JOB) {
+		json_t *tmpl = ensure_object(&a, ensure_object(&a, object, "spec"),
+					     "template");
+
+		pod_meta = ensure_object(&a, tmpl, "metadata");
+		spec = ensure_object(&a, tmpl, "spec");
+	} else {
+		pod_meta = meta;
+		spec = ensure_object(&a, object, "spec");
+	}
+	if (a.failed)
+		return -1;
+	if (pl->strip_stamps) {
+		strip_stamps(pod_meta);
+		if (wl->kind == WL_JOB)
+			strip_stamps(meta);
+	}
+	if (pl->note[0])
+		set_string(&a, ensure_object(&a, pod_meta, "annotations"),
+			   STAMP_DECISION, pl->note);
+	if (pl->map || pl->stamp_only) {
+		stamp(&a, pod_meta, pl, wl->kind == WL_JOB);
+		if (wl->kind == WL_JOB)
+			stamp(&a, meta, pl, false);
+	}
+	if (!pl->map)
+		return a.failed ? -1 : 0;
+
+	gpu_ct = json_array_get(json_object_get(spec, "containers"), pl->gpu_container);
+	if (!json_is_object(gpu_ct)) {
+		diag_addf(d, "container %zu is missing", pl->gpu_container);
+		return -1;
+	}
+	map_resources(&a, gpu_ct, pl);
+	for (size_t i = 0; i < pl->flavor->n_node_selector; i++)
+		set_string(&a, ensure_object(&a, spec, "nodeSelector"),
+			   pl->flavor->node_selector[i].key,
+			   pl->flavor->node_selector[i].value);
+	map_tolerations(&a, spec, pl->flavor);
+	if (pl->priority_class) {
+		set_string(&a, spec, "priorityClassName", pl->priority_class);
+		/* The apiserver resolved spec.priority from the pod as it came
+		 * in; it recomputes both from the new class name when its
+		 * admission chain is re-invoked after our change, and refuses a
+		 * value that disagrees with the class. */
+		if (wl->kind == WL_POD) {
+			json_object_del(spec, "priority");
+			json_object_del(spec, "preemptionPolicy");
+		}
+	}
+	if (pl->topology != POLICY_TOPOLOGY_NONE)
+		map_topology(&a, spec, pl);
+	if (pl->checkpoint)
+		checkpoint(&a, spec, gpu_ct, pl, p);
+	if (pl->add_failure_rule)
+		failure_rule(&a, json_object_get(object, "spec"));
+	return a.failed ? -1 : 0;
+}

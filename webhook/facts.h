@@ -1,0 +1,28 @@
+/*
+ * facts: a Pod or Job JSON object -> struct workload (policy/workload.h).
+ *
+ * Reads only the fields the rules need.  Strings are borrowed from the JSON
+ * value, arrays are allocated in the caller's arena: both must outlive the
+ * workload.  A field of the wrong JSON type is an error (the apiserver never
+ * sends one, so it means a hand-made or hostile review).
+ */
+#ifndef GPUGATE_FACTS_H
+#define GPUGATE_FACTS_H
+
+#include "policy/workload.h"
+
+#include <jansson.h>
+
+struct arena;
+struct diag;
+
+/*
+ * Fills the object-derived fields of wl (kind must already be set to
+ * WL_POD or WL_JOB; request fields are left as they are).  Returns 0, or -1
+ * with one message naming the field ("spec.containers[1].env is not a
+ * list").
+ */
+int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
+		  struct diag *d);
+
+#endif

@@ -1,0 +1,318 @@
+#include "webhook/handler.h"
+
+#include "policy/diag.h"
+#include "webhook/apply.h"
+#include "webhook/facts.h"
+#include "webhook/holder.h"
+#include "webhook/log.h"
+#include "webhook/metrics.h"
+#include "webhook/patch.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+void evaluation_init(struct evaluation *ev)
+{
+	memset(ev, 0, sizeof(*ev));
+	arena_init(&ev->arena);
+}
+
+void evaluation_release(struct evaluation *ev)
+{
+	json_decref(ev->mutated);
+	json_decref(ev->patch);
+	arena_release(&ev->arena);
+	ev->mutated = ev->patch = NULL;
+}
+
+static void bad_request(struct evaluation *ev, const char *fmt, const char *a,
+			const char *b)
+{
+	ev->bad_request = true;
+	snprintf(ev->error, sizeof(ev->error), fmt, a, b);
+}
+
+/* request.object must be what request.kind says. */
+static bool object_matches_kind(const struct review *rv, const json_t *obj)
+{
+	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *want_api = rv->kind == WL_JOB ? "batch/v1" : "v1";
+
+	return (!kind || strcmp(kind, rv->kind_name) == 0) &&
+	       (!api || strcmp(api, want_api) == 0);
+}
+
+static int extract(const struct review *rv, const json_t *obj,
+		   struct evaluation *ev)
+{
+	struct diag d;
+	char first[400];
+
+	ev->wl.kind = rv->kind;
+	ev->wl.op = rv->op;
+	ev->wl.dry_run = rv->dry_run;
+	ev->wl.request_uid = rv->uid;
+	ev->wl.namespace = rv->namespace;
+	ev->wl.name = rv->name;
+	ev->wl.uid = "";
+	if (rv->kind == WL_OTHER || !obj)
+		return 0;
+	if (!object_matches_kind(rv, obj)) {
+		bad_request(ev, "request.object is not a %s (request.kind says %s)",
+			    rv->kind_name, rv->kind_name);
+		return 0;
+	}
+	diag_init(&d);
+	if (facts_extract(obj, &ev->wl, &ev->arena, &d) < 0) {
+		diag_first(&d, first, sizeof(first));
+		bad_request(ev, "malformed %s: %s", rv->kind_name, first);
+	}
+	return 0;
+}
+
+static int mutate(const struct policy *p, const struct review *rv,
+		  struct evaluation *ev)
+{
+	struct diag d;
+
+	ev->mutated = json_deep_copy(rv->object);
+	if (!ev->mutated)
+		return -1;
+	diag_init(&d);
+	if (apply_plan(ev->mutated, &ev->wl, &ev->dec.plan, p, &d) < 0) {
+		char first[400];
+
+		diag_first(&d, first, sizeof(first));
+		bad_request(ev, "cannot mutate the %s: %s", rv->kind_name, first);
+		return 0;
+	}
+	ev->patch = patch_diff(rv->object, ev->mutated);
+	return ev->patch ? 0 : -1;
+}
+
+int handler_evaluate(const struct policy *p, const struct review *rv,
+		     enum handler_endpoint ep, const struct quota_source *q,
+		     struct evaluation *ev)
+{
+	const json_t *obj = rv->object;
+	struct decide_input in = {
+		.policy = p,
+		.wl = &ev->wl,
+		.phase = ep == HANDLER_MUTATE ? DECIDE_MUTATE : DECIDE_VALIDATE,
+	};
+
+	/* Subresources (binding, status, ephemeralcontainers) are not
+	 * creations of a workload. */
+	if (rv->sub_resource[0])
+		obj = NULL;
+	if (rv->op == WL_DELETE)
+		obj = rv->old_object;
+	if (rv->kind != WL_OTHER && rv->op == WL_CREATE && !obj &&
+	    !rv->sub_resource[0]) {
+		bad_request(ev, "CREATE of a %s without request.object%s",
+			    rv->kind_name, "");
+		return 0;
+	}
+	if (extract(rv, obj, ev) < 0)
+		return -1;
+	if (!ev->bad_request && rv->op == WL_UPDATE && rv->old_object &&
+	    rv->kind != WL_OTHER) {
+		struct diag d;
+
+		ev->old = ev->wl;
+		ev->old.pod = (struct wl_pod){0};
+		diag_init(&d);
+		if (facts_extract(rv->old_object, &ev->old, &ev->arena, &d) < 0) {
+			char first[400];
+
+			diag_first(&d, first, sizeof(first));
+			bad_request(ev, "malformed old %s: %s", rv->kind_name, first);
+		}
+		in.old = &ev->old;
+	}
+	if (ev->bad_request)
+		return 0;
+	if (rv->sub_resource[0])
+		ev->wl.kind = WL_OTHER;
+
+	if (rv->op == WL_DELETE) {
+		decide_prepare(&in, &ev->dec); /* allowed: deletes are never denied */
+		if (ep == HANDLER_VALIDATE && !rv->dry_run && obj && q && q->release)
+			q->release(q->ctx, p, &ev->wl);
+		return 0;
+	}
+	decide_prepare(&in, &ev->dec);
+	if (ev->dec.claim.needed) {
+		const struct quota_claim *c = &ev->dec.claim;
+		struct quota_result qr;
+		/* Hold units only for what will be admitted, never for dry runs. */
+		bool reserve = ep == HANDLER_VALIDATE && !rv->dry_run &&
+			       ev->dec.allowed;
+
+		if (q && q->decide)
+			q->decide(q->ctx, p, &ev->wl, c, reserve,
+				  ev->dec.mode != POLICY_MODE_ENFORCE, &qr);
+		else
+			quota_decide(p, c->tenant, c->flavor, c->units, c->may_borrow,
+				     &quota_no_usage, &qr);
+		decide_quota(&in, &ev->dec, &qr);
+	}
+	if (ep == HANDLER_MUTATE && ev->dec.allowed && ev->dec.plan.active &&
+	    rv->object)
+		return mutate(p, rv, ev);
+	return 0;
+}
+
+/* ---- HTTP ------------------------------------------------------------- */
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void reply_text(struct handler_reply *out, int status, const char *text)
+{
+	size_t n = strlen(text);
+
+	out->status = status;
+	out->content_type = "text/plain; charset=utf-8";
+	out->body = malloc(n + 2);
+	if (!out->body) {
+		out->len = 0;
+		return;
+	}
+	memcpy(out->body, text, n);
+	out->body[n] = '\n';
+	out->body[n + 1] = '\0';
+	out->len = n + 1;
+}
+
+static enum metrics_kind metrics_kind_of(enum wl_kind k)
+{
+	return k == WL_POD ? METRICS_POD : k == WL_JOB ? METRICS_JOB : METRICS_OTHER;
+}
+
+static enum metrics_result result_of(const struct decision *dec,
+				     const struct evaluation *ev)
+{
+	if (ev->bad_request)
+		return METRICS_DENIED;
+	if (!dec->allowed)
+		return METRICS_DENIED;
+	if (!dec->violation)
+		return METRICS_ALLOWED;
+	return dec->mode == POLICY_MODE_AUDIT ? METRICS_AUDITED : METRICS_WARNED;
+}
+
+static void log_decision(enum handler_endpoint ep, const struct review *rv,
+			 const struct evaluation *ev)
+{
+	const struct decision *dec = &ev->dec;
+	char msg[1100];
+	const char *result;
+
+	if (ev->bad_request) {
+		log_event(LOG_WARN,
+			  "msg=\"malformed review\" endpoint=%s uid=%s namespace=%s "
+			  "kind=%s error=\"%s\"",
+			  ep == HANDLER_MUTATE ? "mutate" : "validate", rv->uid,
+			  rv->namespace, rv->kind_name,
+			  log_quote(ev->error, msg, sizeof(msg)));
+		return;
+	}
+	if (!dec->violation && !dec->cls)
+		return; /* nothing gpugate cares about */
+	result = !dec->allowed ? "denied"
+		 : !dec->violation ? "admitted"
+		 : dec->mode == POLICY_MODE_AUDIT ? "audited" : "warned";
+	log_event(dec->violation ? LOG_INFO : LOG_DEBUG,
+		  "msg=\"admission\" endpoint=%s uid=%s namespace=%s kind=%s "
+		  "name=%s result=%s class=%s flavor=%s tenant=%s rule=%s "
+		  "quota=%s dry_run=%s message=\"%s\"",
+		  ep == HANDLER_MUTATE ? "mutate" : "validate", rv->uid,
+		  rv->namespace, rv->kind_name,
+		  ev->wl.name && ev->wl.name[0] ? ev->wl.name : "-", result,
+		  dec->cls ? dec->cls->name : "-",
+		  dec->flavor ? dec->flavor->name : "-",
+		  dec->tenant ? dec->tenant->name : "-", dec->rule ? dec->rule : "-",
+		  dec->has_quota ? quota_position_name(dec->quota.position) : "-",
+		  rv->dry_run ? "true" : "false",
+		  log_quote(dec->violation ? dec->message : "", msg, sizeof(msg)));
+}
+
+void handler_admit(struct handler *h, enum handler_endpoint ep,
+		   const char *body, size_t len, struct handler_reply *out)
+{
+	double start = now_seconds();
+	struct review rv;
+	struct evaluation ev;
+	struct holder_ref *ref = NULL;
+	const struct policy *p;
+	struct review_response resp = {0};
+	const char *warnings[DECIDE_MAX_WARNINGS];
+	char err[400], msg[600];
+	enum metrics_endpoint mep = ep == HANDLER_MUTATE ? METRICS_MUTATE
+							 : METRICS_VALIDATE;
+
+	memset(out, 0, sizeof(*out));
+	evaluation_init(&ev);
+	if (review_decode(body, len, &rv, err, sizeof(err)) < 0) {
+		snprintf(msg, sizeof(msg), "gpugate: bad request: %s", err);
+		reply_text(out, 400, msg);
+		log_event(LOG_WARN, "msg=\"bad request\" endpoint=%s error=\"%s\"",
+			  ep == HANDLER_MUTATE ? "mutate" : "validate",
+			  log_quote(err, msg, sizeof(msg)));
+		if (h->metrics)
+			metrics_admission(h->metrics, mep, METRICS_OTHER, METRICS_ERROR,
+					  now_seconds() - start);
+		review_release(&rv);
+		return;
+	}
+	p = holder_acquire(h->policy, &ref);
+	if (!p) {
+		reply_text(out, 503, "gpugate: no policy loaded");
+		goto done;
+	}
+	if (handler_evaluate(p, &rv, ep, h->quota, &ev) < 0) {
+		reply_text(out, 500, "gpugate: out of memory");
+		goto done;
+	}
+	if (ev.bad_request) {
+		resp.allowed = false;
+		resp.code = 400;
+		snprintf(msg, sizeof(msg), "gpugate: %s", ev.error);
+		resp.message = msg;
+	} else {
+		resp.allowed = ev.dec.allowed;
+		resp.code = ev.dec.code;
+		resp.message = ev.dec.message;
+		for (size_t i = 0; i < ev.dec.n_warnings; i++)
+			warnings[i] = ev.dec.warnings[i];
+		resp.warnings = warnings;
+		resp.n_warnings = ev.dec.n_warnings;
+		resp.patch = ev.patch;
+	}
+	out->body = review_encode(rv.uid, &resp, &out->len);
+	if (!out->body) {
+		reply_text(out, 500, "gpugate: out of memory");
+		goto done;
+	}
+	out->status = 200;
+	out->content_type = "application/json";
+	log_decision(ep, &rv, &ev);
+done:
+	if (h->metrics)
+		metrics_admission(h->metrics, mep, metrics_kind_of(rv.kind),
+				  out->status == 200 ? result_of(&ev.dec, &ev)
+						     : METRICS_ERROR,
+				  now_seconds() - start);
+	holder_release(ref);
+	evaluation_release(&ev);
+	review_release(&rv);
+}

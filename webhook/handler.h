@@ -1,0 +1,81 @@
+/*
+ * handler: the one place where a request meets the decision.
+ *
+ *   body -> review_decode -> facts_extract -> decide_prepare
+ *        -> quota source (peek at /mutate, reserve at /validate) -> decide_quota
+ *        -> apply_plan + patch_diff (/mutate) -> review_encode
+ *
+ * handler_evaluate() is the same pipeline without HTTP and metrics; `gpugate
+ * explain` uses it too, so that what explain prints is what the server does.
+ */
+#ifndef GPUGATE_HANDLER_H
+#define GPUGATE_HANDLER_H
+
+#include "policy/arena.h"
+#include "policy/decide.h"
+#include "webhook/review.h"
+
+#include <jansson.h>
+#include <stddef.h>
+
+enum handler_endpoint { HANDLER_MUTATE, HANDLER_VALIDATE };
+
+/*
+ * Where quota usage lives (the ledger).  decide() answers a claim: peek
+ * when reserve is false (/mutate, dry runs), else decide and hold the units
+ * under one lock so that concurrent requests never over-admit.  force holds
+ * the units even when over quota (warn and audit modes admit anyway).
+ * release() is called for DELETE at /validate.  Either may be NULL.
+ */
+struct quota_source {
+	void *ctx;
+	void (*decide)(void *ctx, const struct policy *p, const struct workload *wl,
+		       const struct quota_claim *claim, bool reserve, bool force,
+		       struct quota_result *out);
+	void (*release)(void *ctx, const struct policy *p,
+			const struct workload *wl);
+};
+
+struct evaluation {
+	struct arena arena;       /* the workload's arrays */
+	struct workload wl;
+	struct workload old;      /* UPDATE: the object before */
+	struct decision dec;
+	json_t *mutated;          /* /mutate: the object after the plan, or NULL */
+	json_t *patch;            /* /mutate: RFC 6902 patch, or NULL */
+	bool bad_request;         /* the review's object is malformed */
+	char error[512];          /* why, when bad_request */
+};
+
+void evaluation_init(struct evaluation *ev);
+void evaluation_release(struct evaluation *ev);
+
+/*
+ * Evaluates one decoded review.  q may be NULL (nothing in use).  Returns 0,
+ * or -1 when out of memory.  ev->bad_request marks a malformed object.
+ */
+int handler_evaluate(const struct policy *p, const struct review *rv,
+		     enum handler_endpoint ep, const struct quota_source *q,
+		     struct evaluation *ev);
+
+struct holder;
+struct metrics;
+
+struct handler {
+	struct holder *policy;
+	struct metrics *metrics;     /* may be NULL */
+	const struct quota_source *quota;
+};
+
+struct handler_reply {
+	int status;                  /* HTTP status */
+	char *body;                  /* malloc'd, caller frees */
+	size_t len;
+	const char *content_type;
+};
+
+/* Answers one POST to /mutate or /validate.  Always fills out. */
+void handler_admit(struct handler *h, enum handler_endpoint ep,
+		   const char *body, size_t len, struct handler_reply *out);
+
+#endif

@@ -1,0 +1,147 @@
+#include "webhook/metrics.h"
+
+#include "webhook/strbuf.h"
+
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* Admission latency buckets, seconds: the apiserver's default timeout is
+ * 10s, and gpugate should answer in well under a millisecond. */
+static const double buckets[] = {0.0001, 0.00025, 0.0005, 0.001, 0.0025,
+				 0.005,  0.01,    0.025,  0.05,  0.1,
+				 0.25,   0.5,     1,      2.5,   10};
+#define N_BUCKETS (sizeof(buckets) / sizeof(buckets[0]))
+
+struct histogram {
+	atomic_uint_fast64_t bucket[N_BUCKETS]; /* non-cumulative */
+	atomic_uint_fast64_t count;
+	atomic_uint_fast64_t sum_ns;
+};
+
+struct metrics {
+	atomic_uint_fast64_t requests[METRICS__ENDPOINTS][METRICS__KINDS]
+				     [METRICS__RESULTS];
+	struct histogram duration[METRICS__ENDPOINTS];
+	atomic_uint_fast64_t policy_reloads[2]; /* [ok] */
+	atomic_uint_fast64_t cert_reloads[2];
+};
+
+static const char *const endpoint_names[] = {"mutate", "validate"};
+static const char *const kind_names[] = {"Pod", "Job", "other"};
+static const char *const result_names[] = {"allowed", "denied", "warned",
+					   "audited", "error"};
+
+struct metrics *metrics_new(void)
+{
+	/* calloc zeroes the atomics: valid initial state for C11 atomics of
+	 * integer type on every platform gpugate builds for. */
+	return calloc(1, sizeof(struct metrics));
+}
+
+void metrics_free(struct metrics *m)
+{
+	free(m);
+}
+
+void metrics_admission(struct metrics *m, enum metrics_endpoint ep,
+		       enum metrics_kind kind, enum metrics_result result,
+		       double seconds)
+{
+	struct histogram *h = &m->duration[ep];
+	size_t b = 0;
+
+	atomic_fetch_add_explicit(&m->requests[ep][kind][result], 1,
+				  memory_order_relaxed);
+	while (b < N_BUCKETS && seconds > buckets[b])
+		b++;
+	if (b < N_BUCKETS)
+		atomic_fetch_add_explicit(&h->bucket[b], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->sum_ns,
+				  (uint_fast64_t)(seconds > 0 ? seconds * 1e9 : 0),
+				  memory_order_relaxed);
+}
+
+void metrics_policy_reload(struct metrics *m, bool ok)
+{
+	atomic_fetch_add_explicit(&m->policy_reloads[ok], 1, memory_order_relaxed);
+}
+
+void metrics_cert_reload(struct metrics *m, bool ok)
+{
+	atomic_fetch_add_explicit(&m->cert_reloads[ok], 1, memory_order_relaxed);
+}
+
+static uint64_t load(atomic_uint_fast64_t *v)
+{
+	return (uint64_t)atomic_load_explicit(v, memory_order_relaxed);
+}
+
+int metrics_render(struct metrics *m, metrics_extra_fn extra, void *ctx,
+		   char **out, size_t *len)
+{
+	struct strbuf sb;
+
+	strbuf_init(&sb, 64u << 20);
+	strbuf_addf(&sb, "# HELP gpugate_admission_requests_total Admission "
+			 "reviews answered, by endpoint, kind and result.\n"
+			 "# TYPE gpugate_admission_requests_total counter\n");
+	for (int e = 0; e < METRICS__ENDPOINTS; e++)
+		for (int k = 0; k < METRICS__KINDS; k++)
+			for (int r = 0; r < METRICS__RESULTS; r++)
+				strbuf_addf(&sb,
+					    "gpugate_admission_requests_total{endpoint="
+					    "\"%s\",kind=\"%s\",result=\"%s\"} %llu\n",
+					    endpoint_names[e], kind_names[k],
+					    result_names[r],
+					    (unsigned long long)load(&m->requests[e][k][r]));
+	strbuf_addf(&sb, "# HELP gpugate_admission_duration_seconds Time to "
+			 "answer one review, from the full body to the response.\n"
+			 "# TYPE gpugate_admission_duration_seconds histogram\n");
+	for (int e = 0; e < METRICS__ENDPOINTS; e++) {
+		struct histogram *h = &m->duration[e];
+		uint64_t cum = 0;
+
+		for (size_t b = 0; b < N_BUCKETS; b++) {
+			cum += load(&h->bucket[b]);
+			strbuf_addf(&sb,
+				    "gpugate_admission_duration_seconds_bucket{"
+				    "endpoint=\"%s\",le=\"%g\"} %llu\n",
+				    endpoint_names[e], buckets[b],
+				    (unsigned long long)cum);
+		}
+		strbuf_addf(&sb,
+			    "gpugate_admission_duration_seconds_bucket{endpoint="
+			    "\"%s\",le=\"+Inf\"} %llu\n"
+			    "gpugate_admission_duration_seconds_sum{endpoint=\"%s\"} "
+			    "%.9f\n"
+			    "gpugate_admission_duration_seconds_count{endpoint="
+			    "\"%s\"} %llu\n",
+			    endpoint_names[e], (unsigned long long)load(&h->count),
+			    endpoint_names[e], (double)load(&h->sum_ns) / 1e9,
+			    endpoint_names[e], (unsigned long long)load(&h->count));
+	}
+	strbuf_addf(&sb,
+		    "# HELP gpugate_policy_reloads_total Policy file reloads.\n"
+		    "# TYPE gpugate_policy_reloads_total counter\n"
+		    "gpugate_policy_reloads_total{result=\"success\"} %llu\n"
+		    "gpugate_policy_reloads_total{result=\"failure\"} %llu\n"
+		    "# HELP gpugate_certificate_reloads_total TLS certificate "
+		    "reloads.\n"
+		    "# TYPE gpugate_certificate_reloads_total counter\n"
+		    "gpugate_certificate_reloads_total{result=\"success\"} %llu\n"
+		    "gpugate_certificate_reloads_total{result=\"failure\"} %llu\n",
+		    (unsigned long long)load(&m->policy_reloads[1]),
+		    (unsigned long long)load(&m->policy_reloads[0]),
+		    (unsigned long long)load(&m->cert_reloads[1]),
+		    (unsigned long long)load(&m->cert_reloads[0]));
+	if (extra)
+		extra(ctx, &sb);
+	if (strbuf_failed(&sb)) {
+		strbuf_release(&sb);
+		return -1;
+	}
+	*out = strbuf_take(&sb, len);
+	return *out ? 0 : -1;
+}

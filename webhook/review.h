@@ -1,0 +1,60 @@
+/*
+ * review: the AdmissionReview admission.k8s.io/v1 wire format.
+ *
+ * review_decode() parses a request body; review_encode() builds the
+ * response the kube-apiserver accepts: apiVersion and kind echoed, the
+ * request uid echoed, a JSONPatch (base64) only when there is one, a status
+ * with code and message on denial, and one-line warnings.
+ */
+#ifndef GPUGATE_REVIEW_H
+#define GPUGATE_REVIEW_H
+
+#include "policy/workload.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#define REVIEW_API_VERSION "admission.k8s.io/v1"
+
+struct review {
+	json_t *root;            /* owned: the whole parsed body */
+	const char *uid;         /* request.uid */
+	enum wl_kind kind;       /* from request.kind (group/version/kind) */
+	const char *kind_name;   /* request.kind.kind, "" when absent */
+	enum wl_op op;
+	const char *namespace;   /* request.namespace, "" when absent */
+	const char *name;        /* request.name, "" when absent */
+	const char *sub_resource; /* "" when absent */
+	bool dry_run;
+	json_t *object;          /* borrowed from root; NULL when absent */
+	json_t *old_object;      /* borrowed from root; NULL when absent */
+};
+
+/*
+ * Parses body.  Returns 0; or -1 when the body is not an AdmissionReview
+ * this server can answer (not JSON, not v1, no request.uid, ...) with a
+ * one-line reason in err: the caller answers 400 with it.
+ */
+int review_decode(const char *body, size_t len, struct review *rv, char *err,
+		  size_t errsz);
+
+void review_release(struct review *rv);
+
+struct review_response {
+	bool allowed;
+	int code;                  /* status.code when denied */
+	const char *message;       /* status.message when denied */
+	const char *const *warnings;
+	size_t n_warnings;
+	const json_t *patch;       /* a JSON Patch array, or NULL */
+};
+
+/*
+ * The response body (caller frees).  uid echoes rv->uid.  A patch is sent
+ * only when non-empty.  Returns NULL when out of memory.
+ */
+char *review_encode(const char *uid, const struct review_response *resp,
+		    size_t *len);
+
+#endif
