@@ -1,0 +1,58 @@
+/*
+ * watch: keeps the ledger true to the cluster (SPEC section 5).
+ *
+ * Two threads, one for Pods and one for Jobs, each lists the objects
+ * gpugate stamped (label selector gpugate.io/tenant) page by page, then
+ * watches from the list's resourceVersion with bookmarks.  A watch that
+ * ends is resumed from the last version seen; "410 Gone" (the version is
+ * too old) starts a new list; transport errors are retried with
+ * exponential backoff (0.5 s doubling to 30 s).  Every relist replaces
+ * what the ledger had observed of that kind.
+ *
+ * What an object holds is derived from its spec, never from its labels:
+ * the tenant from its namespace, the flavor from the extended resource it
+ * requests (and the flavor's node selector, when several flavors share a
+ * resource name), the units from its containers' limits (times parallelism
+ * for a Job).  Terminal pods, finished or suspended Jobs hold nothing.
+ */
+#ifndef GPUGATE_WATCH_H
+#define GPUGATE_WATCH_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+struct arena;
+struct diag;
+struct holder;
+struct kube_config;
+struct ledger;
+struct ledger_item;
+struct policy;
+
+struct watch_config {
+	const struct kube_config *kube; /* copied */
+	struct ledger *ledger;
+	struct holder *policy;
+	unsigned idle_seconds;          /* 0: 180 */
+};
+
+struct watch;
+
+int watch_start(const struct watch_config *cfg, struct watch **out,
+		struct diag *d);
+/* True once Pods and Jobs have each been listed completely. */
+bool watch_synced(struct watch *w);
+/* True while both watches are connected. */
+bool watch_connected(struct watch *w);
+void watch_stop(struct watch *w);
+
+/*
+ * What obj (a Pod, or a Job when is_job) holds under policy p, in *out
+ * (strings borrowed from obj and p, arrays from a).  Returns 0; -1 when
+ * obj is not an object with metadata.uid.  out->active is false when it
+ * holds nothing (terminal, finished, no tenant, no flavor resource).
+ */
+int watch_item(const struct policy *p, const json_t *obj, bool is_job,
+	       struct arena *a, struct ledger_item *out);
+
+#endif
