@@ -1,0 +1,232 @@
+#!/usr/bin/env bash
+# build-tools.sh - build (once) the Kubernetes control-plane binaries and etcd
+# used by gpugate's end-to-end tests, from the pinned wrapper modules in
+# tests/e2e/tools/{k8s,etcd}, using nothing but the Go module proxy.
+#
+# Output layout (one cache directory, one sub-directory per pinned version):
+#   ${GPUGATE_TOOLS_DIR:-$HOME/.cache/gpugate/tools}/
+#       k8s-<version>/{kube-apiserver,kube-controller-manager,kubectl,.stamp}
+#       etcd-<version>/{etcd,.stamp}
+#
+# A directory only appears once its build fully succeeded (built in a temp dir,
+# then renamed), and it is reused as long as its .stamp matches the current
+# go.mod/go.sum/build flags. So a second run is a no-op that takes a few ms.
+#
+# Usage: build-tools.sh [--force] [-q|--quiet]
+#   --force   rebuild even if the stamps match
+#   --quiet   no progress messages (errors are still printed)
+#
+# stdout: exactly two shell assignments, so callers can do
+#   eval "$(tests/e2e/build-tools.sh)"
+#     KUBE_BIN_DIR=/path/to/k8s-<version>
+#     ETCD_BIN_DIR=/path/to/etcd-<version>
+# Everything else (progress, timings) goes to stderr.
+#
+# Environment:
+#   GPUGATE_TOOLS_DIR    cache root (default $HOME/.cache/gpugate/tools)
+#   GPUGATE_BUILD_JOBS   go build -p value (default 2)
+#   GO                   go binary to use (default: go from PATH)
+#   GOMODCACHE/GOCACHE/GOPROXY/GOTOOLCHAIN are honoured as usual.
+
+set -euo pipefail
+
+script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
+k8s_mod_dir=$script_dir/tools/k8s
+etcd_mod_dir=$script_dir/tools/etcd
+
+tools_dir=${GPUGATE_TOOLS_DIR:-${HOME:?HOME is not set}/.cache/gpugate/tools}
+jobs=${GPUGATE_BUILD_JOBS:-2}
+go_bin=${GO:-go}
+
+force=0
+quiet=0
+for arg in "$@"; do
+    case $arg in
+        --force) force=1 ;;
+        -q | --quiet) quiet=1 ;;
+        -h | --help)
+            sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
+            exit 0
+            ;;
+        *)
+            echo "build-tools.sh: unknown argument: $arg" >&2
+            exit 2
+            ;;
+    esac
+done
+
+log() {
+    if [[ $quiet -eq 0 ]]; then
+        printf 'build-tools: %s\n' "$*" >&2
+    fi
+}
+
+die() {
+    printf 'build-tools: ERROR: %s\n' "$*" >&2
+    exit 1
+}
+
+# Seconds (with milliseconds) since the epoch, from bash itself: no forks.
+now() { printf '%s' "${EPOCHREALTIME}"; }
+elapsed() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+
+# Version of a required module, read straight from a go.mod (no go command,
+# so the no-op path stays fast). Handles both one-line and block requires.
+mod_version() {
+    local gomod=$1 module=$2 version
+    version=$(awk -v m="$module" '
+        $1 == "require" && $2 == m { print $3; exit }
+        $1 == m && $2 ~ /^v/      { print $2; exit }' "$gomod")
+    [[ -n $version ]] || die "cannot find $module in $gomod"
+    printf '%s' "$version"
+}
+
+k8s_version=$(mod_version "$k8s_mod_dir/go.mod" k8s.io/kubernetes)
+etcd_version=$(mod_version "$etcd_mod_dir/go.mod" go.etcd.io/etcd/server/v3)
+
+# Sanity check: every staging replace must point at v0.<minor>.<patch> of the
+# same release, otherwise we would silently build a mixed control plane.
+staging_version=v0.${k8s_version#v1.}
+awk -v want="$staging_version" '
+    $2 == "=>" && $1 ~ /^k8s\.io\// && $4 != want { bad = 1; print "  " $0 > "/dev/stderr" }
+    END { exit bad }' "$k8s_mod_dir/go.mod" ||
+    die "replace lines in $k8s_mod_dir/go.mod do not all use $staging_version"
+
+k8s_out=$tools_dir/k8s-$k8s_version
+etcd_out=$tools_dir/etcd-$etcd_version
+
+# Version string embedded the same way Kubernetes' own build does
+# (hack/lib/version.sh), so `kubectl version` and /version look normal.
+k8s_minor=${k8s_version#v1.}
+k8s_minor=${k8s_minor%%.*}
+k8s_ldflags="-s -w"
+for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
+    k8s_ldflags+=" -X $pkg.gitVersion=$k8s_version -X $pkg.gitMajor=1"
+    k8s_ldflags+=" -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
+done
+etcd_ldflags="-s -w"
+
+# Common go build flags. -mod=readonly: go.sum in the repo is complete, so a
+# fresh machine needs only the module proxy and nothing rewrites go.mod.
+# -buildvcs=false: the wrapper modules live inside the gpugate git checkout,
+# whose VCS state is irrelevant (and may not even have a commit yet).
+build_flags=(-mod=readonly -trimpath -buildvcs=false -p "$jobs")
+
+# Stamp = everything that determines the output (not -p, which does not).
+stamp_for() {
+    local mod_dir=$1 version=$2 ldflags=$3 f
+    local -a inputs=()
+    for f in "$mod_dir"/go.mod "$mod_dir"/go.sum "$mod_dir"/*.go; do
+        [[ -f $f ]] && inputs+=("$f")
+    done
+    {
+        printf 'version=%s\n' "$version"
+        printf 'flags=-mod=readonly -trimpath -buildvcs=false CGO_ENABLED=0 GOWORK=off\n'
+        printf 'ldflags=%s\n' "$ldflags"
+        # Hash the inputs of the wrapper module by content, not by path.
+        cat -- "${inputs[@]}" | sha256sum
+    } | sha256sum | cut -d' ' -f1
+}
+
+k8s_stamp=$(stamp_for "$k8s_mod_dir" "$k8s_version" "$k8s_ldflags")
+etcd_stamp=$(stamp_for "$etcd_mod_dir" "$etcd_version" "$etcd_ldflags")
+
+# up_to_date DIR STAMP BIN... : true if DIR has every BIN and a matching stamp.
+up_to_date() {
+    local dir=$1 stamp=$2 bin
+    shift 2
+    [[ -f $dir/.stamp && $(<"$dir/.stamp") == "$stamp" ]] || return 1
+    for bin in "$@"; do
+        [[ -x $dir/$bin ]] || return 1
+    done
+}
+
+k8s_bins=(kube-apiserver kube-controller-manager kubectl)
+etcd_bins=(etcd)
+
+print_result() {
+    printf 'KUBE_BIN_DIR=%q\n' "$k8s_out"
+    printf 'ETCD_BIN_DIR=%q\n' "$etcd_out"
+}
+
+# needs_build DIR STAMP BIN... : like ! up_to_date, but --force always builds.
+needs_build() {
+    [[ $force -eq 1 ]] || ! up_to_date "$@"
+}
+
+# Fast path: nothing to do, do not even start the go command.
+if [[ $force -eq 0 ]] && up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" &&
+    up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}"; then
+    log "up to date: kubernetes $k8s_version, etcd $etcd_version"
+    print_result
+    exit 0
+fi
+
+command -v "$go_bin" >/dev/null || die "go not found (set GO=/path/to/go)"
+mkdir -p "$tools_dir"
+
+# Serialise concurrent builds (e.g. several test jobs starting at once).
+exec {lock_fd}>"$tools_dir/.lock"
+if ! flock -n "$lock_fd"; then
+    log "another build is running, waiting for $tools_dir/.lock"
+    flock "$lock_fd"
+fi
+
+tmp_dirs=()
+cleanup() {
+    local d
+    for d in "${tmp_dirs[@]}"; do
+        rm -rf -- "$d"
+    done
+}
+trap cleanup EXIT
+
+# build_one NAME MOD_DIR OUT_DIR STAMP LDFLAGS OUTPUT PKG...
+# Builds PKG... in MOD_DIR into a temp dir, then renames it to OUT_DIR.
+# OUTPUT is the binary name for a single package, or "" to let go name the
+# binaries after their package directories (multiple packages).
+build_one() {
+    local name=$1 mod_dir=$2 out=$3 stamp=$4 ldflags=$5 output=$6
+    shift 6
+    local t0 tmp
+    t0=$(now)
+    tmp=$(mktemp -d "$tools_dir/.build-$name.XXXXXX")
+    tmp_dirs+=("$tmp")
+    log "building $name into $out"
+    (
+        cd "$mod_dir"
+        # GOWORK=off: a go.work further up must not pull these modules in.
+        CGO_ENABLED=0 GOWORK=off "$go_bin" build "${build_flags[@]}" \
+            -ldflags="$ldflags" -o "$tmp/$output" "$@"
+    ) || die "go build of $name failed"
+    printf '%s\n' "$stamp" >"$tmp/.stamp"
+    chmod 755 "$tmp"
+    # Replace the old directory (if any) with the complete new one.
+    rm -rf -- "$out"
+    mv -- "$tmp" "$out"
+    log "built $name in $(elapsed "$t0")"
+}
+
+t_start=$(now)
+log "$("$go_bin" version), GOMODCACHE=$("$go_bin" env GOMODCACHE), GOCACHE=$("$go_bin" env GOCACHE)"
+
+# needs_build is re-evaluated under the lock: a concurrent run may have just
+# finished the job, in which case there is nothing left to do.
+if needs_build "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}"; then
+    build_one "etcd-$etcd_version" "$etcd_mod_dir" "$etcd_out" "$etcd_stamp" \
+        "$etcd_ldflags" etcd .
+fi
+
+if needs_build "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}"; then
+    build_one "k8s-$k8s_version" "$k8s_mod_dir" "$k8s_out" "$k8s_stamp" \
+        "$k8s_ldflags" "" \
+        k8s.io/kubernetes/cmd/kube-apiserver \
+        k8s.io/kubernetes/cmd/kube-controller-manager \
+        k8s.io/kubernetes/cmd/kubectl
+fi
+
+up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" || die "missing binaries in $k8s_out"
+up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}" || die "missing binaries in $etcd_out"
+
+log "done in $(elapsed "$t_start"): kubernetes $k8s_version, etcd $etcd_version"
+print_result
