@@ -350,6 +350,15 @@ static void failure_rule(struct ap *a, json_t *job_spec)
 {
 	json_t *rules = ensure_array(a, ensure_object(a, job_spec, "podFailurePolicy"),
 				     "rules");
+	const char *repl = json_string_value(json_object_get(job_spec,
+							     "podReplacementPolicy"));
+
+	/* A Job with a podFailurePolicy must replace pods only once they
+	 * failed (the apiserver defaults TerminatingOrFailed, then refuses
+	 * it); for GPUs that is also the right thing: a replacement never
+	 * waits for the GPUs its terminating predecessor still holds. */
+	if (repl && strcmp(repl, "Failed") != 0)
+		set_string(a, job_spec, "podReplacementPolicy", "Failed");
 
 	append(a, rules,
 	       json_pack("{s:s,s:[{s:s,s:s}]}", "action", "Ignore", "onPodConditions",

@@ -909,6 +909,9 @@ Test(yamljson, text_size_is_capped, .timeout = 30)
 /* Inputs the fuzzer (tests/fuzz/yamljson_fuzz.c) reported, kept. */
 Test(yamljson, fuzz_regressions, .timeout = 30)
 {
+	const char *text;
+	json_t *v;
+
 	/*
 	 * User text that reads like an internal failure is quoted, so the
 	 * driver (and callers) can tell it from a real "out of memory".
@@ -930,4 +933,20 @@ Test(yamljson, fuzz_regressions, .timeout = 30)
 		     "f: &f [*e,*e,*e,*e,*e,*e,*e,*e}*e,*e]\n"
 		     "g [*f,*f,*f,*f,*f,*f,*f,n*f,*f,*f]\n",
 		     "t:6: document expands to more than 1000000 nodes");
+	/*
+	 * Just under the cap (921,236 values): valid, and quick to build; the
+	 * fuzzer's 5 s timeout came from its own round trip under ASan.
+	 */
+	text = "a: &a [\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\",\"x\","
+	       "\"x\",\"x\"]\n"
+	       "b: &b [*a,*a,*a,*a,*a,*a,*a,05*a,*a,*a]\n"
+	       "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\n"
+	       "d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+	       "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n"
+	       "f: &f [*e,*e,*e,*e,*e,*e,*e,*e,tr 65f]\n";
+	v = parse_ok(text, strlen(text));
+	cr_expect_eq(json_array_size(at(v, "f")), 9);
+	cr_expect_str_eq(json_string_value(at(v, "f.0.0.0.0.7")), "05*a");
+	cr_expect_str_eq(json_string_value(at(v, "f.8")), "tr 65f");
+	json_decref(v);
 }
