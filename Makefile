@@ -74,7 +74,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test unit integration run format clean deps check-examples
+.PHONY: all test unit integration run format clean deps check-examples e2e demo bench fuzz
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -130,6 +130,25 @@ integration: $(GPUGATE)
 	    python3 -m pytest -q -p no:cacheprovider tests/integration $(PYTEST_ARGS)
 
 test: unit check-examples integration
+
+# A real control plane (etcd, kube-apiserver, kube-controller-manager built
+# from the Go module proxy and cached), gpugate registered, kubectl tests.
+e2e: $(GPUGATE)
+	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) tests/e2e/run.sh $(E2E_ARGS)
+
+# The same control plane and a short scripted kubectl session.
+demo: $(GPUGATE)
+	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) tests/e2e/demo.sh
+
+# Benchmarks print figures; they are not tests (docs/benchmarks.md).
+bench: $(GPUGATE)
+	$(Q)scripts/deps.sh --bench
+	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) bench/run.sh $(BENCH_ARGS)
+
+# libFuzzer harnesses (clang); FUZZ_SECONDS per harness, default 60.
+fuzz:
+	$(Q)scripts/deps.sh --fuzz
+	$(Q)tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 # Development certificates: the CA is made once and reused, the serving
 # certificate is renewed on every run (it never expires under your feet).

@@ -169,3 +169,59 @@ Test(quota, other_flavors_do_not_count)
 	cr_assert_eq(r.position, QUOTA_OVER);
 	policy_free(p);
 }
+
+/* The worked example of docs/quota.md, on the example policy. */
+static int64_t ex_research, ex_product;
+
+static int64_t example_used(const void *ctx, unsigned t, unsigned f)
+{
+	const struct policy *p = ctx;
+	const char *tenant = policy_tenant_at(p, t)->name;
+
+	if (strcmp(policy_flavor_at(p, f)->name, "h100-80gb") != 0)
+		return 0;
+	return strcmp(tenant, "research") == 0  ? ex_research
+	       : strcmp(tenant, "product") == 0 ? ex_product
+						: 0;
+}
+
+Test(quota, worked_example_in_the_docs)
+{
+	struct policy *p = NULL;
+	struct diag d;
+	struct quota_result r;
+	const struct policy_tenant *research, *product;
+	const struct policy_flavor *h100;
+	struct usage_view view = {.used = example_used};
+
+	diag_init(&d);
+	cr_assert_eq(policy_load("policy/examples/gpu-cluster.yaml", &p, &d), 0, "%s",
+		     diag_text(&d));
+	view.ctx = p;
+	research = policy_tenant_find(p, "research");
+	product = policy_tenant_find(p, "product");
+	h100 = policy_flavor_find(p, "h100-80gb");
+
+	ex_research = 24, ex_product = 4;
+	quota_decide(p, research, h100, 8, true, &view, &r);
+	cr_assert_eq(r.position, QUOTA_NOMINAL);
+	ex_research = 32;
+	quota_decide(p, research, h100, 8, true, &view, &r);
+	cr_assert_eq(r.position, QUOTA_BORROWED);
+	cr_assert_eq(r.borrowed, 8);
+	ex_research = 40;
+	quota_decide(p, research, h100, 8, true, &view, &r);
+	cr_assert_eq(r.position, QUOTA_OVER);
+	cr_assert_eq(r.can_lend, 0);
+	quota_decide(p, product, h100, 16, true, &view, &r);
+	cr_assert_eq(r.position, QUOTA_OVER);
+	cr_assert_eq(r.can_lend, 0);
+	ex_research = 24;
+	quota_decide(p, product, h100, 16, true, &view, &r);
+	cr_assert_eq(r.position, QUOTA_BORROWED);
+	cr_assert_eq(r.borrowed, 4);
+	quota_decide(p, research, h100, 64, true, &view, &r);
+	cr_assert_eq(r.position, QUOTA_NEVER_FITS);
+	cr_assert_eq(r.ceiling, 40);
+	policy_free(p);
+}

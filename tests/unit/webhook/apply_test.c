@@ -301,3 +301,20 @@ Test(apply, required_affinity_on_the_gang)
 			 g);
 	json_decref(out);
 }
+
+Test(apply, failure_policy_needs_pod_replacement_policy_failed)
+{
+	/* The apiserver defaults TerminatingOrFailed, then refuses it next
+	 * to a podFailurePolicy. */
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":"
+		"\"j\",\"labels\":{\"gpugate.io/class\":\"train-small\"}},\"spec\":{"
+		"\"podReplacementPolicy\":\"TerminatingOrFailed\",\"template\":{\"spec\":"
+		"{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\"}]}}}}");
+
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(out, "spec"), "podReplacementPolicy")),
+			 "Failed");
+	json_decref(out);
+}
