@@ -40,6 +40,8 @@ void cmd_serve_usage(FILE *out)
 	fputs("usage: gpugate serve --policy FILE --tls-cert FILE --tls-key FILE\n"
 	      "                     [--listen HOST:PORT] [--kubeconfig FILE | --embedded]\n"
 	      "                     [--threads N] [--log-level LEVEL]\n"
+	      "                     [--conn-timeout SECONDS] [--max-conns N]\n"
+	      "                     [--max-conns-per-ip N]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics.\n"
@@ -57,6 +59,10 @@ void cmd_serve_usage(FILE *out)
 	      "                     admitted, released by DELETE admissions\n"
 	      "  --threads N        worker threads (default: one per CPU)\n"
 	      "  --log-level LEVEL  debug, info, warn or error (default info)\n"
+	      "  --conn-timeout S   close a connection idle or stalled for S seconds\n"
+	      "                     (default 30)\n"
+	      "  --max-conns N      connections at most (default 1024)\n"
+	      "  --max-conns-per-ip N  from one address at most (default 256)\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -313,6 +319,21 @@ static int parse_listen(const char *s, char *host, size_t hostsz, uint16_t *port
 	return 0;
 }
 
+/* A whole number in [lo, hi]. */
+static int parse_count(const char *s, unsigned lo, unsigned hi, unsigned *out)
+{
+	char *end;
+	unsigned long n;
+
+	if (!*s || *s == '-' || *s == '+')
+		return -1;
+	n = strtoul(s, &end, 10);
+	if (*end || n < lo || n > hi)
+		return -1;
+	*out = (unsigned)n;
+	return 0;
+}
+
 static int usage_error(const char *msg)
 {
 	fprintf(stderr, "gpugate serve: %s\n", msg);
@@ -331,6 +352,9 @@ int cmd_serve(int argc, char **argv)
 		{"embedded", no_argument, NULL, 'E'},
 		{"threads", required_argument, NULL, 't'},
 		{"log-level", required_argument, NULL, 'L'},
+		{"conn-timeout", required_argument, NULL, 'T'},
+		{"max-conns", required_argument, NULL, 'M'},
+		{"max-conns-per-ip", required_argument, NULL, 'I'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -366,15 +390,22 @@ int cmd_serve(int argc, char **argv)
 		case 'E':
 			embedded = true;
 			break;
-		case 't': {
-			char *end;
-			unsigned long n = strtoul(optarg, &end, 10);
-
-			if (*end || n < 1 || n > 256)
+		case 't':
+			if (parse_count(optarg, 1, 256, &cfg.threads) < 0)
 				return usage_error("--threads must be 1..256");
-			cfg.threads = (unsigned)n;
 			break;
-		}
+		case 'T':
+			if (parse_count(optarg, 1, 3600, &cfg.conn_timeout) < 0)
+				return usage_error("--conn-timeout must be 1..3600 seconds");
+			break;
+		case 'M':
+			if (parse_count(optarg, 1, 65536, &cfg.conn_limit) < 0)
+				return usage_error("--max-conns must be 1..65536");
+			break;
+		case 'I':
+			if (parse_count(optarg, 1, 65536, &cfg.per_ip_limit) < 0)
+				return usage_error("--max-conns-per-ip must be 1..65536");
+			break;
 		case 'L':
 			if (strcmp(optarg, "debug") == 0)
 				log_set_level(LOG_DEBUG);

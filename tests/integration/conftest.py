@@ -327,9 +327,9 @@ def tls_context(certs: Certs, minimum: ssl.TLSVersion | None = None,
     return ctx
 
 
-def _start(binary, certs, policy, workdir) -> Server:
+def _start(binary, certs, policy, workdir, extra_args: tuple[str, ...] = ()) -> Server:
     workdir.mkdir(parents=True, exist_ok=True)
-    return Server(binary, certs, policy, workdir).start()
+    return Server(binary, certs, policy, workdir, extra_args).start()
 
 
 @pytest.fixture(scope="session")
@@ -366,8 +366,10 @@ def fresh_server(gpugate_bin, certs, tmp_path):
     starts is stopped at the end (the test may have stopped it already)."""
     started: list[Server] = []
 
-    def start(policy: Path = EXAMPLE_POLICY, own_certs: Certs | None = None) -> Server:
-        s = _start(gpugate_bin, own_certs or certs, policy, tmp_path / f"srv{len(started)}")
+    def start(policy: Path = EXAMPLE_POLICY, own_certs: Certs | None = None,
+              extra_args: tuple[str, ...] = ()) -> Server:
+        s = _start(gpugate_bin, own_certs or certs, policy, tmp_path / f"srv{len(started)}",
+                   extra_args)
         started.append(s)
         return s
 
