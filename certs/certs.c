@@ -189,29 +189,36 @@ static void pem_problem(const char *path, const char *buf, const char *label,
 	ERR_clear_error();
 }
 
+/* A certificate from PEM text in memory; path names it in messages. */
+static int parse_cert(const char *path, const char *buf, size_t len, X509 **out,
+		      struct diag *d)
+{
+	BIO *bio = BIO_new_mem_buf(buf, (int)len);
+
+	*out = NULL;
+	if (!bio) {
+		diag_addf(d, "%s: out of memory", path);
+		return -1;
+	}
+	*out = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	if (!*out) {
+		pem_problem(path, buf, "CERTIFICATE", "certificate", d);
+		return -1;
+	}
+	return 0;
+}
+
 static int load_cert(const char *path, X509 **out, struct diag *d)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	BIO *bio = NULL;
-	int rc = -1;
+	int rc;
 
 	*out = NULL;
 	if (read_small_file(path, &buf, &len, d) < 0)
 		return -1;
-	bio = BIO_new_mem_buf(buf, (int)len);
-	if (!bio) {
-		diag_addf(d, "%s: out of memory", path);
-		goto out;
-	}
-	*out = PEM_read_bio_X509(bio, NULL, NULL, NULL);
-	if (!*out) {
-		pem_problem(path, buf, "CERTIFICATE", "certificate", d);
-		goto out;
-	}
-	rc = 0;
-out:
-	BIO_free(bio);
+	rc = parse_cert(path, buf, len, out, d);
 	OPENSSL_clear_free(buf, len + 1);
 	return rc;
 }
@@ -226,37 +233,45 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 	return -1;
 }
 
-static int load_key(const char *path, EVP_PKEY **out, struct diag *d)
+/* A private key from PEM text in memory; path names it in messages. */
+static int parse_key(const char *path, const char *buf, size_t len,
+		     EVP_PKEY **out, struct diag *d)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	BIO *bio = NULL;
-	int rc = -1;
+	BIO *bio;
 
 	*out = NULL;
-	if (read_small_file(path, &buf, &len, d) < 0)
-		return -1;
 	if (strstr(buf, "-----BEGIN ENCRYPTED PRIVATE KEY-----") ||
 	    strstr(buf, "Proc-Type: 4,ENCRYPTED")) {
 		diag_addf(d,
 			  "%s: private key is passphrase-protected (gpugate "
 			  "needs an unencrypted key)",
 			  path);
-		goto out;
+		return -1;
 	}
 	bio = BIO_new_mem_buf(buf, (int)len);
 	if (!bio) {
 		diag_addf(d, "%s: out of memory", path);
-		goto out;
+		return -1;
 	}
 	*out = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
+	BIO_free(bio);
 	if (!*out) {
 		pem_problem(path, buf, "PRIVATE KEY", "private key", d);
-		goto out;
+		return -1;
 	}
-	rc = 0;
-out:
-	BIO_free(bio);
+	return 0;
+}
+
+static int load_key(const char *path, EVP_PKEY **out, struct diag *d)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	*out = NULL;
+	if (read_small_file(path, &buf, &len, d) < 0)
+		return -1;
+	rc = parse_key(path, buf, len, out, d);
 	OPENSSL_clear_free(buf, len + 1);
 	return rc;
 }
@@ -1027,6 +1042,32 @@ out:
 	X509_free(x);
 	BIO_free(bio);
 	OPENSSL_clear_free(buf, len + 1);
+	return rc;
+}
+
+int certs_check_pem(const char *cert_name, const char *cert_pem,
+		    const char *key_name, const char *key_pem, time_t now,
+		    struct certs_info *info, struct diag *d)
+{
+	X509 *x = NULL;
+	EVP_PKEY *key = NULL;
+	int rc = -1;
+
+	if (info)
+		memset(info, 0, sizeof(*info));
+	if (parse_cert(cert_name, cert_pem, strlen(cert_pem), &x, d) < 0)
+		goto out;
+	if (info)
+		fill_info(x, info);
+	rc = 0;
+	if (parse_key(key_name, key_pem, strlen(key_pem), &key, d) < 0 ||
+	    check_key_matches(cert_name, x, key_name, key, d) < 0)
+		rc = -1;
+	if (check_validity(cert_name, x, now, d) < 0)
+		rc = -1;
+out:
+	EVP_PKEY_free(key);
+	X509_free(x);
 	return rc;
 }
 

@@ -146,4 +146,15 @@ struct certs_info {
 int certs_check_pair(const char *cert_pem_path, const char *key_pem_path,
 		     time_t now, struct certs_info *info, struct diag *d);
 
+/*
+ * The same checks on PEM text already in memory (cert_name and key_name name
+ * them in messages).  A server reloading a certificate reads both files
+ * once, checks those bytes, and installs the same bytes: a rotation that
+ * swaps the files between a check and a read cannot slip a mismatched pair
+ * in.
+ */
+int certs_check_pem(const char *cert_name, const char *cert_pem,
+		    const char *key_name, const char *key_pem, time_t now,
+		    struct certs_info *info, struct diag *d);
+
 #endif

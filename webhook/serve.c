@@ -134,20 +134,27 @@ static char *read_small(const char *path, struct diag *d)
 	return buf;
 }
 
-/* Reads and checks the pair; on success *cert and *key are malloc'd. */
+/*
+ * Reads the pair once and checks those very bytes; on success *cert and
+ * *key are malloc'd.  A rotation in the middle (a Secret volume flips both
+ * files at once) yields a mismatched pair, which is refused: the next tick
+ * reads the new pair whole.
+ */
 static int load_pair(struct serve *sv, char **cert, char **key, struct diag *d)
 {
 	struct certs_info info;
 
-	*cert = *key = NULL;
-	if (certs_check_pair(sv->cert_file.path, sv->key_file.path, time(NULL),
-			     &info, d) < 0)
-		return -1;
 	*cert = read_small(sv->cert_file.path, d);
 	*key = *cert ? read_small(sv->key_file.path, d) : NULL;
-	if (!*key) {
+	if (!*key ||
+	    certs_check_pem(sv->cert_file.path, *cert, sv->key_file.path, *key,
+			    time(NULL), &info, d) < 0) {
+		if (*key) {
+			memset(*key, 0, strlen(*key));
+			free(*key);
+		}
 		free(*cert);
-		*cert = NULL;
+		*cert = *key = NULL;
 		return -1;
 	}
 	sv->cert_not_after = info.not_after;
