@@ -12,8 +12,11 @@
  *     characters must be written as UTF-8, as kubectl and Go emit them.
  *   - libyaml reads U+0085 (NEL), U+2028 and U+2029 as line breaks (YAML
  *     1.1), so raw inside a quoted JSON string they are folded: NEL becomes
- *     a space, and spaces around any of them are dropped.  Escapes
- *     ("\u2028") keep the text as written.  Lines in messages count them.
+ *     a space, and spaces around any of them are dropped.  Lines in
+ *     messages count them.  Raw DEL, C1 controls (U+0080..U+009F but NEL),
+ *     U+FFFE and U+FFFF are refused ("control characters are not
+ *     allowed").  Escapes ("\u2028", "\u007f") read as written in both
+ *     cases.
  *   - Exactly one non-empty document.  Empty documents (a bare "---", a
  *     trailing "---") are skipped, as kubectl does.
  *

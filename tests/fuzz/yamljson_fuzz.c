@@ -40,10 +40,35 @@ static unsigned long count_lines(const uint8_t *s, size_t n)
 }
 
 /*
- * Its own JSON must read back equal, unless a string holds a raw NEL, LS
- * or PS: libyaml folds those as YAML 1.1 line breaks (yamljson.h).  Values
- * near the node cap dump to megabytes; reading those again under ASan
- * only slows the run down (it timed out at 5 s), so they are left out.
+ * Whether libyaml reads the JSON s as jansson wrote it.  jansson writes
+ * everything but C0 controls raw, while libyaml (YAML 1.1) refuses raw DEL,
+ * C1 controls but NEL, U+FFFE and U+FFFF, and folds NEL, LS and PS as line
+ * breaks; yamljson.h documents both.
+ */
+static int yaml_reads_back(const char *text)
+{
+	const unsigned char *s = (const unsigned char *)text;
+	size_t i;
+
+	for (i = 0; s[i]; i++) {
+		if (s[i] == 0x7F)
+			return 0;
+		if (s[i] == 0xC2 && s[i + 1] >= 0x80 && s[i + 1] <= 0x9F)
+			return 0;
+		if (s[i] == 0xE2 && s[i + 1] == 0x80 &&
+		    (s[i + 2] == 0xA8 || s[i + 2] == 0xA9))
+			return 0;
+		if (s[i] == 0xEF && s[i + 1] == 0xBF &&
+		    (s[i + 2] == 0xBE || s[i + 2] == 0xBF))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Its own JSON must read back equal when libyaml can read it.  Values near
+ * the node cap dump to megabytes; reading those again under ASan only
+ * slows the run down (it timed out at 5 s), so they are left out.
  */
 static void check_round_trip(const json_t *v)
 {
@@ -54,9 +79,7 @@ static void check_round_trip(const json_t *v)
 	s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
 	if (!s)
 		abort();
-	if (strlen(s) <= ROUND_TRIP_MAX && !strstr(s, "\xc2\x85") &&
-	    !strstr(s, "\xe2\x80\xa8") &&
-	    !strstr(s, "\xe2\x80\xa9")) {
+	if (strlen(s) <= ROUND_TRIP_MAX && yaml_reads_back(s)) {
 		diag_init(&d);
 		if (yamljson_parse("again", s, strlen(s), &again, &d) < 0 ||
 		    !json_equal(v, again))
