@@ -1,4 +1,5 @@
 #include "policy/diag.h"
+#include "policy/text.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,11 @@ void diag_vaddf(struct diag *d, const char *fmt, va_list ap)
 		n = sizeof(line) - 1; /* a truncated line still says what is wrong */
 	while (n > 0 && line[n - 1] == '\n')
 		n--;
+	line[n] = '\0';
+	/* One line of valid UTF-8 whatever was quoted in it: a newline inside
+	 * a quoted YAML scalar must not start a fake "FILE:LINE:" line. */
+	text_clean(line);
+	n = (int)strlen(line);
 	if (d->len + (size_t)n + 1 + TRAILER_ROOM >= sizeof(d->buf)) {
 		d->dropped++;
 		return;

@@ -3,7 +3,8 @@
  *
  * A fallible function returns 0 or a negative code and takes a `struct diag *`
  * last; the code drives control flow, the sink carries the text.  The sink
- * lives in the caller's storage, never allocates, and keeps whole lines: when
+ * lives in the caller's storage, never allocates, and keeps whole lines (each
+ * made one line of valid UTF-8: quoted input cannot break it): when
  * it is full, later lines are counted but not stored, and diag_text() ends
  * with "... and N more".  A NULL sink is allowed and discards everything.
  */

@@ -1,5 +1,7 @@
 #include "webhook/review.h"
 
+#include "policy/text.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,16 +146,25 @@ static char *base64(const char *in, size_t len)
 	return out;
 }
 
-/* One line, bounded, valid for the apiserver's warning checks. */
+/*
+ * A bounded line of valid UTF-8: whatever the caller quoted, jansson (and
+ * the apiserver) get a string they accept, so a message never turns into
+ * an HTTP 500.
+ */
+static json_t *clean_string(const char *s, size_t max)
+{
+	char buf[2048];
+
+	if (max > sizeof(buf))
+		max = sizeof(buf);
+	snprintf(buf, max, "%s", s);
+	text_clean(buf);
+	return json_string(buf);
+}
+
 static json_t *warning_string(const char *w)
 {
-	char buf[MAX_WARNING_LEN];
-	size_t n = 0;
-
-	for (; *w && n + 1 < sizeof(buf); w++)
-		buf[n++] = ((unsigned char)*w < 0x20) ? ' ' : *w;
-	buf[n] = '\0';
-	return json_string(buf);
+	return clean_string(w, MAX_WARNING_LEN);
 }
 
 char *review_encode(const char *uid, const struct review_response *resp,
@@ -181,7 +192,8 @@ char *review_encode(const char *uid, const struct review_response *resp,
 						      json_integer(resp->code));
 			failed |= json_object_set_new(
 				st, "message",
-				json_string(resp->message ? resp->message : "denied"));
+				clean_string(resp->message ? resp->message : "denied",
+					     2048));
 			failed |= json_object_set_new(
 				st, "reason",
 				json_string(resp->code == 400 ? "BadRequest"
