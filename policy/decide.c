@@ -1090,6 +1090,25 @@ static void check_stamps_unchanged(struct ctx *c)
 	}
 }
 
+/*
+ * UPDATE of a Job gpugate admitted: its gang was reserved for the
+ * parallelism it had, and its pods are admitted against that reservation.
+ * Raising parallelism would add pods nobody judged.
+ */
+static void check_parallelism_not_raised(struct ctx *c)
+{
+	const struct workload *now = c->wl, *old = c->in->old;
+
+	if (now->kind != WL_JOB || now->parallelism <= old->parallelism ||
+	    !wl_get(old->labels, old->n_labels, STAMP_TENANT))
+		return;
+	violate(c, "parallelism-raised",
+		"the parallelism of a GPU Job cannot be raised (from %" PRId64
+		" to %" PRId64 "): its gang was admitted for %" PRId64 "; create a "
+		"new Job instead",
+		old->parallelism, now->parallelism, old->parallelism);
+}
+
 void decide_prepare(const struct decide_input *in, struct decision *out)
 {
 	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
@@ -1103,6 +1122,8 @@ void decide_prepare(const struct decide_input *in, struct decision *out)
 		if (out->tenant)
 			out->mode = out->tenant->mode;
 		check_stamps_unchanged(&c);
+		if (!out->violation)
+			check_parallelism_not_raised(&c);
 		return;
 	}
 	if (wl->kind == WL_OTHER || wl->op != WL_CREATE)

@@ -1097,3 +1097,33 @@ Test(decide, host_device_paths_are_normalized)
 		done(&r);
 	}
 }
+
+Test(decide, update_may_not_raise_a_gpu_jobs_parallelism)
+{
+	struct run old, now;
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+
+	run(&old, "research",
+	    JOB("2", "\"gpugate.io/class\":\"big\",\"gpugate.io/tenant\":\"research\"",
+		NEVER_SPEC),
+	    DECIDE_VALIDATE);
+	run(&now, "research",
+	    JOB("4", "\"gpugate.io/class\":\"big\",\"gpugate.io/tenant\":\"research\"",
+		NEVER_SPEC),
+	    DECIDE_VALIDATE);
+	now.wl.op = WL_UPDATE;
+	in.wl = &now.wl;
+	in.old = &old.wl;
+	decide_prepare(&in, &now.dec);
+	expect_denied(&now, "parallelism-raised",
+		      "gpugate: the parallelism of a GPU Job cannot be raised (from 2 "
+		      "to 4): its gang was admitted for 2; create a new Job instead");
+	/* Lowering it is fine: the watch releases the difference. */
+	in.wl = &old.wl;
+	in.old = &now.wl;
+	old.wl.op = WL_UPDATE;
+	decide_prepare(&in, &old.dec);
+	cr_assert(old.dec.allowed);
+	done(&old);
+	done(&now);
+}
