@@ -121,7 +121,10 @@ int watch_item(const struct policy *p, const json_t *obj, bool is_job,
 	out->owner_job_uid = wl.owner_job_uid;
 	if (is_job) {
 		out->units = units * wl.parallelism;
-		out->active = !wl.job_finished && !wl.job_suspended;
+		/* A suspended Job keeps its gang: resuming it is an UPDATE
+		 * nobody judges, so it must still hold what it was admitted
+		 * with (SPEC: until it completes, fails or is deleted). */
+		out->active = !wl.job_finished;
 	} else {
 		out->units = units;
 		out->active = !wl.phase || (strcmp(wl.phase, "Succeeded") != 0 &&

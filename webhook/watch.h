@@ -13,7 +13,8 @@
  * the tenant from its namespace, the flavor from the extended resource it
  * requests (and the flavor's node selector, when several flavors share a
  * resource name), the units from its containers' limits (times parallelism
- * for a Job).  Terminal pods, finished or suspended Jobs hold nothing.
+ * for a Job).  Terminal pods and finished Jobs hold nothing; a suspended Job
+ * keeps its gang (resuming it is not judged again).
  */
 #ifndef GPUGATE_WATCH_H
 #define GPUGATE_WATCH_H

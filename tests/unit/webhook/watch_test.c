@@ -132,7 +132,8 @@ Test(watch, a_job_holds_its_gang_until_it_finishes)
 		"{\"suspend\":true,\"template\":{\"spec\":{\"containers\":[{\"name\":"
 		"\"a\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}}}}",
 		true, &it, &a, &obj);
-	cr_assert_not(it.active, "a suspended Job has no pods");
+	cr_assert(it.active, "a suspended Job keeps its gang: resuming is not judged");
+	cr_assert_eq(it.units, 2);
 	arena_release(&a);
 	json_decref(obj);
 }

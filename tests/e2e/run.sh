@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# run.sh - gpugate's end-to-end tests: a real local control plane (etcd,
+# kube-apiserver, kube-controller-manager), gpugate registered as its
+# admission webhook, the real kubectl.
+#
+# Usage: tests/e2e/run.sh [pytest args...]
+#   make e2e                          (builds gpugate, sets GPUGATE_BIN)
+#   make e2e E2E_ARGS='-k quota -x'   (pytest arguments pass through)
+#   GPUGATE_BIN=build/san-address-undefined/gpugate tests/e2e/run.sh
+#
+# Environment:
+#   GPUGATE_BIN     the gpugate binary (default build/gpugate); an ASan/UBSan
+#                   build works: any sanitizer report on its stderr fails
+#   GPUGATE_TOOLS_DIR, GO, ...        see build-tools.sh (tools are cached)
+#   GPUGATE_E2E_MANIFESTS_WAIT        seconds to wait for manifests/ (default 0)
+#   GPUGATE_E2E_KEEP=1                keep the logs even when the run passed
+#                                     (they are always kept when it failed)
+
+set -euo pipefail
+
+root=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/../.." && pwd)
+cd "$root"
+
+now() { printf '%s' "${EPOCHREALTIME}"; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.1fs", b - a }'; }
+t0=$(now)
+
+bin=${GPUGATE_BIN:-$root/build/gpugate}
+[[ $bin == /* ]] || bin=$root/$bin
+if [[ ! -x $bin ]]; then
+    echo "run.sh: $bin is not built: run \`make\` (or \`make e2e\`)" >&2
+    exit 2
+fi
+export GPUGATE_BIN=$bin
+
+# The interpreter itself, not a wrapper (a pyenv shim is a shell script):
+# signals sent to it below must reach pytest.
+if ! py=$(python3 -c 'import sys, pytest; print(sys.executable)' 2>/dev/null) || [[ -z $py ]]; then
+    echo "run.sh: python3 with pytest is needed (scripts/deps.sh installs python3-pytest)" >&2
+    exit 2
+fi
+
+# The control-plane binaries: built once (several minutes), then cached; a
+# no-op in milliseconds afterwards.  cluster.sh would do it as well, but
+# here its progress is visible and its time is reported on its own.
+echo "e2e: control-plane tools (tests/e2e/build-tools.sh)..."
+tools=$("$root/tests/e2e/build-tools.sh") || {
+    echo "run.sh: build-tools.sh failed" >&2
+    exit 1
+}
+eval "$tools"
+echo "e2e: tools ready in $(since "$t0"): $KUBE_BIN_DIR, $ETCD_BIN_DIR"
+echo "e2e: gpugate: $GPUGATE_BIN ($("$GPUGATE_BIN" version 2>/dev/null | head -n1 || true))"
+
+# pytest's temporary directories (the cluster, gpugate's logs) go under
+# $work: whatever happens to pytest, the EXIT trap stops what it left
+# running (gpugate by its pid files, the cluster with cluster.sh down).
+work=$(mktemp -d "${TMPDIR:-/tmp}/gpugate-e2e.XXXXXX")
+pid=
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() {
+    local d
+    if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then
+        kill -TERM "$pid" 2>/dev/null || true
+        wait "$pid" 2>/dev/null || true
+    fi
+    for d in "$work"/pytest/stack*/; do
+        if [[ -d $d ]]; then
+            "$py" "$root/tests/e2e/gpugate_e2e.py" down "$d" >/dev/null 2>&1 || true
+        fi
+    done
+    if [[ ${GPUGATE_E2E_KEEP:-0} == 1 || ${rc:-1} != 0 ]]; then
+        echo "e2e: logs (gpugate stderr, control-plane logs) kept in $work/pytest"
+    else
+        rm -rf -- "$work"
+    fi
+}
+trap cleanup EXIT
+# pytest runs in the background so that this script can pass INT and TERM
+# on as SIGTERM, which the tests' conftest turns into an orderly teardown.
+trap 'kill -TERM "$pid" 2>/dev/null || true' INT TERM
+
+t1=$(now)
+rc=0
+# -p no:cacheprovider: nothing written outside tests/e2e; no bytecode either.
+PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider -rfExXs \
+    --durations=5 --basetemp="$work/pytest" tests/e2e "$@" &
+pid=$!
+wait "$pid" || rc=$?
+while kill -0 "$pid" 2>/dev/null; do # wait was cut short by a signal
+    rc=0
+    wait "$pid" || rc=$?
+done
+pid=
+
+echo
+if ((rc == 0)); then
+    verdict="PASSED"
+elif ((rc == 5)); then
+    verdict="NO TESTS RAN"
+elif ((rc == 2)); then
+    verdict="INTERRUPTED (pytest exit 2)"
+else
+    verdict="FAILED (pytest exit $rc)"
+fi
+echo "e2e: $verdict in $(since "$t1") (total $(since "$t0")); binary $GPUGATE_BIN"
+exit "$rc"

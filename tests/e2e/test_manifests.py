@@ -1,0 +1,219 @@
+"""The deployment manifests (manifests/, a kustomize base) against the real
+kube-apiserver: they render, a server-side dry run of the whole base is
+accepted, the policy ConfigMap is a valid policy, the Deployment's flags
+exist, the RBAC is enough for gpugate's list+watch (and no more), and the
+webhook configurations behave as registered by the base (matchConditions,
+selectors) when pointed at a local gpugate.
+
+manifests/ is written by another engineer: when kustomization.yaml is not
+there yet, the first test waits for it up to GPUGATE_E2E_MANIFESTS_WAIT
+seconds (default 0: skip at once; `run.sh` does not wait either), then the
+tests are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from gpugate_e2e import Gate, ROOT, gpugate_bin, pod, register, wait_webhooks
+from test_kubectl_admission import denied_by, warning
+
+MANIFESTS = ROOT / "manifests"
+KUSTOMIZATION = MANIFESTS / "kustomization.yaml"
+EXPECTED_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+                  "ConfigMap", "Service", "Deployment", "PodDisruptionBudget",
+                  "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+SA = "system:serviceaccount:gpugate:gpugate"
+
+
+@pytest.fixture(scope="module")
+def base():
+    wait = float(os.environ.get("GPUGATE_E2E_MANIFESTS_WAIT", "0"))
+    deadline = time.monotonic() + wait
+    while not KUSTOMIZATION.is_file() and time.monotonic() < deadline:
+        time.sleep(10)
+    if not KUSTOMIZATION.is_file():
+        pytest.skip(f"{KUSTOMIZATION.relative_to(ROOT)} does not exist (yet): the "
+                    "deployment manifests are not written")
+    return MANIFESTS
+
+
+@pytest.fixture(scope="module")
+def rendered(base, stack) -> list[dict]:
+    r = stack.kubectl("kustomize", str(base.relative_to(ROOT)))
+    assert r.rc == 0, r
+    assert r.err == "", r.err
+    # kubectl itself turns the YAML stream into JSON (no PyYAML needed): one
+    # JSON document per object, one after the other
+    text = stack.kubectl("create", "--dry-run=client", "-o", "json", "-f", "-",
+                         input=r.out).check().out
+    docs, i, dec = [], 0, json.JSONDecoder()
+    while text[i:].strip():
+        while text[i].isspace():
+            i += 1
+        obj, i = dec.raw_decode(text, i)
+        docs.extend(obj["items"] if obj.get("kind") == "List" else [obj])
+    return docs
+
+
+def one(docs: list[dict], kind: str, name: str | None = None) -> dict:
+    found = [d for d in docs if d["kind"] == kind and
+             (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, f"{len(found)} {kind} {name or ''} in the base"
+    return found[0]
+
+
+def test_kustomize_renders_the_base(rendered):
+    kinds = {d["kind"] for d in rendered}
+    assert EXPECTED_KINDS <= kinds, EXPECTED_KINDS - kinds
+    for d in rendered:
+        if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding",
+                             "MutatingWebhookConfiguration",
+                             "ValidatingWebhookConfiguration"):
+            assert d["metadata"].get("namespace") == "gpugate", d["metadata"]
+    mwc = one(rendered, "MutatingWebhookConfiguration")
+    vwc = one(rendered, "ValidatingWebhookConfiguration")
+    assert [w["name"] for w in mwc["webhooks"]] == ["mutate.gpugate.io"]
+    assert "validate.gpugate.io" in [w["name"] for w in vwc["webhooks"]]
+    for w in mwc["webhooks"] + vwc["webhooks"]:
+        exprs = w["namespaceSelector"]["matchExpressions"]
+        assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                "values": ["kube-system", "gpugate"]} in exprs, w["name"]
+        assert w["sideEffects"] == "NoneOnDryRun" and w["admissionReviewVersions"] == ["v1"]
+
+
+def test_server_side_dry_run_of_the_whole_base(stack, base):
+    r = stack.kubectl("apply", "-k", str(base.relative_to(ROOT)), "--dry-run=server",
+                      timeout=120)
+    assert r.rc == 0, r
+    lines = r.out.splitlines()
+    assert lines and all(line.endswith(" (server dry run)") for line in lines), r.out
+    assert len(lines) >= len(EXPECTED_KINDS), r.out
+    assert "error" not in r.err.lower(), r.err
+
+
+def test_policy_configmap_is_a_valid_policy(rendered, tmp_path):
+    cm = one(rendered, "ConfigMap")
+    (key, text), = [(k, v) for k, v in cm["data"].items() if k.endswith(".yaml")]
+    f = tmp_path / key
+    f.write_text(text)
+    p = subprocess.run([str(gpugate_bin()), "check", str(f)], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_deployment_runs_gpugate_serve_with_known_flags(rendered):
+    dep = one(rendered, "Deployment")
+    c = dep["spec"]["template"]["spec"]["containers"][0]
+    args = c.get("command", [])[1:] + c.get("args", [])
+    assert "serve" in args, args
+    help_text = subprocess.run([str(gpugate_bin()), "serve", "--help"], capture_output=True,
+                               text=True, timeout=30).stdout
+    known = set(re.findall(r"--[a-z][a-z-]*", help_text))
+    flags = {a.split("=")[0] for a in args if a.startswith("--")}
+    assert flags <= known, f"flags gpugate serve does not know: {flags - known}"
+    for must in ("--policy", "--tls-cert", "--tls-key"):
+        assert must in flags
+    probes = {c["readinessProbe"]["httpGet"]["path"], c["livenessProbe"]["httpGet"]["path"]}
+    assert probes == {"/readyz", "/healthz"}
+
+
+@pytest.fixture
+def service_account(stack, rendered):
+    """The base's ServiceAccount, ClusterRole and binding, applied for real."""
+    rbac = [d for d in rendered
+            if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+    lst = {"apiVersion": "v1", "kind": "List", "items": rbac}
+    stack.kubectl.apply(lst).check()
+    yield
+    stack.kubectl("delete", "-f", "-", "--ignore-not-found", input=json.dumps(lst))
+
+
+def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_path):
+    k = stack.kubectl
+    for verb, res, want in (("list", "pods", "yes"), ("watch", "pods", "yes"),
+                            ("list", "jobs.batch", "yes"), ("watch", "jobs.batch", "yes"),
+                            ("list", "secrets", "no"), ("create", "pods", "no"),
+                            ("update", "mutatingwebhookconfigurations", "no")):
+        r = k("auth", "can-i", verb, res, "--all-namespaces", f"--as={SA}")
+        assert r.out.strip() == want, (verb, res, r)
+    token = k("create", "token", "gpugate", "-n", "gpugate", "--duration=10m").check().out.strip()
+    ca = base64.b64encode((stack.cluster.dir / "pki" / "ca.crt").read_bytes()).decode()
+    kubeconfig = tmp_path / "sa.kubeconfig"
+    kubeconfig.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "sa",
+        "clusters": [{"name": "e2e", "cluster": {
+            "server": stack.cluster.env["APISERVER_URL"],
+            "certificate-authority-data": ca}}],
+        "users": [{"name": "gpugate", "user": {"token": token}}],
+        "contexts": [{"name": "sa", "context": {"cluster": "e2e", "user": "gpugate"}}]}))
+    gate = Gate(stack.binary, stack.certs, stack.quota_policy, tmp_path, str(kubeconfig),
+                name="as-service-account").start()
+    try:
+        gate.wait_ready(30)  # listed Pods and Jobs with the base's RBAC
+        assert "gpugate_kube_watch_connected 1" in gate.metrics()
+        assert gate.stop_and_check() == []
+    finally:
+        gate.kill()
+
+
+def validate_pod_requests(gate) -> int:
+    return sum(int(v) for v in re.findall(
+        r'^gpugate_admission_requests_total\{endpoint="validate",kind="Pod",result="\w+"\} '
+        r'(\d+)$', gate.metrics(), re.M))
+
+
+def test_registrations_of_the_base_work_with_gpugate(stack, rendered, clean, files):
+    """The base's two webhook configurations, with clientConfig pointed at
+    the local gpugate (instead of the in-cluster Service) and the e2e split
+    of namespaces added, replace the test registration for a moment."""
+    k, gate = stack.kubectl, stack.gates["example"]
+    clean("research")
+    configs = []
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        cfg = one(rendered, kind)
+        cfg = {"apiVersion": cfg["apiVersion"], "kind": kind,
+               "metadata": {"name": "gpugate-from-manifests"}, "webhooks": cfg["webhooks"]}
+        for w in cfg["webhooks"]:
+            path = w["clientConfig"]["service"].get("path", "")
+            w["clientConfig"] = {"url": gate.url + path, "caBundle": gate.certs.ca_bundle}
+            w["namespaceSelector"]["matchExpressions"].append(
+                {"key": "e2e.gpugate.io/policy", "operator": "NotIn", "values": ["quota"]})
+        configs.append(cfg)
+    try:
+        k.apply({"apiVersion": "v1", "kind": "List", "items": configs}).check()
+        k("delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+          "gpugate-example").check()
+        # the apiserver loads webhook configurations asynchronously
+        time.sleep(2)
+        wait_webhooks(k, "example")
+        r = k.apply_file(files / "pod.yaml", pod("via-base", "research", "train-small"))
+        assert (r.out, r.err) == ("pod/via-base created\n", warning(
+            "gpugate: train-small -> 1 x h100-80gb for tenant research (1/32 in use)")), r
+        before = validate_pod_requests(gate)
+        r = k("label", "pod", "via-base", "-n", "research", "team=vision")
+        assert (r.rc, r.out, r.err) == (0, "pod/via-base labeled\n", ""), r
+        # matchConditions: an update that leaves the stamps alone is not sent
+        assert validate_pod_requests(gate) == before
+        r = k("label", "pod", "via-base", "-n", "research", "gpugate.io/tenant-")
+        assert r.rc == 1 and r.err == denied_by(
+            "validate.gpugate.io",
+            'gpugate: label gpugate.io/tenant is set by gpugate and cannot be changed or '
+            'removed (it is "research")', file=None), r
+        assert validate_pod_requests(gate) == before + 1
+        r = k("delete", "pod", "via-base", "-n", "research")
+        assert r.rc == 0, r
+        gate.wait_used("research", 0)
+    finally:
+        register(k, "gpugate-example", gate, "example")
+        k("delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+          "gpugate-from-manifests", "--ignore-not-found")
+        time.sleep(2)
+        wait_webhooks(k, "example")
