@@ -5,6 +5,11 @@
 #include <string.h>
 
 #define CHUNK_DEFAULT (64u * 1024u)
+/* The first chunk is small and each next one twice the last, up to
+ * CHUNK_DEFAULT: a per-request arena (a few hundred bytes of workload
+ * facts) must not cost a 64 KiB calloc() -- zeroing it, and glibc
+ * consolidating its free lists when a chunk that large is freed. */
+#define CHUNK_FIRST 1024u
 #define ALIGN 16u
 
 struct arena_chunk {
@@ -46,14 +51,19 @@ void *arena_alloc(struct arena *a, size_t n)
 	if (need == 0)
 		need = ALIGN;
 	if (!c || c->cap - c->used < need) {
-		size_t cap = need > CHUNK_DEFAULT ? need : CHUNK_DEFAULT;
+		size_t next = a->head ? a->head->cap * 2 : CHUNK_FIRST;
+		size_t cap;
+
+		if (next > CHUNK_DEFAULT)
+			next = CHUNK_DEFAULT;
+		cap = need > next ? need : next;
 
 		c = calloc(1, sizeof(*c) + cap);
 		if (!c)
 			return NULL;
 		c->cap = cap;
 		/* A big one-off allocation must not waste the current chunk. */
-		if (a->head && need > CHUNK_DEFAULT) {
+		if (a->head && need > next) {
 			c->next = a->head->next;
 			a->head->next = c;
 		} else {

@@ -23,6 +23,7 @@
 
 struct ns_glob {
 	const char *pattern;
+	size_t prefix; /* length of the literal text before the first * ? [ */
 	unsigned tenant;
 };
 
@@ -265,8 +266,10 @@ static void build_tenants(struct builder *b)
 			if (!ns[n])
 				return;
 			if (strpbrk(ns[n], "*?["))
-				p->globs[p->n_globs++] =
-					(struct ns_glob){.pattern = ns[n], .tenant = i};
+				p->globs[p->n_globs++] = (struct ns_glob){
+					.pattern = ns[n],
+					.prefix = strcspn(ns[n], "*?["),
+					.tenant = i};
 			else
 				put(b, &p->tenant_by_ns, ns[n], i);
 		}
@@ -573,7 +576,14 @@ const struct policy_tenant *policy_tenant_for_namespace(const struct policy *p,
 	/* Globs are in tenant order: the first one that matches an earlier
 	 * tenant than the literal match wins. */
 	for (size_t g = 0; g < p->n_globs && p->globs[g].tenant < best; g++) {
-		if (fnmatch(p->globs[g].pattern, ns, 0) == 0) {
+		const struct ns_glob *gl = &p->globs[g];
+
+		/* A name can only match a glob that starts with the glob's
+		 * literal prefix ("team-a-*"): most globs are ruled out by a
+		 * strncmp, without fnmatch(). */
+		if (strncmp(gl->pattern, ns, gl->prefix) != 0)
+			continue;
+		if (fnmatch(gl->pattern, ns, 0) == 0) {
 			best = p->globs[g].tenant;
 			break;
 		}

@@ -16,6 +16,7 @@
 #include <fnmatch.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* Labels and annotations that gpugate stamps (SPEC section 2). */
@@ -344,20 +345,51 @@ struct ns_owner {
 	unsigned entry;
 };
 
+/* The valid globs of the tenants checked so far, in tenant order, each
+ * with the length of its literal prefix (the text before * ? [). */
+struct glob_seen {
+	const char *pattern;
+	size_t prefix;
+	unsigned tenant;
+	unsigned entry;
+};
+
+struct globs_seen {
+	struct glob_seen *g;
+	size_t n, cap;
+};
+
 static void check_namespaces(struct vctx *v, unsigned ti,
-			     const struct src_tenant *t, struct strmap *literal)
+			     const struct src_tenant *t, struct strmap *literal,
+			     struct globs_seen *gs)
 {
+	size_t earlier = gs->n; /* globs of tenants before this one */
+
 	for (unsigned n = 0; n < t->namespaces_count; n++) {
 		const char *ns = t->namespaces[n];
 		unsigned line = srcpos_line(v->pos, "tenants[%u].namespaces[%u]", ti, n);
 		size_t prev;
 
 		if (is_glob(ns)) {
-			if (!glob_valid(ns))
+			if (!glob_valid(ns)) {
 				err(v, line,
 				    "tenant \"%s\": namespace pattern \"%s\" is not a valid "
 				    "glob (letters, digits, '-', '*', '?', '[...]')",
 				    t->name, ns);
+				continue;
+			}
+			if (gs->n == gs->cap) {
+				size_t cap = gs->cap ? gs->cap * 2 : 64;
+				struct glob_seen *g = realloc(gs->g, cap * sizeof(*g));
+
+				if (!g) /* out of memory: the check gets weaker */
+					continue;
+				gs->g = g;
+				gs->cap = cap;
+			}
+			gs->g[gs->n++] = (struct glob_seen){
+				.pattern = ns, .prefix = strcspn(ns, "*?["),
+				.tenant = ti, .entry = n};
 			continue;
 		}
 		if (!k8s_dns_label_valid(ns)) {
@@ -382,27 +414,23 @@ static void check_namespaces(struct vctx *v, unsigned ti,
 				    srcpos_line(v->pos, "tenants[%u].namespaces[%u]", pt, pn));
 			continue;
 		}
-		/* First match wins: an earlier tenant's pattern hides this entry. */
-		for (unsigned e = 0; e < ti; e++) {
-			const struct src_tenant *et = &v->src->tenants[e];
-			bool hidden = false;
+		/* First match wins: an earlier tenant's pattern hides this entry.
+		 * Only a name that starts with a glob's literal prefix can match
+		 * it: most are ruled out by strncmp(), without fnmatch(). */
+		for (size_t k = 0; k < earlier; k++) {
+			const struct glob_seen *g = &gs->g[k];
 
-			for (unsigned k = 0; k < et->namespaces_count && !hidden; k++) {
-				const char *pat = et->namespaces[k];
-
-				if (!is_glob(pat) || !glob_valid(pat) ||
-				    fnmatch(pat, ns, 0) != 0)
-					continue;
-				err(v, line,
-				    "tenant \"%s\": namespace \"%s\" is already matched by "
-				    "pattern \"%s\" of tenant \"%s\" (line %u), which comes "
-				    "first",
-				    t->name, ns, pat, et->name,
-				    srcpos_line(v->pos, "tenants[%u].namespaces[%u]", e, k));
-				hidden = true;
-			}
-			if (hidden)
-				break;
+			if (strncmp(g->pattern, ns, g->prefix) != 0 ||
+			    fnmatch(g->pattern, ns, 0) != 0)
+				continue;
+			err(v, line,
+			    "tenant \"%s\": namespace \"%s\" is already matched by "
+			    "pattern \"%s\" of tenant \"%s\" (line %u), which comes "
+			    "first",
+			    t->name, ns, g->pattern, v->src->tenants[g->tenant].name,
+			    srcpos_line(v->pos, "tenants[%u].namespaces[%u]", g->tenant,
+					g->entry));
+			break;
 		}
 	}
 }
@@ -527,13 +555,14 @@ static void check_tenant_classes(struct vctx *v, unsigned ti,
 static void check_tenants(struct vctx *v)
 {
 	struct strmap literal;
+	struct globs_seen gs = {0};
 
 	strmap_init(&literal);
 	for (unsigned i = 0; i < v->src->tenants_count; i++) {
 		const struct src_tenant *t = &v->src->tenants[i];
 
 		check_name(v, &v->tenants, "tenant", "tenants", i, t->name);
-		check_namespaces(v, i, t, &literal);
+		check_namespaces(v, i, t, &literal, &gs);
 		if (t->cohort && !name_valid(t->cohort))
 			err(v, srcpos_line(v->pos, "tenants[%u].cohort", i),
 			    "tenant \"%s\": cohort name \"%s\" is not valid (" NAME_RULE
@@ -542,6 +571,7 @@ static void check_tenants(struct vctx *v)
 		check_quota(v, i, t);
 		check_tenant_classes(v, i, t);
 	}
+	free(gs.g);
 	strmap_release(&literal);
 }
 

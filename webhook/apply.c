@@ -432,3 +432,68 @@ int apply_plan(json_t *object, const struct workload *wl,
 		failure_rule(&a, json_object_get(object, "spec"));
 	return a.failed ? -1 : 0;
 }
+
+/* No loop check (a parsed document has no cycles): json_deep_copy() of
+ * jansson 2.14 formats and hashes the address of every container. */
+static json_t *copy_value(json_t *v, int depth)
+{
+	json_t *c, *x;
+	const char *k;
+	size_t klen, i;
+
+	if (json_is_object(v)) {
+		c = json_object();
+		if (!c)
+			return NULL;
+		json_object_keylen_foreach(v, k, klen, x)
+		{
+			json_t *xc = depth == 1 && klen == 13 &&
+					     memcmp(k, "managedFields", 13) == 0
+				     ? json_incref(x)
+				     : copy_value(x, depth + 1);
+
+			if (json_object_setn_new_nocheck(c, k, klen, xc) < 0) {
+				json_decref(c);
+				return NULL;
+			}
+		}
+		return c;
+	}
+	if (json_is_array(v)) {
+		c = json_array();
+		if (!c)
+			return NULL;
+		json_array_foreach(v, i, x)
+			if (json_array_append_new(c, copy_value(x, depth + 1)) < 0) {
+				json_decref(c);
+				return NULL;
+			}
+		return c;
+	}
+	return json_incref(v);
+}
+
+json_t *apply_copy(const json_t *object)
+{
+	json_t *root = (json_t *)object, *meta = json_object_get(object, "metadata");
+	json_t *c, *x;
+	const char *k;
+	size_t klen;
+
+	if (!json_is_object(root))
+		return copy_value(root, 0);
+	/* depth 1 only under metadata: managedFields elsewhere is copied */
+	c = json_object();
+	if (!c)
+		return NULL;
+	json_object_keylen_foreach(root, k, klen, x)
+	{
+		json_t *xc = copy_value(x, x == meta ? 1 : 2);
+
+		if (json_object_setn_new_nocheck(c, k, klen, xc) < 0) {
+			json_decref(c);
+			return NULL;
+		}
+	}
+	return c;
+}

@@ -78,7 +78,7 @@ static int mutate(const struct policy *p, const struct review *rv,
 {
 	struct diag d;
 
-	ev->mutated = json_deep_copy(rv->object);
+	ev->mutated = apply_copy(rv->object);
 	if (!ev->mutated)
 		return -1;
 	diag_init(&d);
