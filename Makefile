@@ -54,7 +54,6 @@ ALL_CFLAGS = -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(SAN_FLAGS) \
 ALL_LDFLAGS = $(LDFLAGS) $(SAN_FLAGS)
 
 VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
-GIT_REV := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 
 # policy/: the pure core. webhook/ and certs/: the I/O shell.
 POLICY_SRC := $(sort $(wildcard policy/*.c))
@@ -86,8 +85,19 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@$(if $(Q),echo "  CC      $<")
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
-$(BUILD)/obj/webhook/main.o: ALL_CFLAGS += -DGPUGATE_VERSION='"$(VERSION)"' -DGPUGATE_REV='"$(GIT_REV)"'
-$(BUILD)/obj/webhook/main.o: VERSION
+# The version and source revision, rewritten only when they change so that
+# main.o is rebuilt exactly then (a new commit, a dirty tree).
+REVISION_H := $(BUILD)/gen/revision.h
+.PHONY: FORCE
+$(REVISION_H): FORCE
+	@mkdir -p $(dir $@)
+	@rev=$$(git describe --always --dirty 2>/dev/null || echo unknown); \
+	 printf '#define GPUGATE_VERSION "%s"\n#define GPUGATE_REV "%s"\n' \
+	   "$(VERSION)" "$$rev" > $@.tmp; \
+	 if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+$(BUILD)/obj/webhook/main.o: ALL_CFLAGS += -include $(REVISION_H)
+$(BUILD)/obj/webhook/main.o: $(REVISION_H)
 
 $(LIBPOLICY): $(POLICY_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^

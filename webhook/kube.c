@@ -189,14 +189,21 @@ int kube_config_load(const char *path, struct kube_config *out, struct diag *d)
 		goto out;
 	}
 	server = json_string_value(json_object_get(cluster, "server"));
-	if (!server || strncmp(server, "https://", 8) != 0) {
+	/* https://HOST[:PORT][/prefix]: a host is required, trailing slashes
+	 * go (request paths start with one). */
+	if (!server || strncmp(server, "https://", 8) != 0 || server[8] == '\0' ||
+	    server[8] == '/') {
 		diag_addf(d, "%s: cluster \"%s\" has no https server", path,
 			  cluster_name);
 		goto out;
 	}
 	out->server = strdup(server);
-	if (out->server && out->server[strlen(out->server) - 1] == '/')
-		out->server[strlen(out->server) - 1] = '\0';
+	if (out->server) {
+		size_t n = strlen(out->server);
+
+		while (n > 8 && out->server[n - 1] == '/')
+			out->server[--n] = '\0';
+	}
 	out->insecure = json_is_true(json_object_get(cluster, "insecure-skip-tls-verify"));
 	if (pem_field(cluster, "certificate-authority-data", "certificate-authority",
 		      dir, path, &out->ca_pem, d) < 0)
