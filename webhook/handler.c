@@ -4,6 +4,7 @@
 #include "webhook/apply.h"
 #include "webhook/facts.h"
 #include "webhook/holder.h"
+#include "webhook/jsonmem.h"
 #include "webhook/log.h"
 #include "webhook/metrics.h"
 #include "webhook/patch.h"
@@ -261,6 +262,7 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 							 : METRICS_VALIDATE;
 
 	memset(out, 0, sizeof(*out));
+	jsonmem_begin();
 	evaluation_init(&ev);
 	if (review_decode(body, len, &rv, err, sizeof(err)) < 0) {
 		snprintf(msg, sizeof(msg), "gpugate: bad request: %s", err);
@@ -272,6 +274,7 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 			metrics_admission(h->metrics, mep, METRICS_OTHER, METRICS_ERROR,
 					  now_seconds() - start);
 		review_release(&rv);
+		jsonmem_end();
 		return;
 	}
 	p = holder_acquire(h->policy, &ref);
@@ -315,4 +318,5 @@ done:
 	holder_release(ref);
 	evaluation_release(&ev);
 	review_release(&rv);
+	jsonmem_end();
 }

@@ -1,6 +1,7 @@
 #include "webhook/review.h"
 
 #include "policy/text.h"
+#include "webhook/jsonmem.h"
 #include "webhook/strbuf.h"
 
 #include <stdio.h>
@@ -234,7 +235,7 @@ static void put_json(struct strbuf *sb, const json_t *v)
 			strbuf_add(sb, t, strlen(t));
 		else
 			sb->failed = true;
-		free(t);
+		jsonmem_free(t);
 		return;
 	}
 	case JSON_TRUE:

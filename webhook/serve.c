@@ -11,6 +11,7 @@
 #include "webhook/cmd.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
+#include "webhook/jsonmem.h"
 #include "webhook/kube.h"
 #include "webhook/ledger.h"
 #include "webhook/log.h"
@@ -454,6 +455,7 @@ int cmd_serve(int argc, char **argv)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	jsonmem_install();
 	diag_init(&d);
 	if (policy_load(sv.policy_path, &p, &d) < 0) {
 		fputs(diag_text(&d), stderr);
