@@ -68,7 +68,7 @@ struct bad_review {
 
 static struct bad_review bad_reviews[] = {
 	{"not json", "{\"apiVersion\":", "body is not valid JSON: "
-	 "unexpected token near end of file (line 1, column 14)"},
+	 "unexpected end of input (line 1, column 15)"},
 	{"array", "[1,2]", "body is not a JSON object"},
 	{"wrong kind", "{\"kind\":\"Pod\"}", "kind is not AdmissionReview"},
 	{"v1beta1",
@@ -87,8 +87,8 @@ static struct bad_review bad_reviews[] = {
 	 "request.object is not an object"},
 	{"duplicate keys",
 	 REVIEW("{\"uid\":\"u\",\"uid\":\"v\",\"operation\":\"CREATE\"}"),
-	 "body is not valid JSON: duplicate object key near '\"uid\"' (line 1, "
-	 "column 87)"},
+	 "body is not valid JSON: duplicate object key \"uid\" (line 1, "
+	 "column 83)"},
 };
 
 ParameterizedTestParameters(review, rejects)
@@ -115,8 +115,8 @@ Test(review, rejects_invalid_utf8)
 	char err[256];
 
 	cr_assert_eq(review_decode(body, strlen(body), &rv, err, sizeof(err)), -1);
-	cr_assert_str_eq(err, "body is not valid JSON: unable to decode byte 0xff "
-			      "near '\"' (line 1, column 79)");
+	cr_assert_str_eq(err, "body is not valid JSON: invalid UTF-8 byte 0xff "
+			      "(line 1, column 80)");
 	review_release(&rv);
 }
 

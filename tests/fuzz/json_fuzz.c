@@ -1,0 +1,50 @@
+/*
+ * Differential harness for webhook/jsonfast.c: it must accept exactly what
+ * json_loadb(JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY)
+ * accepts, and build an equal value.  One known difference: a raw NUL byte
+ * is never valid JSON text, which jsonfast always refuses, while jansson
+ * sometimes reads it as the end of the input ("\t4\0\t" loads as 4).
+ */
+#include "webhook/jsonfast.h"
+
+#include <jansson.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	json_error_t e;
+	char err[300];
+	json_t *a, *b;
+
+	if (memchr(data, '\0', size)) {
+		b = jsonfast_parse((const char *)data, size, err, sizeof(err));
+		if (b)
+			abort();
+		return 0;
+	}
+	a = json_loadb((const char *)data, size,
+			       JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL |
+				       JSON_DECODE_ANY,
+			       &e);
+	b = jsonfast_parse((const char *)data, size, err, sizeof(err));
+
+	if (!a != !b) {
+		fprintf(stderr, "jansson: %s; jsonfast: %s\n", a ? "ok" : e.text,
+			b ? "ok" : err);
+		abort();
+	}
+	if (a && !json_equal(a, b)) {
+		fprintf(stderr, "values differ\n");
+		abort();
+	}
+	if (!b && (!err[0] || strchr(err, '\n')))
+		abort();
+	json_decref(a);
+	json_decref(b);
+	return 0;
+}

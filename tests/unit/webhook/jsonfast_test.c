@@ -1,0 +1,144 @@
+/*
+ * The strict JSON reader (webhook/jsonfast.c): what it builds equals what
+ * jansson builds, and every refusal is one located line.  The differential
+ * fuzz harness (tests/fuzz/json_fuzz.c) covers the rest.
+ */
+#include "webhook/jsonfast.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static json_t *both(const char *text, size_t len)
+{
+	json_error_t e;
+	char err[256];
+	json_t *a = json_loadb(text, len,
+			       JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY,
+			       &e);
+	json_t *b = jsonfast_parse(text, len, err, sizeof(err));
+
+	cr_assert_not_null(a, "jansson refused %s: %s", text, e.text);
+	cr_assert_not_null(b, "jsonfast refused %s: %s", text, err);
+	cr_assert(json_equal(a, b), "values differ for %s", text);
+	json_decref(a);
+	return b;
+}
+
+Test(jsonfast, reads_what_jansson_reads)
+{
+	static const char *const docs[] = {
+		"{}", "[]", "0", "-0", "1.5", "-2e-3", "1E+400000000000000000000"
+		+ 0 * 0, "\"\"", "true", "false", "null",
+		"{\"a\":[1,2,{\"b\":null}],\"c\":\"d\"}",
+		" \t\r\n{ \"k\" : [ 1 , 2 ] } \n",
+		"\"caf\\u00e9 \\ud83d\\ude00 \\\" \\\\ \\/ \\b\\f\\n\\r\\t\"",
+		"\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
+		"9223372036854775807", "-9223372036854775808",
+		"{\"x\\u0041\":1}", "[\"a\\u0000b\"]",
+	};
+
+	for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		if (i == 6)
+			continue; /* real overflow: refused by both, below */
+		json_decref(both(docs[i], strlen(docs[i])));
+	}
+}
+
+Test(jsonfast, keeps_nul_inside_strings)
+{
+	json_t *v = both("[\"a\\u0000b\"]", 12);
+
+	cr_assert_eq(json_string_length(json_array_get(v, 0)), 3);
+	cr_assert_eq(memcmp(json_string_value(json_array_get(v, 0)), "a\0b", 3), 0);
+	json_decref(v);
+}
+
+Test(jsonfast, a_large_document)
+{
+	size_t cap = 1 << 22, n = 0;
+	char *text = malloc(cap);
+
+	n += (size_t)snprintf(text + n, cap - n, "{\"items\":[");
+	for (int i = 0; i < 20000; i++)
+		n += (size_t)snprintf(text + n, cap - n,
+				      "%s{\"name\":\"pod-%d\",\"labels\":{\"a/b\":\"c\"},"
+				      "\"n\":%d,\"r\":%d.25}",
+				      i ? "," : "", i, i, i);
+	n += (size_t)snprintf(text + n, cap - n, "]}");
+	json_decref(both(text, n));
+	free(text);
+}
+
+struct bad {
+	char name[40];
+	char text[64];
+	char error[120];
+};
+
+static struct bad bads[] = {
+	{"empty", "", "no JSON value (line 1, column 1)"},
+	{"blank", "  \n ", "no JSON value (line 2, column 2)"},
+	{"truncated", "{\"apiVersion\":", "unexpected end of input (line 1, column 15)"},
+	{"duplicate", "{\"uid\":1,\"uid\":2}", "duplicate object key \"uid\" (line 1, column 10)"},
+	{"trailing", "{} x", "end of input expected (line 1, column 4)"},
+	{"comma", "[1,]", "unexpected character ']' (line 1, column 4)"},
+	{"missing colon", "{\"a\" 1}", "':' expected (line 1, column 6)"},
+	{"bare key", "{a:1}", "string or '}' expected (line 1, column 2)"},
+	{"leading zero", "01", "invalid number: leading zero (line 1, column 1)"},
+	{"dot", "1.", "invalid number: digit expected after '.' (line 1, column 1)"},
+	{"exponent", "1e", "invalid number: digit expected in the exponent (line 1, column 1)"},
+	{"big", "9223372036854775808", "too big integer (line 1, column 1)"},
+	{"big negative", "-9223372036854775809", "too big negative integer (line 1, column 1)"},
+	{"real overflow", "1e400", "real number overflow (line 1, column 1)"},
+	{"control", "\"a\tb\"", "control character 0x09 in a string (line 1, column 3)"},
+	{"bad utf8", "\"\xff\"", "invalid UTF-8 byte 0xff (line 1, column 2)"},
+	{"overlong", "\"\xc0\xaf\"", "invalid UTF-8 byte 0xc0 (line 1, column 2)"},
+	{"surrogate bytes", "\"\xed\xa0\x80\"", "invalid UTF-8 byte 0xed (line 1, column 2)"},
+	{"bad escape", "\"\\x\"", "invalid escape \\x (line 1, column 2)"},
+	{"short u", "\"\\u12\"", "invalid \\u escape (line 1, column 2)"},
+	{"lone high", "\"\\ud800x\"", "invalid Unicode escape: lone high surrogate (line 1, column 8)"},
+	{"lone low", "\"\\udc00\"", "invalid Unicode escape: lone low surrogate (line 1, column 8)"},
+	{"nul key", "{\"\\u0000\":1}", "NUL character in an object key (line 1, column 10)"},
+	{"literal", "tru", "invalid literal (line 1, column 1)"},
+	{"unterminated", "\"abc", "unterminated string (line 1, column 5)"},
+	{"control byte after", "[1]\x01", "end of input expected (line 1, column 4)"},
+	{"control byte", "\x01", "unexpected character '?' (line 1, column 1)"},
+};
+
+ParameterizedTestParameters(jsonfast, refuses)
+{
+	return cr_make_param_array(struct bad, bads, sizeof(bads) / sizeof(bads[0]));
+}
+
+ParameterizedTest(struct bad *c, jsonfast, refuses)
+{
+	json_error_t e;
+	char err[256] = "";
+	json_t *v = jsonfast_parse(c->text, strlen(c->text), err, sizeof(err));
+	json_t *j = json_loadb(c->text, strlen(c->text),
+			       JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY,
+			       &e);
+
+	cr_assert_null(v, "case %s accepted", c->name);
+	cr_assert_null(j, "case %s: jansson accepts it", c->name);
+	cr_assert_str_eq(err, c->error, "case %s", c->name);
+}
+
+Test(jsonfast, nesting_is_bounded)
+{
+	size_t n = JSONFAST_MAX_DEPTH + 1;
+	char *deep = malloc(2 * n + 1);
+	char err[256];
+
+	memset(deep, '[', n);
+	memset(deep + n, ']', n);
+	deep[2 * n] = '\0';
+	cr_assert_null(jsonfast_parse(deep, 2 * n, err, sizeof(err)));
+	cr_assert_str_eq(err, "maximum nesting depth 2048 reached (line 1, column 2049)");
+	/* 2048 levels are fine, as with jansson */
+	json_decref(both(deep + 1, 2 * n - 2));
+	free(deep);
+}

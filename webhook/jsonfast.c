@@ -1,0 +1,641 @@
+#include "webhook/jsonfast.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* jansson's integers are long long on every platform gpugate builds on. */
+_Static_assert(sizeof(json_int_t) == sizeof(long long), "json_int_t");
+#define INT_MIN_JSON LLONG_MIN
+
+struct frame {
+	json_t *c;
+	bool obj;
+	/* An object's pending key: into the input, or owned (had escapes). */
+	const char *key;
+	size_t klen;
+	size_t key_pos; /* where the key starts, for messages */
+	char *key_owned;
+};
+
+struct parser {
+	const char *buf;
+	size_t len;
+	size_t pos;
+	char *err;
+	size_t errsz;
+	bool failed;
+	/* Scratch for strings with escapes, reused for the whole parse. */
+	char *scratch;
+	size_t scap;
+	struct frame *stack;
+	size_t depth;
+	size_t cap;
+};
+
+static void fail(struct parser *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void fail(struct parser *p, const char *fmt, ...)
+{
+	size_t line = 1, col = 1;
+	char what[200];
+	va_list ap;
+
+	if (p->failed)
+		return;
+	p->failed = true;
+	for (size_t i = 0; i < p->pos && i < p->len; i++) {
+		if (p->buf[i] == '\n') {
+			line++;
+			col = 1;
+		} else {
+			col++;
+		}
+	}
+	va_start(ap, fmt);
+	vsnprintf(what, sizeof(what), fmt, ap);
+	va_end(ap);
+	snprintf(p->err, p->errsz, "%s (line %zu, column %zu)", what, line, col);
+}
+
+static void skip_ws(struct parser *p)
+{
+	while (p->pos < p->len) {
+		char c = p->buf[p->pos];
+
+		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
+			return;
+		p->pos++;
+	}
+}
+
+/* Length of the well-formed UTF-8 sequence at s (n bytes left), else 0. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	unsigned cp, min;
+	size_t k;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0) {
+		k = 2;
+		cp = s[0] & 0x1f;
+		min = 0x80;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		k = 3;
+		cp = s[0] & 0x0f;
+		min = 0x800;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		k = 4;
+		cp = s[0] & 0x07;
+		min = 0x10000;
+	} else {
+		return 0;
+	}
+	if (k > n)
+		return 0;
+	for (size_t i = 1; i < k; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return k;
+}
+
+static bool scratch_add(struct parser *p, size_t *n, const char *s, size_t k)
+{
+	if (*n + k + 1 > p->scap) {
+		size_t cap = p->scap ? p->scap : 256;
+		char *nb;
+
+		while (cap < *n + k + 1)
+			cap *= 2;
+		nb = realloc(p->scratch, cap);
+		if (!nb) {
+			fail(p, "out of memory");
+			return false;
+		}
+		p->scratch = nb;
+		p->scap = cap;
+	}
+	memcpy(p->scratch + *n, s, k);
+	*n += k;
+	return true;
+}
+
+static int hex4(const char *s)
+{
+	int v = 0;
+
+	for (int i = 0; i < 4; i++) {
+		char c = s[i];
+
+		v <<= 4;
+		if (c >= '0' && c <= '9')
+			v |= c - '0';
+		else if (c >= 'a' && c <= 'f')
+			v |= c - 'a' + 10;
+		else if (c >= 'A' && c <= 'F')
+			v |= c - 'A' + 10;
+		else
+			return -1;
+	}
+	return v;
+}
+
+static size_t utf8_put(char *out, unsigned cp)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | (cp >> 6));
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | (cp >> 12));
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | (cp >> 18));
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+/*
+ * A string starting at the opening quote.  On success (*s, *n) is its text:
+ * into the input when it had no escape (*in_scratch false), else into the
+ * scratch buffer (valid until the next string).
+ */
+static bool parse_string(struct parser *p, const char **s, size_t *n,
+			 bool *in_scratch)
+{
+	const unsigned char *b = (const unsigned char *)p->buf;
+	size_t start = ++p->pos, out = 0;
+	bool esc = false;
+
+	for (;;) {
+		size_t run = p->pos;
+
+		/* The common case: plain bytes, copied (or not) as one run. */
+		while (p->pos < p->len) {
+			unsigned char c = b[p->pos];
+
+			if (c == '"' || c == '\\')
+				break;
+			if (c < 0x20) {
+				fail(p, "control character 0x%02x in a string", c);
+				return false;
+			}
+			if (c < 0x80) {
+				p->pos++;
+			} else {
+				size_t k = utf8_len(b + p->pos, p->len - p->pos);
+
+				if (!k) {
+					fail(p, "invalid UTF-8 byte 0x%02x", c);
+					return false;
+				}
+				p->pos += k;
+			}
+		}
+		if (p->pos >= p->len) {
+			fail(p, "unterminated string");
+			return false;
+		}
+		if (esc && !scratch_add(p, &out, p->buf + run, p->pos - run))
+			return false;
+		if (b[p->pos] == '"') {
+			p->pos++;
+			if (!esc) {
+				*s = p->buf + start;
+				*n = p->pos - 1 - start;
+			} else {
+				*s = p->scratch;
+				*n = out;
+			}
+			*in_scratch = esc;
+			return true;
+		}
+		/* A backslash: from here on the text is built in scratch. */
+		if (!esc) {
+			esc = true;
+			out = 0;
+			if (!scratch_add(p, &out, p->buf + start, p->pos - start))
+				return false;
+		}
+		if (p->pos + 1 >= p->len) {
+			fail(p, "unterminated string");
+			return false;
+		}
+		{
+			char c = p->buf[p->pos + 1], u8[4];
+			const char *lit = NULL;
+			size_t k;
+			int cp, lo;
+
+			switch (c) {
+			case '"': lit = "\""; break;
+			case '\\': lit = "\\"; break;
+			case '/': lit = "/"; break;
+			case 'b': lit = "\b"; break;
+			case 'f': lit = "\f"; break;
+			case 'n': lit = "\n"; break;
+			case 'r': lit = "\r"; break;
+			case 't': lit = "\t"; break;
+			case 'u':
+				break;
+			default:
+				fail(p, "invalid escape \\%c", (c >= 0x20 && c < 0x7f) ? c : '?');
+				return false;
+			}
+			if (lit) {
+				if (!scratch_add(p, &out, lit, 1))
+					return false;
+				p->pos += 2;
+				continue;
+			}
+			if (p->pos + 6 > p->len || (cp = hex4(p->buf + p->pos + 2)) < 0) {
+				fail(p, "invalid \\u escape");
+				return false;
+			}
+			p->pos += 6;
+			if (cp >= 0xdc00 && cp <= 0xdfff) {
+				fail(p, "invalid Unicode escape: lone low surrogate");
+				return false;
+			}
+			if (cp >= 0xd800 && cp <= 0xdbff) {
+				if (p->pos + 6 > p->len || p->buf[p->pos] != '\\' ||
+				    p->buf[p->pos + 1] != 'u' ||
+				    (lo = hex4(p->buf + p->pos + 2)) < 0 || lo < 0xdc00 ||
+				    lo > 0xdfff) {
+					fail(p, "invalid Unicode escape: lone high surrogate");
+					return false;
+				}
+				p->pos += 6;
+				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+			}
+			k = utf8_put(u8, (unsigned)cp);
+			if (!scratch_add(p, &out, u8, k))
+				return false;
+		}
+	}
+}
+
+static json_t *parse_number(struct parser *p)
+{
+	const char *s = p->buf + p->pos, *e = p->buf + p->len, *q = s;
+	bool real = false, neg = false;
+	char tmp[128], *copy = tmp;
+	json_t *v = NULL;
+	size_t n;
+
+	if (q < e && *q == '-') {
+		neg = true;
+		q++;
+	}
+	if (q >= e || *q < '0' || *q > '9') {
+		fail(p, "invalid number");
+		return NULL;
+	}
+	if (*q == '0') {
+		q++;
+		if (q < e && *q >= '0' && *q <= '9') {
+			fail(p, "invalid number: leading zero");
+			return NULL;
+		}
+	} else {
+		while (q < e && *q >= '0' && *q <= '9')
+			q++;
+	}
+	if (q < e && *q == '.') {
+		real = true;
+		q++;
+		if (q >= e || *q < '0' || *q > '9') {
+			fail(p, "invalid number: digit expected after '.'");
+			return NULL;
+		}
+		while (q < e && *q >= '0' && *q <= '9')
+			q++;
+	}
+	if (q < e && (*q == 'e' || *q == 'E')) {
+		real = true;
+		q++;
+		if (q < e && (*q == '+' || *q == '-'))
+			q++;
+		if (q >= e || *q < '0' || *q > '9') {
+			fail(p, "invalid number: digit expected in the exponent");
+			return NULL;
+		}
+		while (q < e && *q >= '0' && *q <= '9')
+			q++;
+	}
+	n = (size_t)(q - s);
+	if (!real) {
+		/* Accumulate negatively: json_int_t's minimum has no positive. */
+		json_int_t acc = 0;
+
+		for (const char *d = s + neg; d < q; d++) {
+			int dig = *d - '0';
+
+			if (acc < (INT_MIN_JSON + dig) / 10) {
+				fail(p, neg ? "too big negative integer" : "too big integer");
+				return NULL;
+			}
+			acc = acc * 10 - dig;
+		}
+		if (!neg && acc == INT_MIN_JSON) {
+			fail(p, "too big integer");
+			return NULL;
+		}
+		p->pos += n;
+		v = json_integer(neg ? acc : -acc);
+	} else {
+		double d;
+		char *end;
+
+		if (n >= sizeof(tmp)) {
+			copy = malloc(n + 1);
+			if (!copy) {
+				fail(p, "out of memory");
+				return NULL;
+			}
+		}
+		memcpy(copy, s, n);
+		copy[n] = '\0';
+		errno = 0;
+		d = strtod(copy, &end);
+		if (copy != tmp)
+			free(copy);
+		if ((d == HUGE_VAL || d == -HUGE_VAL) && errno == ERANGE) {
+			fail(p, "real number overflow");
+			return NULL;
+		}
+		p->pos += n;
+		v = json_real(d);
+	}
+	if (!v)
+		fail(p, "out of memory");
+	return v;
+}
+
+static bool literal(struct parser *p, const char *word)
+{
+	size_t n = strlen(word);
+
+	if (p->len - p->pos < n || memcmp(p->buf + p->pos, word, n) != 0)
+		return false;
+	p->pos += n;
+	return true;
+}
+
+static bool push(struct parser *p, json_t *c, bool obj)
+{
+	if (p->depth >= JSONFAST_MAX_DEPTH) {
+		json_decref(c);
+		fail(p, "maximum nesting depth %d reached", JSONFAST_MAX_DEPTH);
+		return false;
+	}
+	if (p->depth == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 32;
+		struct frame *ns = realloc(p->stack, cap * sizeof(*ns));
+
+		if (!ns) {
+			json_decref(c);
+			fail(p, "out of memory");
+			return false;
+		}
+		p->stack = ns;
+		p->cap = cap;
+	}
+	p->stack[p->depth++] = (struct frame){.c = c, .obj = obj};
+	return true;
+}
+
+/* Attaches a finished value to the open container; takes v. */
+static bool attach(struct parser *p, json_t *v)
+{
+	struct frame *f = &p->stack[p->depth - 1];
+	bool ok;
+
+	if (!f->obj) {
+		if (json_array_append_new(f->c, v) < 0) {
+			fail(p, "out of memory");
+			return false;
+		}
+		return true;
+	}
+	{
+		size_t before = json_object_size(f->c);
+
+		ok = json_object_setn_new_nocheck(f->c, f->key, f->klen, v) == 0;
+		if (ok && json_object_size(f->c) == before) {
+			p->pos = f->key_pos; /* point at the second key */
+			fail(p, "duplicate object key \"%.*s\"",
+			     (int)(f->klen > 64 ? 64 : f->klen), f->key);
+			ok = false;
+		} else if (!ok) {
+			fail(p, "out of memory");
+		}
+	}
+	free(f->key_owned);
+	f->key_owned = NULL;
+	f->key = NULL;
+	return ok;
+}
+
+/* Reads an object key and the ':' after it into the top frame. */
+static bool read_key(struct parser *p)
+{
+	struct frame *f = &p->stack[p->depth - 1];
+	const char *s;
+	size_t n;
+	bool in_scratch;
+
+	if (p->pos >= p->len || p->buf[p->pos] != '"') {
+		fail(p, "string or '}' expected");
+		return false;
+	}
+	f->key_pos = p->pos;
+	if (!parse_string(p, &s, &n, &in_scratch))
+		return false;
+	if (memchr(s, '\0', n)) {
+		fail(p, "NUL character in an object key");
+		return false;
+	}
+	if (in_scratch) {
+		f->key_owned = malloc(n + 1);
+		if (!f->key_owned) {
+			fail(p, "out of memory");
+			return false;
+		}
+		memcpy(f->key_owned, s, n);
+		f->key_owned[n] = '\0';
+		s = f->key_owned;
+	}
+	f->key = s;
+	f->klen = n;
+	skip_ws(p);
+	if (p->pos >= p->len || p->buf[p->pos] != ':') {
+		fail(p, "':' expected");
+		return false;
+	}
+	p->pos++;
+	return true;
+}
+
+json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz)
+{
+	struct parser p = {.buf = buf, .len = len, .err = err, .errsz = errsz};
+	json_t *root = NULL, *v;
+
+	for (;;) {
+		skip_ws(&p);
+		if (p.pos >= p.len) {
+			fail(&p, p.depth ? "unexpected end of input" : "no JSON value");
+			goto out;
+		}
+		/* A value. */
+		switch (p.buf[p.pos]) {
+		case '{':
+			v = json_object();
+			if (!v || !push(&p, v, true)) {
+				if (!v)
+					fail(&p, "out of memory");
+				goto out;
+			}
+			p.pos++;
+			skip_ws(&p);
+			if (p.pos < p.len && p.buf[p.pos] == '}') {
+				p.pos++;
+				p.depth--;
+				goto finished;
+			}
+			if (!read_key(&p))
+				goto out;
+			continue;
+		case '[':
+			v = json_array();
+			if (!v || !push(&p, v, false)) {
+				if (!v)
+					fail(&p, "out of memory");
+				goto out;
+			}
+			p.pos++;
+			skip_ws(&p);
+			if (p.pos < p.len && p.buf[p.pos] == ']') {
+				p.pos++;
+				p.depth--;
+				goto finished;
+			}
+			continue;
+		case '"': {
+			const char *s;
+			size_t n;
+			bool in_scratch;
+
+			if (!parse_string(&p, &s, &n, &in_scratch))
+				goto out;
+			v = json_stringn_nocheck(s, n);
+			break;
+		}
+		case 't':
+			v = literal(&p, "true") ? json_true() : NULL;
+			break;
+		case 'f':
+			v = literal(&p, "false") ? json_false() : NULL;
+			break;
+		case 'n':
+			v = literal(&p, "null") ? json_null() : NULL;
+			break;
+		default:
+			if (p.buf[p.pos] == '-' ||
+			    (p.buf[p.pos] >= '0' && p.buf[p.pos] <= '9')) {
+				v = parse_number(&p);
+				if (!v)
+					goto out;
+				break;
+			}
+			fail(&p, "unexpected character '%c'",
+			     (unsigned char)p.buf[p.pos] >= 0x20 &&
+					     (unsigned char)p.buf[p.pos] < 0x7f
+				     ? p.buf[p.pos]
+				     : '?');
+			goto out;
+		}
+		if (!v) {
+			fail(&p, "invalid literal");
+			goto out;
+		}
+		if (0) {
+finished:
+			v = p.stack[p.depth].c;
+		}
+		/* v is complete: attach it, then close what it completes. */
+		for (;;) {
+			if (!p.depth) {
+				root = v;
+				skip_ws(&p);
+				if (p.pos != p.len) {
+					fail(&p, "end of input expected");
+					json_decref(root);
+					root = NULL;
+				}
+				goto out;
+			}
+			if (!attach(&p, v))
+				goto out;
+			skip_ws(&p);
+			if (p.pos >= p.len) {
+				fail(&p, "unexpected end of input");
+				goto out;
+			}
+			{
+				struct frame *f = &p.stack[p.depth - 1];
+				char c = p.buf[p.pos];
+
+				if (c == ',') {
+					p.pos++;
+					if (f->obj) {
+						skip_ws(&p);
+						if (!read_key(&p))
+							goto out;
+					}
+					break; /* the next value */
+				}
+				if (c == (f->obj ? '}' : ']')) {
+					p.pos++;
+					v = f->c;
+					p.depth--;
+					continue; /* the container is a finished value */
+				}
+				fail(&p, f->obj ? "',' or '}' expected" : "',' or ']' expected");
+				goto out;
+			}
+		}
+	}
+out:
+	/* A container is attached to its parent only once it is complete:
+	 * on failure, every open one is released on its own. */
+	for (size_t i = 0; p.failed && i < p.depth; i++) {
+		free(p.stack[i].key_owned);
+		json_decref(p.stack[i].c);
+	}
+	free(p.stack);
+	free(p.scratch);
+	return p.failed ? NULL : root;
+}
