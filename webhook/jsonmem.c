@@ -48,9 +48,19 @@ static void make_key(void)
 	pthread_key_create(&arena_key, free);
 }
 
+/* gcc says __SANITIZE_ADDRESS__, clang says __has_feature(address_sanitizer). */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define JSONMEM_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define JSONMEM_ASAN 1
+#endif
+
 void jsonmem_install(void)
 {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(JSONMEM_ASAN)
 	/* Under AddressSanitizer every block stays a malloc() of its own, so
 	 * that use-after-free and leaks of request values are still caught. */
 	return;

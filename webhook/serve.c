@@ -553,10 +553,16 @@ int cmd_serve(int argc, char **argv)
 		}
 		if (changed(&sv.policy_file))
 			reload_policy(&sv);
-		/* Either file of the pair: certs_check_pair() refuses a
-		 * half-rotated pair, and the next change retries. */
-		if (changed(&sv.cert_file) | changed(&sv.key_file))
-			reload_cert(&sv);
+		/* Either file of the pair (both stat()s run, to keep both
+		 * snapshots current): a half-rotated pair is refused and the
+		 * next change retries. */
+		{
+			bool cert_changed = changed(&sv.cert_file);
+			bool key_changed = changed(&sv.key_file);
+
+			if (cert_changed || key_changed)
+				reload_cert(&sv);
+		}
 	}
 	log_event(LOG_INFO, "msg=\"stopping\" in_flight=%u", server_in_flight(sv.server));
 	server_stop(sv.server, GRACE_MS);

@@ -1,0 +1,184 @@
+/*
+ * admission_check: the invariants of one decoded AdmissionReview under one
+ * policy, shared by review_fuzz.c and policy_fuzz.c.  Each violation calls
+ * fuzz_fail(), which names it and aborts.
+ *
+ *   - handler_evaluate() at /mutate and /validate with the given quota
+ *     source (NULL: nothing in use);
+ *   - the response review_encode() builds for it exists (it fails only on
+ *     out of memory, or on a message that is not valid UTF-8, which the
+ *     server then answers with a 500);
+ *   - a denial has a message, a bad request a reason;
+ *   - request.object is left untouched;
+ *   - a /mutate patch applies strictly (patch_apply) to request.object and
+ *     gives exactly ev.mutated;
+ *   - SPEC section 4, mutation is idempotent: the mutated object sent to
+ *     /mutate again is admitted with no patch, and /validate admits it.
+ */
+#ifndef GPUGATE_FUZZ_ADMISSION_CHECK_H
+#define GPUGATE_FUZZ_ADMISSION_CHECK_H
+
+#include "policy/diag.h"
+#include "policy/policy.h"
+#include "webhook/handler.h"
+#include "webhook/patch.h"
+#include "webhook/review.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fuzz_fail(const char *what)
+{
+	fprintf(stderr, "fuzz invariant violated: %s\n", what);
+	abort();
+}
+
+/*
+ * The response body handler_admit() would send for this evaluation (the
+ * caller frees it), or NULL when review_encode() fails.
+ */
+static char *encode_like_admit(const struct review *rv,
+			       const struct evaluation *ev, size_t *len)
+{
+	const char *warnings[DECIDE_MAX_WARNINGS];
+	struct review_response resp = {0};
+	char msg[600];
+
+	if (ev->bad_request) {
+		resp.allowed = false;
+		resp.code = 400;
+		snprintf(msg, sizeof(msg), "gpugate: %s", ev->error);
+		resp.message = msg;
+	} else {
+		resp.allowed = ev->dec.allowed;
+		resp.code = ev->dec.code;
+		resp.message = ev->dec.message;
+		for (size_t i = 0; i < ev->dec.n_warnings; i++)
+			warnings[i] = ev->dec.warnings[i];
+		resp.warnings = warnings;
+		resp.n_warnings = ev->dec.n_warnings;
+		resp.patch = ev->patch;
+	}
+	return review_encode(rv->uid, &resp, len);
+}
+
+/* The response for this evaluation can be encoded. */
+static void check_encodes(const struct review *rv, const struct evaluation *ev)
+{
+	size_t len;
+	char *out = encode_like_admit(rv, ev, &len);
+
+	if (!out) {
+		fprintf(stderr, "message: %s\n",
+			ev->bad_request ? ev->error : ev->dec.message);
+		fuzz_fail("the response cannot be encoded (HTTP 500)");
+	}
+	free(out);
+}
+
+static void check_mutated_again(const struct policy *p, const struct review *rv,
+				const struct quota_source *q, json_t *mutated)
+{
+	struct review again = *rv;
+	struct evaluation ev;
+
+	again.object = mutated;
+	evaluation_init(&ev);
+	if (handler_evaluate(p, &again, HANDLER_MUTATE, q, &ev) < 0)
+		fuzz_fail("out of memory");
+	if (ev.bad_request) {
+		fprintf(stderr, "error: %s\n", ev.error);
+		fuzz_fail("the mutated object is a bad request at /mutate");
+	}
+	if (!ev.dec.allowed) {
+		fprintf(stderr, "message: %s\n", ev.dec.message);
+		fuzz_fail("the mutated object is denied at /mutate");
+	}
+	if (ev.patch && json_array_size(ev.patch) != 0) {
+		char *s = json_dumps(ev.patch, JSON_COMPACT);
+
+		fprintf(stderr, "second patch: %s\n", s ? s : "?");
+		free(s);
+		fuzz_fail("mutation is not idempotent: /mutate patches its own "
+			  "result again");
+	}
+	evaluation_release(&ev);
+
+	evaluation_init(&ev);
+	if (handler_evaluate(p, &again, HANDLER_VALIDATE, q, &ev) < 0)
+		fuzz_fail("out of memory");
+	if (ev.bad_request) {
+		fprintf(stderr, "error: %s\n", ev.error);
+		fuzz_fail("the mutated object is a bad request at /validate");
+	}
+	if (!ev.dec.allowed) {
+		fprintf(stderr, "message: %s\n", ev.dec.message);
+		fuzz_fail("the mutated object is denied at /validate");
+	}
+	check_encodes(&again, &ev);
+	evaluation_release(&ev);
+}
+
+static void check_endpoint(const struct policy *p, const struct review *rv,
+			   const struct quota_source *q, enum handler_endpoint ep)
+{
+	json_t *before = rv->object ? json_deep_copy(rv->object) : NULL;
+	struct evaluation ev;
+	struct diag d;
+	json_t *got;
+
+	if (rv->object && !before)
+		fuzz_fail("out of memory");
+	evaluation_init(&ev);
+	if (handler_evaluate(p, rv, ep, q, &ev) < 0)
+		fuzz_fail("out of memory");
+#ifdef FUZZ_TRACE /* -DFUZZ_TRACE: one line per evaluation on stderr */
+	fprintf(stderr, "trace: %s quota=%s allowed=%d rule=%s patch=%zu %s%s\n",
+		ep == HANDLER_MUTATE ? "mutate" : "validate",
+		!q ? "none" : ev.dec.has_quota
+			? quota_position_name(ev.dec.quota.position) : "-",
+		ev.dec.allowed, ev.dec.rule ? ev.dec.rule : "-",
+		json_array_size(ev.patch), ev.bad_request ? ev.error : "",
+		ev.dec.message);
+#endif
+	if (before && !json_equal(before, rv->object))
+		fuzz_fail("handler_evaluate modified request.object");
+	if (!ev.bad_request && !ev.dec.allowed && !ev.dec.message[0])
+		fuzz_fail("a denial without a message");
+	if (ev.bad_request && !ev.error[0])
+		fuzz_fail("a bad request without a reason");
+	check_encodes(rv, &ev);
+	if (ev.patch) {
+		if (ep != HANDLER_MUTATE || !ev.mutated || !rv->object ||
+		    ev.bad_request || !ev.dec.allowed)
+			fuzz_fail("a patch where none is expected");
+		diag_init(&d);
+		got = patch_apply(rv->object, ev.patch, &d);
+		if (!got) {
+			fprintf(stderr, "%s", diag_text(&d));
+			fuzz_fail("the patch does not apply to request.object");
+		}
+		if (!json_equal(got, ev.mutated))
+			fuzz_fail("the patch does not give the mutated object");
+		json_decref(got);
+		check_mutated_again(p, rv, q, ev.mutated);
+	}
+	evaluation_release(&ev);
+	json_decref(before);
+}
+
+/*
+ * Both endpoints, as the apiserver calls them.  q is the quota source (NULL:
+ * nothing in use); it must answer the same for the same request, as a
+ * ledger that nobody else changes does.
+ */
+static void check_review(const struct policy *p, const struct review *rv,
+			 const struct quota_source *q)
+{
+	check_endpoint(p, rv, q, HANDLER_MUTATE);
+	check_endpoint(p, rv, q, HANDLER_VALIDATE);
+}
+
+#endif
