@@ -75,7 +75,6 @@ const char *policy_mode_name(enum policy_mode m)
 struct builder {
 	struct policy *p;
 	const struct src_policy *src;
-	const struct srcpos *pos;
 	bool oom;
 };
 
@@ -139,7 +138,6 @@ static void build_flavors(struct builder *b)
 		if (b->oom)
 			return;
 		f->index = i;
-		f->line = srcpos_line(b->pos, "flavors[%u]", i);
 		f->name = dup(b, s->name);
 		f->resource = dup(b, s->resource);
 		f->sharing = (enum policy_sharing)s->sharing;
@@ -178,7 +176,6 @@ static void build_classes(struct builder *b)
 		struct policy_class *c = &p->classes[i];
 
 		c->index = i;
-		c->line = srcpos_line(b->pos, "classes[%u]", i);
 		c->name = dup(b, s->name);
 		c->description = dup(b, s->description ? s->description : "");
 		c->flavor = policy_flavor_find(p, s->flavor);
@@ -259,7 +256,6 @@ static void build_tenants(struct builder *b)
 		if (b->oom)
 			return;
 		t->index = i;
-		t->line = srcpos_line(b->pos, "tenants[%u]", i);
 		t->name = dup(b, s->name);
 		for (unsigned n = 0; n < s->namespaces_count; n++) {
 			ns[n] = dup(b, s->namespaces[n]);
@@ -351,10 +347,9 @@ static void build_checkpoint(struct builder *b)
 }
 
 static struct policy *policy_build(const char *source,
-				   const struct src_policy *src,
-				   const struct srcpos *pos)
+				   const struct src_policy *src)
 {
-	struct builder b = {.src = src, .pos = pos};
+	struct builder b = {.src = src};
 	struct policy *p = calloc(1, sizeof(*p));
 
 	if (!p)
@@ -408,14 +403,23 @@ int policy_parse(const char *name, const char *text, size_t len,
 			  POLICY_MAX_FILE_BYTES);
 		return -1;
 	}
+	/*
+	 * Positions are needed for messages only: a valid policy is checked
+	 * without recording any (the costly part of the walk, with 1000
+	 * tenants); when the semantic checks find something, the walk runs
+	 * again to record them and the checks run again to locate the errors.
+	 */
 	srcpos_init(&pos);
-	if (schema_check(name, text, len, &pos, d) < 0)
+	if (schema_check(name, text, len, NULL, d) < 0)
 		goto out;
 	if (schema_load(name, text, len, &src, d) < 0)
 		goto out;
-	if (validate_src(name, src, &pos, d) < 0)
+	if (validate_src(name, src, &pos, NULL) < 0) {
+		if (schema_check(name, text, len, &pos, NULL) < 0)
+			diag_addf(d, "%s: internal error: the second walk failed", name);
+		validate_src(name, src, &pos, d);
 		goto out;
-	*out = policy_build(name, src, &pos);
+	}	*out = policy_build(name, src);
 	if (!*out) {
 		diag_addf(d, "%s: out of memory", name);
 		goto out;

@@ -72,7 +72,6 @@ struct policy_toleration {
 
 struct policy_flavor {
 	unsigned index; /* position in the policy, 0-based */
-	unsigned line;  /* where it is defined, for messages */
 	const char *name;
 	const char *resource;
 	enum policy_sharing sharing;
@@ -85,7 +84,6 @@ struct policy_flavor {
 
 struct policy_class {
 	unsigned index;
-	unsigned line;
 	const char *name;
 	const char *description;          /* "" when absent */
 	const struct policy_flavor *flavor;
@@ -111,7 +109,6 @@ struct policy_quota {
 
 struct policy_tenant {
 	unsigned index;
-	unsigned line;
 	const char *name;
 	const char *const *namespaces; /* exact names or shell globs */
 	size_t n_namespaces;

@@ -233,17 +233,29 @@ static const cyaml_schema_value_t policy_schema = {
 
 /* ---- shape checker ---------------------------------------------------- */
 
+/*
+ * Where the walk is, as a stack of keys and list indices: rendered as text
+ * ("tenants[1].quota[0]") only for a message or a recorded position, which
+ * keeps the walk of a valid policy free of string formatting.
+ */
+struct seg {
+	const char *key; /* NULL: a list index */
+	size_t index;
+};
+
+#define WALK_MAX_DEPTH 32 /* the schema is 5 levels deep */
+
 struct walk {
 	const char *file;
 	yaml_document_t *doc;
-	struct srcpos *pos;
+	struct srcpos *pos; /* NULL: check only, record nothing */
 	struct diag *d;
 	unsigned long nodes;
 	int errors;
 	bool oom;
 	bool too_big;
-	char path[512];
-	size_t plen;
+	struct seg segs[WALK_MAX_DEPTH];
+	size_t nseg;
 };
 
 static unsigned line_of(const yaml_node_t *n)
@@ -254,50 +266,60 @@ static unsigned line_of(const yaml_node_t *n)
 static void fail(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+static void render_path(const struct walk *w, char *out, size_t size)
+{
+	size_t o = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < w->nseg && o + 1 < size; i++) {
+		int n = w->segs[i].key
+				? snprintf(out + o, size - o, "%s%s", i ? "." : "",
+					   w->segs[i].key)
+				: snprintf(out + o, size - o, "[%zu]", w->segs[i].index);
+
+		if (n < 0)
+			break;
+		o += (size_t)n;
+	}
+}
+
 static void fail(struct walk *w, const yaml_node_t *n, const char *fmt, ...)
 {
-	char msg[768];
+	char msg[768], path[512];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	w->errors++;
-	if (w->plen)
-		diag_addf(w->d, "%s:%u: %s: %s", w->file, line_of(n), w->path, msg);
+	render_path(w, path, sizeof(path));
+	if (path[0])
+		diag_addf(w->d, "%s:%u: %s: %s", w->file, line_of(n), path, msg);
 	else
 		diag_addf(w->d, "%s:%u: %s", w->file, line_of(n), msg);
 }
 
-/* Appends ".key" or "[i]" to the current path; returns the old length. */
-static size_t path_push(struct walk *w, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static size_t path_push(struct walk *w, const char *fmt, ...)
+static bool path_push(struct walk *w, const char *key, size_t index)
 {
-	size_t old = w->plen;
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(w->path + w->plen, sizeof(w->path) - w->plen, fmt, ap);
-	va_end(ap);
-	if (n > 0)
-		w->plen += (size_t)n;
-	if (w->plen >= sizeof(w->path))
-		w->plen = sizeof(w->path) - 1;
-	return old;
+	if (w->nseg == WALK_MAX_DEPTH)
+		return false;
+	w->segs[w->nseg++] = (struct seg){.key = key, .index = index};
+	return true;
 }
 
-static void path_pop(struct walk *w, size_t old)
+static void path_pop(struct walk *w)
 {
-	w->plen = old;
-	w->path[old] = '\0';
+	w->nseg--;
 }
 
 static void record(struct walk *w, const yaml_node_t *n)
 {
-	if (srcpos_add(w->pos, w->path, line_of(n)) < 0)
+	char path[512];
+
+	if (!w->pos)
+		return;
+	render_path(w, path, sizeof(path));
+	if (srcpos_add(w->pos, path, line_of(n)) < 0)
 		w->oom = true;
 }
 
@@ -367,7 +389,7 @@ static void walk_mapping(struct walk *w, yaml_node_t *n,
 	     p < n->data.mapping.pairs.top; p++) {
 		yaml_node_t *k = yaml_document_get_node(w->doc, p->key);
 		yaml_node_t *v = yaml_document_get_node(w->doc, p->value);
-		size_t i, old;
+		size_t i;
 
 		if (!k || !v)
 			continue;
@@ -400,10 +422,11 @@ static void walk_mapping(struct walk *w, yaml_node_t *n,
 			continue;
 		}
 		seen |= 1ull << i;
-		old = path_push(w, "%s%s", w->plen ? "." : "", fields[i].key);
+		if (!path_push(w, fields[i].key, 0))
+			continue; /* deeper than any schema: already refused */
 		record(w, k);
 		walk_value(w, v, &fields[i].value);
-		path_pop(w, old);
+		path_pop(w);
 	}
 	for (size_t i = 0; i < nfields; i++) {
 		if (!(seen & (1ull << i)) &&
@@ -505,14 +528,14 @@ static void walk_value(struct walk *w, yaml_node_t *n,
 		for (yaml_node_item_t *it = n->data.sequence.items.start;
 		     it < n->data.sequence.items.top; it++, i++) {
 			yaml_node_t *e = yaml_document_get_node(w->doc, *it);
-			size_t old;
 
 			if (!e)
 				continue;
-			old = path_push(w, "[%zu]", i);
+			if (!path_push(w, NULL, i))
+				continue;
 			record(w, e);
 			walk_value(w, e, sv->sequence.entry);
-			path_pop(w, old);
+			path_pop(w);
 		}
 		return;
 	}
@@ -554,7 +577,6 @@ int schema_check(const char *file, const char *text, size_t len,
 		diag_addf(d, "%s:1: the file is empty", file);
 		goto out;
 	}
-	w.path[0] = '\0';
 	walk_value(&w, root, &policy_schema);
 	if (w.oom) {
 		diag_addf(d, "%s: out of memory", file);

@@ -64,21 +64,22 @@ static bool name_valid(const char *s)
  * Registers name in map, reporting an invalid or duplicate name.  kind is
  * "flavor", "class" or "tenant"; list is the YAML key of its list.
  */
+#define LINE() srcpos_line(v->pos, "%s[%u].name", list, i)
 static void check_name(struct vctx *v, struct strmap *map, const char *kind,
 		       const char *list, unsigned i, const char *name)
 {
-	unsigned line = srcpos_line(v->pos, "%s[%u].name", list, i);
 	size_t first;
 
 	if (!name_valid(name)) {
-		err(v, line, "%s name \"%s\" is not valid (" NAME_RULE ")", kind,
+		err(v, LINE(), "%s name \"%s\" is not valid (" NAME_RULE ")", kind,
 		    name);
 		return;
 	}
 	if (strmap_put(map, name, i, &first) == 1)
-		err(v, line, "duplicate %s \"%s\" (first defined at line %u)", kind,
+		err(v, LINE(), "duplicate %s \"%s\" (first defined at line %u)", kind,
 		    name, srcpos_line(v->pos, "%s[%zu].name", list, first));
 }
+#undef LINE
 
 static bool is_stamped_key(const char *key)
 {
@@ -88,20 +89,21 @@ static bool is_stamped_key(const char *key)
 	return false;
 }
 
+#define LINE() srcpos_line(v->pos, "settings.%s", field)
 static void check_label_setting(struct vctx *v, const char *field,
 				const char *value)
 {
-	unsigned line = srcpos_line(v->pos, "settings.%s", field);
 
 	if (!k8s_qualified_name_valid(value))
-		err(v, line, "settings: %s \"%s\" is not a valid label key", field,
+		err(v, LINE(), "settings: %s \"%s\" is not a valid label key", field,
 		    value);
 	else if (is_stamped_key(value))
-		err(v, line,
+		err(v, LINE(),
 		    "settings: %s \"%s\" is a label gpugate stamps itself; choose "
 		    "another key",
 		    field, value);
 }
+#undef LINE
 
 static void check_settings(struct vctx *v)
 {
@@ -157,51 +159,52 @@ static int check_selector(struct vctx *v, unsigned line, const char *owner,
 	return (int)klen;
 }
 
+#define LINE() srcpos_line(v->pos, "flavors[%u].tolerations[%u]", fi, t)
 static void check_tolerations(struct vctx *v, unsigned fi, const char *owner,
 			      const struct src_flavor *f)
 {
 	for (unsigned t = 0; t < f->tolerations_count; t++) {
 		const struct src_toleration *tl = &f->tolerations[t];
-		unsigned line = srcpos_line(v->pos, "flavors[%u].tolerations[%u]", fi, t);
 		int op = tl->operator ? *tl->operator : SRC_OP_EQUAL;
 		const char *key = tl->key ? tl->key : "";
 
 		if (key[0] && !k8s_qualified_name_valid(key))
-			err(v, line, "%s: toleration key \"%s\" is not a valid label key",
+			err(v, LINE(), "%s: toleration key \"%s\" is not a valid label key",
 			    owner, key);
 		if (op == SRC_OP_EXISTS && tl->value && tl->value[0])
-			err(v, line,
+			err(v, LINE(),
 			    "%s: toleration with operator Exists must not have a value",
 			    owner);
 		if (op == SRC_OP_EQUAL && !key[0])
-			err(v, line,
+			err(v, LINE(),
 			    "%s: toleration with operator Equal needs a key "
 			    "(use operator Exists to tolerate every taint)",
 			    owner);
 		if (tl->value && !k8s_label_value_valid(tl->value))
-			err(v, line,
+			err(v, LINE(),
 			    "%s: toleration value \"%s\" is not a valid label value",
 			    owner, tl->value);
 		if (tl->tolerationSeconds) {
 			int64_t s = *tl->tolerationSeconds;
+#define SLINE() srcpos_line(v->pos, "flavors[%u].tolerations[%u].tolerationSeconds", fi, t)
 
-			line = srcpos_line(v->pos,
-					   "flavors[%u].tolerations[%u].tolerationSeconds",
-					   fi, t);
 			if (!tl->effect || *tl->effect != SRC_EFFECT_NO_EXECUTE)
-				err(v, line,
+				err(v, SLINE(),
 				    "%s: tolerationSeconds is only allowed with effect "
 				    "NoExecute",
 				    owner);
 			else if (s < 0 || s > POLICY_MAX_TOLERATION_SECONDS)
-				err(v, line,
+				err(v, SLINE(),
 				    "%s: tolerationSeconds %" PRId64
 				    " must be between 0 and %d",
 				    owner, s, POLICY_MAX_TOLERATION_SECONDS);
+#undef SLINE
 		}
 	}
 }
+#undef LINE
 
+#define LINE() srcpos_line(v->pos, "flavors[%u].nodeSelector[%u]", i, s)
 static void check_flavors(struct vctx *v)
 {
 	for (unsigned i = 0; i < v->src->flavors_count; i++) {
@@ -216,16 +219,14 @@ static void check_flavors(struct vctx *v)
 			    "(expected domain/name, e.g. nvidia.com/gpu)",
 			    owner, f->resource);
 		for (unsigned s = 0; s < f->nodeSelector_count; s++) {
-			unsigned line = srcpos_line(v->pos, "flavors[%u].nodeSelector[%u]",
-						    i, s);
-			int klen = check_selector(v, line, owner, f->nodeSelector[s]);
+			int klen = check_selector(v, LINE(), owner, f->nodeSelector[s]);
 
 			if (klen < 0)
 				continue;
 			for (unsigned r = 0; r < s; r++) {
 				if (strncmp(f->nodeSelector[r], f->nodeSelector[s],
 					    (size_t)klen + 1) == 0) {
-					err(v, line, "%s: nodeSelector key \"%.*s\" is set twice",
+					err(v, LINE(), "%s: nodeSelector key \"%.*s\" is set twice",
 					    owner, klen, f->nodeSelector[s]);
 					break;
 				}
@@ -238,6 +239,7 @@ static void check_flavors(struct vctx *v)
 			    f->gpusPerNode, POLICY_MAX_GPUS_PER_NODE);
 	}
 }
+#undef LINE
 
 /* The flavor a class or quota names, or NULL (reported by the caller). */
 static const struct src_flavor *flavor_named(const struct vctx *v,
@@ -255,35 +257,37 @@ static bool flavor_gpus_valid(const struct src_flavor *f)
 	return f->gpusPerNode >= 1 && f->gpusPerNode <= POLICY_MAX_GPUS_PER_NODE;
 }
 
+#define MLINE() srcpos_line(v->pos, "classes[%u].maxGpus", i)
+#define GLINE() srcpos_line(v->pos, "classes[%u].gpus", i)
 static void check_class_counts(struct vctx *v, unsigned i,
 			       const struct src_class *c,
 			       const struct src_flavor *f)
 {
-	unsigned gline = srcpos_line(v->pos, "classes[%u].gpus", i);
-	unsigned mline = srcpos_line(v->pos, "classes[%u].maxGpus", i);
 
 	if (c->gpus < 1) {
-		err(v, gline, "class \"%s\": gpus %" PRId64 " must be at least 1",
+		err(v, GLINE(), "class \"%s\": gpus %" PRId64 " must be at least 1",
 		    c->name, c->gpus);
 		return;
 	}
 	if (f && flavor_gpus_valid(f) && c->gpus > f->gpusPerNode)
-		err(v, gline,
+		err(v, GLINE(),
 		    "class \"%s\": gpus %" PRId64 " exceeds gpusPerNode %" PRId64
 		    " of flavor \"%s\"",
 		    c->name, c->gpus, f->gpusPerNode, f->name);
 	if (!c->maxGpus)
 		return;
 	if (*c->maxGpus < c->gpus)
-		err(v, mline,
+		err(v, MLINE(),
 		    "class \"%s\": gpus %" PRId64 " is greater than maxGpus %" PRId64,
 		    c->name, c->gpus, *c->maxGpus);
 	else if (f && flavor_gpus_valid(f) && *c->maxGpus > f->gpusPerNode)
-		err(v, mline,
+		err(v, MLINE(),
 		    "class \"%s\": maxGpus %" PRId64 " exceeds gpusPerNode %" PRId64
 		    " of flavor \"%s\"",
 		    c->name, *c->maxGpus, f->gpusPerNode, f->name);
 }
+#undef MLINE
+#undef GLINE
 
 static void check_classes(struct vctx *v)
 {
@@ -359,6 +363,7 @@ struct globs_seen {
 	size_t n, cap;
 };
 
+#define LINE() srcpos_line(v->pos, "tenants[%u].namespaces[%u]", ti, n)
 static void check_namespaces(struct vctx *v, unsigned ti,
 			     const struct src_tenant *t, struct strmap *literal,
 			     struct globs_seen *gs)
@@ -367,12 +372,11 @@ static void check_namespaces(struct vctx *v, unsigned ti,
 
 	for (unsigned n = 0; n < t->namespaces_count; n++) {
 		const char *ns = t->namespaces[n];
-		unsigned line = srcpos_line(v->pos, "tenants[%u].namespaces[%u]", ti, n);
 		size_t prev;
 
 		if (is_glob(ns)) {
 			if (!glob_valid(ns)) {
-				err(v, line,
+				err(v, LINE(),
 				    "tenant \"%s\": namespace pattern \"%s\" is not a valid "
 				    "glob (letters, digits, '-', '*', '?', '[...]')",
 				    t->name, ns);
@@ -393,7 +397,7 @@ static void check_namespaces(struct vctx *v, unsigned ti,
 			continue;
 		}
 		if (!k8s_dns_label_valid(ns)) {
-			err(v, line,
+			err(v, LINE(),
 			    "tenant \"%s\": namespace \"%s\" is not a valid namespace "
 			    "name",
 			    t->name, ns);
@@ -404,10 +408,10 @@ static void check_namespaces(struct vctx *v, unsigned ti,
 			unsigned pt = (unsigned)(prev >> 16), pn = prev & 0xffff;
 
 			if (pt == ti)
-				err(v, line, "tenant \"%s\": namespace \"%s\" is listed twice",
+				err(v, LINE(), "tenant \"%s\": namespace \"%s\" is listed twice",
 				    t->name, ns);
 			else
-				err(v, line,
+				err(v, LINE(),
 				    "tenant \"%s\": namespace \"%s\" is already listed by "
 				    "tenant \"%s\" (line %u)",
 				    t->name, ns, v->src->tenants[pt].name,
@@ -423,7 +427,7 @@ static void check_namespaces(struct vctx *v, unsigned ti,
 			if (strncmp(g->pattern, ns, g->prefix) != 0 ||
 			    fnmatch(g->pattern, ns, 0) != 0)
 				continue;
-			err(v, line,
+			err(v, LINE(),
 			    "tenant \"%s\": namespace \"%s\" is already matched by "
 			    "pattern \"%s\" of tenant \"%s\" (line %u), which comes "
 			    "first",
@@ -434,7 +438,9 @@ static void check_namespaces(struct vctx *v, unsigned ti,
 		}
 	}
 }
+#undef LINE
 
+#define LINE() srcpos_line(v->pos, "tenants[%u].quota[%u]", ti, q)
 static void check_quota(struct vctx *v, unsigned ti, const struct src_tenant *t)
 {
 	struct strmap seen;
@@ -442,7 +448,6 @@ static void check_quota(struct vctx *v, unsigned ti, const struct src_tenant *t)
 	strmap_init(&seen);
 	for (unsigned q = 0; q < t->quota_count; q++) {
 		const struct src_quota *qu = &t->quota[q];
-		unsigned line = srcpos_line(v->pos, "tenants[%u].quota[%u]", ti, q);
 		size_t prev;
 		const struct {
 			const char *field;
@@ -458,7 +463,7 @@ static void check_quota(struct vctx *v, unsigned ti, const struct src_tenant *t)
 			    "tenant \"%s\": quota for unknown flavor \"%s\"", t->name,
 			    qu->flavor);
 		else if (strmap_put(&seen, qu->flavor, q, &prev) == 1)
-			err(v, line,
+			err(v, LINE(),
 			    "tenant \"%s\": second quota entry for flavor \"%s\" (first "
 			    "at line %u)",
 			    t->name, qu->flavor,
@@ -482,13 +487,14 @@ static void check_quota(struct vctx *v, unsigned ti, const struct src_tenant *t)
 			    " exceeds nominal %" PRId64,
 			    t->name, qu->flavor, *qu->lendingLimit, qu->nominal);
 		if (!t->cohort && (qu->borrowingLimit || qu->lendingLimit))
-			err(v, line,
+			err(v, LINE(),
 			    "tenant \"%s\": quota %s: borrowingLimit and lendingLimit "
 			    "need a cohort (the tenant is in none)",
 			    t->name, qu->flavor);
 	}
 	strmap_release(&seen);
 }
+#undef LINE
 
 static bool tenant_has_quota(const struct src_tenant *t, const char *flavor)
 {
@@ -498,6 +504,7 @@ static bool tenant_has_quota(const struct src_tenant *t, const char *flavor)
 	return false;
 }
 
+#define LINE() srcpos_line(v->pos, "tenants[%u].classes[%u]", ti, c)
 static void check_tenant_classes(struct vctx *v, unsigned ti,
 				 const struct src_tenant *t)
 {
@@ -518,18 +525,17 @@ static void check_tenant_classes(struct vctx *v, unsigned ti,
 
 	strmap_init(&seen);
 	for (unsigned c = 0; c < t->classes_count; c++) {
-		unsigned line = srcpos_line(v->pos, "tenants[%u].classes[%u]", ti, c);
 		const char *name = t->classes[c];
 		const struct src_class *cl;
 		const struct src_flavor *f;
 		size_t ci;
 
 		if (!strmap_get(&v->classes, name, &ci)) {
-			err(v, line, "tenant \"%s\": unknown class \"%s\"", t->name, name);
+			err(v, LINE(), "tenant \"%s\": unknown class \"%s\"", t->name, name);
 			continue;
 		}
 		if (strmap_put(&seen, name, c, NULL) == 1) {
-			err(v, line, "tenant \"%s\": class \"%s\" is listed twice",
+			err(v, LINE(), "tenant \"%s\": class \"%s\" is listed twice",
 			    t->name, name);
 			continue;
 		}
@@ -538,19 +544,20 @@ static void check_tenant_classes(struct vctx *v, unsigned ti,
 		if (!f)
 			continue; /* reported with the class */
 		if (!(mask & (1u << f->sharing)))
-			err(v, line,
+			err(v, LINE(),
 			    "tenant \"%s\": class \"%s\" uses sharing mode %s, which "
 			    "the tenant's sharing list does not allow",
 			    t->name, name,
 			    policy_sharing_name((enum policy_sharing)f->sharing));
 		else if (!tenant_has_quota(t, f->name))
-			err(v, line,
+			err(v, LINE(),
 			    "tenant \"%s\": class \"%s\" uses flavor \"%s\" but the "
 			    "tenant has no quota for it",
 			    t->name, name, f->name);
 	}
 	strmap_release(&seen);
 }
+#undef LINE
 
 static void check_tenants(struct vctx *v)
 {
@@ -576,9 +583,9 @@ static void check_tenants(struct vctx *v)
 }
 
 /* Placeholders are {tenant} and {namespace}; the rest must be a name. */
+#define LINE() srcpos_line(v->pos, "checkpoint.claimName")
 static void check_claim_name(struct vctx *v, const char *tmpl)
 {
-	unsigned line = srcpos_line(v->pos, "checkpoint.claimName");
 	char sample[600];
 	size_t o = 0;
 
@@ -592,7 +599,7 @@ static void check_claim_name(struct vctx *v, const char *tmpl)
 			} else if (n == 11 && strncmp(p, "{namespace}", 11) == 0) {
 				sample[o++] = 'n';
 			} else {
-				err(v, line,
+				err(v, LINE(),
 				    "checkpoint: claimName \"%s\": unknown placeholder "
 				    "\"%.*s\" (use {tenant} or {namespace})",
 				    tmpl, (int)(n > 40 ? 40 : n), p);
@@ -605,12 +612,14 @@ static void check_claim_name(struct vctx *v, const char *tmpl)
 	}
 	sample[o] = '\0';
 	if (!k8s_dns_subdomain_valid(sample))
-		err(v, line,
+		err(v, LINE(),
 		    "checkpoint: claimName \"%s\" does not make a valid claim name "
 		    "(lower-case letters, digits, '-' and '.')",
 		    tmpl);
 }
+#undef LINE
 
+#define LINE() srcpos_line(v->pos, "checkpoint.env[%u]", i)
 static void check_checkpoint(struct vctx *v)
 {
 	const struct src_checkpoint *c = v->src->checkpoint;
@@ -635,12 +644,11 @@ static void check_checkpoint(struct vctx *v)
 	for (unsigned i = 0; i < c->env_count; i++) {
 		const char *kv = c->env[i];
 		const char *eq = strchr(kv, '=');
-		unsigned line = srcpos_line(v->pos, "checkpoint.env[%u]", i);
 		char name[256];
 		size_t n;
 
 		if (!eq || eq == kv) {
-			err(v, line, "checkpoint: env \"%s\" is not of the form NAME=value",
+			err(v, LINE(), "checkpoint: env \"%s\" is not of the form NAME=value",
 			    kv);
 			continue;
 		}
@@ -650,20 +658,21 @@ static void check_checkpoint(struct vctx *v)
 		memcpy(name, kv, n);
 		name[n] = '\0';
 		if (!k8s_env_name_valid(name))
-			err(v, line,
+			err(v, LINE(),
 			    "checkpoint: env name \"%s\" is not a valid variable name",
 			    name);
 		else if (strcmp(name, "GPUGATE_PREEMPTIBLE") == 0 ||
 			 strcmp(name, "NVIDIA_VISIBLE_DEVICES") == 0 ||
 			 strcmp(name, "NVIDIA_MIG_CONFIG_DEVICES") == 0)
-			err(v, line, "checkpoint: env \"%s\" is reserved", name);
+			err(v, LINE(), "checkpoint: env \"%s\" is reserved", name);
 		for (unsigned j = 0; j < i; j++)
 			if (strncmp(c->env[j], kv, n + 1) == 0) {
-				err(v, line, "checkpoint: env \"%s\" is set twice", name);
+				err(v, LINE(), "checkpoint: env \"%s\" is set twice", name);
 				break;
 			}
 	}
 }
+#undef LINE
 
 int validate_src(const char *file, const struct src_policy *src,
 		 const struct srcpos *pos, struct diag *d)
