@@ -433,67 +433,95 @@ int apply_plan(json_t *object, const struct workload *wl,
 	return a.failed ? -1 : 0;
 }
 
-/* No loop check (a parsed document has no cycles): json_deep_copy() of
- * jansson 2.14 formats and hashes the address of every container. */
-static json_t *copy_value(json_t *v, int depth)
+/*
+ * Copy on write, decided up front: the containers apply_plan() may change
+ * are copied (shallowly: their members are shared until replaced), and
+ * everything else is shared with the original.  apply_plan() only ever
+ * replaces members, appends to arrays, or deletes members, at the paths
+ * below; it never edits a shared value in place (the review fuzz harness
+ * checks that the request's object comes out untouched).  The diff then
+ * stops at every shared value: its cost is the size of what may change,
+ * not of the object.
+ */
+struct cow {
+	bool oom;
+};
+
+/* Replaces holder[key] (an object or array) by its shallow copy. */
+static json_t *own(struct cow *w, json_t *holder, const char *key)
 {
-	json_t *c, *x;
-	const char *k;
-	size_t klen, i;
+	json_t *v = json_object_get(holder, key), *c;
 
-	if (json_is_object(v)) {
-		c = json_object();
-		if (!c)
-			return NULL;
-		json_object_keylen_foreach(v, k, klen, x)
-		{
-			json_t *xc = depth == 1 && klen == 13 &&
-					     memcmp(k, "managedFields", 13) == 0
-				     ? json_incref(x)
-				     : copy_value(x, depth + 1);
+	if (!v || !(json_is_object(v) || json_is_array(v)))
+		return NULL;
+	c = json_copy(v);
+	if (!c || json_object_set_new_nocheck(holder, key, c) < 0) {
+		w->oom = true;
+		return NULL;
+	}
+	return c;
+}
 
-			if (json_object_setn_new_nocheck(c, k, klen, xc) < 0) {
-				json_decref(c);
-				return NULL;
-			}
+static void own_meta(struct cow *w, json_t *holder)
+{
+	json_t *meta = own(w, holder, "metadata");
+
+	own(w, meta, "labels");
+	own(w, meta, "annotations");
+}
+
+static void own_pod_spec(struct cow *w, json_t *spec)
+{
+	json_t *aff, *pa, *cs, *ct;
+	size_t i;
+
+	if (!spec)
+		return;
+	own(w, spec, "nodeSelector");
+	own(w, spec, "tolerations");
+	own(w, spec, "volumes");
+	aff = own(w, spec, "affinity");
+	pa = own(w, aff, "podAffinity");
+	own(w, pa, "requiredDuringSchedulingIgnoredDuringExecution");
+	own(w, pa, "preferredDuringSchedulingIgnoredDuringExecution");
+	cs = own(w, spec, "containers");
+	json_array_foreach(cs, i, ct) {
+		json_t *c = json_copy(ct), *res;
+
+		if (!c || json_array_set_new(cs, i, c) < 0) {
+			w->oom = true;
+			return;
 		}
-		return c;
+		res = own(w, c, "resources");
+		own(w, res, "limits");
+		own(w, res, "requests");
+		own(w, c, "env");
+		own(w, c, "volumeMounts");
+		own(w, c, "lifecycle");
 	}
-	if (json_is_array(v)) {
-		c = json_array();
-		if (!c)
-			return NULL;
-		json_array_foreach(v, i, x)
-			if (json_array_append_new(c, copy_value(x, depth + 1)) < 0) {
-				json_decref(c);
-				return NULL;
-			}
-		return c;
-	}
-	return json_incref(v);
 }
 
 json_t *apply_copy(const json_t *object)
 {
-	json_t *root = (json_t *)object, *meta = json_object_get(object, "metadata");
-	json_t *c, *x;
-	const char *k;
-	size_t klen;
+	struct cow w = {.oom = false};
+	json_t *root = json_copy((json_t *)object), *spec, *tmpl;
 
-	if (!json_is_object(root))
-		return copy_value(root, 0);
-	/* depth 1 only under metadata: managedFields elsewhere is copied */
-	c = json_object();
-	if (!c)
-		return NULL;
-	json_object_keylen_foreach(root, k, klen, x)
-	{
-		json_t *xc = copy_value(x, x == meta ? 1 : 2);
-
-		if (json_object_setn_new_nocheck(c, k, klen, xc) < 0) {
-			json_decref(c);
-			return NULL;
-		}
+	if (!root || !json_is_object(root))
+		return root;
+	own_meta(&w, root);
+	spec = own(&w, root, "spec");
+	tmpl = own(&w, spec, "template");
+	if (tmpl) {
+		/* A Job: its own spec, and the pod template. */
+		own(&w, own(&w, spec, "podFailurePolicy"), "rules");
+		own_meta(&w, tmpl);
+		own_pod_spec(&w, own(&w, tmpl, "spec"));
+	} else {
+		own_pod_spec(&w, spec);
 	}
-	return c;
+	if (w.oom) {
+		json_decref(root);
+		return NULL;
+	}
+	return root;
 }

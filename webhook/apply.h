@@ -22,11 +22,10 @@ int apply_plan(json_t *object, const struct workload *wl,
 	       const struct plan *pl, const struct policy *p, struct diag *d);
 
 /*
- * The copy of object to pass to apply_plan(): every object and array is
- * new, strings, numbers and metadata.managedFields are shared with object
- * (apply_plan() replaces values, never edits one in place, and never
- * touches managedFields, often a third of a Pod).  Both trees stay valid
- * on their own: sharing is by reference count.  NULL when out of memory.
+ * The copy apply_plan() works on: the containers it may change are copied
+ * (shallowly), everything else is shared with object by reference count,
+ * so that copying and diffing cost the size of what may change.  object is
+ * never modified through the copy.  NULL when out of memory.
  */
 json_t *apply_copy(const json_t *object);
 

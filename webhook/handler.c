@@ -316,6 +316,11 @@ done:
 						     : METRICS_ERROR,
 				  now_seconds() - start);
 	holder_release(ref);
+	if (jsonmem_discardable()) {
+		/* All of the request's JSON is in the arena: drop it whole. */
+		ev.mutated = ev.patch = NULL;
+		rv.root = NULL;
+	}
 	evaluation_release(&ev);
 	review_release(&rv);
 	jsonmem_end();

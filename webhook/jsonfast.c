@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 /* jansson's integers are long long on every platform gpugate builds on. */
 _Static_assert(sizeof(json_int_t) == sizeof(long long), "json_int_t");
 #define INT_MIN_JSON LLONG_MIN
@@ -192,6 +196,28 @@ static bool parse_string(struct parser *p, const char **s, size_t *n,
 		size_t run = p->pos;
 
 		/* The common case: plain bytes, copied (or not) as one run. */
+#if defined(__SSE2__)
+		/* 16 bytes at a time while none is special: a quote, a
+		 * backslash, a control character or a non-ASCII byte (signed
+		 * compare: those are the negative ones). */
+		{
+			const __m128i quote = _mm_set1_epi8('"');
+			const __m128i bslash = _mm_set1_epi8('\\');
+			const __m128i space = _mm_set1_epi8(0x20);
+
+			while (p->len - p->pos >= 16) {
+				__m128i v = _mm_loadu_si128((const __m128i *)(b + p->pos));
+				__m128i special = _mm_or_si128(
+					_mm_or_si128(_mm_cmpeq_epi8(v, quote),
+						     _mm_cmpeq_epi8(v, bslash)),
+					_mm_cmplt_epi8(v, space));
+
+				if (_mm_movemask_epi8(special))
+					break;
+				p->pos += 16;
+			}
+		}
+#endif
 		while (p->pos < p->len) {
 			unsigned char c = b[p->pos];
 

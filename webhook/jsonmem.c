@@ -13,6 +13,7 @@ static _Thread_local struct {
 	char *base;
 	size_t used;
 	bool on;
+	bool spilled; /* something went to malloc() while on */
 } ta;
 
 static void *jm_malloc(size_t n)
@@ -26,6 +27,7 @@ static void *jm_malloc(size_t n)
 			ta.used += need;
 			return p;
 		}
+		ta.spilled = true;
 	}
 	return malloc(n);
 }
@@ -41,6 +43,7 @@ static void jm_free(void *p)
 
 /* Frees a thread's arena when the thread exits. */
 static pthread_key_t arena_key;
+static bool installed; /* written once, before any worker thread starts */
 static pthread_once_t arena_once = PTHREAD_ONCE_INIT;
 
 static void make_key(void)
@@ -67,10 +70,13 @@ void jsonmem_install(void)
 #endif
 	pthread_once(&arena_once, make_key);
 	json_set_alloc_funcs(jm_malloc, jm_free);
+	installed = true;
 }
 
 void jsonmem_begin(void)
 {
+	if (!installed)
+		return; /* jansson allocates with malloc(): nothing to scope */
 	if (!ta.base) {
 		pthread_once(&arena_once, make_key);
 		ta.base = malloc(ARENA_BYTES);
@@ -78,7 +84,13 @@ void jsonmem_begin(void)
 			pthread_setspecific(arena_key, ta.base);
 	}
 	ta.used = 0;
+	ta.spilled = false;
 	ta.on = ta.base != NULL;
+}
+
+bool jsonmem_discardable(void)
+{
+	return ta.on && !ta.spilled;
 }
 
 void jsonmem_end(void)

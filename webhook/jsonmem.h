@@ -14,10 +14,19 @@
 #ifndef GPUGATE_JSONMEM_H
 #define GPUGATE_JSONMEM_H
 
+#include <stdbool.h>
+
 /* Installs the allocator (once, before any thread uses jansson). */
 void jsonmem_install(void);
 void jsonmem_begin(void);
 void jsonmem_end(void);
+/*
+ * True when everything jansson allocated since jsonmem_begin() lies in the
+ * arena: the request's values may then be dropped with it, without walking
+ * them to free each block (json_decref of a review was a quarter of a
+ * request's instructions).
+ */
+bool jsonmem_discardable(void);
 /* Frees what jansson allocated (json_dumps() text, ...). */
 void jsonmem_free(void *p);
 

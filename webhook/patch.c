@@ -151,6 +151,8 @@ static int diff_object(json_t *ops, struct path *p, const json_t *a,
 	{
 		const json_t *old = json_object_get(a, key);
 
+		if (old == v)
+			continue; /* shared: nothing to look at, no path to build */
 		if (path_push(p, key) < 0)
 			return -1;
 		rc = old ? diff_value(ops, p, old, v) : emit(ops, "add", p, v);
@@ -171,6 +173,8 @@ static int diff_array(json_t *ops, struct path *p, const json_t *a,
 
 	/* In place first: none of these operations changes a length. */
 	for (size_t i = 0; i < na && i < nb && rc == 0; i++) {
+		if (json_array_get(a, i) == json_array_get(b, i))
+			continue;
 		snprintf(idx, sizeof(idx), "%zu", i);
 		if (path_push(p, idx) < 0)
 			return -1;

@@ -130,8 +130,10 @@ static const char b64chars[] =
 
 static void put_base64(struct strbuf *sb, const char *in, size_t len)
 {
-	char quad[4];
+	char out[4 * 256];
+	size_t o = 0;
 
+	/* In blocks: one strbuf_add per 1 KiB of output, not per 4 bytes. */
 	for (size_t i = 0; i < len; i += 3) {
 		unsigned v = (unsigned char)in[i] << 16;
 
@@ -139,12 +141,16 @@ static void put_base64(struct strbuf *sb, const char *in, size_t len)
 			v |= (unsigned char)in[i + 1] << 8;
 		if (i + 2 < len)
 			v |= (unsigned char)in[i + 2];
-		quad[0] = b64chars[(v >> 18) & 63];
-		quad[1] = b64chars[(v >> 12) & 63];
-		quad[2] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
-		quad[3] = i + 2 < len ? b64chars[v & 63] : '=';
-		strbuf_add(sb, quad, 4);
+		out[o++] = b64chars[(v >> 18) & 63];
+		out[o++] = b64chars[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
+		out[o++] = i + 2 < len ? b64chars[v & 63] : '=';
+		if (o == sizeof(out)) {
+			strbuf_add(sb, out, o);
+			o = 0;
+		}
 	}
+	strbuf_add(sb, out, o);
 }
 
 /*

@@ -478,6 +478,10 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		MHD_OPTION_THREAD_POOL_SIZE, s->cfg.threads,
 		MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.conn_timeout,
 		MHD_OPTION_CONNECTION_LIMIT, s->cfg.conn_limit,
+		/* Request headers only: bodies are buffered by gpugate.  The
+		 * pool is cleared for every request on a kept-alive
+		 * connection, so it should be no larger than needed. */
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.per_ip_limit,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
