@@ -29,6 +29,8 @@ struct frame {
 };
 
 struct parser {
+	const char *const *skip; /* object-key path of a value not to build */
+	size_t skip_depth;
 	const char *buf;
 	size_t len;
 	size_t pos;
@@ -524,16 +526,159 @@ static bool read_key(struct parser *p)
 	return true;
 }
 
+/* True when the value about to be read sits at the skip path. */
+static bool at_skip(const struct parser *p)
+{
+	if (!p->skip || p->depth != p->skip_depth)
+		return false;
+	for (size_t i = 0; i < p->depth; i++) {
+		const struct frame *f = &p->stack[i];
+		size_t n = strlen(p->skip[i]);
+
+		if (!f->obj || f->klen != n || memcmp(f->key, p->skip[i], n) != 0)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Checks one value without building it; the same grammar, depth limit and
+ * string rules as the rest of the reader (no duplicate-key check).
+ */
+static bool skip_value(struct parser *p)
+{
+	char open[JSONFAST_MAX_DEPTH];
+	size_t depth = 0;
+
+	for (;;) {
+		char c;
+
+		skip_ws(p);
+		if (p->pos >= p->len) {
+			fail(p, "unexpected end of input");
+			return false;
+		}
+		c = p->buf[p->pos];
+		if (c == '{' || c == '[') {
+			if (p->depth + depth >= JSONFAST_MAX_DEPTH) {
+				fail(p, "maximum nesting depth %d reached", JSONFAST_MAX_DEPTH);
+				return false;
+			}
+			open[depth++] = c;
+			p->pos++;
+			skip_ws(p);
+			if (p->pos < p->len && p->buf[p->pos] == (c == '{' ? '}' : ']')) {
+				p->pos++;
+				depth--;
+				goto closed;
+			}
+			if (c == '{')
+				goto key;
+			continue;
+		}
+		if (c == '"') {
+			const char *s;
+			size_t n;
+			bool in_scratch;
+
+			if (!parse_string(p, &s, &n, &in_scratch))
+				return false;
+		} else if (c == 't' || c == 'f' || c == 'n') {
+			if (!literal(p, c == 't' ? "true" : c == 'f' ? "false" : "null")) {
+				fail(p, "invalid literal");
+				return false;
+			}
+		} else if (c == '-' || (c >= '0' && c <= '9')) {
+			json_t *num = parse_number(p);
+
+			if (!num)
+				return false;
+			json_decref(num);
+		} else {
+			fail(p, "unexpected character '%c'",
+			     (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
+			return false;
+		}
+closed:
+		/* A value is complete: close what it completes. */
+		for (;;) {
+			if (!depth)
+				return true;
+			skip_ws(p);
+			if (p->pos >= p->len) {
+				fail(p, "unexpected end of input");
+				return false;
+			}
+			c = p->buf[p->pos];
+			if (c == ',') {
+				p->pos++;
+				if (open[depth - 1] == '{')
+					goto key;
+				break;
+			}
+			if (c == (open[depth - 1] == '{' ? '}' : ']')) {
+				p->pos++;
+				depth--;
+				continue;
+			}
+			fail(p, open[depth - 1] == '{' ? "',' or '}' expected"
+						       : "',' or ']' expected");
+			return false;
+		}
+		continue;
+key:
+		skip_ws(p);
+		{
+			const char *s;
+			size_t n;
+			bool in_scratch;
+
+			if (p->pos >= p->len || p->buf[p->pos] != '"') {
+				fail(p, "string or '}' expected");
+				return false;
+			}
+			if (!parse_string(p, &s, &n, &in_scratch))
+				return false;
+			if (memchr(s, '\0', n)) {
+				fail(p, "NUL character in an object key");
+				return false;
+			}
+			skip_ws(p);
+			if (p->pos >= p->len || p->buf[p->pos] != ':') {
+				fail(p, "':' expected");
+				return false;
+			}
+			p->pos++;
+		}
+	}
+}
+
 json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz)
 {
-	struct parser p = {.buf = buf, .len = len, .err = err, .errsz = errsz};
+	return jsonfast_parse_skip(buf, len, NULL, err, errsz);
+}
+
+json_t *jsonfast_parse_skip(const char *buf, size_t len,
+			    const char *const *skip, char *err, size_t errsz)
+{
+	struct parser p = {.buf = buf, .len = len, .err = err, .errsz = errsz,
+			   .skip = skip};
 	json_t *root = NULL, *v;
+
+	while (skip && skip[p.skip_depth])
+		p.skip_depth++;
 
 	for (;;) {
 		skip_ws(&p);
 		if (p.pos >= p.len) {
 			fail(&p, p.depth ? "unexpected end of input" : "no JSON value");
 			goto out;
+		}
+		if (at_skip(&p)) {
+			if (!skip_value(&p))
+				goto out;
+			v = json_null();
+			goto complete;
 		}
 		/* A value. */
 		switch (p.buf[p.pos]) {
@@ -611,6 +756,7 @@ json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz)
 finished:
 			v = p.stack[p.depth].c;
 		}
+complete:
 		/* v is complete: attach it, then close what it completes. */
 		for (;;) {
 			if (!p.depth) {

@@ -142,3 +142,35 @@ Test(jsonfast, nesting_is_bounded)
 	json_decref(both(deep + 1, 2 * n - 2));
 	free(deep);
 }
+
+Test(jsonfast, skips_a_value_it_is_told_not_to_build)
+{
+	static const char *const skip[] = {"request", "object", "metadata",
+					   "managedFields", NULL};
+	static const char text[] =
+		"{\"request\":{\"object\":{\"metadata\":{\"name\":\"p\","
+		"\"managedFields\":[{\"manager\":\"kubectl\",\"fieldsV1\":{\"f:spec\":"
+		"{\"f:containers\":{}}}}],\"labels\":{\"a\":\"b\"}}},"
+		"\"oldObject\":{\"metadata\":{\"managedFields\":[1]}}}}";
+	char err[256];
+	json_t *v = jsonfast_parse_skip(text, strlen(text), skip, err, sizeof(err));
+	json_t *meta;
+
+	cr_assert_not_null(v, "%s", err);
+	meta = json_object_get(json_object_get(json_object_get(v, "request"), "object"),
+			       "metadata");
+	cr_assert(json_is_null(json_object_get(meta, "managedFields")));
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 json_object_get(meta, "labels"), "a")),
+			 "b", "what follows the skipped value is read");
+	cr_assert(json_is_array(json_object_get(json_object_get(json_object_get(
+			json_object_get(v, "request"), "oldObject"), "metadata"),
+						"managedFields")),
+		  "only the exact path is skipped");
+	json_decref(v);
+	/* Skipped, but still checked to be JSON. */
+	cr_assert_null(jsonfast_parse_skip(
+		"{\"request\":{\"object\":{\"metadata\":{\"managedFields\":[01]}}}}", 55,
+		skip, err, sizeof(err)));
+	cr_assert_str_eq(err, "invalid number: leading zero (line 1, column 52)");
+}
