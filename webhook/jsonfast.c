@@ -1,5 +1,7 @@
 #include "webhook/jsonfast.h"
 
+#include "policy/text.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
@@ -68,6 +70,8 @@ static void fail(struct parser *p, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
+	/* A quoted key may hold a newline or be cut inside a character. */
+	text_clean(what);
 	snprintf(p->err, p->errsz, "%s (line %zu, column %zu)", what, line, col);
 }
 

@@ -174,3 +174,14 @@ Test(jsonfast, skips_a_value_it_is_told_not_to_build)
 		skip, err, sizeof(err)));
 	cr_assert_str_eq(err, "invalid number: leading zero (line 1, column 52)");
 }
+
+Test(jsonfast, a_quoted_key_keeps_the_message_on_one_line)
+{
+	/* Found by tests/fuzz/json_fuzz.c (corpus/json/crash-duplicate-key-
+	 * with-newline): the duplicate key's \n became a line break. */
+	static const char text[] = "{\"a\\nb\":1,\"a\\nb\":2}";
+	char err[256];
+
+	cr_assert_null(jsonfast_parse(text, strlen(text), err, sizeof(err)));
+	cr_assert_str_eq(err, "duplicate object key \"a b\" (line 1, column 11)");
+}
