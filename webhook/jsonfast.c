@@ -687,37 +687,26 @@ json_t *jsonfast_parse_skip(const char *buf, size_t len,
 		/* A value. */
 		switch (p.buf[p.pos]) {
 		case '{':
-			v = json_object();
-			if (!v || !push(&p, v, true)) {
+		case '[': {
+			bool obj = p.buf[p.pos] == '{';
+
+			v = obj ? json_object() : json_array();
+			if (!v || !push(&p, v, obj)) {
 				if (!v)
 					fail(&p, "out of memory");
 				goto out;
 			}
 			p.pos++;
 			skip_ws(&p);
-			if (p.pos < p.len && p.buf[p.pos] == '}') {
+			if (p.pos < p.len && p.buf[p.pos] == (obj ? '}' : ']')) {
 				p.pos++;
 				p.depth--;
 				goto finished;
 			}
-			if (!read_key(&p))
+			if (obj && !read_key(&p))
 				goto out;
 			continue;
-		case '[':
-			v = json_array();
-			if (!v || !push(&p, v, false)) {
-				if (!v)
-					fail(&p, "out of memory");
-				goto out;
-			}
-			p.pos++;
-			skip_ws(&p);
-			if (p.pos < p.len && p.buf[p.pos] == ']') {
-				p.pos++;
-				p.depth--;
-				goto finished;
-			}
-			continue;
+		}
 		case '"': {
 			const char *s;
 			size_t n;
