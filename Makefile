@@ -73,7 +73,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test unit integration run format clean deps check-examples e2e demo bench fuzz
+.PHONY: all test unit integration valgrind run format clean deps check-examples e2e demo bench fuzz
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -140,6 +140,13 @@ integration: $(GPUGATE)
 	    python3 -m pytest -q -p no:cacheprovider tests/integration $(PYTEST_ARGS)
 
 test: unit check-examples integration
+
+# The integration suite with every server under valgrind (memcheck): any
+# error or definite leak fails the session (tests/integration/conftest.py).
+valgrind: $(GPUGATE)
+	$(Q)scripts/deps.sh --bench
+	$(Q)GPUGATE_BIN=$(GPUGATE) GPUGATE_VALGRIND=1 \
+	    python3 -m pytest -q -p no:cacheprovider tests/integration $(PYTEST_ARGS)
 
 # A real control plane (etcd, kube-apiserver, kube-controller-manager built
 # from the Go module proxy and cached), gpugate registered, kubectl tests.
