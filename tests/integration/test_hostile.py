@@ -66,9 +66,23 @@ def test_slowloris_cannot_hold_the_server(fresh_server, tmp_path):
         t.settimeout(max(0.1, deadline - time.monotonic()))
         assert t.recv(1) == b"", "a stalled connection was not closed"
         t.close()
-    # ...and the server serves again.
-    with srv.client() as c:
-        assert c.get("/healthz").status == 200
+    # ...and the server serves again. The client sees EOF when the socket is
+    # shut; libmicrohttpd forgets the connection (and its per-address count)
+    # a moment later, in its cleanup pass, so allow that moment.
+    assert _serves_again(srv, deadline=time.monotonic() + 5 * SLOW)
+
+
+def _serves_again(srv, deadline: float) -> bool:
+    while True:
+        try:
+            with srv.client() as c:
+                if c.get("/healthz").status == 200:
+                    return True
+        except (ConnectionError, ssl.SSLError, OSError):
+            pass
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
 
 
 def test_a_stalled_body_is_cut_by_the_timeout(fresh_server, tmp_path):
