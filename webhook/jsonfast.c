@@ -75,8 +75,11 @@ static void fail(struct parser *p, const char *fmt, ...)
 	snprintf(p->err, p->errsz, "%s (line %zu, column %zu)", what, line, col);
 }
 
-static void skip_ws(struct parser *p)
+static inline void skip_ws(struct parser *p)
 {
+	/* The apiserver sends compact JSON: most calls find no space. */
+	if (p->pos < p->len && (unsigned char)p->buf[p->pos] > ' ')
+		return;
 	while (p->pos < p->len) {
 		char c = p->buf[p->pos];
 
@@ -202,31 +205,30 @@ static bool parse_string(struct parser *p, const char **s, size_t *n,
 		size_t run = p->pos;
 
 		/* The common case: plain bytes, copied (or not) as one run. */
-#if defined(__SSE2__)
-		/* 16 bytes at a time while none is special: a quote, a
-		 * backslash, a control character or a non-ASCII byte (signed
-		 * compare: those are the negative ones). */
-		{
-			const __m128i quote = _mm_set1_epi8('"');
-			const __m128i bslash = _mm_set1_epi8('\\');
-			const __m128i space = _mm_set1_epi8(0x20);
-
-			while (p->len - p->pos >= 16) {
-				__m128i v = _mm_loadu_si128((const __m128i *)(b + p->pos));
-				__m128i special = _mm_or_si128(
-					_mm_or_si128(_mm_cmpeq_epi8(v, quote),
-						     _mm_cmpeq_epi8(v, bslash)),
-					_mm_cmplt_epi8(v, space));
-
-				if (_mm_movemask_epi8(special))
-					break;
-				p->pos += 16;
-			}
-		}
-#endif
 		while (p->pos < p->len) {
-			unsigned char c = b[p->pos];
+			unsigned char c;
 
+#if defined(__SSE2__)
+			/* 16 bytes at a time: skip them all when none is
+			 * special (a quote, a backslash, a control character or
+			 * a non-ASCII byte: the signed compare takes those as
+			 * negative), else jump straight to the first that is. */
+			if (p->len - p->pos >= 16) {
+				const __m128i v = _mm_loadu_si128((const __m128i *)(b + p->pos));
+				const __m128i special = _mm_or_si128(
+					_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+						     _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+					_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+				const unsigned mask = (unsigned)_mm_movemask_epi8(special);
+
+				if (!mask) {
+					p->pos += 16;
+					continue;
+				}
+				p->pos += (size_t)__builtin_ctz(mask);
+			}
+#endif
+			c = b[p->pos];
 			if (c == '"' || c == '\\')
 				break;
 			if (c < 0x20) {
