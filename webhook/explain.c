@@ -180,7 +180,7 @@ int cmd_explain(int argc, char **argv)
 	struct policy *p = NULL;
 	struct review rv = {0}, rv2 = {0};
 	struct evaluation mut, val;
-	json_t *obj = NULL, *result = NULL;
+	json_t *obj = NULL, *result = NULL, *patch = NULL;
 	char *text = NULL, *dump;
 	size_t len = 0;
 	struct diag d;
@@ -242,10 +242,17 @@ int cmd_explain(int argc, char **argv)
 		rc = 1;
 		goto out;
 	}
-	if (mut.patch && json_array_size(mut.patch)) {
-		print_patch(mut.patch);
-		/* Apply it as strictly as the apiserver would. */
-		result = patch_apply(obj, mut.patch, &d);
+	if (mut.patch_ops > 0) {
+		/* The text the server would send, read back and applied as
+		 * strictly as the apiserver would. */
+		patch = json_loadb(mut.patch.buf, mut.patch.len, 0, NULL);
+		if (!patch) {
+			fprintf(stderr, "gpugate explain: out of memory\n");
+			rc = 2;
+			goto out;
+		}
+		print_patch(patch);
+		result = patch_apply(obj, patch, &d);
 		if (!result) {
 			fprintf(stderr, "gpugate explain: internal error: the patch does "
 					"not apply: %s",
@@ -279,6 +286,7 @@ out:
 	review_release(&rv2);
 	json_decref(obj);
 	json_decref(result);
+	json_decref(patch);
 	free(text);
 	policy_free(p);
 	return rc;

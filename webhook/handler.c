@@ -14,18 +14,24 @@
 #include <string.h>
 #include <time.h>
 
+/* A patch is a few times the object at most, and the body is capped at
+ * 6 MiB; this bound only stops a runaway. */
+#define PATCH_MAX ((size_t)64 << 20)
+
 void evaluation_init(struct evaluation *ev)
 {
 	memset(ev, 0, sizeof(*ev));
 	arena_init(&ev->arena);
+	strbuf_init(&ev->patch, PATCH_MAX);
 }
 
 void evaluation_release(struct evaluation *ev)
 {
 	json_decref(ev->mutated);
-	json_decref(ev->patch);
+	strbuf_release(&ev->patch);
 	arena_release(&ev->arena);
-	ev->mutated = ev->patch = NULL;
+	ev->mutated = NULL;
+	ev->patch_ops = 0;
 }
 
 static void bad_request(struct evaluation *ev, const char *fmt, const char *a,
@@ -90,8 +96,8 @@ static int mutate(const struct policy *p, const struct review *rv,
 		bad_request(ev, "cannot mutate the %s: %s", rv->kind_name, first);
 		return 0;
 	}
-	ev->patch = patch_diff(rv->object, ev->mutated);
-	return ev->patch ? 0 : -1;
+	ev->patch_ops = patch_diff_write(rv->object, ev->mutated, &ev->patch);
+	return ev->patch_ops < 0 ? -1 : 0;
 }
 
 int handler_evaluate(const struct policy *p, const struct review *rv,
@@ -299,7 +305,10 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 			warnings[i] = ev.dec.warnings[i];
 		resp.warnings = warnings;
 		resp.n_warnings = ev.dec.n_warnings;
-		resp.patch = ev.patch;
+		if (ev.patch_ops > 0) {
+			resp.patch = ev.patch.buf;
+			resp.patch_len = ev.patch.len;
+		}
 	}
 	out->body = review_encode(rv.uid, &resp, &out->len);
 	if (!out->body) {
@@ -318,7 +327,7 @@ done:
 	holder_release(ref);
 	if (jsonmem_discardable()) {
 		/* All of the request's JSON is in the arena: drop it whole. */
-		ev.mutated = ev.patch = NULL;
+		ev.mutated = NULL;
 		rv.root = NULL;
 	}
 	evaluation_release(&ev);

@@ -3,7 +3,7 @@
  *
  *   body -> review_decode -> facts_extract -> decide_prepare
  *        -> quota source (peek at /mutate, reserve at /validate) -> decide_quota
- *        -> apply_plan + patch_diff (/mutate) -> review_encode
+ *        -> apply_plan + patch_diff_write (/mutate) -> review_encode
  *
  * handler_evaluate() is the same pipeline without HTTP and metrics; `gpugate
  * explain` uses it too, so that what explain prints is what the server does.
@@ -14,6 +14,7 @@
 #include "policy/arena.h"
 #include "policy/decide.h"
 #include "webhook/review.h"
+#include "webhook/strbuf.h"
 
 #include <jansson.h>
 #include <stddef.h>
@@ -42,7 +43,8 @@ struct evaluation {
 	struct workload old;      /* UPDATE: the object before */
 	struct decision dec;
 	json_t *mutated;          /* /mutate: the object after the plan, or NULL */
-	json_t *patch;            /* /mutate: RFC 6902 patch, or NULL */
+	struct strbuf patch;      /* /mutate: the RFC 6902 patch as JSON text */
+	long patch_ops;           /* its operations (0: nothing to patch) */
 	bool bad_request;         /* the review's object is malformed */
 	char error[512];          /* why, when bad_request */
 };

@@ -5,6 +5,7 @@
 #include "webhook/patch.h"
 
 #include "policy/diag.h"
+#include "webhook/jsonout.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -99,9 +100,19 @@ static void path_pop(struct path *p, size_t mark)
 	p->s[mark] = '\0';
 }
 
+/*
+ * Where the operations go: a jansson array (patch_diff) or JSON text
+ * (patch_diff_write).  The walk below is the same for both.
+ */
+struct sink {
+	json_t *ops;        /* patch_diff: the array */
+	struct strbuf *sb;  /* patch_diff_write: the text */
+	size_t n;           /* operations so far */
+};
+
 /* Appends {"op", "path"[, "value": deep copy of value]} to ops. */
-static int emit(json_t *ops, const char *op, const struct path *p,
-		const json_t *value)
+static int emit_json(json_t *ops, const char *op, const struct path *p,
+		     const json_t *value)
 {
 	json_t *o = json_object();
 	int rc = -1;
@@ -123,39 +134,79 @@ out:
 	return rc;
 }
 
-static int diff_value(json_t *ops, struct path *p, const json_t *a,
+/* The same operation as text: the bytes json_dumps gives for emit_json's. */
+static int emit_text(struct strbuf *sb, const char *op, const struct path *p,
+		     const json_t *value)
+{
+	strbuf_add(sb, "{\"op\":\"", 7);
+	strbuf_add(sb, op, strlen(op));
+	strbuf_add(sb, "\",\"path\":", 9);
+	jsonout_string(sb, p->s, p->len);
+	if (value) {
+		strbuf_add(sb, ",\"value\":", 9);
+		jsonout_value(sb, value);
+	}
+	strbuf_add(sb, "}", 1);
+	return strbuf_failed(sb) ? -1 : 0;
+}
+
+static int emit(struct sink *k, const char *op, const struct path *p,
+		const json_t *value)
+{
+	if (k->ops)
+		return emit_json(k->ops, op, p, value) < 0 ? -1 : (k->n++, 0);
+	if (k->n)
+		strbuf_add(k->sb, ",", 1);
+	k->n++;
+	return emit_text(k->sb, op, p, value);
+}
+
+/* An array index as a reference token. */
+static const char *index_token(char buf[24], size_t i)
+{
+	char *e = buf + 23;
+
+	*e = '\0';
+	do {
+		*--e = (char)('0' + i % 10);
+		i /= 10;
+	} while (i);
+	return e;
+}
+
+static int diff_value(struct sink *k, struct path *p, const json_t *a,
 		      const json_t *b);
 
-static int diff_object(json_t *ops, struct path *p, const json_t *a,
+static int diff_object(struct sink *k, struct path *p, const json_t *a,
 		       const json_t *b)
 {
 	/* jansson's iterators take non-const objects; they only read here. */
 	json_t *ao = (json_t *)a, *bo = (json_t *)b;
-	size_t mark = p->len;
+	size_t mark = p->len, klen;
 	const char *key;
 	json_t *v;
 	int rc;
 
-	json_object_foreach(ao, key, v)
+	json_object_keylen_foreach(ao, key, klen, v)
 	{
-		if (json_object_get(b, key))
+		if (json_object_getn(b, key, klen))
 			continue;
 		if (path_push(p, key) < 0)
 			return -1;
-		rc = emit(ops, "remove", p, NULL);
+		rc = emit(k, "remove", p, NULL);
 		path_pop(p, mark);
 		if (rc < 0)
 			return -1;
 	}
-	json_object_foreach(bo, key, v)
+	json_object_keylen_foreach(bo, key, klen, v)
 	{
-		const json_t *old = json_object_get(a, key);
+		const json_t *old = json_object_getn(a, key, klen);
 
 		if (old == v)
 			continue; /* shared: nothing to look at, no path to build */
 		if (path_push(p, key) < 0)
 			return -1;
-		rc = old ? diff_value(ops, p, old, v) : emit(ops, "add", p, v);
+		rc = old ? diff_value(k, p, old, v) : emit(k, "add", p, v);
 		path_pop(p, mark);
 		if (rc < 0)
 			return -1;
@@ -163,7 +214,7 @@ static int diff_object(json_t *ops, struct path *p, const json_t *a,
 	return 0;
 }
 
-static int diff_array(json_t *ops, struct path *p, const json_t *a,
+static int diff_array(struct sink *k, struct path *p, const json_t *a,
 		      const json_t *b)
 {
 	size_t na = json_array_size(a), nb = json_array_size(b);
@@ -175,63 +226,78 @@ static int diff_array(json_t *ops, struct path *p, const json_t *a,
 	for (size_t i = 0; i < na && i < nb && rc == 0; i++) {
 		if (json_array_get(a, i) == json_array_get(b, i))
 			continue;
-		snprintf(idx, sizeof(idx), "%zu", i);
-		if (path_push(p, idx) < 0)
+		if (path_push(p, index_token(idx, i)) < 0)
 			return -1;
-		rc = diff_value(ops, p, json_array_get(a, i),
+		rc = diff_value(k, p, json_array_get(a, i),
 				json_array_get(b, i));
 		path_pop(p, mark);
 	}
 	/* Growth: each index equals the length at the time it is applied. */
 	for (size_t i = na; i < nb && rc == 0; i++) {
-		snprintf(idx, sizeof(idx), "%zu", i);
-		if (path_push(p, idx) < 0)
+		if (path_push(p, index_token(idx, i)) < 0)
 			return -1;
-		rc = emit(ops, "add", p, json_array_get(b, i));
+		rc = emit(k, "add", p, json_array_get(b, i));
 		path_pop(p, mark);
 	}
 	/* Shrinking: from the end, so every index is the last one. */
 	for (size_t i = na; i > nb && rc == 0; i--) {
-		snprintf(idx, sizeof(idx), "%zu", i - 1);
-		if (path_push(p, idx) < 0)
+		if (path_push(p, index_token(idx, i - 1)) < 0)
 			return -1;
-		rc = emit(ops, "remove", p, NULL);
+		rc = emit(k, "remove", p, NULL);
 		path_pop(p, mark);
 	}
 	return rc;
 }
 
-static int diff_value(json_t *ops, struct path *p, const json_t *a,
+static int diff_value(struct sink *k, struct path *p, const json_t *a,
 		      const json_t *b)
 {
 	/* Shared by apply_copy(): equal without looking. */
 	if (a == b)
 		return 0;
 	if (json_is_object(a) && json_is_object(b))
-		return diff_object(ops, p, a, b);
+		return diff_object(k, p, a, b);
 	if (json_is_array(a) && json_is_array(b))
-		return diff_array(ops, p, a, b);
+		return diff_array(k, p, a, b);
 	if (json_equal(a, b))
 		return 0;
-	return emit(ops, "replace", p, b);
+	return emit(k, "replace", p, b);
+}
+
+static int diff(struct sink *k, const json_t *from, const json_t *to)
+{
+	struct path p = {malloc(64), 0, 64};
+	int rc = -1;
+
+	if (p.s) {
+		p.s[0] = '\0';
+		rc = diff_value(k, &p, from, to);
+	}
+	free(p.s);
+	return rc;
 }
 
 json_t *patch_diff(const json_t *from, const json_t *to)
 {
-	struct path p = {malloc(64), 0, 64};
-	json_t *ops = json_array();
-	int rc = -1;
+	struct sink k = {.ops = json_array()};
 
-	if (ops && p.s) {
-		p.s[0] = '\0';
-		rc = diff_value(ops, &p, from, to);
+	if (k.ops && diff(&k, from, to) < 0) {
+		json_decref(k.ops);
+		k.ops = NULL;
 	}
-	if (rc < 0) {
-		json_decref(ops);
-		ops = NULL;
-	}
-	free(p.s);
-	return ops;
+	return k.ops;
+}
+
+long patch_diff_write(const json_t *from, const json_t *to,
+		      struct strbuf *out)
+{
+	struct sink k = {.sb = out};
+
+	strbuf_add(out, "[", 1);
+	if (diff(&k, from, to) < 0)
+		return -1;
+	strbuf_add(out, "]", 1);
+	return strbuf_failed(out) ? -1 : (long)k.n;
 }
 
 /* ------------------------------------------------------------------ */

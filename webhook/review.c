@@ -2,7 +2,7 @@
 
 #include "policy/text.h"
 #include "webhook/jsonfast.h"
-#include "webhook/jsonmem.h"
+#include "webhook/jsonout.h"
 #include "webhook/strbuf.h"
 
 #include <stdio.h>
@@ -138,134 +138,42 @@ static const char b64chars[] =
 
 static void put_base64(struct strbuf *sb, const char *in, size_t len)
 {
+	const unsigned char *u = (const unsigned char *)in;
 	char out[4 * 256];
-	size_t o = 0;
+	size_t o = 0, i = 0;
 
-	/* In blocks: one strbuf_add per 1 KiB of output, not per 4 bytes. */
-	for (size_t i = 0; i < len; i += 3) {
-		unsigned v = (unsigned char)in[i] << 16;
+	/* Whole groups of 3 bytes, in blocks: one strbuf_add per 1 KiB of
+	 * output. */
+	for (; len - i >= 3; i += 3) {
+		unsigned v = (unsigned)u[i] << 16 | (unsigned)u[i + 1] << 8 | u[i + 2];
 
-		if (i + 1 < len)
-			v |= (unsigned char)in[i + 1] << 8;
-		if (i + 2 < len)
-			v |= (unsigned char)in[i + 2];
-		out[o++] = b64chars[(v >> 18) & 63];
-		out[o++] = b64chars[(v >> 12) & 63];
-		out[o++] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
-		out[o++] = i + 2 < len ? b64chars[v & 63] : '=';
+		out[o] = b64chars[v >> 18];
+		out[o + 1] = b64chars[(v >> 12) & 63];
+		out[o + 2] = b64chars[(v >> 6) & 63];
+		out[o + 3] = b64chars[v & 63];
+		o += 4;
 		if (o == sizeof(out)) {
 			strbuf_add(sb, out, o);
 			o = 0;
 		}
 	}
-	strbuf_add(sb, out, o);
-}
+	/* The last 1 or 2 bytes, padded with '='. */
+	if (i < len) {
+		unsigned v = (unsigned)u[i] << 16;
 
-/*
- * A JSON string as jansson's compact dump writes it: '"' and '\\'
- * escaped, control bytes as \b \f \n \r \t or \u00XX, everything else
- * (UTF-8 included) as is.  The strings here are valid UTF-8: they come from
- * the parsed request or from gpugate's own bounded messages.
- */
-static void put_string(struct strbuf *sb, const char *s, size_t n)
-{
-	size_t run = 0;
-
-	strbuf_add(sb, "\"", 1);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		char esc[8];
-		const char *e = NULL;
-
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		strbuf_add(sb, s + run, i - run);
-		run = i + 1;
-		switch (c) {
-		case '"': e = "\\\""; break;
-		case '\\': e = "\\\\"; break;
-		case '\b': e = "\\b"; break;
-		case '\f': e = "\\f"; break;
-		case '\n': e = "\\n"; break;
-		case '\r': e = "\\r"; break;
-		case '\t': e = "\\t"; break;
-		default:
-			snprintf(esc, sizeof(esc), "\\u%04X", c);
-			e = esc;
-		}
-		strbuf_add(sb, e, strlen(e));
+		if (i + 1 < len)
+			v |= (unsigned)u[i + 1] << 8;
+		out[o++] = b64chars[v >> 18];
+		out[o++] = b64chars[(v >> 12) & 63];
+		out[o++] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
+		out[o++] = '=';
 	}
-	strbuf_add(sb, s + run, n - run);
-	strbuf_add(sb, "\"", 1);
+	strbuf_add(sb, out, o);
 }
 
 static void put_cstring(struct strbuf *sb, const char *s)
 {
-	put_string(sb, s, strlen(s));
-}
-
-/* Any JSON value, compact, in jansson's key order (insertion order). */
-static void put_json(struct strbuf *sb, const json_t *v)
-{
-	json_t *x, *o = (json_t *)v;
-	const char *k;
-	size_t klen, i;
-	char num[40];
-	bool first = true;
-
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		strbuf_add(sb, "{", 1);
-		json_object_keylen_foreach(o, k, klen, x)
-		{
-			if (!first)
-				strbuf_add(sb, ",", 1);
-			first = false;
-			put_string(sb, k, klen);
-			strbuf_add(sb, ":", 1);
-			put_json(sb, x);
-		}
-		strbuf_add(sb, "}", 1);
-		return;
-	case JSON_ARRAY:
-		strbuf_add(sb, "[", 1);
-		json_array_foreach(o, i, x)
-		{
-			if (i)
-				strbuf_add(sb, ",", 1);
-			put_json(sb, x);
-		}
-		strbuf_add(sb, "]", 1);
-		return;
-	case JSON_STRING:
-		put_string(sb, json_string_value(v), json_string_length(v));
-		return;
-	case JSON_INTEGER:
-		snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
-			 json_integer_value(v));
-		strbuf_add(sb, num, strlen(num));
-		return;
-	case JSON_REAL: {
-		/* rare in Kubernetes objects: jansson's own formatting */
-		char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-
-		if (t)
-			strbuf_add(sb, t, strlen(t));
-		else
-			sb->failed = true;
-		jsonmem_free(t);
-		return;
-	}
-	case JSON_TRUE:
-		strbuf_add(sb, "true", 4);
-		return;
-	case JSON_FALSE:
-		strbuf_add(sb, "false", 5);
-		return;
-	case JSON_NULL:
-		strbuf_add(sb, "null", 4);
-		return;
-	}
+	jsonout_string(sb, s, strlen(s));
 }
 
 /*
@@ -291,7 +199,7 @@ static void put_clean(struct strbuf *sb, const char *s, size_t max)
 char *review_encode(const char *uid, const struct review_response *resp,
 		    size_t *len)
 {
-	struct strbuf sb, patch;
+	struct strbuf sb;
 	char num[24];
 	char *out;
 
@@ -312,15 +220,10 @@ char *review_encode(const char *uid, const struct review_response *resp,
 	} else {
 		strbuf_add(&sb, ",\"allowed\":true", 15);
 	}
-	if (resp->allowed && resp->patch && json_array_size(resp->patch) > 0) {
-		strbuf_init(&patch, (size_t)64 << 20);
-		put_json(&patch, resp->patch);
-		if (strbuf_failed(&patch))
-			sb.failed = true;
+	if (resp->allowed && resp->patch && resp->patch_len > 0) {
 		strbuf_add(&sb, ",\"patch\":\"", 10);
-		put_base64(&sb, patch.buf, patch.len);
+		put_base64(&sb, resp->patch, resp->patch_len);
 		strbuf_add(&sb, "\",\"patchType\":\"JSONPatch\"", 25);
-		strbuf_release(&patch);
 	}
 	if (resp->n_warnings) {
 		strbuf_add(&sb, ",\"warnings\":[", 13);

@@ -47,12 +47,15 @@ struct review_response {
 	const char *message;       /* status.message when denied */
 	const char *const *warnings;
 	size_t n_warnings;
-	const json_t *patch;       /* a JSON Patch array, or NULL */
+	/* The JSON Patch as JSON text (an array of at least one operation),
+	 * or NULL for none.  review_encode() sends it base64-encoded. */
+	const char *patch;
+	size_t patch_len;
 };
 
 /*
  * The response body (caller frees).  uid echoes rv->uid.  A patch is sent
- * only when non-empty.  Returns NULL when out of memory.
+ * only when it has an operation.  Returns NULL when out of memory.
  */
 char *review_encode(const char *uid, const struct review_response *resp,
 		    size_t *len);

@@ -47,7 +47,7 @@ static bool grow(struct strbuf *sb, size_t extra)
 	return true;
 }
 
-void strbuf_add(struct strbuf *sb, const char *s, size_t n)
+void strbuf_add_slow(struct strbuf *sb, const char *s, size_t n)
 {
 	if (!grow(sb, n))
 		return;

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 
 struct strbuf {
 	char *buf;
@@ -23,7 +24,19 @@ void strbuf_init(struct strbuf *sb, size_t max);
 void strbuf_release(struct strbuf *sb);
 void strbuf_addf(struct strbuf *sb, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-void strbuf_add(struct strbuf *sb, const char *s, size_t n);
+void strbuf_add_slow(struct strbuf *sb, const char *s, size_t n);
+
+/* Appends n bytes.  Inline: the JSON writers call it for every token. */
+static inline void strbuf_add(struct strbuf *sb, const char *s, size_t n)
+{
+	if (n < sb->cap - sb->len && !sb->failed && n <= sb->max - sb->len) {
+		memcpy(sb->buf + sb->len, s, n);
+		sb->len += n;
+		sb->buf[sb->len] = '\0';
+		return;
+	}
+	strbuf_add_slow(sb, s, n);
+}
 bool strbuf_failed(const struct strbuf *sb);
 /* Hands the NUL-terminated buffer to the caller; sb is left empty. */
 char *strbuf_take(struct strbuf *sb, size_t *len);

@@ -59,9 +59,42 @@ static char *encode_like_admit(const struct review *rv,
 			warnings[i] = ev->dec.warnings[i];
 		resp.warnings = warnings;
 		resp.n_warnings = ev->dec.n_warnings;
-		resp.patch = ev->patch;
+		if (ev->patch_ops > 0) {
+			resp.patch = ev->patch.buf;
+			resp.patch_len = ev->patch.len;
+		}
 	}
 	return review_encode(rv->uid, &resp, len);
+}
+
+/*
+ * The patch text the server sends is JSON, has as many operations as it
+ * says, and is byte for byte json_dumps() of patch_diff(): the text writer
+ * and the jansson builder walk the same diff.  Returns the parsed patch.
+ */
+static json_t *check_patch_text(const json_t *from, const json_t *to,
+				const struct evaluation *ev)
+{
+	json_error_t jerr;
+	json_t *parsed = json_loadb(ev->patch.buf, ev->patch.len, 0, &jerr);
+	json_t *built = patch_diff(from, to);
+	char *dumped = built ? json_dumps(built, JSON_COMPACT) : NULL;
+
+	if (!built || !dumped)
+		fuzz_fail("out of memory");
+	if (!parsed) {
+		fprintf(stderr, "patch: %s\nerror: %s\n", ev->patch.buf, jerr.text);
+		fuzz_fail("the patch text is not JSON");
+	}
+	if (json_array_size(parsed) != (size_t)ev->patch_ops)
+		fuzz_fail("the patch text has another number of operations");
+	if (strcmp(dumped, ev->patch.buf) != 0) {
+		fprintf(stderr, "text:  %s\njson:  %s\n", ev->patch.buf, dumped);
+		fuzz_fail("patch_diff_write and patch_diff disagree");
+	}
+	free(dumped);
+	json_decref(built);
+	return parsed;
 }
 
 /* The response for this evaluation can be encoded. */
@@ -96,11 +129,8 @@ static void check_mutated_again(const struct policy *p, const struct review *rv,
 		fprintf(stderr, "message: %s\n", ev.dec.message);
 		fuzz_fail("the mutated object is denied at /mutate");
 	}
-	if (ev.patch && json_array_size(ev.patch) != 0) {
-		char *s = json_dumps(ev.patch, JSON_COMPACT);
-
-		fprintf(stderr, "second patch: %s\n", s ? s : "?");
-		free(s);
+	if (ev.patch_ops != 0) {
+		fprintf(stderr, "second patch: %s\n", ev.patch.buf);
 		fuzz_fail("mutation is not idempotent: /mutate patches its own "
 			  "result again");
 	}
@@ -127,7 +157,7 @@ static void check_endpoint(const struct policy *p, const struct review *rv,
 	json_t *before = rv->object ? json_deep_copy(rv->object) : NULL;
 	struct evaluation ev;
 	struct diag d;
-	json_t *got;
+	json_t *got, *patch;
 
 	if (rv->object && !before)
 		fuzz_fail("out of memory");
@@ -140,7 +170,7 @@ static void check_endpoint(const struct policy *p, const struct review *rv,
 		!q ? "none" : ev.dec.has_quota
 			? quota_position_name(ev.dec.quota.position) : "-",
 		ev.dec.allowed, ev.dec.rule ? ev.dec.rule : "-",
-		json_array_size(ev.patch), ev.bad_request ? ev.error : "",
+		ev.patch_ops > 0 ? (size_t)ev.patch_ops : 0, ev.bad_request ? ev.error : "",
 		ev.dec.message);
 #endif
 	if (before && !json_equal(before, rv->object))
@@ -150,12 +180,14 @@ static void check_endpoint(const struct policy *p, const struct review *rv,
 	if (ev.bad_request && !ev.error[0])
 		fuzz_fail("a bad request without a reason");
 	check_encodes(rv, &ev);
-	if (ev.patch) {
+	if (ev.patch.len) {
 		if (ep != HANDLER_MUTATE || !ev.mutated || !rv->object ||
 		    ev.bad_request || !ev.dec.allowed)
 			fuzz_fail("a patch where none is expected");
+		patch = check_patch_text(rv->object, ev.mutated, &ev);
 		diag_init(&d);
-		got = patch_apply(rv->object, ev.patch, &d);
+		got = patch_apply(rv->object, patch, &d);
+		json_decref(patch);
 		if (!got) {
 			fprintf(stderr, "%s", diag_text(&d));
 			fuzz_fail("the patch does not apply to request.object");

@@ -493,6 +493,25 @@ ParameterizedTestParameters(patch, diff)
 				   sizeof(diff_cases) / sizeof(diff_cases[0]));
 }
 
+/*
+ * patch_diff_write() writes the bytes json_dumps(JSON_COMPACT) gives for
+ * patch_diff()'s array, and counts its operations.
+ */
+static void assert_text_matches(const json_t *from, const json_t *to,
+				const json_t *built, unsigned i)
+{
+	struct strbuf sb;
+	char *want = json_dumps(built, JSON_COMPACT);
+	long n;
+
+	strbuf_init(&sb, (size_t)1 << 20);
+	n = patch_diff_write(from, to, &sb);
+	cr_assert_eq(n, (long)json_array_size(built), "case %u: %ld operations", i, n);
+	cr_assert_str_eq(sb.buf, want, "case %u", i);
+	free(want);
+	strbuf_release(&sb);
+}
+
 ParameterizedTest(struct diff_case *c, patch, diff)
 {
 	json_t *from = J(c->from), *to = J(c->to), *want = J(c->want);
@@ -502,6 +521,7 @@ ParameterizedTest(struct diff_case *c, patch, diff)
 
 	cr_assert_not_null(got);
 	cr_assert(json_equal(got, want), "case \"%s\": got %s", c->name, s);
+	assert_text_matches(from, to, got, 0);
 	diag_init(&d);
 	applied = patch_apply(from, got, &d);
 	cr_assert_not_null(applied, "case \"%s\": %s", c->name, diag_text(&d));
@@ -671,6 +691,7 @@ static void round_trip(const json_t *a, const json_t *b, unsigned i)
 
 	cr_assert_not_null(p);
 	cr_assert_not_null(self);
+	assert_text_matches(a, b, p, i);
 	cr_assert_eq(json_array_size(self), 0, "pair %u: diff(a, a) not empty",
 		     i);
 	for (size_t k = 0; k < json_array_size(p); k++) {
@@ -779,4 +800,32 @@ Test(patch, survives_every_jansson_allocation_failure)
 	json_decref(patch);
 	json_decref(to);
 	json_decref(from);
+}
+
+/* ------------------------------------------------------------------ */
+/* patch_diff_write                                                    */
+
+Test(patch, text_writer_fails_over_the_cap)
+{
+	json_t *from = J("{}"), *to = J("{'labels':{'a':'bbbbbbbbbbbbbbbbbbbb'}}");
+	struct strbuf sb;
+
+	strbuf_init(&sb, 16);
+	cr_assert_eq(patch_diff_write(from, to, &sb), -1);
+	cr_assert(strbuf_failed(&sb));
+	strbuf_release(&sb);
+	json_decref(to);
+	json_decref(from);
+}
+
+Test(patch, text_writer_writes_an_empty_array_for_no_change)
+{
+	json_t *a = J("{'a':[1,{'b':null}]}");
+	struct strbuf sb;
+
+	strbuf_init(&sb, 1024);
+	cr_assert_eq(patch_diff_write(a, a, &sb), 0);
+	cr_assert_str_eq(sb.buf, "[]");
+	strbuf_release(&sb);
+	json_decref(a);
 }
