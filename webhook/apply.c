@@ -3,6 +3,8 @@
 #include "policy/diag.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -234,10 +236,54 @@ static void map_tolerations(struct ap *a, json_t *spec,
 	}
 }
 
+/*
+ * An object of the given members, in order: obj("k1", v1, "k2", v2, NULL).
+ * Takes every value (NULL ones too, from a failed allocation) and returns
+ * NULL when anything failed.  json_pack would parse its format on every
+ * request.
+ */
+static json_t *obj(const char *key, json_t *value, ...)
+{
+	json_t *o = json_object();
+	bool ok = o != NULL;
+	va_list ap;
+
+	va_start(ap, value);
+	while (key) {
+		if (ok)
+			ok = json_object_set_new_nocheck(o, key, value) == 0;
+		else
+			json_decref(value);
+		key = va_arg(ap, const char *);
+		if (key)
+			value = va_arg(ap, json_t *);
+	}
+	va_end(ap);
+	if (!ok) {
+		json_decref(o);
+		return NULL;
+	}
+	return o;
+}
+
+/* [item], taking item. */
+static json_t *list_of(json_t *item)
+{
+	json_t *l = json_array();
+
+	if (json_array_append_new(l, item) < 0) { /* takes item, even so */
+		json_decref(l);
+		return NULL;
+	}
+	return l;
+}
+
 static json_t *affinity_term(const struct plan *pl)
 {
-	return json_pack("{s:{s:{s:s}},s:s}", "labelSelector", "matchLabels",
-			 STAMP_GANG, pl->gang, "topologyKey", pl->topology_key);
+	return obj("labelSelector",
+		   obj("matchLabels", obj(STAMP_GANG, json_string(pl->gang), NULL),
+		       NULL),
+		   "topologyKey", json_string(pl->topology_key), NULL);
 }
 
 static void map_topology(struct ap *a, json_t *spec, const struct plan *pl)
@@ -267,7 +313,7 @@ static void map_topology(struct ap *a, json_t *spec, const struct plan *pl)
 			json_decref(term);
 			return;
 		}
-	append(a, list, json_pack("{s:i,s:o}", "weight", 100, "podAffinityTerm", term));
+	append(a, list, obj("weight", json_integer(100), "podAffinityTerm", term, NULL));
 }
 
 static bool has_named(const json_t *arr, const char *key, const char *name)
@@ -287,7 +333,7 @@ static void ensure_env(struct ap *a, json_t *ct, const char *name,
 	json_t *env = ensure_array(a, ct, "env");
 
 	if (env && !has_named(env, "name", name))
-		append(a, env, json_pack("{s:s,s:s}", "name", name, "value", value));
+		append(a, env, obj("name", json_string(name), "value", json_string(value), NULL));
 }
 
 static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
@@ -312,19 +358,20 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 		if (mounts && !has_named(mounts, "name", CHECKPOINT_VOLUME) &&
 		    !has_named(mounts, "mountPath", ck->mount_path))
 			append(a, mounts,
-			       json_pack("{s:s,s:s}", "name", CHECKPOINT_VOLUME,
-					 "mountPath", ck->mount_path));
+			       obj("name", json_string(CHECKPOINT_VOLUME),
+				   "mountPath", json_string(ck->mount_path), NULL));
 	}
 	if (vols && !has_named(vols, "name", CHECKPOINT_VOLUME)) {
 		if (pl->claim_name[0])
 			append(a, vols,
-			       json_pack("{s:s,s:{s:s}}", "name", CHECKPOINT_VOLUME,
-					 "persistentVolumeClaim", "claimName",
-					 pl->claim_name));
+			       obj("name", json_string(CHECKPOINT_VOLUME),
+				   "persistentVolumeClaim",
+				   obj("claimName", json_string(pl->claim_name), NULL),
+				   NULL));
 		else
 			append(a, vols,
-			       json_pack("{s:s,s:{}}", "name", CHECKPOINT_VOLUME,
-					 "emptyDir"));
+			       obj("name", json_string(CHECKPOINT_VOLUME),
+				   "emptyDir", json_object(), NULL));
 	}
 	if (pl->set_pre_stop && gpu_ct) {
 		json_t *lc = ensure_object(a, gpu_ct, "lifecycle");
@@ -335,7 +382,7 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 				oom(a);
 		if (!cmd || !lc ||
 		    json_object_set_new(lc, "preStop",
-					json_pack("{s:{s:o}}", "exec", "command", cmd)) < 0)
+					obj("exec", obj("command", cmd, NULL), NULL)) < 0)
 			oom(a);
 	}
 	grace = json_object_get(spec, "terminationGracePeriodSeconds");
@@ -361,8 +408,10 @@ static void failure_rule(struct ap *a, json_t *job_spec)
 		set_string(a, job_spec, "podReplacementPolicy", "Failed");
 
 	append(a, rules,
-	       json_pack("{s:s,s:[{s:s,s:s}]}", "action", "Ignore", "onPodConditions",
-			 "type", "DisruptionTarget", "status", "True"));
+	       obj("action", json_string("Ignore"), "onPodConditions",
+		   list_of(obj("type", json_string("DisruptionTarget"),
+				      "status", json_string("True"), NULL)),
+		   NULL));
 }
 
 int apply_plan(json_t *object, const struct workload *wl,

@@ -21,6 +21,41 @@ static void bad(struct fx *x, const char *path, const char *what)
 	diag_addf(x->d, "%s %s", path, what);
 }
 
+/*
+ * path + "." + key, then "[index]" when index >= 0, cut to fit size: the
+ * paths of messages, built for every container and list item on the way
+ * down (snprintf would cost more than the rest of the walk).
+ */
+static const char *sub(char *buf, size_t size, const char *path,
+		       const char *key, long index)
+{
+	size_t n = 0;
+	char digits[24];
+	size_t d = sizeof(digits);
+
+	for (const char *s = path; *s && n + 1 < size; s++)
+		buf[n++] = *s;
+	if (n + 1 < size)
+		buf[n++] = '.';
+	for (const char *s = key; *s && n + 1 < size; s++)
+		buf[n++] = *s;
+	if (index >= 0) {
+		unsigned long u = (unsigned long)index;
+
+		do {
+			digits[--d] = (char)('0' + u % 10);
+			u /= 10;
+		} while (u);
+		digits[--d] = '[';
+		for (; d < sizeof(digits) && n + 1 < size; d++)
+			buf[n++] = digits[d];
+		if (n + 1 < size)
+			buf[n++] = ']';
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 /* Member `key` of obj when it is of the wanted type; NULL when absent or
  * null; a wrong type is reported. */
 static const json_t *member(struct fx *x, const json_t *obj, const char *key,
@@ -138,7 +173,7 @@ static void container(struct fx *x, const json_t *c, const char *path,
 	if (res) {
 		char rp[256];
 
-		snprintf(rp, sizeof(rp), "%s.resources", path);
+		sub(rp, sizeof(rp), path, "resources", -1);
 		out->limits = resources(x, res, "limits", rp, &out->n_limits);
 		out->requests = resources(x, res, "requests", rp, &out->n_requests);
 	}
@@ -153,7 +188,7 @@ static void container(struct fx *x, const json_t *c, const char *path,
 		json_array_foreach(env, i, item) {
 			char ep[256];
 
-			snprintf(ep, sizeof(ep), "%s.env[%zu]", path, i);
+			sub(ep, sizeof(ep), path, "env", (long)i);
 			if (!json_is_object(item)) {
 				bad(x, ep, "is not an object");
 				return;
@@ -175,7 +210,7 @@ static void container(struct fx *x, const json_t *c, const char *path,
 		json_array_foreach(mounts, i, item) {
 			char mp[256];
 
-			snprintf(mp, sizeof(mp), "%s.volumeMounts[%zu]", path, i);
+			sub(mp, sizeof(mp), path, "volumeMounts", (long)i);
 			if (!json_is_object(item)) {
 				bad(x, mp, "is not an object");
 				return;
@@ -229,7 +264,7 @@ static const struct wl_container *containers(struct fx *x, const json_t *spec,
 	json_array_foreach(arr, i, item) {
 		char cp[96];
 
-		snprintf(cp, sizeof(cp), "%s.%s[%zu]", path, key, i);
+		sub(cp, sizeof(cp), path, key, (long)i);
 		container(x, item, cp, &out[i]);
 		if (x->failed)
 			return NULL;
@@ -255,7 +290,7 @@ static void volumes(struct fx *x, const json_t *spec, const char *path,
 		char vp[96];
 		const json_t *hp;
 
-		snprintf(vp, sizeof(vp), "%s.volumes[%zu]", path, i);
+		sub(vp, sizeof(vp), path, "volumes", (long)i);
 		if (!json_is_object(item)) {
 			bad(x, vp, "is not an object");
 			return;
