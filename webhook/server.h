@@ -1,5 +1,7 @@
 /*
- * server: HTTPS with libmicrohttpd (GnuTLS), a thread pool over epoll.
+ * server: HTTPS with libmicrohttpd (GnuTLS), a thread pool over epoll.  One
+ * thread of gpugate's accepts and hands each connection to libmicrohttpd,
+ * which spreads them evenly over the workers (server.c, "accepting").
  *
  * Routes (SPEC section 8; the query string is ignored):
  *   POST /mutate, POST /validate   AdmissionReview, application/json
