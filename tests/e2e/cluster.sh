@@ -164,12 +164,23 @@ show_log() {
     printf '%s: ----- end of %s -----\n' "$prog" "$f" >&"$msg_fd"
 }
 
+# True while pid runs (not a zombie). For components this run started: they
+# are our children, so their pid cannot be reused before we reap them. Not
+# is_ours(): /proc/PID/cmdline reads empty while a process is in execve(),
+# which made a component that had just started look dead.
+is_running() {
+    local pid=$1 state
+    [[ $pid =~ ^[0-9]+$ && -r /proc/$pid/stat ]] || return 1
+    state=$(awk '{ sub(/^.*\) /, ""); print $1 }' "/proc/$pid/stat" 2>/dev/null) || return 1
+    [[ -n $state && $state != Z && $state != X ]]
+}
+
 # Fail fast if a started component has already exited.
 check_alive() {
     local name pid
     for name in "$@"; do
         pid=$(pid_of "$name") || continue
-        if ! is_ours "$pid"; then
+        if ! is_running "$pid"; then
             show_log "$name"
             die "$name (pid $pid) exited during start-up; see $cluster_dir/logs/$name.log"
         fi
