@@ -435,7 +435,10 @@ static void on_mhd_log(void *cls, const char *fmt, va_list ap)
  * throughput of a balanced run.  Accepted sockets get consecutive
  * descriptors, so a burst of connections is spread evenly.  The per-address
  * and global connection limits stay libmicrohttpd's: a connection over
- * them is closed at once, as before.
+ * them is closed at once, as before.  The price: libmicrohttpd 0.9.75 does
+ * not know the TCP_CORK/TCP_NODELAY state of a socket it did not accept and
+ * sets TCP_NODELAY after every response (two setsockopt calls a request,
+ * 2-4 % of its CPU; docs/benchmarks.md).
  */
 static int listen_open(const struct server_config *cfg, uint16_t *port,
 		       struct diag *d)
