@@ -284,11 +284,21 @@ static void quota_gauges(void *ctx, struct strbuf *out)
 	holder_release(ref);
 }
 
+/* What metrics.c does not hold: quota gauges and the server's workers. */
+static void extra_metrics(void *ctx, struct strbuf *out)
+{
+	struct serve *sv = ctx;
+
+	quota_gauges(sv, out);
+	if (sv->server)
+		server_worker_metrics(sv->server, out);
+}
+
 static int render_metrics(void *ctx, char **out, size_t *len)
 {
 	struct serve *sv = ctx;
 
-	return metrics_render(sv->metrics, quota_gauges, sv, out, len);
+	return metrics_render(sv->metrics, extra_metrics, sv, out, len);
 }
 
 /* "HOST:PORT" or "[V6]:PORT" -> host (in buf) and port. */

@@ -179,7 +179,23 @@ struct server {
 	int wake[2];        /* a byte on wake[1] stops the acceptor */
 	pthread_t acceptor;
 	bool accepting;
+	/* requests begun on each worker, in the order workers first served */
+	atomic_uint workers_seen;
+	atomic_ulong worker_requests[SERVER_MAX_THREADS];
 };
+
+/* This thread's index among the server's workers, -1 until its first
+ * request.  A worker thread belongs to one server for its whole life. */
+static _Thread_local int worker_index = -1;
+
+static void count_worker_request(struct server *s)
+{
+	if (worker_index < 0)
+		worker_index = (int)atomic_fetch_add(&s->workers_seen, 1);
+	if (worker_index < SERVER_MAX_THREADS)
+		atomic_fetch_add_explicit(&s->worker_requests[worker_index], 1,
+					  memory_order_relaxed);
+}
 
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 			       const char *type, char *body, size_t len,
@@ -350,8 +366,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 	}
 	if (!r) {
 		bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
-		bool get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
-			   strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+		bool get;
+
+		count_worker_request(s);
+		get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+		      strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
 
 		if (strcmp(url, "/mutate") == 0 || strcmp(url, "/validate") == 0) {
 			if (!post)
@@ -580,6 +599,8 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 		s->cfg.threads = ncpu > 0 ? (unsigned)ncpu : 2;
 	}
+	if (s->cfg.threads > SERVER_MAX_THREADS)
+		s->cfg.threads = SERVER_MAX_THREADS;
 	atomic_init(&s->in_flight, 0);
 
 	s->listen_fd = listen_open(cfg, &s->port, d);
@@ -624,7 +645,11 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		free(s);
 		return -1;
 	}
+	/* Set before the first connection is accepted: a request may read it
+	 * (through cfg.metrics). */
+	*out = s;
 	if (pthread_create(&s->acceptor, NULL, accept_loop, s) != 0) {
+		*out = NULL;
 		diag_addf(d, "cannot start the accepting thread");
 		MHD_stop_daemon(s->daemon);
 		identity_clear();
@@ -633,7 +658,6 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		return -1;
 	}
 	s->accepting = true;
-	*out = s;
 	return 0;
 }
 
@@ -652,6 +676,20 @@ int server_set_certificate(struct server *s, const char *cert_pem,
 uint16_t server_port(const struct server *s)
 {
 	return s->port;
+}
+
+void server_worker_metrics(const struct server *s, struct strbuf *out)
+{
+	struct server *m = (struct server *)s; /* atomics are read only */
+	unsigned n = atomic_load(&m->workers_seen);
+
+	strbuf_addf(out, "# HELP gpugate_http_worker_requests_total HTTP requests "
+			 "begun on each server worker thread (workers numbered in "
+			 "the order they first served).\n"
+			 "# TYPE gpugate_http_worker_requests_total counter\n");
+	for (unsigned i = 0; i < s->cfg.threads && i < SERVER_MAX_THREADS; i++)
+		strbuf_addf(out, "gpugate_http_worker_requests_total{worker=\"%u\"} %lu\n",
+			    i, i < n ? atomic_load(&m->worker_requests[i]) : 0UL);
 }
 
 unsigned server_in_flight(const struct server *s)

@@ -32,6 +32,7 @@ struct handler;
 struct strbuf;
 
 #define SERVER_BODY_CAP_DEFAULT (6u << 20) /* >= 3 MiB, <= 8 MiB */
+#define SERVER_MAX_THREADS 256
 
 /* Fills why (a short line per unmet condition) and returns true when ready. */
 typedef bool (*server_ready_fn)(void *ctx, struct strbuf *why);
@@ -70,6 +71,10 @@ uint16_t server_port(const struct server *s);
 
 /* Requests in progress right now. */
 unsigned server_in_flight(const struct server *s);
+
+/* gpugate_http_worker_requests_total, one line per worker, for /metrics:
+ * how evenly the connections are spread. */
+void server_worker_metrics(const struct server *s, struct strbuf *out);
 
 /*
  * Graceful stop: stop accepting, let requests in progress finish (at most

@@ -659,3 +659,32 @@ def test_certificate_reload(fresh_server, gpugate_bin, tmp_path):
     with pytest.raises(ssl.SSLCertVerificationError):
         tls_context(first).wrap_socket(s, server_hostname="localhost")
     s.close()
+
+
+# ---------------------------------------------------------------------------
+# workers
+
+
+def test_connections_opened_together_are_spread_over_the_workers(fresh_server):
+    """gpugate accepts and hands connections to libmicrohttpd, which puts
+    them on worker (fd mod workers): 8 connections opened one after the
+    other are served 4 and 4, as /metrics shows. (When the workers accepted
+    for themselves, one of them could get them all.)"""
+    srv = fresh_server(extra_args=("--threads", "2"))
+    names = [f'gpugate_http_worker_requests_total{{worker="{i}"}}' for i in (0, 1)]
+    with srv.client() as c:
+        before = metrics(c)
+    conns = []
+    for _ in range(8):
+        s = socket.create_connection(("127.0.0.1", srv.port), timeout=10 * SLOW)
+        conns.append(srv.ssl_context().wrap_socket(s, server_hostname="localhost"))
+    for t in conns:
+        t.sendall(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+    for t in conns:
+        assert status_of(t.recv(4096)) == 200
+        t.close()
+    with srv.client() as c:
+        after = metrics(c)
+    served = [after[n] - before[n] for n in names]
+    # 8 health checks, 4 on each worker, and the second /metrics request
+    assert sorted(served) == [4, 5], served
