@@ -90,3 +90,15 @@ void text_clip(char *s, size_t max)
 		cut--;
 	memcpy(s + cut, "...", 4);
 }
+
+const char *text_decimal(char buf[TEXT_DECIMAL_MAX], uint64_t v)
+{
+	char *e = buf + TEXT_DECIMAL_MAX - 1;
+
+	*e = '\0';
+	do {
+		*--e = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return e;
+}

@@ -2,7 +2,9 @@
 
 #include "policy/arena.h"
 #include "policy/diag.h"
+#include "policy/text.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -30,8 +32,7 @@ static const char *sub(char *buf, size_t size, const char *path,
 		       const char *key, long index)
 {
 	size_t n = 0;
-	char digits[24];
-	size_t d = sizeof(digits);
+	char digits[TEXT_DECIMAL_MAX];
 
 	for (const char *s = path; *s && n + 1 < size; s++)
 		buf[n++] = *s;
@@ -40,15 +41,11 @@ static const char *sub(char *buf, size_t size, const char *path,
 	for (const char *s = key; *s && n + 1 < size; s++)
 		buf[n++] = *s;
 	if (index >= 0) {
-		unsigned long u = (unsigned long)index;
-
-		do {
-			digits[--d] = (char)('0' + u % 10);
-			u /= 10;
-		} while (u);
-		digits[--d] = '[';
-		for (; d < sizeof(digits) && n + 1 < size; d++)
-			buf[n++] = digits[d];
+		if (n + 1 < size)
+			buf[n++] = '[';
+		for (const char *s = text_decimal(digits, (uint64_t)index);
+		     *s && n + 1 < size; s++)
+			buf[n++] = *s;
 		if (n + 1 < size)
 			buf[n++] = ']';
 	}

@@ -1,5 +1,6 @@
 #include "webhook/jsonout.h"
 
+#include "policy/text.h"
 #include "webhook/jsonmem.h"
 
 #include <stdbool.h>
@@ -78,18 +79,13 @@ void jsonout_string(struct strbuf *sb, const char *s, size_t n)
 /* A json_int_t in decimal, as "%lld" writes it. */
 static void put_integer(struct strbuf *sb, json_int_t v)
 {
-	char digits[24];
-	size_t i = sizeof(digits);
+	char buf[TEXT_DECIMAL_MAX];
 	/* Through uint64_t: the most negative value has no positive. */
-	uint64_t u = v < 0 ? 0 - (uint64_t)v : (uint64_t)v;
+	const char *d = text_decimal(buf, v < 0 ? 0 - (uint64_t)v : (uint64_t)v);
 
-	do {
-		digits[--i] = (char)('0' + u % 10);
-		u /= 10;
-	} while (u);
 	if (v < 0)
-		digits[--i] = '-';
-	strbuf_add(sb, digits + i, sizeof(digits) - i);
+		strbuf_add(sb, "-", 1);
+	strbuf_add(sb, d, (size_t)(buf + sizeof(buf) - 1 - d));
 }
 
 void jsonout_value(struct strbuf *sb, const json_t *v)

@@ -5,6 +5,7 @@
 #include "webhook/patch.h"
 
 #include "policy/diag.h"
+#include "policy/text.h"
 #include "webhook/jsonout.h"
 
 #include <stdarg.h>
@@ -161,19 +162,6 @@ static int emit(struct sink *k, const char *op, const struct path *p,
 	return emit_text(k->sb, op, p, value);
 }
 
-/* An array index as a reference token. */
-static const char *index_token(char buf[24], size_t i)
-{
-	char *e = buf + 23;
-
-	*e = '\0';
-	do {
-		*--e = (char)('0' + i % 10);
-		i /= 10;
-	} while (i);
-	return e;
-}
-
 static int diff_value(struct sink *k, struct path *p, const json_t *a,
 		      const json_t *b);
 
@@ -219,14 +207,14 @@ static int diff_array(struct sink *k, struct path *p, const json_t *a,
 {
 	size_t na = json_array_size(a), nb = json_array_size(b);
 	size_t mark = p->len;
-	char idx[24];
+	char idx[TEXT_DECIMAL_MAX];
 	int rc = 0;
 
 	/* In place first: none of these operations changes a length. */
 	for (size_t i = 0; i < na && i < nb && rc == 0; i++) {
 		if (json_array_get(a, i) == json_array_get(b, i))
 			continue;
-		if (path_push(p, index_token(idx, i)) < 0)
+		if (path_push(p, text_decimal(idx, i)) < 0)
 			return -1;
 		rc = diff_value(k, p, json_array_get(a, i),
 				json_array_get(b, i));
@@ -234,14 +222,14 @@ static int diff_array(struct sink *k, struct path *p, const json_t *a,
 	}
 	/* Growth: each index equals the length at the time it is applied. */
 	for (size_t i = na; i < nb && rc == 0; i++) {
-		if (path_push(p, index_token(idx, i)) < 0)
+		if (path_push(p, text_decimal(idx, i)) < 0)
 			return -1;
 		rc = emit(k, "add", p, json_array_get(b, i));
 		path_pop(p, mark);
 	}
 	/* Shrinking: from the end, so every index is the last one. */
 	for (size_t i = na; i > nb && rc == 0; i--) {
-		if (path_push(p, index_token(idx, i - 1)) < 0)
+		if (path_push(p, text_decimal(idx, i - 1)) < 0)
 			return -1;
 		rc = emit(k, "remove", p, NULL);
 		path_pop(p, mark);
