@@ -165,18 +165,40 @@ static int emit(struct sink *k, const char *op, const struct path *p,
 static int diff_value(struct sink *k, struct path *p, const json_t *a,
 		      const json_t *b);
 
+/* True when two object iterators stand at the same key. */
+static bool same_key(void *ai, void *bi)
+{
+	size_t n = json_object_iter_key_len(ai);
+
+	return n == json_object_iter_key_len(bi) &&
+	       memcmp(json_object_iter_key(ai), json_object_iter_key(bi), n) == 0;
+}
+
 static int diff_object(struct sink *k, struct path *p, const json_t *a,
 		       const json_t *b)
 {
 	/* jansson's iterators take non-const objects; they only read here. */
 	json_t *ao = (json_t *)a, *bo = (json_t *)b;
 	size_t mark = p->len, klen;
+	void *ai = json_object_iter(ao), *bi = json_object_iter(bo);
 	const char *key;
-	json_t *v;
 	int rc;
 
-	json_object_keylen_foreach(ao, key, klen, v)
-	{
+	/*
+	 * a and b are walked side by side while they hold the same keys in
+	 * the same order, which is most of the way: apply_copy() keeps a
+	 * copied object's order and apply_plan() adds keys at the end.  Only
+	 * past that common prefix is a key looked up in the other object.
+	 *
+	 * Removed: keys of a not in b.  The common prefix has none.
+	 */
+	while (ai && bi && same_key(ai, bi)) {
+		ai = json_object_iter_next(ao, ai);
+		bi = json_object_iter_next(bo, bi);
+	}
+	for (; ai; ai = json_object_iter_next(ao, ai)) {
+		key = json_object_iter_key(ai);
+		klen = json_object_iter_key_len(ai);
 		if (json_object_getn(b, key, klen))
 			continue;
 		if (path_push(p, key) < 0)
@@ -186,10 +208,21 @@ static int diff_object(struct sink *k, struct path *p, const json_t *a,
 		if (rc < 0)
 			return -1;
 	}
-	json_object_keylen_foreach(bo, key, klen, v)
-	{
-		const json_t *old = json_object_getn(a, key, klen);
+	/* Added or changed: keys of b, in b's order; in the common prefix,
+	 * a's value is the one at the same place. */
+	ai = json_object_iter(ao);
+	for (bi = json_object_iter(bo); bi; bi = json_object_iter_next(bo, bi)) {
+		const json_t *v = json_object_iter_value(bi), *old;
 
+		key = json_object_iter_key(bi);
+		klen = json_object_iter_key_len(bi);
+		if (ai && same_key(ai, bi)) {
+			old = json_object_iter_value(ai);
+			ai = json_object_iter_next(ao, ai);
+		} else {
+			ai = NULL;
+			old = json_object_getn(a, key, klen);
+		}
 		if (old == v)
 			continue; /* shared: nothing to look at, no path to build */
 		if (path_push(p, key) < 0)
