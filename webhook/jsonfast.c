@@ -30,9 +30,20 @@ struct frame {
 	char *key_owned;
 };
 
+/* Values not to build: at most this many paths of this many keys. */
+#define SKIP_PATHS 8
+#define SKIP_KEYS 8
+
+struct skip_path {
+	const char *key[SKIP_KEYS]; /* into the caller's "a/b/c" text */
+	size_t klen[SKIP_KEYS];
+	size_t depth;
+};
+
 struct parser {
-	const char *const *skip; /* object-key path of a value not to build */
-	size_t skip_depth;
+	struct skip_path skip[SKIP_PATHS];
+	size_t nskip;
+	unsigned skip_depths; /* bit d: some path is d keys deep */
 	const char *buf;
 	size_t len;
 	size_t pos;
@@ -190,12 +201,15 @@ static size_t utf8_put(char *out, unsigned cp)
 }
 
 /*
- * A string starting at the opening quote.  On success (*s, *n) is its text:
- * into the input when it had no escape (*in_scratch false), else into the
- * scratch buffer (valid until the next string).
+ * A string starting at the opening quote.  With keep, on success (*s, *n)
+ * is its text: into the input when it had no escape (*in_scratch false),
+ * else into the scratch buffer (valid until the next string).  Without
+ * keep, the string is only checked, and *nul says whether it holds an
+ * escaped NUL (the only way a NUL gets into a JSON string).
  */
-static bool parse_string(struct parser *p, const char **s, size_t *n,
-			 bool *in_scratch)
+static inline __attribute__((always_inline)) bool
+scan_string(struct parser *p, const bool keep, const char **s, size_t *n,
+	    bool *in_scratch, bool *nul)
 {
 	const unsigned char *b = (const unsigned char *)p->buf;
 	size_t start = ++p->pos, out = 0;
@@ -251,10 +265,12 @@ static bool parse_string(struct parser *p, const char **s, size_t *n,
 			fail(p, "unterminated string");
 			return false;
 		}
-		if (esc && !scratch_add(p, &out, p->buf + run, p->pos - run))
+		if (keep && esc && !scratch_add(p, &out, p->buf + run, p->pos - run))
 			return false;
 		if (b[p->pos] == '"') {
 			p->pos++;
+			if (!keep)
+				return true;
 			if (!esc) {
 				*s = p->buf + start;
 				*n = p->pos - 1 - start;
@@ -269,7 +285,7 @@ static bool parse_string(struct parser *p, const char **s, size_t *n,
 		if (!esc) {
 			esc = true;
 			out = 0;
-			if (!scratch_add(p, &out, p->buf + start, p->pos - start))
+			if (keep && !scratch_add(p, &out, p->buf + start, p->pos - start))
 				return false;
 		}
 		if (p->pos + 1 >= p->len) {
@@ -298,7 +314,7 @@ static bool parse_string(struct parser *p, const char **s, size_t *n,
 				return false;
 			}
 			if (lit) {
-				if (!scratch_add(p, &out, lit, 1))
+				if (keep && !scratch_add(p, &out, lit, 1))
 					return false;
 				p->pos += 2;
 				continue;
@@ -323,11 +339,28 @@ static bool parse_string(struct parser *p, const char **s, size_t *n,
 				p->pos += 6;
 				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 			}
+			if (!keep) {
+				*nul = *nul || cp == 0;
+				continue;
+			}
 			k = utf8_put(u8, (unsigned)cp);
 			if (!scratch_add(p, &out, u8, k))
 				return false;
 		}
 	}
+}
+
+static bool parse_string(struct parser *p, const char **s, size_t *n,
+			 bool *in_scratch)
+{
+	return scan_string(p, true, s, n, in_scratch, NULL);
+}
+
+/* Checks a string without keeping its text; *nul as for scan_string. */
+static bool check_string(struct parser *p, bool *nul)
+{
+	*nul = false;
+	return scan_string(p, false, NULL, NULL, NULL, nul);
 }
 
 static json_t *parse_number(struct parser *p)
@@ -507,7 +540,8 @@ static bool read_key(struct parser *p)
 	f->key_pos = p->pos;
 	if (!parse_string(p, &s, &n, &in_scratch))
 		return false;
-	if (memchr(s, '\0', n)) {
+	/* Only an escape can put a NUL in a string. */
+	if (in_scratch && memchr(s, '\0', n)) {
 		fail(p, "NUL character in an object key");
 		return false;
 	}
@@ -532,17 +566,53 @@ static bool read_key(struct parser *p)
 	return true;
 }
 
-/* True when the value about to be read sits at the skip path. */
+/* True when the value about to be read sits at one of the skip paths. */
 static bool at_skip(const struct parser *p)
 {
-	if (!p->skip || p->depth != p->skip_depth)
+	if (p->depth >= 32 || !(p->skip_depths >> p->depth & 1))
 		return false;
-	for (size_t i = 0; i < p->depth; i++) {
-		const struct frame *f = &p->stack[i];
-		size_t n = strlen(p->skip[i]);
+	for (size_t k = 0; k < p->nskip; k++) {
+		const struct skip_path *sp = &p->skip[k];
+		size_t i = 0;
 
-		if (!f->obj || f->klen != n || memcmp(f->key, p->skip[i], n) != 0)
+		if (sp->depth != p->depth)
+			continue;
+		for (; i < p->depth; i++) {
+			const struct frame *f = &p->stack[i];
+
+			if (!f->obj || f->klen != sp->klen[i] ||
+			    memcmp(f->key, sp->key[i], f->klen) != 0)
+				break;
+		}
+		if (i == p->depth)
+			return true;
+	}
+	return false;
+}
+
+/* Splits the "a/b/c" paths; false when there are too many or too deep. */
+static bool skip_init(struct parser *p, const char *const *paths)
+{
+	for (; paths && *paths; paths++) {
+		struct skip_path *sp = &p->skip[p->nskip];
+		const char *s = *paths;
+
+		if (p->nskip == SKIP_PATHS)
 			return false;
+		for (;;) {
+			const char *slash = strchr(s, '/');
+			size_t n = slash ? (size_t)(slash - s) : strlen(s);
+
+			if (sp->depth == SKIP_KEYS)
+				return false;
+			sp->key[sp->depth] = s;
+			sp->klen[sp->depth++] = n;
+			if (!slash)
+				break;
+			s = slash + 1;
+		}
+		p->skip_depths |= 1u << sp->depth;
+		p->nskip++;
 	}
 	return true;
 }
@@ -583,11 +653,9 @@ static bool skip_value(struct parser *p)
 			continue;
 		}
 		if (c == '"') {
-			const char *s;
-			size_t n;
-			bool in_scratch;
+			bool nul;
 
-			if (!parse_string(p, &s, &n, &in_scratch))
+			if (!check_string(p, &nul))
 				return false;
 		} else if (c == 't' || c == 'f' || c == 'n') {
 			if (!literal(p, c == 't' ? "true" : c == 'f' ? "false" : "null")) {
@@ -635,17 +703,15 @@ closed:
 key:
 		skip_ws(p);
 		{
-			const char *s;
-			size_t n;
-			bool in_scratch;
+			bool nul;
 
 			if (p->pos >= p->len || p->buf[p->pos] != '"') {
 				fail(p, "string or '}' expected");
 				return false;
 			}
-			if (!parse_string(p, &s, &n, &in_scratch))
+			if (!check_string(p, &nul))
 				return false;
-			if (memchr(s, '\0', n)) {
+			if (nul) {
 				fail(p, "NUL character in an object key");
 				return false;
 			}
@@ -667,12 +733,13 @@ json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz)
 json_t *jsonfast_parse_skip(const char *buf, size_t len,
 			    const char *const *skip, char *err, size_t errsz)
 {
-	struct parser p = {.buf = buf, .len = len, .err = err, .errsz = errsz,
-			   .skip = skip};
+	struct parser p = {.buf = buf, .len = len, .err = err, .errsz = errsz};
 	json_t *root = NULL, *v;
 
-	while (skip && skip[p.skip_depth])
-		p.skip_depth++;
+	if (!skip_init(&p, skip)) {
+		fail(&p, "too many values to skip");
+		return NULL;
+	}
 
 	for (;;) {
 		skip_ws(&p);

@@ -31,12 +31,13 @@
 json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz);
 
 /*
- * The same, except that the value at the object-key path `skip` (NULL
- * terminated, e.g. {"request", "object", "metadata", "managedFields", NULL})
- * is checked to be JSON but not built: it reads as null.  For data the
- * caller never looks at and that is expensive to build (a Pod's
- * managedFields is a third of an AdmissionReview, in small objects).
- * Duplicate keys inside the skipped value are not looked for.
+ * The same, except that the values at the object-key paths of `skip` (a
+ * NULL-terminated list of at most 8 paths of at most 8 keys, written
+ * "request/object/metadata/managedFields") are checked to be JSON but not
+ * built: each reads as null.  For data the caller never looks at and that
+ * is expensive to build (a Pod's managedFields is a third of an
+ * AdmissionReview, in small objects).  Duplicate keys inside a skipped
+ * value are not looked for.
  */
 json_t *jsonfast_parse_skip(const char *buf, size_t len,
 			    const char *const *skip, char *err, size_t errsz);

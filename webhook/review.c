@@ -42,12 +42,22 @@ static enum wl_kind kind_of(const json_t *gvk)
 }
 
 /*
- * gpugate never reads an object's managedFields, and it is about a third of
- * a review, in small objects: it is checked to be JSON but not built (it
- * reads as null; patches never touch it).
+ * What gpugate never reads is checked to be JSON but not built (it reads as
+ * null): the objects' managedFields, about a third of a review, in small
+ * objects; and the request's userInfo, options and resource descriptions
+ * (request.kind is what says what the object is).  A rule that comes to
+ * need one of these must take it off this list.
  */
-static const char *const managed_fields[] = {"request", "object", "metadata",
-					     "managedFields", NULL};
+static const char *const unread[] = {
+	"request/object/metadata/managedFields",
+	"request/oldObject/metadata/managedFields",
+	"request/userInfo",
+	"request/options",
+	"request/resource",
+	"request/requestKind",
+	"request/requestResource",
+	NULL,
+};
 
 int review_decode(const char *body, size_t len, struct review *rv, char *err,
 		  size_t errsz)
@@ -66,7 +76,7 @@ int review_decode(const char *body, size_t len, struct review *rv, char *err,
 	 * facts read strings up to the first NUL, which is all a Kubernetes
 	 * name, label or quantity can hold anyway.
 	 */
-	rv->root = jsonfast_parse_skip(body, len, managed_fields, jerr, sizeof(jerr));
+	rv->root = jsonfast_parse_skip(body, len, unread, jerr, sizeof(jerr));
 	if (!rv->root) {
 		snprintf(err, errsz, "body is not valid JSON: %s", jerr);
 		return -1;

@@ -145,10 +145,11 @@ Test(jsonfast, nesting_is_bounded)
 
 Test(jsonfast, skips_a_value_it_is_told_not_to_build)
 {
-	static const char *const skip[] = {"request", "object", "metadata",
-					   "managedFields", NULL};
+	static const char *const skip[] = {"request/object/metadata/managedFields",
+					   "request/userInfo", NULL};
 	static const char text[] =
-		"{\"request\":{\"object\":{\"metadata\":{\"name\":\"p\","
+		"{\"request\":{\"userInfo\":{\"groups\":[\"a\"]},"
+		"\"object\":{\"metadata\":{\"name\":\"p\","
 		"\"managedFields\":[{\"manager\":\"kubectl\",\"fieldsV1\":{\"f:spec\":"
 		"{\"f:containers\":{}}}}],\"labels\":{\"a\":\"b\"}}},"
 		"\"oldObject\":{\"metadata\":{\"managedFields\":[1]}}}}";
@@ -160,6 +161,8 @@ Test(jsonfast, skips_a_value_it_is_told_not_to_build)
 	meta = json_object_get(json_object_get(json_object_get(v, "request"), "object"),
 			       "metadata");
 	cr_assert(json_is_null(json_object_get(meta, "managedFields")));
+	cr_assert(json_is_null(json_object_get(json_object_get(v, "request"),
+					       "userInfo")));
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 json_object_get(meta, "labels"), "a")),
 			 "b", "what follows the skipped value is read");
@@ -173,6 +176,30 @@ Test(jsonfast, skips_a_value_it_is_told_not_to_build)
 		"{\"request\":{\"object\":{\"metadata\":{\"managedFields\":[01]}}}}", 55,
 		skip, err, sizeof(err)));
 	cr_assert_str_eq(err, "invalid number: leading zero (line 1, column 52)");
+	/* Keys are checked as when built: no NUL, escapes valid. */
+	cr_assert_null(jsonfast_parse_skip("{\"request\":{\"userInfo\":{\"a\\u0000\":1}}}",
+					   38, skip, err, sizeof(err)));
+	cr_assert_str_eq(err, "NUL character in an object key (line 1, column 34)");
+	cr_assert_null(jsonfast_parse_skip("{\"request\":{\"userInfo\":[\"\\x\"]}}",
+					   31, skip, err, sizeof(err)));
+	cr_assert_str_eq(err, "invalid escape \\x (line 1, column 26)");
+	/* An escaped NUL in a string value is fine, as when built. */
+	cr_assert_not_null(v = jsonfast_parse_skip("{\"request\":{\"userInfo\":[\"\\u0000\"]}}",
+						   35, skip, err, sizeof(err)), "%s", err);
+	json_decref(v);
+}
+
+Test(jsonfast, refuses_more_skip_paths_than_it_holds)
+{
+	static const char *const nine[] = {"a", "b", "c", "d", "e", "f", "g",
+					   "h", "i", NULL};
+	static const char *const deep[] = {"a/b/c/d/e/f/g/h/i", NULL};
+	char err[256];
+
+	cr_assert_null(jsonfast_parse_skip("{}", 2, nine, err, sizeof(err)));
+	cr_assert_str_eq(err, "too many values to skip (line 1, column 1)");
+	cr_assert_null(jsonfast_parse_skip("{}", 2, deep, err, sizeof(err)));
+	cr_assert_str_eq(err, "too many values to skip (line 1, column 1)");
 }
 
 Test(jsonfast, a_quoted_key_keeps_the_message_on_one_line)
