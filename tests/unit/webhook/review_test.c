@@ -179,6 +179,53 @@ Test(review, base64_of_the_patch_decodes_back)
 	free(out);
 }
 
+/* RFC 4648 base64, a bit at a time: the reference for the fast one. */
+static char *base64_slow(const unsigned char *in, size_t len)
+{
+	static const char abc[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	char *out = malloc((len + 2) / 3 * 4 + 1);
+	size_t o = 0, nbits = len * 8;
+
+	cr_assert_not_null(out);
+	for (size_t bit = 0; bit < nbits; bit += 6) {
+		unsigned v = 0;
+
+		for (size_t b = bit; b < bit + 6; b++)
+			v = v << 1 | (b < nbits ? (in[b / 8] >> (7 - b % 8)) & 1 : 0);
+		out[o++] = abc[v];
+	}
+	while (o % 4)
+		out[o++] = '=';
+	out[o] = '\0';
+	return out;
+}
+
+Test(review, base64_of_every_byte_and_length)
+{
+	unsigned char bytes[1100];
+
+	/* Every byte value, and lengths across the 1 KiB output blocks. */
+	for (size_t i = 0; i < sizeof(bytes); i++)
+		bytes[i] = (unsigned char)(i * 7 + i / 256);
+	for (size_t len = 1; len <= sizeof(bytes); len += len < 20 ? 1 : 37) {
+		struct review_response resp = {.allowed = true,
+					       .patch = (const char *)bytes,
+					       .patch_len = len};
+		size_t n;
+		char *out = review_encode("u", &resp, &n);
+		json_t *v = decode_response(out);
+		char *want = base64_slow(bytes, len);
+
+		cr_assert_str_eq(json_string_value(json_object_get(
+					 json_object_get(v, "response"), "patch")),
+				 want, "length %zu", len);
+		free(want);
+		json_decref(v);
+		free(out);
+	}
+}
+
 Test(review, no_patch_field_without_a_patch)
 {
 	struct review_response none = {.allowed = true};
