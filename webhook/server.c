@@ -197,6 +197,65 @@ static void count_worker_request(struct server *s)
 					  memory_order_relaxed);
 }
 
+/*
+ * One TLS record and one send per response.  libmicrohttpd 0.9.75 hands
+ * the header and the body to gnutls_record_send() separately: two records,
+ * two sendmsg() calls, and the client wakes up twice.  A small response is
+ * corked in GnuTLS when it is queued, and uncorked once libmicrohttpd has
+ * written all of it (on_completed(), which it calls before it reads the
+ * next request or closes the connection).
+ *
+ * Only answers to admission reviews are corked, once their body has been
+ * read whole.  An answer given before the body is read (an error) makes
+ * libmicrohttpd close the socket right after on_completed(); with unread
+ * input, that close is a reset, which can reach the client before the
+ * response it has not read yet.  Health and metrics answers are left as
+ * they were: they are not worth the care.
+ *
+ * The uncork does not wait.  It can only fall short when the client has
+ * left more than a socket buffer of earlier responses unread, which an
+ * HTTP/1.1 client that waits for its answers never does: such a
+ * connection is shut down rather than left with a response that nothing
+ * would flush.
+ */
+#define CORK_MAX 8192
+
+static gnutls_session_t tls_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+
+	return ci ? (gnutls_session_t)ci->tls_session : NULL;
+}
+
+static void cork(struct MHD_Connection *c, size_t len)
+{
+	gnutls_session_t tls = len <= CORK_MAX ? tls_of(c) : NULL;
+
+	if (tls)
+		gnutls_record_cork(tls);
+}
+
+static void uncork(struct MHD_Connection *c)
+{
+	gnutls_session_t tls = tls_of(c);
+	const union MHD_ConnectionInfo *fd;
+	ssize_t rc;
+
+	if (!tls)
+		return;
+	rc = gnutls_record_uncork(tls, 0); /* 0 at once when not corked */
+	if (rc >= 0)
+		return;
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	log_event(LOG_WARN,
+		  "msg=\"closing a connection whose client does not read its "
+		  "responses\" error=\"%s\"",
+		  gnutls_strerror((int)rc));
+	if (fd)
+		shutdown(fd->connect_fd, SHUT_RDWR);
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 			       const char *type, char *body, size_t len,
 			       bool close_after)
@@ -407,6 +466,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 		      r->body ? r->body : "", r->len, &reply);
 	if (!reply.body)
 		return MHD_NO;
+	cork(c, reply.len);
 	return respond(c, (unsigned)reply.status, reply.content_type, reply.body,
 		       reply.len, false);
 }
@@ -417,8 +477,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	struct server *s = cls;
 	struct request *r = *req_cls;
 
-	(void)c;
 	(void)toe;
+	uncork(c);
 	if (!r || r == &get_pending)
 		return;
 	free(r->body);

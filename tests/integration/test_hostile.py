@@ -5,6 +5,7 @@ keep flowing."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import ssl
@@ -83,6 +84,39 @@ def _serves_again(srv, deadline: float) -> bool:
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
+
+
+def test_a_client_that_never_reads_its_answers_is_cut_off(fresh_server, tmp_path):
+    """Answers are corked in GnuTLS and flushed without waiting once
+    written: a client that sends review after review and never reads gets
+    its connection shut down when the socket buffers are full, instead of
+    holding an answer nothing would flush."""
+    srv = fresh_server(_policy(tmp_path))
+    review = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+              "request": {"uid": new_uid(), "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                          "operation": "CREATE", "namespace": "team", "name": "p",
+                          "object": pod(namespace="team", cls="one")}}
+    body = json.dumps(review).encode()
+    req = (b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+           b"Content-Length: %d\r\n\r\n" % len(body)) + body
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(20 * SLOW)
+    raw.connect(("127.0.0.1", srv.port))
+    t = srv.ssl_context().wrap_socket(raw, server_hostname="localhost")
+    cut = False
+    for _ in range(20000):  # far more answers than any socket buffer holds
+        try:
+            t.sendall(req)
+        except (ConnectionError, ssl.SSLError, OSError):
+            cut = True
+            break
+    t.close()
+    assert cut, "20000 unread answers did not get the connection shut down"
+    with srv.client() as c:
+        assert c.get("/healthz").status == 200
+    assert "closing a connection whose client does not read its responses" in \
+        srv.stderr_text()
 
 
 def test_a_stalled_body_is_cut_by_the_timeout(fresh_server, tmp_path):
