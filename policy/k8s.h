@@ -12,7 +12,11 @@
 /* RFC 1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 bytes. */
 bool k8s_dns_label_valid(const char *s);
 
-/* RFC 1123 subdomain: dot-separated labels, at most 253 bytes. */
+/*
+ * RFC 1123 subdomain as the apiserver checks it (object names, label key
+ * prefixes): dot-separated labels, at most 253 bytes in all; unlike DNS,
+ * a label may be longer than 63 bytes.
+ */
 bool k8s_dns_subdomain_valid(const char *s);
 
 /*
