@@ -400,6 +400,5 @@ Test(validate, refuses_files_over_the_size_cap)
 	cr_assert_eq(policy_parse("t.yaml", "", POLICY_MAX_FILE_BYTES + 1u, &p, &d),
 		     -1);
 	cr_assert_str_eq(diag_text(&d),
-			 "t.yaml: the file is 16777217 bytes, at most 16777216 "
-			 "allowed\n");
+			 "t.yaml: the file is larger than 16 MiB (16777216 bytes)\n");
 }
