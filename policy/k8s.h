@@ -19,6 +19,9 @@ bool k8s_dns_label_valid(const char *s);
  */
 bool k8s_dns_subdomain_valid(const char *s);
 
+/* The longest qualified name: a 253-byte prefix, '/', a 63-byte name. */
+#define K8S_QUALIFIED_NAME_MAX (253 + 1 + 63)
+
 /*
  * Qualified name, as used by label keys and resource names:
  * [prefix/]name, prefix a DNS subdomain, name at most 63 bytes of

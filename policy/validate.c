@@ -129,7 +129,7 @@ static int check_selector(struct vctx *v, unsigned line, const char *owner,
 			  const char *kv)
 {
 	const char *eq = strchr(kv, '=');
-	char key[256];
+	char key[K8S_QUALIFIED_NAME_MAX + 1];
 	size_t klen;
 
 	if (!eq || eq == kv) {
@@ -139,8 +139,10 @@ static int check_selector(struct vctx *v, unsigned line, const char *owner,
 	}
 	klen = (size_t)(eq - kv);
 	if (klen >= sizeof(key)) {
-		err(v, line, "%s: nodeSelector key in \"%.60s...\" is too long", owner,
-		    kv);
+		err(v, line,
+		    "%s: nodeSelector key in \"%.60s...\" is too long (a label key "
+		    "has at most %d characters)",
+		    owner, kv, K8S_QUALIFIED_NAME_MAX);
 		return -1;
 	}
 	memcpy(key, kv, klen);
