@@ -496,6 +496,34 @@ const struct policy_checkpoint *policy_checkpoint(const struct policy *p)
 	return &p->checkpoint;
 }
 
+size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,
+			 char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (const char *p = tmpl; *p;) {
+		const char *text = p;
+		size_t n = 1;
+
+		if (strncmp(p, "{tenant}", 8) == 0) {
+			text = tenant;
+			n = strlen(tenant);
+			p += 8;
+		} else if (strncmp(p, "{namespace}", 11) == 0) {
+			text = ns;
+			n = strlen(ns);
+			p += 11;
+		} else {
+			p++;
+		}
+		if (o < size)
+			memcpy(out + o, text, n < size - o ? n : size - o);
+		o += n;
+	}
+	out[o < size ? o : size - 1] = '\0';
+	return o;
+}
+
 size_t policy_flavor_count(const struct policy *p)
 {
 	return p->n_flavors;

@@ -221,6 +221,28 @@ Test(model, load_reports_missing_file)
 			 "directory\n");
 }
 
+Test(model, claim_name_replaces_placeholders_and_cuts_like_snprintf)
+{
+	char out[16];
+
+	cr_assert_eq(policy_claim_name("{tenant}-{namespace}-x", "ml", "dev", out,
+				       sizeof(out)),
+		     8);
+	cr_assert_str_eq(out, "ml-dev-x");
+	/* Only the two placeholders are replaced. */
+	cr_assert_eq(policy_claim_name("{team}{tenant", "ml", "dev", out,
+				       sizeof(out)),
+		     13);
+	cr_assert_str_eq(out, "{team}{tenant");
+	/* Too long: cut, and the whole length returned. */
+	cr_assert_eq(policy_claim_name("{tenant}.{tenant}", "research", "x", out,
+				       sizeof(out)),
+		     17);
+	cr_assert_str_eq(out, "research.resear");
+	cr_assert_eq(policy_claim_name("ab", "t", "n", out, 1), 2);
+	cr_assert_str_eq(out, "");
+}
+
 /* A file of size bytes of zeros (sparse: nothing is written). */
 static void sized_file(char *path, size_t size)
 {

@@ -306,6 +306,25 @@ static struct bad_case bad_cases[] = {
 	 "  claimName: \"{tenant}_Checkpoints\"\n",
 	 "t.yaml:6: checkpoint: claimName \"{tenant}_Checkpoints\" does not make a "
 	 "valid claim name (lower-case letters, digits, '-' and '.')\n"},
+	{"claim name not a name for some tenant",
+	 "version: 1\nflavors: []\nclasses: []\ntenants:\n"
+	 "  - {name: research, namespaces: [research]}\n"
+	 "  - {name: ML_Team, namespaces: [ml]}\n"
+	 "  - {name: ops.infra, namespaces: [ops]}\n"
+	 "checkpoint:\n  claimName: \"{tenant}-{namespace}-ckpt\"\n",
+	 "t.yaml:6: tenant \"ML_Team\": checkpoint claimName "
+	 "\"{tenant}-{namespace}-ckpt\" makes \"ML_Team-{namespace}-ckpt\", "
+	 "which is not a valid PersistentVolumeClaim name (lower-case letters, "
+	 "digits, '-' and '.')\n"},
+	{"claim name too long for some tenant",
+	 "version: 1\nflavors: []\nclasses: []\ntenants:\n"
+	 "  - {name: research, namespaces: [research]}\n"
+	 "  - name: " LONG_KEY_60 "abc\n    namespaces: [long]\n"
+	 "checkpoint:\n"
+	 "  claimName: \"{tenant}.{tenant}.{tenant}.{tenant}\"\n",
+	 "t.yaml:6: tenant \"" LONG_KEY_60 "abc\": checkpoint claimName "
+	 "\"{tenant}.{tenant}.{tenant}.{tenant}\" makes a name longer than the "
+	 "253 characters of a PersistentVolumeClaim name\n"},
 	{"string too long",
 	 "version: 1\nflavors:\n  - name: "
 	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -422,6 +441,23 @@ Test(validate, accepts_the_longest_label_key)
 	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
 		     diag_text(&d));
 	cr_assert_str_eq(policy_flavor_at(p, 0)->node_selector[0].key, key);
+	policy_free(p);
+}
+
+Test(validate, accepts_claim_names_of_every_tenant)
+{
+	/* 63 + 12 characters: no DNS label, but a valid claim name. */
+	static const char yaml[] =
+		"version: 1\nflavors: []\nclasses: []\ntenants:\n"
+		"  - {name: research, namespaces: [research]}\n"
+		"  - name: " LONG_KEY_60 "abc\n    namespaces: [long]\n"
+		"checkpoint:\n  claimName: \"{tenant}-checkpoints\"\n";
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
+		     diag_text(&d));
 	policy_free(p);
 }
 
