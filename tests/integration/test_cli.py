@@ -143,6 +143,29 @@ def test_check_missing_file(gpugate_bin, tmp_path):
                 f"{missing}: 1 error\n")
 
 
+def test_check_directory_is_a_read_error(gpugate_bin, tmp_path):
+    d = str(tmp_path)
+    assert outcome(gpugate_bin, "check", d) == \
+        (1, "", f"{d}: read error: Is a directory\n{d}: 1 error\n")
+
+
+def test_check_too_many_errors_are_counted(gpugate_bin, tmp_path):
+    # 400 flavors with a bad resource: more lines than the 16 KiB of text
+    # gpugate keeps; the rest are counted.
+    flavors = "".join(f"  - {{name: f{i}, resource: x, sharing: mig, gpusPerNode: 1}}\n"
+                      for i in range(400))
+    f = write(tmp_path, "many.yaml",
+              f"version: 1\nflavors:\n{flavors}classes: []\ntenants: []\n")
+    rc, out, err = outcome(gpugate_bin, "check", f)
+    lines = err.splitlines()
+    assert (rc, out) == (1, "")
+    assert lines[0] == (f'{f}:3: flavor "f0": resource "x" is not an extended resource '
+                        'name (expected domain/name, e.g. nvidia.com/gpu)')
+    shown = len(lines) - 2
+    assert 10 < shown < 400
+    assert lines[-2:] == [f"... and {400 - shown} more", f"{f}: 400 errors"]
+
+
 def test_check_several_files(gpugate_bin, tmp_path):
     example = "policy/examples/gpu-cluster.yaml"
     small = write(tmp_path, "small.yaml", SMALL_POLICY)
