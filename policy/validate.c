@@ -588,25 +588,25 @@ static void check_tenants(struct vctx *v)
  * A claim name is made for each tenant's workloads at admission: the
  * template must give a PersistentVolumeClaim name (a DNS subdomain, at
  * most 253 characters) with every tenant's name.  Any tenant may get the
- * checkpoint hooks (a preemptible class, borrowed quota, or a Job's pod
- * stamped preemptible), so every one is tried.  The namespace is not
- * known here: a one-letter stand-in, as a namespace is a DNS label that
- * keeps a valid name valid unless it makes the name too long (warned
+ * checkpoint hooks (a preemptible class, borrowed quota, or the
+ * gpugate.io/preemptible label), so every one is tried.  The namespace is
+ * not known here: a one-letter stand-in, as a namespace is a DNS label
+ * that keeps a valid name valid unless it makes the name too long (warned
  * about at admission).
  */
+#define LINE() srcpos_line(v->pos, "tenants[%u].name", i)
 static void check_claim_tenants(struct vctx *v, const char *tmpl)
 {
-	char name[254], shown[1024];
+	char name[253 + 1], shown[1024];
 
 	for (unsigned i = 0; i < v->src->tenants_count; i++) {
 		const char *tenant = v->src->tenants[i].name;
-		unsigned line = srcpos_line(v->pos, "tenants[%u].name", i);
 
 		if (!name_valid(tenant))
 			continue; /* reported with the tenant */
 		if (policy_claim_name(tmpl, tenant, "n", name, sizeof(name)) >=
 		    sizeof(name)) {
-			err(v, line,
+			err(v, LINE(),
 			    "tenant \"%s\": checkpoint claimName \"%s\" makes a name "
 			    "longer than the %zu characters of a PersistentVolumeClaim "
 			    "name",
@@ -614,7 +614,7 @@ static void check_claim_tenants(struct vctx *v, const char *tmpl)
 		} else if (!k8s_dns_subdomain_valid(name)) {
 			policy_claim_name(tmpl, tenant, "{namespace}", shown,
 					  sizeof(shown));
-			err(v, line,
+			err(v, LINE(),
 			    "tenant \"%s\": checkpoint claimName \"%s\" makes \"%s\", "
 			    "which is not a valid PersistentVolumeClaim name "
 			    "(lower-case letters, digits, '-' and '.')",
@@ -622,12 +622,13 @@ static void check_claim_tenants(struct vctx *v, const char *tmpl)
 		}
 	}
 }
+#undef LINE
 
 /* Placeholders are {tenant} and {namespace}; the rest must be a name. */
 #define LINE() srcpos_line(v->pos, "checkpoint.claimName")
 static void check_claim_name(struct vctx *v, const char *tmpl)
 {
-	char sample[254];
+	char sample[253 + 1];
 
 	for (const char *p = strchr(tmpl, '{'); p; p = strchr(p, '{')) {
 		const char *close = strchr(p, '}');
