@@ -762,42 +762,6 @@ static void decide_class(struct ctx *c, const char *class_name)
 
 /* ---- plan and messages after quota ------------------------------------ */
 
-static void expand_claim_name(const char *tmpl, const char *tenant,
-			      const char *ns, char *out, size_t size)
-{
-	size_t o = 0;
-
-	for (const char *p = tmpl; *p && o + 1 < size;) {
-		const char *sub = NULL;
-		size_t skip = 1;
-
-		if (strncmp(p, "{tenant}", 8) == 0) {
-			sub = tenant;
-			skip = 8;
-		} else if (strncmp(p, "{namespace}", 11) == 0) {
-			sub = ns;
-			skip = 11;
-		}
-		if (sub) {
-			int n = snprintf(out + o, size - o, "%s", sub);
-
-			o = n < 0 ? o : (size_t)n + o;
-			if (o >= size) {
-				out[0] = '\0'; /* too long: caller falls back */
-				return;
-			}
-		} else {
-			out[o++] = *p;
-		}
-		p += skip;
-	}
-	if (o >= size) {
-		out[0] = '\0';
-		return;
-	}
-	out[o] = '\0';
-}
-
 static bool pre_stop_is_ours(const struct policy_checkpoint *ck,
 			     const struct wl_container *ct)
 {
@@ -810,6 +774,35 @@ static bool pre_stop_is_ours(const struct policy_checkpoint *ck,
 	return true;
 }
 
+/*
+ * gpugate check has tried the claim name with every tenant: only the
+ * namespace can still spoil it, by its length, or by being no valid name
+ * (the apiserver never sends one; gpugate explain --namespace may).  The
+ * volume is then an emptyDir, with a warning that says why.
+ */
+static void plan_claim_name(struct ctx *c, const char *tmpl)
+{
+	const char *ns = c->wl->namespace;
+	char *name = c->out->plan.claim_name;
+	const size_t size = sizeof(c->out->plan.claim_name);
+
+	if (policy_claim_name(tmpl, c->out->tenant->name, ns, name, size) >= size) {
+		add_warning(c->out,
+			    "gpugate: checkpoint claim name for namespace %.63s is "
+			    "longer than the %zu characters of a PersistentVolumeClaim "
+			    "name; using an emptyDir volume",
+			    ns, size - 1);
+		name[0] = '\0';
+	} else if (!k8s_dns_subdomain_valid(name)) {
+		add_warning(c->out,
+			    "gpugate: checkpoint claim name \"%.80s\" for namespace "
+			    "%.63s is not a valid PersistentVolumeClaim name; using an "
+			    "emptyDir volume",
+			    name, ns);
+		name[0] = '\0';
+	}
+}
+
 static void plan_checkpoint(struct ctx *c)
 {
 	const struct policy_checkpoint *ck = policy_checkpoint(c->p);
@@ -819,17 +812,8 @@ static void plan_checkpoint(struct ctx *c)
 
 	pl->checkpoint = true;
 	pl->grace = ck->grace_period_seconds;
-	if (ck->claim_name) {
-		expand_claim_name(ck->claim_name, c->out->tenant->name, wl->namespace,
-				  pl->claim_name, sizeof(pl->claim_name));
-		if (!pl->claim_name[0] || !k8s_dns_subdomain_valid(pl->claim_name)) {
-			pl->claim_name[0] = '\0';
-			add_warning(c->out,
-				    "gpugate: checkpoint claim name for namespace %s is "
-				    "too long; using an emptyDir volume",
-				    wl->namespace);
-		}
-	}
+	if (ck->claim_name)
+		plan_claim_name(c, ck->claim_name);
 	if (ck->n_pre_stop) {
 		if (!gpu->has_pre_stop)
 			pl->set_pre_stop = true;

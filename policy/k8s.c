@@ -17,10 +17,10 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-/* A DNS label over [s, s+n). */
-static bool dns_label_span(const char *s, size_t n)
+/* [a-z0-9]([-a-z0-9]*[a-z0-9])? over [s, s+n), of any length but 0. */
+static bool dns_label_chars(const char *s, size_t n)
 {
-	if (n == 0 || n > 63)
+	if (n == 0)
 		return false;
 	if (!is_lower_alnum(s[0]) || !is_lower_alnum(s[n - 1]))
 		return false;
@@ -28,6 +28,12 @@ static bool dns_label_span(const char *s, size_t n)
 		if (!is_lower_alnum(s[i]) && s[i] != '-')
 			return false;
 	return true;
+}
+
+/* A DNS label over [s, s+n). */
+static bool dns_label_span(const char *s, size_t n)
+{
+	return n <= 63 && dns_label_chars(s, n);
 }
 
 bool k8s_dns_label_valid(const char *s)
@@ -43,7 +49,9 @@ static bool dns_subdomain_span(const char *s, size_t n)
 		return false;
 	for (size_t i = 0; i <= n; i++) {
 		if (i == n || s[i] == '.') {
-			if (!dns_label_span(s + start, i - start))
+			/* The apiserver (IsDNS1123Subdomain) limits the whole
+			 * name to 253, not each part to 63. */
+			if (!dns_label_chars(s + start, i - start))
 				return false;
 			start = i + 1;
 		}

@@ -12,8 +12,15 @@
 /* RFC 1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 bytes. */
 bool k8s_dns_label_valid(const char *s);
 
-/* RFC 1123 subdomain: dot-separated labels, at most 253 bytes. */
+/*
+ * RFC 1123 subdomain as the apiserver checks it (object names, label key
+ * prefixes): dot-separated labels, at most 253 bytes in all; unlike DNS,
+ * a label may be longer than 63 bytes.
+ */
 bool k8s_dns_subdomain_valid(const char *s);
+
+/* The longest qualified name: a 253-byte prefix, '/', a 63-byte name. */
+#define K8S_QUALIFIED_NAME_MAX (253 + 1 + 63)
 
 /*
  * Qualified name, as used by label keys and resource names:

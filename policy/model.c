@@ -398,9 +398,11 @@ int policy_parse(const char *name, const char *text, size_t len,
 	struct srcpos pos;
 	int rc = -1;
 
+	/* The one message for a file over the cap, whatever its size:
+	 * policy_load() reads no more than one byte past the cap. */
 	if (len > POLICY_MAX_FILE_BYTES) {
-		diag_addf(d, "%s: the file is %zu bytes, at most %u allowed", name, len,
-			  POLICY_MAX_FILE_BYTES);
+		diag_addf(d, "%s: the file is larger than %u MiB (%u bytes)", name,
+			  POLICY_MAX_FILE_BYTES >> 20, POLICY_MAX_FILE_BYTES);
 		return -1;
 	}
 	/*
@@ -419,7 +421,8 @@ int policy_parse(const char *name, const char *text, size_t len,
 			diag_addf(d, "%s: internal error: the second walk failed", name);
 		validate_src(name, src, &pos, d);
 		goto out;
-	}	*out = policy_build(name, src);
+	}
+	*out = policy_build(name, src);
 	if (!*out) {
 		diag_addf(d, "%s: out of memory", name);
 		goto out;
@@ -442,18 +445,17 @@ int policy_load(const char *path, struct policy **out, struct diag *d)
 		diag_addf(d, "%s: cannot open: %s", path, strerror(errno));
 		return -1;
 	}
-	for (;;) {
+	/* Reads at most one byte more than the cap: enough for policy_parse()
+	 * to refuse a larger file, without reading the rest of it. */
+	while (len <= POLICY_MAX_FILE_BYTES) {
 		size_t n;
 
 		if (len == cap) {
 			char *t;
 
-			if (cap > POLICY_MAX_FILE_BYTES) {
-				diag_addf(d, "%s: the file is larger than %u bytes", path,
-					  POLICY_MAX_FILE_BYTES);
-				goto out;
-			}
 			cap = cap ? cap * 2 : 65536;
+			if (cap > POLICY_MAX_FILE_BYTES + 1u)
+				cap = POLICY_MAX_FILE_BYTES + 1u;
 			t = realloc(text, cap);
 			if (!t) {
 				diag_addf(d, "%s: out of memory", path);
@@ -492,6 +494,34 @@ const struct policy_settings *policy_settings(const struct policy *p)
 const struct policy_checkpoint *policy_checkpoint(const struct policy *p)
 {
 	return &p->checkpoint;
+}
+
+size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,
+			 char *out, size_t size)
+{
+	size_t o = 0;
+
+	for (const char *p = tmpl; *p;) {
+		const char *text = p;
+		size_t n = 1;
+
+		if (strncmp(p, "{tenant}", 8) == 0) {
+			text = tenant;
+			n = strlen(tenant);
+			p += 8;
+		} else if (strncmp(p, "{namespace}", 11) == 0) {
+			text = ns;
+			n = strlen(ns);
+			p += 11;
+		} else {
+			p++;
+		}
+		if (o < size)
+			memcpy(out + o, text, n < size - o ? n : size - o);
+		o += n;
+	}
+	out[o < size ? o : size - 1] = '\0';
+	return o;
 }
 
 size_t policy_flavor_count(const struct policy *p)

@@ -161,6 +161,17 @@ const char *policy_source(const struct policy *p); /* file name given to load */
 const struct policy_settings *policy_settings(const struct policy *p);
 const struct policy_checkpoint *policy_checkpoint(const struct policy *p);
 
+/*
+ * The checkpoint claim name of a tenant's workload in namespace ns: tmpl
+ * (policy_checkpoint()->claim_name) with every {tenant} and {namespace}
+ * replaced.  Writes at most size - 1 bytes and a NUL to out (size > 0) and
+ * returns the length of the whole name, like snprintf: size or more means
+ * out holds a cut name.  The result may still not be a valid object name;
+ * the caller checks it.
+ */
+size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,
+			 char *out, size_t size);
+
 size_t policy_flavor_count(const struct policy *p);
 const struct policy_flavor *policy_flavor_at(const struct policy *p, size_t i);
 const struct policy_flavor *policy_flavor_find(const struct policy *p,

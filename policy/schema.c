@@ -13,6 +13,7 @@
  * This is the only file that knows libcyaml.
  */
 #include "policy/diag.h"
+#include "policy/k8s.h"
 #include "policy/src.h"
 #include "policy/srcpos.h"
 
@@ -26,6 +27,8 @@
 #include <yaml.h>
 
 #define NAME_MAX_LEN 253
+/* Label keys and resource names: [prefix/]name, a validator checks them. */
+#define KEY_MAX_LEN K8S_QUALIFIED_NAME_MAX
 #define TEXT_MAX_LEN 4096
 #define LIST_MAX 10000
 
@@ -66,9 +69,9 @@ static const cyaml_schema_value_t sharing_entry = {
 
 static const cyaml_schema_field_t settings_fields[] = {
 	CYAML_FIELD_STRING_PTR("classLabel", CYAML_FLAG_OPTIONAL,
-			       struct src_settings, classLabel, 1, NAME_MAX_LEN),
+			       struct src_settings, classLabel, 1, KEY_MAX_LEN),
 	CYAML_FIELD_STRING_PTR("gpusLabel", CYAML_FLAG_OPTIONAL,
-			       struct src_settings, gpusLabel, 1, NAME_MAX_LEN),
+			       struct src_settings, gpusLabel, 1, KEY_MAX_LEN),
 	CYAML_FIELD_ENUM("rawGpuRequests", CYAML_FLAG_OPTIONAL,
 			 struct src_settings, rawGpuRequests, raw_strings,
 			 CYAML_ARRAY_LEN(raw_strings)),
@@ -79,7 +82,7 @@ static const cyaml_schema_field_t settings_fields[] = {
 
 static const cyaml_schema_field_t toleration_fields[] = {
 	CYAML_FIELD_STRING_PTR("key", CYAML_FLAG_OPTIONAL, struct src_toleration,
-			       key, 0, NAME_MAX_LEN),
+			       key, 0, KEY_MAX_LEN),
 	CYAML_FIELD_ENUM_PTR("operator", CYAML_FLAG_OPTIONAL,
 			     struct src_toleration, operator, operator_strings,
 			     CYAML_ARRAY_LEN(operator_strings)),
@@ -101,7 +104,7 @@ static const cyaml_schema_field_t flavor_fields[] = {
 	CYAML_FIELD_STRING_PTR("name", CYAML_FLAG_POINTER, struct src_flavor,
 			       name, 1, NAME_MAX_LEN),
 	CYAML_FIELD_STRING_PTR("resource", CYAML_FLAG_POINTER, struct src_flavor,
-			       resource, 1, NAME_MAX_LEN),
+			       resource, 1, KEY_MAX_LEN),
 	CYAML_FIELD_ENUM("sharing", CYAML_FLAG_DEFAULT, struct src_flavor,
 			 sharing, sharing_strings,
 			 CYAML_ARRAY_LEN(sharing_strings)),
@@ -122,7 +125,7 @@ static const cyaml_schema_value_t flavor_entry = {
 
 static const cyaml_schema_field_t topology_fields[] = {
 	CYAML_FIELD_STRING_PTR("key", CYAML_FLAG_POINTER, struct src_topology,
-			       key, 1, NAME_MAX_LEN),
+			       key, 1, KEY_MAX_LEN),
 	CYAML_FIELD_ENUM("mode", CYAML_FLAG_OPTIONAL, struct src_topology, mode,
 			 topology_mode_strings,
 			 CYAML_ARRAY_LEN(topology_mode_strings)),
@@ -482,6 +485,9 @@ static void walk_scalar(struct walk *w, yaml_node_t *n,
 		break;
 	}
 	default:
+		/* Unreachable with today's schema (strings, integers, booleans
+		 * and enums only): it refuses a value of a type added to the
+		 * tables later without a check here, rather than pass it. */
 		fail(w, n, "unsupported value");
 		break;
 	}

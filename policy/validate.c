@@ -129,7 +129,7 @@ static int check_selector(struct vctx *v, unsigned line, const char *owner,
 			  const char *kv)
 {
 	const char *eq = strchr(kv, '=');
-	char key[256];
+	char key[K8S_QUALIFIED_NAME_MAX + 1];
 	size_t klen;
 
 	if (!eq || eq == kv) {
@@ -139,8 +139,10 @@ static int check_selector(struct vctx *v, unsigned line, const char *owner,
 	}
 	klen = (size_t)(eq - kv);
 	if (klen >= sizeof(key)) {
-		err(v, line, "%s: nodeSelector key in \"%.60s...\" is too long", owner,
-		    kv);
+		err(v, line,
+		    "%s: nodeSelector key in \"%.60s...\" is too long (a label key "
+		    "has at most %d characters)",
+		    owner, kv, K8S_QUALIFIED_NAME_MAX);
 		return -1;
 	}
 	memcpy(key, kv, klen);
@@ -582,40 +584,76 @@ static void check_tenants(struct vctx *v)
 	strmap_release(&literal);
 }
 
+/*
+ * A claim name is made for each tenant's workloads at admission: the
+ * template must give a PersistentVolumeClaim name (a DNS subdomain, at
+ * most 253 characters) with every tenant's name.  Any tenant may get the
+ * checkpoint hooks (a preemptible class, borrowed quota, or the
+ * gpugate.io/preemptible label), so every one is tried.  The namespace is
+ * not known here: a one-letter stand-in, as a namespace is a DNS label
+ * that keeps a valid name valid unless it makes the name too long (warned
+ * about at admission).
+ */
+#define LINE() srcpos_line(v->pos, "tenants[%u].name", i)
+static void check_claim_tenants(struct vctx *v, const char *tmpl)
+{
+	char name[253 + 1], shown[1024];
+
+	for (unsigned i = 0; i < v->src->tenants_count; i++) {
+		const char *tenant = v->src->tenants[i].name;
+
+		if (!name_valid(tenant))
+			continue; /* reported with the tenant */
+		if (policy_claim_name(tmpl, tenant, "n", name, sizeof(name)) >=
+		    sizeof(name)) {
+			err(v, LINE(),
+			    "tenant \"%s\": checkpoint claimName \"%s\" makes a name "
+			    "longer than the %zu characters of a PersistentVolumeClaim "
+			    "name",
+			    tenant, tmpl, sizeof(name) - 1);
+		} else if (!k8s_dns_subdomain_valid(name)) {
+			policy_claim_name(tmpl, tenant, "{namespace}", shown,
+					  sizeof(shown));
+			err(v, LINE(),
+			    "tenant \"%s\": checkpoint claimName \"%s\" makes \"%s\", "
+			    "which is not a valid PersistentVolumeClaim name "
+			    "(lower-case letters, digits, '-' and '.')",
+			    tenant, tmpl, shown);
+		}
+	}
+}
+#undef LINE
+
 /* Placeholders are {tenant} and {namespace}; the rest must be a name. */
 #define LINE() srcpos_line(v->pos, "checkpoint.claimName")
 static void check_claim_name(struct vctx *v, const char *tmpl)
 {
-	char sample[600];
-	size_t o = 0;
+	char sample[253 + 1];
 
-	for (const char *p = tmpl; *p && o + 2 < sizeof(sample);) {
-		if (*p == '{') {
-			const char *close = strchr(p, '}');
-			size_t n = close ? (size_t)(close - p + 1) : strlen(p);
+	for (const char *p = strchr(tmpl, '{'); p; p = strchr(p, '{')) {
+		const char *close = strchr(p, '}');
+		size_t n = close ? (size_t)(close - p + 1) : strlen(p);
 
-			if (n == 8 && strncmp(p, "{tenant}", 8) == 0) {
-				sample[o++] = 't';
-			} else if (n == 11 && strncmp(p, "{namespace}", 11) == 0) {
-				sample[o++] = 'n';
-			} else {
-				err(v, LINE(),
-				    "checkpoint: claimName \"%s\": unknown placeholder "
-				    "\"%.*s\" (use {tenant} or {namespace})",
-				    tmpl, (int)(n > 40 ? 40 : n), p);
-				return;
-			}
-			p += n;
-			continue;
+		if (!(n == 8 && strncmp(p, "{tenant}", 8) == 0) &&
+		    !(n == 11 && strncmp(p, "{namespace}", 11) == 0)) {
+			err(v, LINE(),
+			    "checkpoint: claimName \"%s\": unknown placeholder "
+			    "\"%.*s\" (use {tenant} or {namespace})",
+			    tmpl, (int)(n > 40 ? 40 : n), p);
+			return;
 		}
-		sample[o++] = *p++;
+		p += n;
 	}
-	sample[o] = '\0';
-	if (!k8s_dns_subdomain_valid(sample))
+	/* One-letter stand-ins: what is wrong whatever the names. */
+	policy_claim_name(tmpl, "t", "n", sample, sizeof(sample));
+	if (!k8s_dns_subdomain_valid(sample)) {
 		err(v, LINE(),
 		    "checkpoint: claimName \"%s\" does not make a valid claim name "
 		    "(lower-case letters, digits, '-' and '.')",
 		    tmpl);
+		return;
+	}
+	check_claim_tenants(v, tmpl);
 }
 #undef LINE
 

@@ -18,18 +18,22 @@ struct command {
 	void (*usage)(FILE *out);
 };
 
-static int cmd_version(int argc, char **argv)
-{
-	(void)argc;
-	(void)argv;
-	printf("gpugate %s (%s)\n", GPUGATE_VERSION, GPUGATE_REV);
-	return 0;
-}
-
 static void version_usage(FILE *out)
 {
 	fputs("usage: gpugate version\n\nPrints the version and source revision.\n",
 	      out);
+}
+
+static int cmd_version(int argc, char **argv)
+{
+	if (argc > 1) {
+		fprintf(stderr, "gpugate version: unexpected argument '%s'\n",
+			argv[1]);
+		version_usage(stderr);
+		return 2;
+	}
+	printf("gpugate %s (%s)\n", GPUGATE_VERSION, GPUGATE_REV);
+	return 0;
 }
 
 static const struct command commands[] = {
@@ -63,18 +67,24 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
 	    strcmp(argv[1], "help") == 0) {
-		if (argc > 2)
-			for (size_t i = 0; i < N_COMMANDS; i++)
-				if (strcmp(argv[2], commands[i].name) == 0) {
-					commands[i].usage(stdout);
-					return 0;
-				}
-		usage(stdout);
-		return 0;
+		if (argc == 2) {
+			usage(stdout);
+			return 0;
+		}
+		for (size_t i = 0; i < N_COMMANDS; i++)
+			if (strcmp(argv[2], commands[i].name) == 0) {
+				commands[i].usage(stdout);
+				return 0;
+			}
+		fprintf(stderr, "gpugate: unknown command '%s'\n", argv[2]);
+		usage(stderr);
+		return 2;
 	}
 	if (strcmp(argv[1], "--version") == 0)
 		return cmd_version(argc - 1, argv + 1);
 	for (size_t i = 0; i < N_COMMANDS; i++) {
+		char prog[32];
+
 		if (strcmp(argv[1], commands[i].name) != 0)
 			continue;
 		if (argc > 2 && (strcmp(argv[2], "--help") == 0 ||
@@ -82,6 +92,10 @@ int main(int argc, char **argv)
 			commands[i].usage(stdout);
 			return 0;
 		}
+		/* getopt names the program by argv[0] in its messages:
+		 * "gpugate check: unrecognized option", not "check: ...". */
+		snprintf(prog, sizeof(prog), "gpugate %s", commands[i].name);
+		argv[1] = prog;
 		return commands[i].run(argc - 1, argv + 1);
 	}
 	fprintf(stderr, "gpugate: unknown command '%s'\n", argv[1]);

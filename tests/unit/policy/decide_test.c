@@ -918,6 +918,76 @@ Test(decide, on_failure_job_gets_a_warning_instead_of_a_rule)
 	done(&r);
 }
 
+/*
+ * The claim name is checked for every tenant by gpugate check; at
+ * admission only the namespace can still spoil it.  P is replaced by a
+ * policy whose one tenant owns every namespace (teardown frees it).
+ */
+static void use_claim_policy(const char *claim_name)
+{
+	char yaml[1024];
+	struct diag d;
+
+	snprintf(yaml, sizeof(yaml),
+		 "version: 1\n"
+		 "flavors: [{name: h100, resource: nvidia.com/gpu, sharing: exclusive, "
+		 "gpusPerNode: 8}]\n"
+		 "classes: [{name: small, flavor: h100, gpus: 1, preemptible: true}]\n"
+		 "tenants: [{name: anyone, namespaces: [\"*\"], "
+		 "quota: [{flavor: h100, nominal: 8}]}]\n"
+		 "checkpoint: {claimName: \"%s\"}\n",
+		 claim_name);
+	policy_free(P);
+	P = NULL;
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &P, &d), 0, "%s",
+		     diag_text(&d));
+}
+
+#define NS63 "n23456789-123456789-123456789-123456789-123456789-123456789-123"
+
+struct claim_case {
+	const char *tmpl;
+	const char *ns;
+	const char *claim;   /* "": an emptyDir volume */
+	const char *warning; /* NULL: none */
+};
+
+Test(decide, claim_name_depends_on_the_namespace)
+{
+	static const struct claim_case cases[] = {
+		/* 63 + 12 characters: longer than a DNS label, a valid name. */
+		{"{namespace}-checkpoints", NS63, NS63 "-checkpoints", NULL},
+		/* 4 x 63 + 3 = 255 characters, over the 253 of a name. */
+		{"{namespace}.{namespace}.{namespace}.{namespace}", NS63, "",
+		 "gpugate: checkpoint claim name for namespace " NS63 " is longer "
+		 "than the 253 characters of a PersistentVolumeClaim name; using an "
+		 "emptyDir volume"},
+		/* No apiserver sends such a namespace; gpugate explain
+		 * --namespace takes what it is given. */
+		{"{namespace}-checkpoints", "Team_A", "",
+		 "gpugate: checkpoint claim name \"Team_A-checkpoints\" for "
+		 "namespace Team_A is not a valid PersistentVolumeClaim name; using "
+		 "an emptyDir volume"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const struct claim_case *k = &cases[i];
+		struct run r;
+
+		use_claim_policy(k->tmpl);
+		run(&r, k->ns, POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+		    DECIDE_MUTATE);
+		cr_assert(r.dec.allowed, "%s", r.dec.message);
+		cr_assert(r.dec.plan.checkpoint);
+		cr_assert_str_eq(r.dec.plan.claim_name, k->claim, "case %zu", i);
+		cr_assert_eq(r.dec.n_warnings, k->warning ? 1 : 0, "case %zu", i);
+		if (k->warning)
+			cr_assert_str_eq(r.dec.warnings[0], k->warning);
+		done(&r);
+	}
+}
+
 Test(decide, existing_disruption_rule_is_not_added_twice)
 {
 	struct run r;

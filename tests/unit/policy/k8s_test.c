@@ -2,6 +2,7 @@
 #include "policy/k8s.h"
 
 #include <criterion/criterion.h>
+#include <string.h>
 
 Test(k8s, label_keys)
 {
@@ -38,6 +39,27 @@ Test(k8s, dns_names)
 	cr_assert(k8s_dns_subdomain_valid("a.b-c.d"));
 	cr_assert_not(k8s_dns_subdomain_valid("a..b"));
 	cr_assert_not(k8s_dns_subdomain_valid("a_b"));
+}
+
+Test(k8s, subdomain_parts_may_exceed_63_like_the_apiserver)
+{
+	char name[300];
+
+	/* A 64-character part: no DNS label, but a valid object name. */
+	memset(name, 'a', 64);
+	name[64] = '\0';
+	cr_assert_not(k8s_dns_label_valid(name));
+	cr_assert(k8s_dns_subdomain_valid(name));
+	memset(name, 'a', 253);
+	name[253] = '\0';
+	cr_assert(k8s_dns_subdomain_valid(name));
+	name[253] = 'a';
+	name[254] = '\0';
+	cr_assert_not(k8s_dns_subdomain_valid(name), "254 characters");
+	/* The same rule for the prefix of a label key. */
+	memset(name, 'p', 70);
+	strcpy(name + 70, "/key");
+	cr_assert(k8s_qualified_name_valid(name));
 }
 
 Test(k8s, env_names)

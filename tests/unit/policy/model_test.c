@@ -3,7 +3,10 @@
 #include "policy/policy.h"
 
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static struct policy *parse(const char *yaml)
 {
@@ -216,6 +219,85 @@ Test(model, load_reports_missing_file)
 	cr_assert_str_eq(diag_text(&d),
 			 "/nonexistent/policy.yaml: cannot open: No such file or "
 			 "directory\n");
+}
+
+Test(model, claim_name_replaces_placeholders_and_cuts_like_snprintf)
+{
+	char out[16];
+
+	cr_assert_eq(policy_claim_name("{tenant}-{namespace}-x", "ml", "dev", out,
+				       sizeof(out)),
+		     8);
+	cr_assert_str_eq(out, "ml-dev-x");
+	/* Only the two placeholders are replaced. */
+	cr_assert_eq(policy_claim_name("{team}{tenant", "ml", "dev", out,
+				       sizeof(out)),
+		     13);
+	cr_assert_str_eq(out, "{team}{tenant");
+	/* Too long: cut, and the whole length returned. */
+	cr_assert_eq(policy_claim_name("{tenant}.{tenant}", "research", "x", out,
+				       sizeof(out)),
+		     17);
+	cr_assert_str_eq(out, "research.resear");
+	cr_assert_eq(policy_claim_name("ab", "t", "n", out, 1), 2);
+	cr_assert_str_eq(out, "");
+}
+
+/* A file of size bytes of zeros (sparse: nothing is written). */
+static void sized_file(char *path, size_t size)
+{
+	int fd;
+
+	strcpy(path, "/tmp/gpugate-model-test-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(ftruncate(fd, (off_t)size), 0);
+	close(fd);
+}
+
+static void load_sized(size_t size, char *errors, size_t errsz)
+{
+	char path[64], line[160];
+	struct policy *p = NULL;
+	struct diag d;
+	const char *text;
+
+	sized_file(path, size);
+	diag_init(&d);
+	cr_assert_eq(policy_load(path, &p, &d), -1, "size %zu", size);
+	unlink(path);
+	/* The file name is random: keep what follows it. */
+	text = diag_text(&d);
+	cr_assert(strncmp(text, path, strlen(path)) == 0, "%s", text);
+	diag_first(&d, line, sizeof(line));
+	snprintf(errors, errsz, "%s", line + strlen(path));
+}
+
+Test(model, one_message_for_every_oversized_file)
+{
+	/* Just over the cap, and over twice the cap (a file that was once
+	 * read in full and refused with other words). */
+	static const size_t sizes[] = {POLICY_MAX_FILE_BYTES + 1u,
+				       3u * (POLICY_MAX_FILE_BYTES / 2u),
+				       40u << 20};
+	char errors[160];
+
+	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		load_sized(sizes[i], errors, sizeof(errors));
+		cr_assert_str_eq(errors,
+				 ": the file is larger than 16 MiB (16777216 bytes)",
+				 "size %zu", sizes[i]);
+	}
+}
+
+Test(model, a_file_of_exactly_the_cap_is_read)
+{
+	char errors[160];
+
+	/* 16 MiB of NUL bytes: refused by the YAML reader, not for its size. */
+	load_sized(POLICY_MAX_FILE_BYTES, errors, sizeof(errors));
+	cr_assert(strstr(errors, "larger than") == NULL, "%s", errors);
+	cr_assert(strstr(errors, "YAML syntax error") != NULL, "%s", errors);
 }
 
 Test(model, free_null_is_a_no_op)

@@ -4,6 +4,7 @@
  * and the exact text `gpugate check` prints for it.
  */
 #include "policy/diag.h"
+#include "policy/k8s.h"
 #include "policy/policy.h"
 
 #include <criterion/criterion.h>
@@ -25,6 +26,12 @@
 	"    flavor: h100\n"                   \
 	"    gpus: 8\n"
 /* HEAD ends at line 10. */
+
+/* 318 characters: one more than the longest label key. */
+#define LONG_KEY_60 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define LONG_KEY                                                        \
+	LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60         \
+	"aaaaaaaaaaaaaaaaaa"
 
 /*
  * Inline arrays, not pointers: Criterion runs each parameter in a fresh
@@ -299,6 +306,25 @@ static struct bad_case bad_cases[] = {
 	 "  claimName: \"{tenant}_Checkpoints\"\n",
 	 "t.yaml:6: checkpoint: claimName \"{tenant}_Checkpoints\" does not make a "
 	 "valid claim name (lower-case letters, digits, '-' and '.')\n"},
+	{"claim name not a name for some tenant",
+	 "version: 1\nflavors: []\nclasses: []\ntenants:\n"
+	 "  - {name: research, namespaces: [research]}\n"
+	 "  - {name: ML_Team, namespaces: [ml]}\n"
+	 "  - {name: ops.infra, namespaces: [ops]}\n"
+	 "checkpoint:\n  claimName: \"{tenant}-{namespace}-ckpt\"\n",
+	 "t.yaml:6: tenant \"ML_Team\": checkpoint claimName "
+	 "\"{tenant}-{namespace}-ckpt\" makes \"ML_Team-{namespace}-ckpt\", "
+	 "which is not a valid PersistentVolumeClaim name (lower-case letters, "
+	 "digits, '-' and '.')\n"},
+	{"claim name too long for some tenant",
+	 "version: 1\nflavors: []\nclasses: []\ntenants:\n"
+	 "  - {name: research, namespaces: [research]}\n"
+	 "  - name: " LONG_KEY_60 "abc\n    namespaces: [long]\n"
+	 "checkpoint:\n"
+	 "  claimName: \"{tenant}.{tenant}.{tenant}.{tenant}\"\n",
+	 "t.yaml:6: tenant \"" LONG_KEY_60 "abc\": checkpoint claimName "
+	 "\"{tenant}.{tenant}.{tenant}.{tenant}\" makes a name longer than the "
+	 "253 characters of a PersistentVolumeClaim name\n"},
 	{"string too long",
 	 "version: 1\nflavors:\n  - name: "
 	 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -309,6 +335,53 @@ static struct bad_case bad_cases[] = {
 	 "classes: []\ntenants: []\n",
 	 "t.yaml:3: flavors[0].name: is 261 characters long, at most 253 "
 	 "allowed\n"},
+	{"nodeSelector key longer than any label key",
+	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
+	 "    sharing: exclusive\n    gpusPerNode: 1\n    nodeSelector:\n"
+	 "      - " LONG_KEY "=v\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:8: flavor \"a\": nodeSelector key in \"" LONG_KEY_60 "...\" is too "
+	 "long (a label key has at most 317 characters)\n"},
+	{"toleration key and value",
+	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
+	 "    sharing: exclusive\n    gpusPerNode: 1\n    tolerations:\n"
+	 "      - {key: \"bad key\", operator: Exists}\n"
+	 "      - {key: k, operator: Equal, value: \"bad value\"}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:8: flavor \"a\": toleration key \"bad key\" is not a valid "
+	 "label key\n"
+	 "t.yaml:9: flavor \"a\": toleration value \"bad value\" is not a valid "
+	 "label value\n"},
+	{"cohort name",
+	 "version: 1\nflavors: []\nclasses: []\ntenants:\n"
+	 "  - name: t\n    namespaces: [a]\n    cohort: Lab Team\n",
+	 "t.yaml:7: tenant \"t\": cohort name \"Lab Team\" is not valid (at most "
+	 "63 letters, digits, '-', '_' or '.', starting and ending with a "
+	 "letter or digit)\n"},
+	{"keys that are not words",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\n"
+	 "? [a, b]\n: 1\nsettings:\n  ? {mode: warn}\n  : 1\n",
+	 "t.yaml:5: keys must be plain words, found a list\n"
+	 "t.yaml:8: settings: keys must be plain words, found a mapping\n"},
+	{"NUL character",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
+	 "  mountPath: \"/check\\0point\"\n",
+	 "t.yaml:6: checkpoint.mountPath: contains a NUL character\n"},
+	{"empty strings",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
+	 "  claimName: \"\"\n  mountPath:\n",
+	 "t.yaml:6: checkpoint.claimName: must not be empty\n"
+	 "t.yaml:7: checkpoint.mountPath: must not be empty\n"},
+	{"list over its cap",
+	 "version: 1\nflavors: []\nclasses: []\ntenants:\n"
+	 "  - name: t\n    namespaces: [a]\n"
+	 "    sharing: [mig, mps, mig, mps, mig]\n",
+	 "t.yaml:7: tenants[0].sharing: has 5 entries, at most 4 allowed\n"},
+	{"list or mapping where a single value belongs",
+	 "version: [1]\nflavors: []\nclasses: []\ntenants: []\n"
+	 "settings: {mode: {enforce: true}}\n",
+	 "t.yaml:1: version: expected a single value, found a list\n"
+	 "t.yaml:5: settings.mode: expected a single value, found a mapping\n"},
 	{"empty list where one entry is required",
 	 HEAD "tenants:\n  - name: t\n    namespaces: []\n",
 	 "t.yaml:13: tenants[0].namespaces: must have at least 1 entry\n"},
@@ -343,6 +416,48 @@ Test(validate, accepts_minimal_policy)
 	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
 		     diag_text(&d));
 	cr_assert_eq(policy_flavor_count(p), 0);
+	policy_free(p);
+}
+
+Test(validate, accepts_the_longest_label_key)
+{
+	/* A 253-character prefix, '/', a 63-character name: 317 in all. */
+	char yaml[1024], key[K8S_QUALIFIED_NAME_MAX + 1];
+	struct policy *p = NULL;
+	struct diag d;
+
+	memset(key, 'p', 253);
+	key[253] = '/';
+	memset(key + 254, 'n', 63);
+	key[317] = '\0';
+	snprintf(yaml, sizeof(yaml),
+		 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
+		 "    sharing: exclusive\n    gpusPerNode: 1\n"
+		 "    nodeSelector: [\"%s=v\"]\n"
+		 "    tolerations: [{key: \"%s\", operator: Exists}]\n"
+		 "classes: []\ntenants: []\n",
+		 key, key);
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
+		     diag_text(&d));
+	cr_assert_str_eq(policy_flavor_at(p, 0)->node_selector[0].key, key);
+	policy_free(p);
+}
+
+Test(validate, accepts_claim_names_of_every_tenant)
+{
+	/* 63 + 12 characters: no DNS label, but a valid claim name. */
+	static const char yaml[] =
+		"version: 1\nflavors: []\nclasses: []\ntenants:\n"
+		"  - {name: research, namespaces: [research]}\n"
+		"  - name: " LONG_KEY_60 "abc\n    namespaces: [long]\n"
+		"checkpoint:\n  claimName: \"{tenant}-checkpoints\"\n";
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
+		     diag_text(&d));
 	policy_free(p);
 }
 
@@ -400,6 +515,5 @@ Test(validate, refuses_files_over_the_size_cap)
 	cr_assert_eq(policy_parse("t.yaml", "", POLICY_MAX_FILE_BYTES + 1u, &p, &d),
 		     -1);
 	cr_assert_str_eq(diag_text(&d),
-			 "t.yaml: the file is 16777217 bytes, at most 16777216 "
-			 "allowed\n");
+			 "t.yaml: the file is larger than 16 MiB (16777216 bytes)\n");
 }
