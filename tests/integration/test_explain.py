@@ -305,6 +305,10 @@ def test_not_a_pod_or_job(gpugate_bin, tmp_path, text):
     ('{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, '
      '"spec": {"template": {"spec": 3}}}',
      "malformed Job: spec.template.spec is not an object"),
+    ('{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": '
+     '"research", "labels": {"gpugate.io/class": "train-large"}}, "spec": {"parallelism": 2, '
+     '"template": {"spec": {"affinity": 5, "containers": [{"name": "m"}]}}}}',
+     "cannot mutate the Job: affinity is not an object"),
 ])
 def test_malformed_manifest(gpugate_bin, tmp_path, text, error):
     # The server answers these with HTTP 400 in the review (allowed: false);

@@ -17,7 +17,7 @@ import pytest
 
 from conftest import SLOW, Client, decode_patch, make_review, new_uid, tls_context
 from jsonpatch_strict import apply
-from objects import container, pod
+from objects import container, job, pod
 
 MiB = 1 << 20
 SPEC_MIN_CAP = 3 * MiB   # must be accepted
@@ -354,6 +354,38 @@ def test_malformed_object_is_denied_with_400(client, mangle, fragment):
     assert a.allowed is False and a.code == 400, a
     assert a.message.startswith("gpugate: malformed Pod: "), a.message
     assert fragment in a.message, a.message
+
+
+def test_malformed_job_parallelism_is_denied_with_400(client):
+    a = client.admit("mutate", job(labels={"gpugate.io/class": "train-large"}, parallelism=-1))
+    assert a.allowed is False and a.code == 400, a
+    assert a.message == ("gpugate: malformed Job: spec.parallelism is not a whole number "
+                         "from 0 to 100000"), a
+
+
+@pytest.mark.parametrize("obj, message", [
+    (pod(cls="train-small", tolerations={}),
+     "gpugate: cannot mutate the Pod: tolerations is not a list"),
+    (job(labels={"gpugate.io/class": "train-large"}, parallelism=2, affinity=5),
+     "gpugate: cannot mutate the Job: affinity is not an object"),
+])
+def test_object_gpugate_cannot_extend_is_denied_with_400(client, obj, message):
+    # A field gpugate adds to has a type the apiserver would never let
+    # through; the review is answered, not dropped.
+    a = client.admit("mutate", obj)
+    assert a.allowed is False and a.code == 400, a
+    assert a.message == message, a
+    assert a.resp["status"].get("reason") == "BadRequest"
+
+
+@pytest.mark.parametrize("ep", ["mutate", "validate"])
+def test_malformed_old_object_is_denied_with_400(client, ep):
+    now = pod(cls="train-small")
+    old = pod(cls="train-small")
+    old["spec"]["containers"] = "x"
+    a = client.admit(ep, now, operation="UPDATE", old=old, dry_run=True)
+    assert a.allowed is False and a.code == 400, a
+    assert a.message == "gpugate: malformed old Pod: spec.containers is not a list", a
 
 
 def test_create_without_object_is_denied_with_400(client):
