@@ -16,7 +16,7 @@ void cmd_check_usage(FILE *out);
 int cmd_serve(int argc, char **argv);
 void cmd_serve_usage(FILE *out);
 
-/* gpugate explain: 0 admitted, 1 denied, 2 bad input. */
+/* gpugate explain: 0 admitted, 1 denied, 2 bad input, 3 internal error. */
 int cmd_explain(int argc, char **argv);
 void cmd_explain_usage(FILE *out);
 

@@ -24,6 +24,19 @@
 
 #define MANIFEST_MAX (8u << 20)
 
+/*
+ * Exit statuses: SPEC section 7 fixes 0, 1 and 2.  A failure of gpugate
+ * itself (out of memory, a patch that does not apply to the object it was
+ * computed from) is none of those: it must not read as a denial, nor send
+ * the user looking for a fault in a manifest that has none.
+ */
+enum {
+	EXPLAIN_ADMITTED = 0,
+	EXPLAIN_DENIED = 1,
+	EXPLAIN_BAD_INPUT = 2,
+	EXPLAIN_INTERNAL = 3,
+};
+
 void cmd_explain_usage(FILE *out)
 {
 	fputs("usage: gpugate explain --policy FILE [--namespace NS] FILE\n"
@@ -34,41 +47,56 @@ void cmd_explain_usage(FILE *out)
 	      "object.  The namespace defaults to the manifest's, else \"default\".\n"
 	      "Quota is judged against empty usage: explain knows no cluster.\n"
 	      "\n"
-	      "Exit status: 0 admitted, 1 denied, 2 bad input.\n",
+	      "Exit status: 0 admitted; 1 denied; 2 bad input (unreadable file, not\n"
+	      "YAML or JSON, not a Pod or Job, a malformed manifest, a missing or\n"
+	      "invalid policy); 3 internal error (out of memory, or a gpugate bug:\n"
+	      "please report it).  Errors go to standard error.\n",
 	      out);
 }
 
-static char *read_input(const char *path, size_t *len, struct diag *d)
+/* Returns 0, or the exit status of the failure (message in d). */
+static int read_input(const char *path, char **out, size_t *len, struct diag *d)
 {
 	FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
 	char *buf;
 	size_t n;
+	int err;
 
 	if (!f) {
 		diag_addf(d, "%s: cannot open: %s", path, strerror(errno));
-		return NULL;
+		return EXPLAIN_BAD_INPUT;
 	}
 	buf = malloc(MANIFEST_MAX + 1);
 	if (!buf) {
-		diag_addf(d, "%s: out of memory", path);
+		diag_addf(d, "gpugate explain: out of memory (reading %s)", path);
 		if (f != stdin)
 			fclose(f);
-		return NULL;
+		return EXPLAIN_INTERNAL;
 	}
 	n = fread(buf, 1, MANIFEST_MAX + 1, f);
+	err = ferror(f) ? errno : 0;
 	if (f != stdin)
 		fclose(f);
+	if (err) {
+		diag_addf(d, "%s: cannot read: %s", path, strerror(err));
+		free(buf);
+		return EXPLAIN_BAD_INPUT;
+	}
 	if (n > MANIFEST_MAX) {
 		diag_addf(d, "%s: larger than %u bytes", path, MANIFEST_MAX);
 		free(buf);
-		return NULL;
+		return EXPLAIN_BAD_INPUT;
 	}
 	buf[n] = '\0';
+	*out = buf;
 	*len = n;
-	return buf;
+	return 0;
 }
 
-/* Wraps the object in an AdmissionReview and decodes it like the server. */
+/*
+ * Wraps the object in an AdmissionReview and decodes it like the server.
+ * Returns 0, or the exit status of the failure (message in d).
+ */
 static int make_review(const json_t *obj, const char *ns, const char *uid,
 		       struct review *rv, struct diag *d)
 {
@@ -92,24 +120,22 @@ static int make_review(const json_t *obj, const char *ns, const char *uid,
 	text = req ? json_dumps(req, JSON_COMPACT) : NULL;
 	json_decref(req);
 	if (!text) {
-		diag_addf(d, "out of memory");
-		return -1;
+		diag_addf(d, "gpugate explain: out of memory");
+		return EXPLAIN_INTERNAL;
 	}
 	rc = review_decode(text, strlen(text), rv, err, sizeof(err));
 	free(text);
-	if (rc < 0)
+	if (rc < 0) {
 		diag_addf(d, "%s", err);
-	return rc;
+		return EXPLAIN_BAD_INPUT;
+	}
+	return 0;
 }
 
 static void print_decision(const char *phase, const struct evaluation *ev)
 {
 	const struct decision *dec = &ev->dec;
 
-	if (ev->bad_request) {
-		printf("%-10s denied: %s\n", phase, ev->error);
-		return;
-	}
 	if (!dec->allowed)
 		printf("%-10s denied (rule %s)\n           %s\n", phase, dec->rule,
 		       dec->message);
@@ -168,6 +194,18 @@ static void print_patch(const json_t *patch)
 	}
 }
 
+static int out_of_memory(struct diag *d)
+{
+	diag_addf(d, "gpugate explain: out of memory");
+	return EXPLAIN_INTERNAL;
+}
+
+static void internal_error(struct diag *d, const char *what, const char *detail)
+{
+	diag_addf(d, "gpugate explain: internal error (please report it): %s: %s",
+		  what, detail);
+}
+
 int cmd_explain(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -184,7 +222,7 @@ int cmd_explain(int argc, char **argv)
 	char *text = NULL, *dump;
 	size_t len = 0;
 	struct diag d;
-	int c, rc = 2;
+	int c, rc = EXPLAIN_BAD_INPUT;
 
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "hn:", opts, NULL)) != -1) {
@@ -200,23 +238,26 @@ int cmd_explain(int argc, char **argv)
 			return 0;
 		default:
 			cmd_explain_usage(stderr);
-			return 2;
+			return EXPLAIN_BAD_INPUT;
 		}
 	}
 	if (!policy_path || optind != argc - 1) {
 		fprintf(stderr, "gpugate explain: --policy and one manifest are "
 				"required\n");
 		cmd_explain_usage(stderr);
-		return 2;
+		return EXPLAIN_BAD_INPUT;
 	}
 	evaluation_init(&mut);
 	evaluation_init(&val);
 	diag_init(&d);
 	if (policy_load(policy_path, &p, &d) < 0)
-		goto bad;
-	text = read_input(argv[optind], &len, &d);
-	if (!text || yamljson_parse(argv[optind], text, len, &obj, &d) < 0)
-		goto bad;
+		goto out;
+	rc = read_input(argv[optind], &text, &len, &d);
+	if (rc != 0)
+		goto out;
+	rc = EXPLAIN_BAD_INPUT;
+	if (yamljson_parse(argv[optind], text, len, &obj, &d) < 0)
+		goto out;
 	kind = json_string_value(json_object_get(obj, "kind"));
 	api = json_string_value(json_object_get(obj, "apiVersion"));
 	if (!json_is_object(obj) || !kind || !api ||
@@ -225,7 +266,7 @@ int cmd_explain(int argc, char **argv)
 		diag_addf(&d, "%s: explain reads a Pod (apiVersion v1) or a Job "
 			      "(apiVersion batch/v1)",
 			  argv[optind]);
-		goto bad;
+		goto out;
 	}
 	if (!ns)
 		ns = json_string_value(
@@ -233,53 +274,77 @@ int cmd_explain(int argc, char **argv)
 	if (!ns || !ns[0])
 		ns = "default";
 
-	if (make_review(obj, ns, "explain-mutate", &rv, &d) < 0 ||
-	    handler_evaluate(p, &rv, HANDLER_MUTATE, NULL, &mut) < 0)
-		goto bad;
-	print_mapping(&mut, ns);
-	print_decision("mutate", &mut);
-	if (mut.bad_request || !mut.dec.allowed) {
-		rc = 1;
+	rc = make_review(obj, ns, "explain-mutate", &rv, &d);
+	if (rc != 0)
+		goto out;
+	if (handler_evaluate(p, &rv, HANDLER_MUTATE, NULL, &mut) < 0) {
+		rc = out_of_memory(&d);
 		goto out;
 	}
+	if (mut.bad_request) {
+		/* What the server answers with HTTP 400 in the review: the
+		 * manifest is at fault, not the policy. */
+		diag_addf(&d, "%s: %s", argv[optind], mut.error);
+		rc = EXPLAIN_BAD_INPUT;
+		goto out;
+	}
+	print_mapping(&mut, ns);
+	print_decision("mutate", &mut);
+	if (!mut.dec.allowed) {
+		rc = EXPLAIN_DENIED;
+		goto out;
+	}
+	/* The manifest was read and judged: a failure from here on is
+	 * gpugate's own. */
+	rc = EXPLAIN_INTERNAL;
 	if (mut.patch_ops > 0) {
 		/* The text the server would send, read back and applied as
 		 * strictly as the apiserver would. */
-		patch = json_loadb(mut.patch.buf, mut.patch.len, 0, NULL);
+		json_error_t jerr;
+		struct diag pd;
+		char first[400];
+
+		patch = json_loadb(mut.patch.buf, mut.patch.len, JSON_ALLOW_NUL, &jerr);
 		if (!patch) {
-			fprintf(stderr, "gpugate explain: out of memory\n");
-			rc = 2;
+			internal_error(&d, "the patch is not JSON", jerr.text);
 			goto out;
 		}
 		print_patch(patch);
-		result = patch_apply(obj, patch, &d);
+		diag_init(&pd);
+		result = patch_apply(obj, patch, &pd);
 		if (!result) {
-			fprintf(stderr, "gpugate explain: internal error: the patch does "
-					"not apply: %s",
-				diag_text(&d));
-			rc = 1;
+			diag_first(&pd, first, sizeof(first));
+			internal_error(&d, "the patch does not apply", first);
 			goto out;
 		}
 	} else {
 		printf("\npatch: none (nothing to change)\n");
 		result = json_incref(obj);
 	}
-	if (make_review(result, ns, "explain-validate", &rv2, &d) < 0 ||
-	    handler_evaluate(p, &rv2, HANDLER_VALIDATE, NULL, &val) < 0)
-		goto bad;
+	if (make_review(result, ns, "explain-validate", &rv2, &d) != 0)
+		goto out;
+	if (handler_evaluate(p, &rv2, HANDLER_VALIDATE, NULL, &val) < 0) {
+		rc = out_of_memory(&d);
+		goto out;
+	}
+	if (val.bad_request) {
+		internal_error(&d, "/validate refuses the mutated object", val.error);
+		goto out;
+	}
 	printf("\n");
 	print_decision("validate", &val);
 	dump = json_dumps(result, JSON_INDENT(2));
-	if (dump) {
-		printf("\nresult:\n%s\n", dump);
-		free(dump);
+	if (!dump) {
+		rc = out_of_memory(&d);
+		goto out;
 	}
-	rc = (val.bad_request || !val.dec.allowed) ? 1 : 0;
-	goto out;
-bad:
-	fputs(diag_text(&d), stderr);
-	rc = 2;
+	printf("\nresult:\n%s\n", dump);
+	free(dump);
+	rc = val.dec.allowed ? EXPLAIN_ADMITTED : EXPLAIN_DENIED;
 out:
+	fflush(stdout);
+	if (rc == EXPLAIN_BAD_INPUT || rc == EXPLAIN_INTERNAL)
+		fputs(diag_text(&d), stderr);
 	evaluation_release(&mut);
 	evaluation_release(&val);
 	review_release(&rv);

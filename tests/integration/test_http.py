@@ -7,21 +7,24 @@ from __future__ import annotations
 import json
 import re
 import select
+import shutil
 import signal
 import socket
 import ssl
+import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import SLOW, Client, decode_patch, make_review, new_uid, tls_context
+from conftest import SLOW, Certs, Client, decode_patch, make_review, new_uid, tls_context
 from jsonpatch_strict import apply
-from objects import container, pod
+from objects import container, job, pod
 
 MiB = 1 << 20
 SPEC_MIN_CAP = 3 * MiB   # must be accepted
 SPEC_MAX_CAP = 8 * MiB   # above this: 413
+SERVER_BODY_CAP = 6 * MiB  # gpugate's cap (webhook/server.h, docs/operations.md)
 
 
 def raw_tls(server, host="localhost", timeout=10.0) -> ssl.SSLSocket:
@@ -98,7 +101,9 @@ def test_unknown_path_is_404(client):
     for path in ("/", "/mutate/", "/Mutate", "/validate/extra", "/metricsx", "/../healthz"):
         r = client.request("GET", path)
         assert r.status == 404, (path, r)
-    assert client.post("/admit", make_review(pod())).status == 404
+        assert r.text == "not found\n", r
+    r = client.post("/admit", make_review(pod()))
+    assert r.status == 404 and r.text == "not found or method not allowed\n", r
 
 
 @pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
@@ -106,11 +111,13 @@ def test_wrong_method_on_admission_routes_is_405(client, method):
     for path in ("/mutate", "/validate"):
         r = client.request(method, path, b"{}" if method != "GET" else None)
         assert r.status == 405, (method, path, r)
+        assert r.text == "method not allowed: use POST\n", r
 
 
 def test_post_on_health_routes_is_405(client):
     for path in ("/healthz", "/readyz", "/metrics"):
-        assert client.request("POST", path, b"{}").status == 405, path
+        r = client.request("POST", path, b"{}")
+        assert r.status == 405 and r.text == "not found or method not allowed\n", (path, r)
 
 
 @pytest.mark.parametrize("ctype", ["text/plain", "application/x-www-form-urlencoded",
@@ -119,7 +126,8 @@ def test_wrong_content_type_is_415(client, ctype):
     body = json.dumps(make_review(pod()))
     r = client.post("/mutate", body, headers={"Content-Type": ctype})
     assert r.status == 415, r
-    assert "application/json" in r.text
+    assert r.text == "gpugate: bad request: Content-Type must be application/json\n", r
+    assert r.headers.get("Connection", "").lower() == "close", r.headers
 
 
 def test_missing_content_type_is_415(server):
@@ -237,6 +245,38 @@ def test_review_without_usable_uid_is_400(client, uid):
         assert "request.uid" in r.text
 
 
+REVIEW = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+
+
+@pytest.mark.parametrize("body, error", [
+    (b"", "body is not valid JSON: no JSON value (line 1, column 1)"),
+    (b"{", "body is not valid JSON: string or '}' expected (line 1, column 2)"),
+    (b'{"a":1,"a":2}', 'body is not valid JSON: duplicate object key "a" (line 1, column 8)'),
+    (b'{"a":"\xff"}', "body is not valid JSON: invalid UTF-8 byte 0xff (line 1, column 7)"),
+    (b"[]", "body is not a JSON object"),
+    ({}, "kind is not AdmissionReview"),
+    ({"kind": "AdmissionReview"},
+     "apiVersion is not admission.k8s.io/v1 (set admissionReviewVersions: [v1])"),
+    (REVIEW, "review has no request"),
+    (dict(REVIEW, request="x"), "review has no request"),
+    (dict(REVIEW, request={}), "review has no request.uid"),
+    (dict(REVIEW, request={"uid": "u" * 129}), "request.uid is too long"),
+    (dict(REVIEW, request={"uid": "u", "kind": "Pod"}), "request.kind is not an object"),
+    (dict(REVIEW, request={"uid": "u"}), "review has no request.operation"),
+    (dict(REVIEW, request={"uid": "u", "operation": "PATCH"}),
+     "request.operation is not CREATE, UPDATE, DELETE or CONNECT"),
+    (dict(REVIEW, request={"uid": "u", "operation": "CREATE", "object": 7}),
+     "request.object is not an object"),
+])
+def test_bad_request_bodies_verbatim(client, body, error):
+    """docs/operations.md, "HTTP errors": every 400 body, as written there."""
+    for ep in ("mutate", "validate"):
+        r = client.post(f"/{ep}", body)
+        assert r.status == 400, (ep, r)
+        assert r.headers.get("Content-Type", "").startswith("text/plain"), r.headers
+        assert r.text == f"gpugate: bad request: {error}\n", (ep, r)
+
+
 def test_body_of_exactly_3_mib_is_accepted(client):
     rv = make_review(pod(cls="train-small", annotations={"pad": ""}))
     base = len(json.dumps(rv).encode())
@@ -263,7 +303,8 @@ def test_oversized_content_length_is_413_before_the_body(server, declared):
     t.close()
     assert status_of(data) == 413, data[:300]
     assert elapsed < 2 * SLOW, f"413 took {elapsed:.2f}s: the server waited for the body"
-    assert b"too large" in data
+    assert data.endswith(b"\r\n\r\ngpugate: request body too large (%d bytes, at most %d)\n"
+                         % (declared, SERVER_BODY_CAP)), data[-200:]
 
 
 @pytest.mark.parametrize("size", [100, SPEC_MAX_CAP + 2 * MiB])
@@ -283,6 +324,91 @@ def test_chunked_bodies_are_refused_at_once(server, size):
     assert elapsed < 2 * SLOW
     with server.client() as c:
         assert c.get("/healthz").status == 200
+
+
+@pytest.mark.parametrize("request_head, status", [
+    (b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+     b"Content-Length: abc\r\n\r\n", 400),
+    (b"GET /" + b"a" * 20000 + b" HTTP/1.1\r\nHost: x\r\n\r\n", 414),
+    (b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 20000 + b"\r\n\r\n", 431),
+    (b"GET /healthz HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+    # no answer at all: the connection is closed
+    (b"GARBAGE\r\n\r\n", None),
+    (b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+     b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n", None),
+], ids=["content-length-not-a-number", "uri-over-16k", "headers-over-16k",
+        "http-2.0", "garbage", "length-and-chunked"])
+def test_http_errors_from_libmicrohttpd(server, request_head, status):
+    """Malformed HTTP is answered by libmicrohttpd itself (HTML bodies),
+    before gpugate sees a request (docs/operations.md, "HTTP errors")."""
+    t = raw_tls(server)
+    t.sendall(request_head)
+    data = read_response(t, 5 * SLOW)
+    t.close()
+    assert status_of(data) == status, data[:300]
+    with server.client() as c:
+        assert c.get("/healthz").status == 200
+
+
+def test_readyz_is_503_until_usage_is_synced(fresh_server, tmp_path):
+    # A Kubernetes API that cannot be reached: gpugate serves, but is not
+    # ready (a replica that has not listed usage would admit against an
+    # empty ledger).
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(
+        "apiVersion: v1\nkind: Config\ncurrent-context: x\n"
+        "clusters: [{name: c, cluster: {server: 'https://127.0.0.1:1'}}]\n"
+        "users: [{name: u, user: {token: t}}]\n"
+        "contexts: [{name: x, context: {cluster: c, user: u}}]\n")
+    srv = fresh_server(extra_args=("--kubeconfig", str(kc)))
+    with srv.client() as c:
+        r = c.get("/readyz")
+        assert r.status == 503, r
+        assert r.text == "quota usage not synced from the Kubernetes API yet\n", r
+        assert c.get("/healthz").status == 200
+
+
+def _short_lived_certs(d, seconds: float) -> Certs:
+    """A self-signed serving certificate for localhost that expires in
+    `seconds` (`openssl ca` is the one tool that sets an end date to the
+    second; gpugate certs counts in days)."""
+    d.mkdir()
+    (d / "index.txt").write_text("")
+    (d / "serial").write_text("01\n")
+    (d / "ca.cnf").write_text(
+        "[ca]\ndefault_ca = d\n[d]\ndatabase = index.txt\nnew_certs_dir = .\n"
+        "serial = serial\ndefault_md = sha256\npolicy = p\ncopy_extensions = copy\n"
+        "[p]\ncommonName = supplied\n")
+    end = time.strftime("%Y%m%d%H%M%SZ", time.gmtime(time.time() + seconds))
+    for cmd in (["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt",
+                 "ec_paramgen_curve:P-256", "-nodes", "-keyout", "tls.key", "-subj",
+                 "/CN=localhost", "-addext", "subjectAltName=DNS:localhost,IP:127.0.0.1",
+                 "-out", "tls.csr"],
+                ["openssl", "ca", "-batch", "-config", "ca.cnf", "-selfsign", "-keyfile",
+                 "tls.key", "-in", "tls.csr", "-out", "tls.crt", "-startdate",
+                 "20200101000000Z", "-enddate", end]):
+        p = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0, p.stderr
+    return Certs(d, "")
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl tool")
+def test_readyz_is_503_once_the_certificate_expired(fresh_server, tmp_path):
+    lifetime = 3 + 3 * SLOW
+    certs = _short_lived_certs(tmp_path / "pki", lifetime)
+    expires = time.time() + lifetime
+    srv = fresh_server(own_certs=certs)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE  # the certificate is about to expire
+    data, _, _, _ = _get_over(srv, ctx, "localhost", "/readyz")
+    assert status_of(data) == 200, data
+    time.sleep(max(0.0, expires - time.time()) + 1.5)
+    data, _, _, _ = _get_over(srv, ctx, "localhost", "/readyz")
+    assert status_of(data) == 503, data
+    assert data.endswith(b"\r\n\r\ncertificate expired\n"), data
+    data, _, _, _ = _get_over(srv, ctx, "localhost", "/healthz")
+    assert status_of(data) == 200, data
 
 
 @pytest.mark.parametrize("bad", [b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80"])
@@ -354,6 +480,38 @@ def test_malformed_object_is_denied_with_400(client, mangle, fragment):
     assert a.allowed is False and a.code == 400, a
     assert a.message.startswith("gpugate: malformed Pod: "), a.message
     assert fragment in a.message, a.message
+
+
+def test_malformed_job_parallelism_is_denied_with_400(client):
+    a = client.admit("mutate", job(labels={"gpugate.io/class": "train-large"}, parallelism=-1))
+    assert a.allowed is False and a.code == 400, a
+    assert a.message == ("gpugate: malformed Job: spec.parallelism is not a whole number "
+                         "from 0 to 100000"), a
+
+
+@pytest.mark.parametrize("obj, message", [
+    (pod(cls="train-small", tolerations={}),
+     "gpugate: cannot mutate the Pod: tolerations is not a list"),
+    (job(labels={"gpugate.io/class": "train-large"}, parallelism=2, affinity=5),
+     "gpugate: cannot mutate the Job: affinity is not an object"),
+])
+def test_object_gpugate_cannot_extend_is_denied_with_400(client, obj, message):
+    # A field gpugate adds to has a type the apiserver would never let
+    # through; the review is answered, not dropped.
+    a = client.admit("mutate", obj)
+    assert a.allowed is False and a.code == 400, a
+    assert a.message == message, a
+    assert a.resp["status"].get("reason") == "BadRequest"
+
+
+@pytest.mark.parametrize("ep", ["mutate", "validate"])
+def test_malformed_old_object_is_denied_with_400(client, ep):
+    now = pod(cls="train-small")
+    old = pod(cls="train-small")
+    old["spec"]["containers"] = "x"
+    a = client.admit(ep, now, operation="UPDATE", old=old, dry_run=True)
+    assert a.allowed is False and a.code == 400, a
+    assert a.message == "gpugate: malformed old Pod: spec.containers is not a list", a
 
 
 def test_create_without_object_is_denied_with_400(client):

@@ -181,9 +181,32 @@ static void mutate_validate(struct run *m, struct run *v, const char *ns,
 	"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":" \
 	"\"train\",\"labels\":{" labels "}},\"spec\":{\"parallelism\":" par    \
 	",\"template\":{\"spec\":" tspec "}}}"
+/* A pod whose one container has these limits, and no class. */
+#define RAW_POD(limits)                                                    \
+	POD("\"app\":\"x\"", "{\"containers\":[{\"name\":\"m\",\"resources\":" \
+			     "{\"limits\":{" limits "}}}]}")
 #define NEVER_SPEC                                                       \
 	"{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"main\","      \
 	"\"image\":\"x\"}]}"
+
+/* Runs the test on a policy of its own; returns the suite's, for restore(). */
+static struct policy *use_policy(const char *yaml)
+{
+	struct policy *saved = P, *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("own.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
+		     diag_text(&d));
+	P = p;
+	return saved;
+}
+
+static void restore(struct policy *saved)
+{
+	policy_free(P);
+	P = saved;
+}
 
 static void expect_denied(struct run *r, const char *rule, const char *message)
 {
@@ -252,18 +275,79 @@ Test(decide, keeps_the_pods_own_priority_class)
 	done(&r);
 }
 
-Test(decide, success_line_at_validate)
+/* /mutate, the plan applied, /validate: the one success line kubectl prints. */
+static void expect_success_line(const char *json, const char *line)
 {
 	struct run m, v;
 
-	mutate_validate(&m, &v, "research",
-			POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"2\"",
-			    ONE_CONTAINER));
+	mutate_validate(&m, &v, "research", json);
+	cr_assert(v.dec.allowed, "%s", v.dec.message);
+	cr_assert_eq(v.dec.n_warnings, 1);
+	cr_assert_str_eq(v.dec.warnings[0], line);
+	cr_assert_not(v.dec.plan.active, "/validate never mutates");
+	done(&m);
+	done(&v);
+}
+
+Test(decide, success_line_at_validate)
+{
+	expect_success_line(
+		POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"2\"",
+		    ONE_CONTAINER),
+		"gpugate: small -> 2 x h100 for tenant research (2/16 in use)");
+}
+
+Test(decide, success_line_of_a_job)
+{
+	expect_success_line(JOB("2", "\"gpugate.io/class\":\"big\"", NEVER_SPEC),
+			    "gpugate: big -> 2 pods x 8 x h100 for tenant research "
+			    "(16/16 in use)");
+}
+
+Test(decide, success_line_when_borrowing)
+{
+	used[T_RESEARCH][F_H100] = 12;
+	used[T_PRODUCT][F_H100] = 2; /* lends min(4, 8 - 2) = 4 */
+	used[T_LENDER][F_H100] = 32;
+	expect_success_line(POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+			    "gpugate: big -> 8 x h100 for tenant research (20/16 in "
+			    "use, 4 borrowed from lab)");
+}
+
+#define JOBS_POD                                                              \
+	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-x\","  \
+	"\"labels\":{\"gpugate.io/class\":\"big\"},\"ownerReferences\":[{"          \
+	"\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":\"train\",\"uid\":"     \
+	"\"u-9\",\"controller\":true}]},\"spec\":" ONE_CONTAINER "}"
+
+Test(decide, jobs_pod_is_held_by_its_job)
+{
+	/* The ledger answers QUOTA_COVERED for the pod of a Job that holds
+	 * the units (webhook/ledger.c). */
+	const struct quota_result held = {.position = QUOTA_COVERED,
+					  .requested = 8,
+					  .nominal = 16,
+					  .holder = "train"};
+	struct decide_input in = {.policy = P};
+	struct run m, v;
+
+	mutate_validate(&m, &v, "research", JOBS_POD);
+	in.wl = &m.wl;
+	in.phase = DECIDE_MUTATE;
+	decide_prepare(&in, &m.dec);
+	decide_quota(&in, &m.dec, &held);
+	cr_assert(m.dec.allowed, "%s", m.dec.message);
+	cr_assert_str_eq(m.dec.plan.decision,
+			 "big: 8 x h100 for tenant research; held by job train");
+	in.wl = &v.wl;
+	in.phase = DECIDE_VALIDATE;
+	decide_prepare(&in, &v.dec);
+	decide_quota(&in, &v.dec, &held);
 	cr_assert(v.dec.allowed, "%s", v.dec.message);
 	cr_assert_eq(v.dec.n_warnings, 1);
 	cr_assert_str_eq(v.dec.warnings[0],
-			 "gpugate: small -> 2 x h100 for tenant research (2/16 in use)");
-	cr_assert_not(v.dec.plan.active, "/validate never mutates");
+			 "gpugate: big -> 8 x h100 for tenant research (held by job "
+			 "train)");
 	done(&m);
 	done(&v);
 }
@@ -497,45 +581,57 @@ Test(decide, raw_two_flavors_when_allowed)
 		"  - {name: b, resource: x.io/b, sharing: exclusive, gpusPerNode: 8}\n"
 		"classes: []\ntenants:\n"
 		"  - {name: t, namespaces: [t], quota: [{flavor: a, nominal: 4}]}\n";
-	struct policy *saved = P, *p = NULL;
-	struct diag d;
+	struct policy *saved = use_policy(yaml);
 	struct run r;
 
-	diag_init(&d);
-	cr_assert_eq(policy_parse("raw.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
-		     diag_text(&d));
-	P = p;
-	run(&r, "t",
-	    POD("\"app\":\"x\"",
-		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
-		"{\"x.io/a\":\"1\",\"x.io/b\":\"1\"}}}]}"),
-	    DECIDE_MUTATE);
+	run(&r, "t", RAW_POD("\"x.io/a\":\"1\",\"x.io/b\":\"1\""), DECIDE_MUTATE);
 	expect_denied(&r, "two-flavors",
 		      "gpugate: this workload asks for resources of two flavors "
 		      "(x.io/a and x.io/b); a pod may use one flavor only");
 	done(&r);
 	/* One flavor, allowed, is charged against the tenant's quota. */
-	run(&r, "t",
-	    POD("\"app\":\"x\"",
-		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
-		"{\"x.io/a\":\"3\"}}}]}"),
-	    DECIDE_VALIDATE);
+	run(&r, "t", RAW_POD("\"x.io/a\":\"3\""), DECIDE_VALIDATE);
 	cr_assert(r.dec.allowed, "%s", r.dec.message);
 	cr_assert(r.dec.claim.needed);
 	cr_assert_eq(r.dec.claim.units, 3);
 	cr_assert_not(r.dec.plan.active);
 	done(&r);
-	run(&r, "t",
-	    POD("\"app\":\"x\"",
-		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
-		"{\"x.io/a\":\"5\"}}}]}"),
-	    DECIDE_VALIDATE);
+	run(&r, "t", RAW_POD("\"x.io/a\":\"5\""), DECIDE_VALIDATE);
 	expect_denied(&r, "quota",
 		      "gpugate: pod can never be admitted: needs 5 a, tenant \"t\" "
 		      "may hold at most 4 (nominal 4)");
 	done(&r);
-	policy_free(p);
-	P = saved;
+	/* /mutate stamps it like a class workload so that the watch finds it. */
+	run(&r, "t", RAW_POD("\"x.io/a\":\"3\""), DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert(r.dec.plan.stamp_only);
+	cr_assert_str_eq(r.dec.plan.decision,
+			 "no class: 3 x a (x.io/a) for tenant t; 3/4 in use");
+	done(&r);
+	restore(saved);
+}
+
+Test(decide, raw_request_of_a_sharing_mode_not_allowed)
+{
+	/* Allowed raw requests follow the tenant's sharing list too. */
+	static const char yaml[] =
+		"version: 1\nsettings: {rawGpuRequests: allow}\nflavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, "
+		"gpusPerNode: 8}\n"
+		"  - {name: l4, resource: nvidia.com/gpu.shared, sharing: time-slicing, "
+		"gpusPerNode: 16}\n"
+		"classes: []\ntenants:\n"
+		"  - {name: t, namespaces: [t], sharing: [exclusive, mig],\n"
+		"     quota: [{flavor: h100, nominal: 4}, {flavor: l4, nominal: 4}]}\n";
+	struct policy *saved = use_policy(yaml);
+	struct run r;
+
+	run(&r, "t", RAW_POD("\"nvidia.com/gpu.shared\":\"1\""), DECIDE_MUTATE);
+	expect_denied(&r, "sharing",
+		      "gpugate: nvidia.com/gpu.shared is a time-slicing GPU resource, "
+		      "which tenant \"t\" may not use (allowed sharing: exclusive, mig)");
+	done(&r);
+	restore(saved);
 }
 
 Test(decide, privileged_gpu_container)
@@ -644,6 +740,16 @@ Test(decide, unknown_gpu_container)
 	done(&r);
 }
 
+Test(decide, pod_without_containers)
+{
+	struct run r;
+
+	run(&r, "research", POD("\"gpugate.io/class\":\"big\"", "{\"containers\":[]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "container-unknown", "gpugate: the pod has no containers");
+	done(&r);
+}
+
 Test(decide, job_and_template_disagree)
 {
 	struct run r;
@@ -677,6 +783,16 @@ Test(decide, validate_refuses_an_unmutated_class_pod)
 	    DECIDE_VALIDATE);
 	expect_denied(&r, "not-mutated",
 		      "gpugate: container \"main\" has nvidia.com/gpu 4 but class big "
+		      "gives 8: it was changed after gpugate's mutation, or the "
+		      "mutating webhook is not registered");
+	done(&r);
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"nodeSelector\":{\"gpu\":\"h100\"},\"containers\":[{\"name\":"
+		"\"main\"}]}"),
+	    DECIDE_VALIDATE);
+	expect_denied(&r, "not-mutated",
+		      "gpugate: container \"main\" has nvidia.com/gpu none but class big "
 		      "gives 8: it was changed after gpugate's mutation, or the "
 		      "mutating webhook is not registered");
 	done(&r);
@@ -856,6 +972,29 @@ Test(decide, warn_mode_admits_and_warns_from_validate_only)
 	done(&v);
 }
 
+Test(decide, warn_mode_records_a_violation_with_nothing_to_map)
+{
+	struct run r;
+
+	run(&r, "sandbox", POD("\"gpugate.io/class\":\"huge\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_not(r.dec.plan.map);
+	cr_assert_eq(r.dec.n_warnings, 0, "warn-mode texts come from /validate");
+	cr_assert_str_eq(r.dec.plan.note,
+			 "warn: unknown GPU class \"huge\"; tenant \"sandbox\" may "
+			 "use: big, small, shared");
+	done(&r);
+	run(&r, "sandbox", POD("\"gpugate.io/class\":\"huge\"", ONE_CONTAINER),
+	    DECIDE_VALIDATE);
+	cr_assert(r.dec.allowed);
+	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_str_eq(r.dec.warnings[0],
+			 "gpugate: unknown GPU class \"huge\"; tenant \"sandbox\" may "
+			 "use: big, small, shared");
+	done(&r);
+}
+
 Test(decide, audit_mode_admits_silently)
 {
 	struct run r;
@@ -867,6 +1006,10 @@ Test(decide, audit_mode_admits_silently)
 	cr_assert_str_eq(r.dec.rule, "class-unknown");
 	cr_assert_eq(r.dec.n_warnings, 0);
 	cr_assert_not(r.dec.plan.map, "nothing to map for an unknown class");
+	cr_assert(r.dec.plan.active, "the record is still written");
+	cr_assert_str_eq(r.dec.plan.note,
+			 "audit: would deny: unknown GPU class \"huge\"; tenant "
+			 "\"watch\" may use: big, small");
 	done(&r);
 	used[T_WATCH][F_H100] = 1;
 	run(&r, "watch", POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
@@ -902,19 +1045,61 @@ Test(decide, preemptible_job_gets_hooks_and_a_failure_rule)
 
 Test(decide, on_failure_job_gets_a_warning_instead_of_a_rule)
 {
+	static const struct {
+		const char *spec, *shown;
+	} cases[] = {
+		{"{\"restartPolicy\":\"OnFailure\",\"containers\":[{\"name\":\"m\"}]}",
+		 "OnFailure"},
+		{"{\"containers\":[{\"name\":\"m\"}]}", "(unset)"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char json[512], want[256];
+		struct run r;
+
+		snprintf(json, sizeof(json),
+			 JOB("1", "\"gpugate.io/class\":\"small\"", "%s"),
+			 cases[i].spec);
+		run(&r, "research", json, DECIDE_MUTATE);
+		snprintf(want, sizeof(want),
+			 "gpugate: restartPolicy %s lets preemptions count against "
+			 "backoffLimit; use restartPolicy Never so that gpugate can add "
+			 "a podFailurePolicy",
+			 cases[i].shown);
+		cr_assert(r.dec.allowed);
+		cr_assert_not(r.dec.plan.add_failure_rule);
+		cr_assert_eq(r.dec.n_warnings, 1);
+		cr_assert_str_eq(r.dec.warnings[0], want);
+		done(&r);
+	}
+}
+
+Test(decide, full_pod_failure_policy_gets_a_warning_instead_of_a_rule)
+{
+	/* The apiserver allows 20 rules: there is no room for gpugate's. */
+	char json[4096];
+	size_t n;
 	struct run r;
 
-	run(&r, "research",
-	    JOB("1", "\"gpugate.io/class\":\"small\"",
-		"{\"restartPolicy\":\"OnFailure\",\"containers\":[{\"name\":\"m\"}]}"),
-	    DECIDE_MUTATE);
-	cr_assert(r.dec.allowed);
+	n = (size_t)snprintf(json, sizeof(json),
+			     "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":"
+			     "{\"labels\":{\"gpugate.io/class\":\"small\"}},\"spec\":{"
+			     "\"podFailurePolicy\":{\"rules\":[");
+	for (int i = 0; i < 20; i++)
+		n += (size_t)snprintf(json + n, sizeof(json) - n,
+				      "%s{\"action\":\"FailJob\",\"onExitCodes\":{"
+				      "\"operator\":\"In\",\"values\":[%d]}}",
+				      i ? "," : "", i + 1);
+	snprintf(json + n, sizeof(json) - n,
+		 "]},\"template\":{\"spec\":" NEVER_SPEC "}}}");
+	run(&r, "research", json, DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert(r.dec.plan.checkpoint);
 	cr_assert_not(r.dec.plan.add_failure_rule);
 	cr_assert_eq(r.dec.n_warnings, 1);
 	cr_assert_str_eq(r.dec.warnings[0],
-			 "gpugate: restartPolicy OnFailure lets preemptions count "
-			 "against backoffLimit; use restartPolicy Never so that gpugate "
-			 "can add a podFailurePolicy");
+			 "gpugate: podFailurePolicy already has 20 rules; preemptions "
+			 "will count against backoffLimit");
 	done(&r);
 }
 
@@ -1105,6 +1290,15 @@ Test(decide, update_may_not_touch_the_stamps)
 	in.phase = DECIDE_MUTATE;
 	decide_prepare(&in, &now.dec);
 	cr_assert(now.dec.allowed);
+	/* Adding one is refused too: a forged stamp would skew accounting. */
+	old.wl.op = WL_UPDATE;
+	in.wl = &old.wl;
+	in.old = &now.wl;
+	in.phase = DECIDE_VALIDATE;
+	decide_prepare(&in, &old.dec);
+	expect_denied(&old, "stamp-changed",
+		      "gpugate: label gpugate.io/tenant is set by gpugate and cannot "
+		      "be added by an update");
 	done(&old);
 	done(&now);
 }

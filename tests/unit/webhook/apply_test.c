@@ -318,3 +318,143 @@ Test(apply, failure_policy_needs_pod_replacement_policy_failed)
 			 "Failed");
 	json_decref(out);
 }
+
+/* ---- topology mode preferred ------------------------------------------- */
+
+static void setup_preferred(void)
+{
+	static const char yaml[] =
+		"version: 1\n"
+		"flavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+		"     nodeSelector: [\"gpu=h100\"], gpusPerNode: 8}\n"
+		"classes:\n"
+		"  - {name: spread, flavor: h100, gpus: 8,\n"
+		"     topology: {key: topology.kubernetes.io/zone, mode: preferred}}\n"
+		"tenants:\n"
+		"  - {name: research, namespaces: [research],\n"
+		"     quota: [{flavor: h100, nominal: 64}]}\n";
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("pref.yaml", yaml, strlen(yaml), &P, &d), 0, "%s",
+		     diag_text(&d));
+}
+
+TestSuite(apply_preferred, .init = setup_preferred, .fini = teardown);
+
+/* A Job of class "spread" with 2 pods; `affinity` is "" or the template's
+ * "affinity":{...} member and a comma. */
+#define SPREAD_JOB(affinity)                                                   \
+	"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"j\","     \
+	"\"labels\":{\"gpugate.io/class\":\"spread\"}},\"spec\":{\"parallelism\":2,"     \
+	"\"template\":{\"spec\":{\"restartPolicy\":\"Never\"," affinity                \
+	"\"containers\":[{\"name\":\"main\"}]}}}}"
+
+#define PREFERRED "preferredDuringSchedulingIgnoredDuringExecution"
+
+/* gpugate's preferred term for the gang of job (weight 100). */
+static json_t *gang_term(const json_t *job)
+{
+	const char *gang = json_string_value(json_object_get(
+		json_object_get(json_object_get(job, "metadata"), "labels"),
+		"gpugate.io/gang"));
+	char text[512];
+
+	cr_assert_not_null(gang);
+	snprintf(text, sizeof(text),
+		 "{\"weight\":100,\"podAffinityTerm\":{\"labelSelector\":"
+		 "{\"matchLabels\":{\"gpugate.io/gang\":\"%s\"}},\"topologyKey\":"
+		 "\"topology.kubernetes.io/zone\"}}",
+		 gang);
+	return parse(text);
+}
+
+/* The one operation of patch on path; fails when there is none. */
+static const json_t *op_at(const json_t *patch, const char *path)
+{
+	size_t i;
+	const json_t *op;
+
+	json_array_foreach(patch, i, op)
+		if (strcmp(json_string_value(json_object_get(op, "path")), path) == 0)
+			return op;
+	cr_assert_fail("no operation on %s", path);
+	return NULL;
+}
+
+static void expect_op(const json_t *patch, const char *path, const json_t *value)
+{
+	const json_t *op = op_at(patch, path);
+	char *got = json_dumps(op, JSON_COMPACT), *want = json_dumps(value, JSON_COMPACT);
+
+	cr_assert_str_eq(json_string_value(json_object_get(op, "op")), "add");
+	cr_assert(json_equal(json_object_get(op, "value"), value), "%s\nwant value %s",
+		  got, want);
+	free(got);
+	free(want);
+}
+
+Test(apply_preferred, weighted_affinity_on_the_gang)
+{
+	json_t *obj = parse(SPREAD_JOB(""));
+	json_t *out = mutate_idempotent("research", SPREAD_JOB(""));
+	json_t *patch = patch_diff(obj, out);
+	json_t *term = gang_term(out);
+	json_t *want = json_pack("{s:{s:[O]}}", "podAffinity", PREFERRED, term);
+
+	/* A strict patch adds the missing parent whole, with weight 100 so
+	 * that the gang outweighs ordinary preferences. */
+	expect_op(patch, "/spec/template/spec/affinity", want);
+	json_decref(want);
+	json_decref(term);
+	json_decref(patch);
+	json_decref(out);
+	json_decref(obj);
+}
+
+Test(apply_preferred, appended_after_the_users_terms)
+{
+	const char *text = SPREAD_JOB(
+		"\"affinity\":{\"podAffinity\":{\"" PREFERRED "\":[{\"weight\":10,"
+		"\"podAffinityTerm\":{\"labelSelector\":{\"matchLabels\":{\"app\":"
+		"\"db\"}},\"topologyKey\":\"kubernetes.io/hostname\"}}]}},");
+	json_t *obj = parse(text);
+	json_t *out = mutate_idempotent("research", text);
+	json_t *patch = patch_diff(obj, out);
+	json_t *term = gang_term(out);
+	const json_t *pa = json_object_get(json_object_get(json_object_get(
+		json_object_get(json_object_get(out, "spec"), "template"), "spec"),
+		"affinity"), "podAffinity");
+
+	expect_op(patch,
+		  "/spec/template/spec/affinity/podAffinity/" PREFERRED "/1", term);
+	cr_assert_eq(json_array_size(json_object_get(pa, PREFERRED)), 2);
+	cr_assert_eq(json_integer_value(json_object_get(
+			     json_array_get(json_object_get(pa, PREFERRED), 0), "weight")),
+		     10, "the user's term is kept as it was");
+	cr_assert_null(json_object_get(pa, "requiredDuringSchedulingIgnoredDuringExecution"));
+	json_decref(term);
+	json_decref(patch);
+	json_decref(out);
+	json_decref(obj);
+}
+
+Test(apply_preferred, a_reweighted_gang_term_is_not_added_again)
+{
+	/* The term is found by what it selects, not by its weight: an object
+	 * whose gang term another party re-weighted comes back unchanged. */
+	json_t *out = mutate_idempotent("research", SPREAD_JOB(""));
+	json_t *list = json_object_get(json_object_get(json_object_get(json_object_get(
+		json_object_get(json_object_get(out, "spec"), "template"), "spec"),
+		"affinity"), "podAffinity"), PREFERRED);
+	json_t *again, *patch;
+
+	json_object_set_new(json_array_get(list, 0), "weight", json_integer(50));
+	again = mutate("research", out, "p");
+	patch = patch_diff(out, again);
+	cr_assert_eq(json_array_size(patch), 0);
+	json_decref(patch);
+	json_decref(again);
+	json_decref(out);
+}

@@ -1,0 +1,387 @@
+"""`gpugate explain` (SPEC section 7): the real binary on manifests, offline.
+
+    gpugate explain --policy FILE [--namespace NS] FILE
+    exit 0 admitted, 1 denied, 2 bad input (and 3 when gpugate itself fails,
+    docs/users.md)
+
+Admitted manifests: the decision, the success line kubectl would print, the
+JSON Patch (each printed operation re-read and applied with the strict
+applier to the manifest must give the printed result) and the mutations in
+the result.  Denied: the gpugate denial text, verbatim.  Bad input: the
+error on stderr, nothing on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE_POLICY, ROOT, SLOW
+from jsonpatch_strict import apply
+from objects import (CLASS, DECISION, FLAVOR, GANG, GPU_TOLERATION, H100_SELECTOR,
+                     PREEMPTIBLE, PRE_STOP, RESEARCH_CLASSES, TENANT, container, job)
+
+POD_YAML = ROOT / "examples" / "pod-train-small.yaml"
+# POD_YAML as JSON (the tests have no YAML reader; test_yaml_pod_... checks
+# that explain reads both the same).
+POD = {"apiVersion": "v1", "kind": "Pod",
+       "metadata": {"name": "experiment-42", "namespace": "research",
+                    "labels": {CLASS: "train-small", "gpugate.io/gpus": "2"}},
+       "spec": {"containers": [{
+           "name": "trainer", "image": "nvcr.io/nvidia/pytorch:24.05-py3",
+           "command": ["python", "train.py", "--resume-from", "/checkpoint"]}]}}
+JOB_TOO_BIG = ROOT / "examples" / "job-too-big.yaml"
+
+ADMITTED, DENIED, BAD_INPUT, INTERNAL = 0, 1, 2, 3
+PAD = " " * 11  # explain indents continuation lines under the phase column
+
+
+class Explained:
+    def __init__(self, p: subprocess.CompletedProcess):
+        self.rc = p.returncode
+        self.out = p.stdout
+        self.err = p.stderr
+        self.lines = p.stdout.splitlines()
+
+    def patch(self) -> list[dict]:
+        """The operations explain printed ("  add     /path VALUE")."""
+        ops, inside = [], False
+        for line in self.lines:
+            if line.startswith("patch ("):
+                inside = True
+                continue
+            if inside and not line:
+                break
+            if inside:
+                op, rest = line.split(None, 1)
+                path, _, value = rest.partition(" ")
+                d = {"op": op, "path": path}
+                if value:
+                    d["value"] = json.loads(value)
+                ops.append(d)
+        return ops
+
+    def result(self) -> dict:
+        text = self.out.split("\nresult:\n", 1)
+        assert len(text) == 2, self.out
+        return json.loads(text[1])
+
+    def __repr__(self) -> str:
+        return f"<explain rc={self.rc}\nstdout:\n{self.out}\nstderr:\n{self.err}>"
+
+
+def explain(binary: Path, *args: str, stdin: str | None = None,
+            limit_data: int | None = None) -> Explained:
+    def preexec() -> None:
+        if limit_data is not None:
+            resource.setrlimit(resource.RLIMIT_DATA, (limit_data, limit_data))
+
+    p = subprocess.run([str(binary), "explain", *args], capture_output=True, text=True,
+                       input=stdin, timeout=60 * SLOW, cwd=ROOT,
+                       preexec_fn=preexec if limit_data is not None else None)
+    return Explained(p)
+
+
+def admitted(e: Explained) -> None:
+    assert e.rc == ADMITTED, e
+    assert e.err == "", e
+    assert "mutate     admitted" in e.lines, e
+    assert "validate   admitted" in e.lines, e
+
+
+# ---------------------------------------------------------------------------
+# admitted
+
+
+def test_yaml_pod_is_admitted_with_the_mutations(gpugate_bin, tmp_path):
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(POD_YAML))
+    admitted(e)
+    head = e.lines[:7]
+    assert head == [
+        "namespace  research -> tenant research",
+        "class      train-small (1 to 4 H100 for experiments; preemptible, "
+        "checkpoints on SIGTERM)",
+        "flavor     h100-80gb: nvidia.com/gpu, exclusive sharing, nodeSelector "
+        "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3",
+        "count      2 per pod x 1 pod = 2 nvidia.com/gpu",
+        "quota      nominal (nominal 32, at most 40 with borrowing; judged against "
+        "empty usage)",
+        "preempt    yes: checkpoint hooks injected",
+        "mutate     admitted",
+    ], e
+    # The success line kubectl prints (SPEC section 4), from /validate.
+    i = e.lines.index("validate   admitted")
+    assert e.lines[i + 1] == (PAD + "warning: gpugate: train-small -> 2 x h100-80gb for "
+                              "tenant research (2/32 in use)"), e
+    assert "patch (12 operations, RFC 6902):" in e.lines, e
+
+    # The printed patch, applied strictly to the manifest, is the printed
+    # result: what explain shows is one consistent story.
+    ops = e.patch()
+    assert len(ops) == 12, ops
+    result = e.result()
+    assert apply(POD, ops) == result
+    # (and POD is what the YAML says: the same manifest as JSON, same output)
+    f = tmp_path / "pod.json"
+    f.write_text(json.dumps(POD))
+    assert explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f)).out == e.out
+
+    labels = result["metadata"]["labels"]
+    assert labels[TENANT] == "research" and labels[FLAVOR] == "h100-80gb"
+    assert labels[PREEMPTIBLE] == "true" and labels[CLASS] == "train-small"
+    assert result["metadata"]["annotations"][DECISION] == (
+        "train-small: 2 x h100-80gb for tenant research; 2/32 in use")
+    ct = result["spec"]["containers"][0]
+    assert ct["resources"] == {"limits": {"nvidia.com/gpu": "2"},
+                               "requests": {"cpu": "12", "memory": "120Gi"}}
+    assert ct["lifecycle"]["preStop"] == {"exec": {"command": PRE_STOP}}
+    assert {"name": "GPUGATE_PREEMPTIBLE", "value": "1"} in ct["env"]
+    assert result["spec"]["nodeSelector"] == H100_SELECTOR
+    assert result["spec"]["tolerations"] == [GPU_TOLERATION]
+    assert result["spec"]["terminationGracePeriodSeconds"] == 600
+
+
+def _train_job() -> dict:
+    return job("llm", "research", labels={CLASS: "train-large"}, parallelism=2,
+               containers=[container("trainer")])
+
+
+@pytest.mark.parametrize("via_stdin", [False, True], ids=["file", "stdin"])
+def test_json_job_is_admitted_with_the_mutations(gpugate_bin, tmp_path, via_stdin):
+    obj = _train_job()
+    if via_stdin:
+        e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-", stdin=json.dumps(obj))
+    else:
+        f = tmp_path / "job.json"
+        f.write_text(json.dumps(obj, indent=1))
+        e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f))
+    admitted(e)
+    assert "count      8 per pod x 2 pods = 16 nvidia.com/gpu" in e.lines, e
+    assert "preempt    no" in e.lines, e
+    i = e.lines.index("validate   admitted")
+    assert e.lines[i + 1] == (PAD + "warning: gpugate: train-large -> 2 pods x 8 x h100-80gb "
+                              "for tenant research (16/32 in use)"), e
+
+    result = e.result()
+    assert apply(obj, e.patch()) == result
+    meta, tmpl = result["metadata"], result["spec"]["template"]
+    gang = meta["labels"][GANG]
+    assert meta["labels"][TENANT] == "research"
+    assert meta["annotations"][DECISION] == (
+        "train-large: 2 pods x 8 x h100-80gb for tenant research; 16/32 in use")
+    assert tmpl["metadata"]["labels"] == {TENANT: "research", FLAVOR: "h100-80gb",
+                                          GANG: gang, CLASS: "train-large"}
+    tspec = tmpl["spec"]
+    assert tspec["containers"][0]["resources"]["limits"] == {"nvidia.com/gpu": "8"}
+    assert tspec["priorityClassName"] == "training"
+    assert tspec["affinity"] == {"podAffinity": {
+        "requiredDuringSchedulingIgnoredDuringExecution": [{
+            "labelSelector": {"matchLabels": {GANG: gang}},
+            "topologyKey": "nvidia.com/gpu.clique"}]}}
+
+
+def test_namespace_option_overrides_the_manifest(gpugate_bin, tmp_path):
+    f = tmp_path / "job.json"
+    f.write_text(json.dumps(_train_job()))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "--namespace",
+                "research-nlp", str(f))
+    admitted(e)
+    assert e.lines[0] == "namespace  research-nlp -> tenant research", e
+
+
+def test_plain_pod_needs_no_patch(gpugate_bin, tmp_path):
+    f = tmp_path / "web.yaml"
+    f.write_text("apiVersion: v1\nkind: Pod\nmetadata: {name: web, namespace: web}\n"
+                 "spec:\n  containers: [{name: nginx, image: nginx}]\n")
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f))
+    admitted(e)
+    assert e.lines[0] == "namespace  web -> tenant (none)", e
+    assert "patch: none (nothing to change)" in e.lines, e
+
+
+def test_explain_patch_is_the_servers(gpugate_bin, client):
+    """explain and the server run the same pipeline (docs/internals.md)."""
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(POD_YAML))
+    admitted(e)
+    a = client.admit("mutate", POD)
+    assert a.allowed and a.patch == e.patch(), (a, e)
+
+
+# ---------------------------------------------------------------------------
+# denied
+
+
+def test_denied_job_prints_the_denial(gpugate_bin):
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(JOB_TOO_BIG))
+    assert e.rc == DENIED, e
+    assert e.err == "", e
+    i = e.lines.index("mutate     denied (rule quota)")
+    assert e.lines[i + 1] == (
+        PAD + 'gpugate: job can never be admitted: needs 64 h100-80gb (parallelism 8 x 8), '
+        'tenant "research" may hold at most 40 (nominal 32 + 8 that cohort "lab" can lend)'), e
+    assert e.lines[i + 1:] == [e.lines[i + 1]], "nothing after a denial: no patch, no result"
+
+
+def test_denied_unknown_class(gpugate_bin, tmp_path):
+    f = tmp_path / "pod.json"
+    f.write_text(json.dumps({"apiVersion": "v1", "kind": "Pod",
+                             "metadata": {"name": "p", "namespace": "research",
+                                          "labels": {CLASS: "train-huge"}},
+                             "spec": {"containers": [container()]}}))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f))
+    assert e.rc == DENIED, e
+    assert e.lines[-2:] == [
+        "mutate     denied (rule class-unknown)",
+        PAD + f'gpugate: unknown GPU class "train-huge"; tenant "research" may use: '
+              f'{RESEARCH_CLASSES}',
+    ], e
+
+
+# ---------------------------------------------------------------------------
+# bad input: exit 2, the error on stderr, nothing on stdout
+
+
+def bad_input(e: Explained, stderr: str) -> None:
+    assert e.rc == BAD_INPUT, e
+    assert e.out == "", e
+    assert e.err == stderr, f"\n got: {e.err!r}\nwant: {stderr!r}"
+
+
+def test_missing_file(gpugate_bin, tmp_path):
+    f = tmp_path / "nope.yaml"
+    bad_input(explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f)),
+              f"{f}: cannot open: No such file or directory\n")
+
+
+def test_unreadable_file(gpugate_bin, tmp_path):
+    # A directory opens but cannot be read (works as root too, unlike
+    # chmod 000).
+    bad_input(explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(tmp_path)),
+              f"{tmp_path}: cannot read: Is a directory\n")
+
+
+@pytest.mark.parametrize("text, error", [
+    ("kind: Pod\nspec: [\n",
+     ":2: did not find expected node content (while parsing a flow node)"),
+    ('{"kind": "Pod",, }', ":1: did not find expected node content (while parsing a flow node)"),
+    ("\x00\x01binary", ":1: NUL byte in input"),
+    ("", ": no document"),
+])
+def test_not_yaml_or_json(gpugate_bin, tmp_path, text, error):
+    f = tmp_path / "m.yaml"
+    f.write_text(text)
+    bad_input(explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f)), f"{f}{error}\n")
+
+
+@pytest.mark.parametrize("text", [
+    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n",
+    "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n",
+    "apiVersion: v2\nkind: Pod\n",
+    "apiVersion: v1\nkind: Job\n",
+    "kind: Pod\n",
+    "- 1\n- 2\n",
+    "hello\n",
+])
+def test_not_a_pod_or_job(gpugate_bin, tmp_path, text):
+    f = tmp_path / "m.yaml"
+    f.write_text(text)
+    bad_input(explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f)),
+              f"{f}: explain reads a Pod (apiVersion v1) or a Job (apiVersion batch/v1)\n")
+
+
+@pytest.mark.parametrize("text, error", [
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: x, namespace: research, labels: "
+     "{gpugate.io/class: train-small}}\nspec:\n  containers: {a: 1}\n",
+     "malformed Pod: spec.containers is not a list"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: []\nspec: {containers: [{name: a}]}\n",
+     "malformed Pod: metadata is not an object"),
+    ("apiVersion: v1\nkind: Pod\nmetadata: {name: x, labels: {n: 5}}\n"
+     "spec: {containers: [{name: a}]}\n",
+     'malformed Pod: metadata.labels["n"] is not a string'),
+    ('{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j"}, '
+     '"spec": {"template": {"spec": 3}}}',
+     "malformed Job: spec.template.spec is not an object"),
+    ('{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": '
+     '"research", "labels": {"gpugate.io/class": "train-large"}}, "spec": {"parallelism": 2, '
+     '"template": {"spec": {"affinity": 5, "containers": [{"name": "m"}]}}}}',
+     "cannot mutate the Job: affinity is not an object"),
+])
+def test_malformed_manifest(gpugate_bin, tmp_path, text, error):
+    # The server answers these with HTTP 400 in the review (allowed: false);
+    # explain must not report them as a denial (exit 1).
+    f = tmp_path / "m.yaml"
+    f.write_text(text)
+    bad_input(explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f)),
+              f"{f}: {error}\n")
+
+
+USAGE_HEAD = "usage: gpugate explain --policy FILE [--namespace NS] FILE\n"
+
+
+@pytest.mark.parametrize("args", [
+    [str(POD_YAML)],
+    ["--policy", str(EXAMPLE_POLICY)],
+    ["--policy", str(EXAMPLE_POLICY), str(POD_YAML), str(POD_YAML)],
+])
+def test_missing_policy_or_manifest(gpugate_bin, args):
+    e = explain(gpugate_bin, *args)
+    assert e.rc == BAD_INPUT and e.out == "", e
+    assert e.err.startswith("gpugate explain: --policy and one manifest are required\n"
+                            + USAGE_HEAD), e
+
+
+def test_unknown_option(gpugate_bin):
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "--bogus", str(POD_YAML))
+    assert e.rc == BAD_INPUT and e.out == "", e
+    assert USAGE_HEAD in e.err, e
+
+
+def test_broken_policy(gpugate_bin, tmp_path):
+    pol = tmp_path / "policy.yaml"
+    text = EXAMPLE_POLICY.read_text() + "bogus: 1\n"
+    pol.write_text(text)
+    line = text.count("\n")
+    bad_input(explain(gpugate_bin, "--policy", str(pol), str(POD_YAML)),
+              f'{pol}:{line}: unknown key "bogus" (expected one of: version, settings, '
+              f'flavors, classes, tenants, checkpoint)\n')
+
+
+def test_missing_policy_file(gpugate_bin, tmp_path):
+    pol = tmp_path / "none.yaml"
+    e = explain(gpugate_bin, "--policy", str(pol), str(POD_YAML))
+    assert e.rc == BAD_INPUT and e.out == "", e
+    assert e.err.startswith(f"{pol}: "), e
+
+
+# ---------------------------------------------------------------------------
+# gpugate's own failures: exit 3, never 1 (a denial) or 2 (the user's fault)
+
+
+def _sanitized(binary: Path) -> bool:
+    return b"__asan_init" in binary.read_bytes() or b"__ubsan_handle" in binary.read_bytes()
+
+
+def test_out_of_memory_is_not_a_denial(gpugate_bin):
+    if _sanitized(gpugate_bin):
+        pytest.skip("the sanitizers' shadow memory does not fit under RLIMIT_DATA")
+    # 4 MiB of data: the policy loads, the 8 MiB manifest buffer does not.
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(POD_YAML),
+                limit_data=4 << 20)
+    assert e.rc == INTERNAL, e
+    assert e.out == "", e
+    assert e.err == f"gpugate explain: out of memory (reading {POD_YAML})\n", e
+
+
+def test_help_documents_the_exit_statuses(gpugate_bin):
+    p = subprocess.run([str(gpugate_bin), "explain", "--help"], capture_output=True,
+                       text=True, timeout=30 * SLOW)
+    assert p.returncode == 0
+    text = " ".join(p.stdout.split())
+    assert ("Exit status: 0 admitted; 1 denied; 2 bad input (unreadable file, not YAML "
+            "or JSON, not a Pod or Job, a malformed manifest, a missing or invalid "
+            "policy); 3 internal error (out of memory, or a gpugate bug: please report "
+            "it).") in text, p.stdout
