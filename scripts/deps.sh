@@ -5,6 +5,11 @@
 #   scripts/deps.sh            build + test packages
 #   scripts/deps.sh --bench    also the benchmark tools (nginx, wrk)
 #   scripts/deps.sh --fuzz     also clang with libFuzzer
+#
+# Not installed here: Go, which `make e2e` and `make demo` need the first time
+# to build the control plane (tests/e2e/build-tools.sh, Go >= the go
+# directive of tests/e2e/tools/*/go.mod). Debian 12's golang-go is far older;
+# get it from https://go.dev/dl/. Both make targets say so when it is missing.
 set -euo pipefail
 
 pkgs=(

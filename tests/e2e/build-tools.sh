@@ -12,9 +12,12 @@
 # then renamed), and it is reused as long as its .stamp matches the current
 # go.mod/go.sum/build flags. So a second run is a no-op that takes a few ms.
 #
-# Usage: build-tools.sh [--force] [-q|--quiet]
+# Usage: build-tools.sh [--force] [-q|--quiet] [--check]
 #   --force   rebuild even if the stamps match
 #   --quiet   no progress messages (errors are still printed)
+#   --check   build nothing: exit 0 if the tools are up to date or could be
+#             built (go is there and new enough), else 1 with the reason;
+#             `make e2e` and `make demo` run this first
 #
 # stdout: exactly two shell assignments, so callers can do
 #   eval "$(tests/e2e/build-tools.sh)"
@@ -40,10 +43,12 @@ go_bin=${GO:-go}
 
 force=0
 quiet=0
+check=0
 for arg in "$@"; do
     case $arg in
         --force) force=1 ;;
         -q | --quiet) quiet=1 ;;
+        --check) check=1 ;;
         -h | --help)
             sed -n '2,/^$/{s/^# \{0,1\}//;p}' "${BASH_SOURCE[0]}"
             exit 0
@@ -154,15 +159,59 @@ needs_build() {
     [[ $force -eq 1 ]] || ! up_to_date "$@"
 }
 
+# The Go release both wrapper modules need: the highest of their `go`
+# directives (the directives of k8s.io/kubernetes and etcd, copied by go mod
+# tidy), so that it follows a version bump by itself.
+go_needed=$(awk '$1 == "go" && NF == 2 { print $2 }' "$k8s_mod_dir/go.mod" "$etcd_mod_dir/go.mod" |
+    sort -V | tail -n 1)
+[[ -n $go_needed ]] || die "no go directive in $k8s_mod_dir/go.mod or $etcd_mod_dir/go.mod"
+
+# go_older HAVE NEED: true if Go release HAVE (1.26.8, 1.27rc1) comes before
+# NEED (1.26.0). A pre-release comes before its .0 release.
+go_older() {
+    awk -v have="$1" -v need="$2" '
+        function fields(v, f) { sub(/(rc|beta)[0-9]*$/, ".-1", v); return split(v, f, ".") }
+        BEGIN {
+            n = fields(have, h); m = fields(need, w)
+            for (i = 1; i <= (n > m ? n : m); i++)
+                if (h[i] + 0 != w[i] + 0) exit !(h[i] + 0 < w[i] + 0)
+            exit 1
+        }'
+}
+
+# require_go: dies, naming the Go version needed, unless $go_bin runs and is
+# at least $go_needed. `go version` runs in the k8s module first, so that it
+# reports the toolchain the build would really use (with GOTOOLCHAIN=auto, a
+# go >= 1.21 switches to a newer one by itself); where that fails (an old go
+# with GOTOOLCHAIN=local refuses the module), the installed go's own version.
+require_go() {
+    local why="make e2e and make demo need Go >= $go_needed to build the control plane"
+    why+=" the first time (then it is cached in $tools_dir)"
+    local fix="install Go >= $go_needed (https://go.dev/dl/) or set GO=/path/to/go"
+    local path version
+    path=$(command -v "$go_bin") || die "$why: there is no '$go_bin' on PATH; $fix"
+    version=$(cd "$k8s_mod_dir" && GOWORK=off "$go_bin" version 2>/dev/null) ||
+        version=$(cd / && GOTOOLCHAIN=local "$go_bin" version 2>/dev/null) || version=
+    version=$(awk '{ print $3 }' <<<"$version")
+    version=${version#go}
+    [[ $version =~ ^[0-9]+(\.[0-9]+)*((rc|beta)[0-9]+)?$ ]] ||
+        die "$why: '$path version' did not say which Go it is; $fix"
+    ! go_older "$version" "$go_needed" || die "$why: $path is go$version; $fix"
+}
+
 # Fast path: nothing to do, do not even start the go command.
 if [[ $force -eq 0 ]] && up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" &&
     up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}"; then
     log "up to date: kubernetes $k8s_version, etcd $etcd_version"
-    print_result
+    [[ $check -eq 1 ]] || print_result
     exit 0
 fi
 
-command -v "$go_bin" >/dev/null || die "go not found (set GO=/path/to/go)"
+require_go
+if [[ $check -eq 1 ]]; then
+    log "not built yet; $go_bin is new enough (>= $go_needed): the first run builds them (several minutes)"
+    exit 0
+fi
 mkdir -p "$tools_dir"
 
 # Serialise concurrent builds (e.g. several test jobs starting at once).
