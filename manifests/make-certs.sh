@@ -351,6 +351,13 @@ cmd_ca_finish() {
     stamp=$(date -u +%Y%m%dT%H%M%SZ)
     mv -- "$pki/ca-previous.crt" "$pki/ca-retired-$stamp.crt"
     [[ -f $pki/ca-previous.key ]] && mv -- "$pki/ca-previous.key" "$pki/ca-retired-$stamp.key"
+    # Uninstalled mid-rotation: registering Fail-closed webhooks with
+    # nothing behind them would stop every Pod creation.
+    if ! webhooks_exist; then
+        log "no webhook configurations (uninstalled?): the rotation is finished in $pki only;"
+        log "the next install uses the new CA. The old one is in $pki/ca-retired-$stamp.*"
+        return 0
+    fi
     register_webhooks
     put_secret
     log "caBundle now trusts the new CA only; the old one is in $pki/ca-retired-$stamp.*"

@@ -260,3 +260,10 @@ def test_make_certs_install_rotate_ca_rotate_finish_uninstall(stack, restore, tm
     assert k("get", "clusterrole", "gpugate").rc != 0
     assert k("get", "namespace", NS).rc != 0
     assert (mc.pki / "ca.key").exists()  # the PKI directory is kept
+
+    # -- ca-finish after an uninstall mid-rotation registers nothing --------
+    (mc.pki / "ca-previous.crt").write_text(ca)
+    p = mc("ca-finish")
+    assert "no webhook configurations (uninstalled?)" in p.stderr, p.stderr
+    assert configs_exist(k) == [False, False]
+    assert not (mc.pki / "ca-previous.crt").exists()
