@@ -12,6 +12,7 @@
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -217,6 +218,13 @@ static void count_worker_request(struct server *s)
  * HTTP/1.1 client that waits for its answers never does: such a
  * connection is shut down rather than left with a response that nothing
  * would flush.
+ *
+ * What the uncork wrote is then pushed out of the kernel.  For a small
+ * answer libmicrohttpd sends header and body in one piece after setting
+ * TCP_CORK on the socket, and counts on its TCP_NODELAY after the send to
+ * push the data; corked in GnuTLS, the data reaches the socket after that
+ * push and would sit in the kernel's cork for its 200 ms ceiling.  Setting
+ * TCP_NODELAY again pushes it at once, corked socket or not (tcp(7)).
  */
 #define CORK_MAX 8192
 
@@ -245,9 +253,17 @@ static void uncork(struct MHD_Connection *c)
 	if (!tls)
 		return;
 	rc = gnutls_record_uncork(tls, 0); /* 0 at once when not corked */
-	if (rc >= 0)
+	if (rc == 0)
 		return;
 	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (rc > 0) {
+		int one = 1;
+
+		if (fd)
+			setsockopt(fd->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one,
+				   sizeof(one));
+		return;
+	}
 	log_event(LOG_WARN,
 		  "msg=\"closing a connection whose client does not read its "
 		  "responses\" error=\"%s\"",
