@@ -336,7 +336,7 @@ Test(watch, a_dead_api_server_is_an_error_not_a_hang)
 	diag_init(&d);
 	k = kube_new(&c, &d);
 	cr_assert_not_null(k);
-	cr_assert_eq(kube_get(k, "/api/v1/pods", 1024, &status, &body, &len, &d), -1);
+	cr_assert_eq(kube_get(k, "/api/v1/pods", 1024, &status, &body, &len, NULL, &d), -1);
 	cr_assert_null(body);
 	cr_assert_not_null(strstr(diag_text(&d), "GET /api/v1/pods: "), "%s",
 			   diag_text(&d));
