@@ -1,7 +1,8 @@
 /*
  * What the watch derives from cluster objects (webhook/watch.c watch_item)
  * and how it reads kubeconfigs (webhook/kube.c).  The list/watch loop
- * itself runs against a real kube-apiserver in tests/e2e.
+ * itself runs against a scripted fake API in tests/integration/test_watch.py
+ * and against a real kube-apiserver in tests/e2e.
  */
 #include "policy/arena.h"
 #include "policy/diag.h"
