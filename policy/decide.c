@@ -22,6 +22,8 @@
 #include <string.h>
 
 #define MAX_POD_FAILURE_RULES 20
+/* More than any gang holds; small enough that parse_count cannot wrap. */
+#define BORROWED_MAX 100000000u
 
 struct ctx {
 	const struct decide_input *in;
@@ -958,6 +960,44 @@ static void success_line(struct ctx *c)
 }
 
 /*
+ * /validate of a workload that /mutate made preemptible (by its class, or
+ * because it borrowed, which gpugate.io/borrowed records): the quota may
+ * have moved in between.  Borrowing is safe either way, since the workload
+ * can be preempted, so it is admitted; the user learns that the annotation
+ * no longer says what it holds.  (Not preemptible and now borrowing is
+ * QUOTA_NOT_PREPARED, a denial.)
+ */
+static void borrow_changed(struct ctx *c)
+{
+	const struct decision *out = c->out;
+	const char *ann = pod_or_job_annotation(c->wl, STAMP_BORROWED);
+	unsigned said = 0;
+	int64_t now;
+
+	if (!out->has_quota || !out->claim.may_borrow ||
+	    (out->quota.position != QUOTA_NOMINAL &&
+	     out->quota.position != QUOTA_BORROWED))
+		return;
+	/* Only gpugate writes it (a user's is stripped at /mutate): anything
+	 * but a count is some other webhook's business. */
+	if (ann && !parse_count(ann, BORROWED_MAX, &said))
+		return;
+	now = out->quota.position == QUOTA_BORROWED ? out->quota.borrowed : 0;
+	if (now == (int64_t)said)
+		return;
+	if (ann)
+		add_warning(c->out,
+			    "gpugate: quota changed after mutation: now %" PRId64
+			    " borrowed (annotation says %u); it stays preemptible",
+			    now, said);
+	else
+		add_warning(c->out,
+			    "gpugate: quota changed after mutation: now %" PRId64
+			    " borrowed (no annotation); it stays preemptible",
+			    now);
+}
+
+/*
  * In warn or audit mode, a violation that leaves nothing to map still
  * leaves its record on the object, and stamps the user set are removed.
  */
@@ -1011,6 +1051,7 @@ static void finish(struct ctx *c)
 			plan_note(c);
 	} else if (out->cls && (!out->violation || out->mode != POLICY_MODE_AUDIT)) {
 		success_line(c);
+		borrow_changed(c);
 	}
 }
 

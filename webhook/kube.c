@@ -358,12 +358,30 @@ struct sink {
 	char *buf;
 	size_t len, cap, max;
 	bool too_big;
+	long status;                 /* from the last status line seen */
+	volatile bool *stop;
+	bool aborted;                /* stopped, or on_line() said so */
 	/* watch mode */
 	int (*on_line)(void *ctx, const char *line, size_t len);
+	void (*on_open)(void *ctx);
 	void *ctx;
-	volatile bool *stop;
-	bool aborted;
 };
+
+/* Feeds complete lines of a 200 stream to on_line(); keeps the rest. */
+static int split_lines(struct sink *s)
+{
+	char *start = s->buf, *nl;
+
+	while ((nl = memchr(start, '\n', s->len - (size_t)(start - s->buf)))) {
+		if (nl > start && s->on_line(s->ctx, start, (size_t)(nl - start)))
+			return -1;
+		start = nl + 1;
+	}
+	s->len -= (size_t)(start - s->buf);
+	memmove(s->buf, start, s->len);
+	s->buf[s->len] = '\0';
+	return 0;
+}
 
 static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 {
@@ -374,6 +392,9 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 		s->aborted = true;
 		return 0;
 	}
+	/* The body of a failed watch (a Status) is no event stream. */
+	if (s->on_line && s->status != 200)
+		return n;
 	if (s->len + n > s->max) {
 		s->too_big = true;
 		return 0;
@@ -395,26 +416,59 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *userdata)
 	memcpy(s->buf + s->len, ptr, n);
 	s->len += n;
 	s->buf[s->len] = '\0';
-	if (s->on_line) {
-		char *start = s->buf, *nl;
-
-		while ((nl = memchr(start, '\n', s->len - (size_t)(start - s->buf)))) {
-			if (nl > start && s->on_line(s->ctx, start, (size_t)(nl - start))) {
-				s->aborted = true;
-				return 0;
-			}
-			start = nl + 1;
-		}
-		s->len -= (size_t)(start - s->buf);
-		memmove(s->buf, start, s->len);
-		s->buf[s->len] = '\0';
+	if (s->on_line && split_lines(s) < 0) {
+		s->aborted = true;
+		return 0;
 	}
 	return n;
 }
 
-/* Sets up the handle for one request; returns the header list to free. */
+/*
+ * Headers, one line at a time: the status line gives the status, the empty
+ * line ends the headers, and a 200 is then an open stream (before any byte
+ * of its body: an idle watch is connected too).
+ */
+static size_t on_header(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+	struct sink *s = userdata;
+	size_t n = size * nmemb, i;
+
+	if (n > 5 && memcmp(ptr, "HTTP/", 5) == 0) {
+		for (i = 5; i < n && ptr[i] != ' '; i++)
+			;
+		s->status = 0;
+		for (i++; i < n && ptr[i] >= '0' && ptr[i] <= '9' && s->status < 1000; i++)
+			s->status = s->status * 10 + (ptr[i] - '0');
+	} else if ((n == 2 && ptr[0] == '\r' && ptr[1] == '\n') ||
+		   (n == 1 && ptr[0] == '\n')) {
+		if (s->status == 200 && s->on_open)
+			s->on_open(s->ctx);
+	}
+	return n;
+}
+
+/* Called about once a second even while nothing arrives: lets stop end a
+ * hanging list or an idle watch. */
+static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
+		       curl_off_t ultotal, curl_off_t ulnow)
+{
+	struct sink *s = userdata;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	if (s->stop && *s->stop) {
+		s->aborted = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Sets up the handle for one GET into s; returns the header list to free. */
 static struct curl_slist *prepare(struct kube *k, const char *path, char *url,
-				  size_t urlsz, struct diag *d, bool *ok)
+				  size_t urlsz, struct sink *s, struct diag *d,
+				  bool *ok)
 {
 	struct curl_slist *h = NULL;
 	char auth[8192];
@@ -428,6 +482,13 @@ static struct curl_slist *prepare(struct kube *k, const char *path, char *url,
 	curl_easy_setopt(k->curl, CURLOPT_CONNECTTIMEOUT, 10L);
 	curl_easy_setopt(k->curl, CURLOPT_PROTOCOLS_STR, "https");
 	curl_easy_setopt(k->curl, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	curl_easy_setopt(k->curl, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(k->curl, CURLOPT_WRITEDATA, s);
+	curl_easy_setopt(k->curl, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(k->curl, CURLOPT_HEADERDATA, s);
+	curl_easy_setopt(k->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(k->curl, CURLOPT_XFERINFODATA, s);
+	curl_easy_setopt(k->curl, CURLOPT_NOPROGRESS, 0L);
 	if (k->cfg.insecure) {
 		curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -474,26 +535,26 @@ static struct curl_slist *prepare(struct kube *k, const char *path, char *url,
 }
 
 int kube_get(struct kube *k, const char *path, size_t max_body, long *status,
-	     char **body, size_t *len, struct diag *d)
+	     char **body, size_t *len, volatile bool *stop, struct diag *d)
 {
-	struct sink s = {.max = max_body};
+	struct sink s = {.max = max_body, .stop = stop};
 	struct curl_slist *h;
 	char url[4096];
 	CURLcode rc;
 	bool ok;
 
 	*body = NULL;
-	h = prepare(k, path, url, sizeof(url), d, &ok);
+	h = prepare(k, path, url, sizeof(url), &s, d, &ok);
 	if (!ok)
 		return -1;
 	curl_easy_setopt(k->curl, CURLOPT_TIMEOUT, 60L);
-	curl_easy_setopt(k->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(k->curl, CURLOPT_WRITEDATA, &s);
 	rc = curl_easy_perform(k->curl);
 	curl_slist_free_all(h);
 	if (rc != CURLE_OK) {
 		diag_addf(d, "GET %s: %s", path,
-			  s.too_big ? "response too large" : curl_easy_strerror(rc));
+			  s.aborted    ? "stopped"
+			  : s.too_big ? "response too large"
+				      : curl_easy_strerror(rc));
 		free(s.buf);
 		return -1;
 	}
@@ -508,46 +569,24 @@ int kube_get(struct kube *k, const char *path, size_t max_body, long *status,
 	return 0;
 }
 
-/* Called about once a second even on an idle stream: lets stop end it. */
-static int on_progress(void *userdata, curl_off_t dltotal, curl_off_t dlnow,
-		       curl_off_t ultotal, curl_off_t ulnow)
-{
-	struct sink *s = userdata;
-
-	(void)dltotal;
-	(void)dlnow;
-	(void)ultotal;
-	(void)ulnow;
-	if (s->stop && *s->stop) {
-		s->aborted = true;
-		return 1;
-	}
-	return 0;
-}
-
 int kube_watch(struct kube *k, const char *path, unsigned idle_seconds,
-	       int (*on_line)(void *ctx, const char *line, size_t len),
-	       void *ctx, volatile bool *stop, struct diag *d)
+	       const struct kube_stream *cb, volatile bool *stop, struct diag *d)
 {
-	struct sink s = {.max = 64u << 20, .on_line = on_line, .ctx = ctx, .stop = stop};
+	struct sink s = {.max = 64u << 20, .stop = stop, .on_line = cb->on_line,
+			 .on_open = cb->on_open, .ctx = cb->ctx};
 	struct curl_slist *h;
 	char url[4096];
 	CURLcode rc;
 	long status = 0;
 	bool ok;
 
-	h = prepare(k, path, url, sizeof(url), d, &ok);
+	h = prepare(k, path, url, sizeof(url), &s, d, &ok);
 	if (!ok)
 		return -1;
 	/* A stream with nothing for idle_seconds (no event, no bookmark) is
 	 * dead: a half-open TCP connection would hang forever otherwise. */
 	curl_easy_setopt(k->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(k->curl, CURLOPT_LOW_SPEED_TIME, (long)idle_seconds);
-	curl_easy_setopt(k->curl, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(k->curl, CURLOPT_WRITEDATA, &s);
-	curl_easy_setopt(k->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(k->curl, CURLOPT_XFERINFODATA, &s);
-	curl_easy_setopt(k->curl, CURLOPT_NOPROGRESS, 0L);
 	rc = curl_easy_perform(k->curl);
 	curl_slist_free_all(h);
 	curl_easy_getinfo(k->curl, CURLINFO_RESPONSE_CODE, &status);
@@ -559,5 +598,8 @@ int kube_watch(struct kube *k, const char *path, unsigned idle_seconds,
 			  s.too_big ? "event too large" : curl_easy_strerror(rc));
 		return -1;
 	}
-	return status == 200 ? 0 : (int)status;
+	if (status == 200)
+		return 0;
+	diag_addf(d, "watch %s: HTTP %ld", path, status);
+	return (int)status;
 }

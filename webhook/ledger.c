@@ -159,6 +159,8 @@ struct ledger {
 	struct table usages;   /* "tenant\x1fflavor" -> usage */
 	struct table families; /* job uid -> family */
 	uint64_t generation[2]; /* relist generation: [0] pods, [1] jobs */
+	bool watching;          /* ledger_set_watching() */
+	uint64_t watching_since; /* when it last came up (now_ms) */
 	struct quota_source source;
 };
 
@@ -438,6 +440,7 @@ struct ledger *ledger_new(const struct ledger_config *cfg)
 		l->cfg = *cfg;
 	if (!l->cfg.now_ms)
 		l->cfg.now_ms = monotonic_ms;
+	l->watching = true;
 	pthread_mutex_init(&l->mu, NULL);
 	l->source.ctx = l;
 	l->source.decide = source_decide;
@@ -556,21 +559,34 @@ void ledger_relist_end(struct ledger *l, bool jobs)
 	pthread_mutex_unlock(&l->mu);
 }
 
+void ledger_set_watching(struct ledger *l, bool up)
+{
+	pthread_mutex_lock(&l->mu);
+	if (up && !l->watching)
+		l->watching_since = l->cfg.now_ms();
+	l->watching = up;
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* A reservation's TTL runs from when it was made or the watch came up,
+ * whichever is later (expires_ms is made + TTL). */
 static bool expired(const struct ledger *l, const struct entry *e, const void *arg)
 {
 	uint64_t now = *(const uint64_t *)arg;
+	uint64_t since = l->watching_since + l->cfg.reservation_ttl_ms;
 
-	(void)l;
-	return !e->observed && e->expires_ms && e->expires_ms <= now;
+	return !e->observed && e->expires_ms &&
+	       (e->expires_ms > since ? e->expires_ms : since) <= now;
 }
 
 size_t ledger_expire(struct ledger *l)
 {
 	uint64_t now = l->cfg.now_ms();
-	size_t n;
+	size_t n = 0;
 
 	pthread_mutex_lock(&l->mu);
-	n = remove_where(l, expired, &now);
+	if (l->watching)
+		n = remove_where(l, expired, &now);
 	pthread_mutex_unlock(&l->mu);
 	return n;
 }

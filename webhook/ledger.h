@@ -11,7 +11,7 @@
  *   - /validate reserves (ledger_quota_source): the quota arithmetic and the
  *     reservation happen under one lock, so concurrent creates never
  *     over-admit;
- *   - the Kubernetes API watch (kube.c) observes objects: a reservation
+ *   - the Kubernetes API watch (watch.c) observes objects: a reservation
  *     becomes an observation when its object shows up, and expires if it
  *     never does (the create failed after /validate); terminal pods,
  *     finished Jobs and deleted objects hold nothing.
@@ -75,7 +75,18 @@ void ledger_forget(struct ledger *l, const char *uid);
 void ledger_relist_begin(struct ledger *l, bool jobs);
 void ledger_relist_end(struct ledger *l, bool jobs);
 
-/* Drops reservations whose object never showed up; returns how many. */
+/*
+ * The API watch is up (true) or down.  Only a watch that is up can tell a
+ * create that failed after /validate from one that is slow to show, so a
+ * reservation expires once the watch has been up for the whole TTL since
+ * the reservation was made: while it is down nothing expires, and when it
+ * comes back every pending reservation has a whole TTL again.  A new
+ * ledger counts as up; the watch says when it is not.
+ */
+void ledger_set_watching(struct ledger *l, bool up);
+
+/* Drops reservations whose object never showed up (see above); returns how
+ * many.  Called about once a second. */
 size_t ledger_expire(struct ledger *l);
 
 /* Usage, for metrics and tests. */

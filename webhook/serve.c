@@ -33,8 +33,8 @@
 
 #define GRACE_MS 10000
 /* API mode: a reservation whose object has not shown up in the watch by
- * then is dropped (the create failed after /validate). */
-#define RESERVATION_TTL_MS 60000
+ * then is dropped (the create failed after /validate); --reservation-ttl. */
+#define RESERVATION_TTL_S 60
 
 void cmd_serve_usage(FILE *out)
 {
@@ -42,7 +42,7 @@ void cmd_serve_usage(FILE *out)
 	      "                     [--listen HOST:PORT] [--kubeconfig FILE | --embedded]\n"
 	      "                     [--threads N] [--log-level LEVEL]\n"
 	      "                     [--conn-timeout SECONDS] [--max-conns N]\n"
-	      "                     [--max-conns-per-ip N]\n"
+	      "                     [--max-conns-per-ip N] [--reservation-ttl SECONDS]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics.\n"
@@ -64,6 +64,10 @@ void cmd_serve_usage(FILE *out)
 	      "                     (default 30)\n"
 	      "  --max-conns N      connections at most (default 1024)\n"
 	      "  --max-conns-per-ip N  from one address at most (default 256)\n"
+	      "  --reservation-ttl S  with the API: drop a quota reservation made at\n"
+	      "                     /validate when its object has not shown up in the\n"
+	      "                     watch after S seconds of the watch being connected\n"
+	      "                     (default 60; the create failed)\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -373,6 +377,7 @@ int cmd_serve(int argc, char **argv)
 		{"conn-timeout", required_argument, NULL, 'T'},
 		{"max-conns", required_argument, NULL, 'M'},
 		{"max-conns-per-ip", required_argument, NULL, 'I'},
+		{"reservation-ttl", required_argument, NULL, 'R'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -381,6 +386,7 @@ int cmd_serve(int argc, char **argv)
 	const char *listen = "0.0.0.0:8443", *kubeconfig = NULL;
 	struct kube_config kc = {0};
 	bool embedded = false, have_api = false;
+	unsigned ttl_s = RESERVATION_TTL_S;
 	char host[64], *cert = NULL, *key = NULL;
 	struct policy *p = NULL;
 	struct diag d;
@@ -423,6 +429,11 @@ int cmd_serve(int argc, char **argv)
 		case 'I':
 			if (parse_count(optarg, 1, 65536, &cfg.per_ip_limit) < 0)
 				return usage_error("--max-conns-per-ip must be 1..65536");
+			break;
+		case 'R':
+			if (parse_count(optarg, 1, 86400, &ttl_s) < 0)
+				return usage_error("--reservation-ttl must be 1..86400 "
+						   "seconds");
 			break;
 		case 'L':
 			if (strcmp(optarg, "debug") == 0)
@@ -492,7 +503,7 @@ int cmd_serve(int argc, char **argv)
 	sv.metrics = metrics_new();
 	sv.holder = holder_new(p);
 	sv.ledger = ledger_new(&(struct ledger_config){
-		.reservation_ttl_ms = have_api ? RESERVATION_TTL_MS : 0});
+		.reservation_ttl_ms = have_api ? (uint64_t)ttl_s * 1000u : 0});
 	if (!sv.metrics || !sv.holder || !sv.ledger) {
 		fprintf(stderr, "gpugate serve: out of memory\n");
 		policy_free(sv.holder ? NULL : p);
@@ -507,8 +518,8 @@ int cmd_serve(int argc, char **argv)
 			goto out;
 		}
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
-				    "credentials=\"%s\"",
-			  kc.server, kc.source);
+				    "credentials=\"%s\" reservation_ttl_s=%u",
+			  kc.server, kc.source, ttl_s);
 	} else {
 		log_event(LOG_INFO, "msg=\"embedded usage\" detail=\"usage is what "
 				    "this process admitted; DELETE admissions release "
@@ -546,9 +557,9 @@ int cmd_serve(int argc, char **argv)
 
 		if (sig == SIGTERM || sig == SIGINT)
 			break;
-		/* Only a connected watch can tell a failed create from a slow
-		 * one: reservations do not expire while it is down. */
-		if (sv.watch && watch_connected(sv.watch)) {
+		/* The ledger knows whether the watch is up: reservations do
+		 * not expire while it is down (ledger_set_watching). */
+		if (sv.watch) {
 			size_t n = ledger_expire(sv.ledger);
 
 			if (n)

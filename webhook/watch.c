@@ -145,8 +145,9 @@ struct kind {
 	struct kube *kube;
 	char rv[128];                /* resourceVersion to resume from */
 	bool gone;                   /* the watch said 410 */
+	unsigned backoff;            /* ms before the next retry */
 	atomic_bool synced;
-	atomic_bool connected;
+	atomic_bool connected;       /* the watch answered 200 and is open */
 	unsigned events;
 };
 
@@ -181,6 +182,42 @@ static void nap(struct watch *w, unsigned ms)
 	       pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0)
 		;
 	pthread_mutex_unlock(&w->mu);
+}
+
+/* A success (a whole list, an open watch): the next failure is retried
+ * soon again. */
+static void backoff_reset(struct kind *k)
+{
+	k->backoff = BACKOFF_MIN_MS;
+}
+
+/* Waits before the next attempt after a failure, then doubles the wait. */
+static void backoff_nap(struct kind *k)
+{
+	nap(k->w, k->backoff);
+	k->backoff = k->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : k->backoff * 2;
+}
+
+/* The ledger lets reservations expire only while both watches are open:
+ * the flag and the ledger change together, under the lock, so that the
+ * two threads never leave the ledger with a stale state. */
+static void set_connected(struct kind *k, bool up)
+{
+	struct watch *w = k->w;
+
+	pthread_mutex_lock(&w->mu);
+	atomic_store(&k->connected, up);
+	ledger_set_watching(w->cfg.ledger, atomic_load(&w->kinds[0].connected) &&
+						   atomic_load(&w->kinds[1].connected));
+	pthread_mutex_unlock(&w->mu);
+}
+
+static void on_open(void *ctx)
+{
+	struct kind *k = ctx;
+
+	set_connected(k, true);
+	backoff_reset(k);
 }
 
 static void apply_object(struct kind *k, const json_t *obj, bool deleted)
@@ -221,18 +258,24 @@ static int list(struct kind *k)
 			 LIST_PAGE, esc ? "&continue=" : "", esc ? esc : "");
 		curl_free(esc);
 		diag_init(&d);
-		if (kube_get(k->kube, path, LIST_MAX_BODY, &status, &body, &len, &d) < 0) {
+		if (kube_get(k->kube, path, LIST_MAX_BODY, &status, &body, &len,
+			     &k->w->stop, &d) < 0) {
 			char q[600];
 			char first[512];
 
+			if (k->w->stop)
+				goto out;
 			diag_first(&d, first, sizeof(first));
-			log_event(LOG_WARN, "msg=\"cannot list\" kind=%s error=\"%s\"",
-				  kind_name(k), log_quote(first, q, sizeof(q)));
+			log_event(LOG_WARN, "msg=\"cannot list\" kind=%s error=\"%s\" "
+					    "retry_ms=%u",
+				  kind_name(k), log_quote(first, q, sizeof(q)),
+				  k->backoff);
 			goto out;
 		}
 		if (status != 200) {
-			log_event(LOG_WARN, "msg=\"cannot list\" kind=%s status=%ld",
-				  kind_name(k), status);
+			log_event(LOG_WARN, "msg=\"cannot list\" kind=%s status=%ld "
+					    "retry_ms=%u",
+				  kind_name(k), status, k->backoff);
 			free(body);
 			goto out;
 		}
@@ -240,8 +283,9 @@ static int list(struct kind *k)
 		free(body);
 		items = json_object_get(root, "items");
 		if (!json_is_array(items)) {
-			log_event(LOG_WARN, "msg=\"cannot list\" kind=%s error=\"not a list\"",
-				  kind_name(k));
+			log_event(LOG_WARN, "msg=\"cannot list\" kind=%s error=\"not a "
+					    "list\" retry_ms=%u",
+				  kind_name(k), k->backoff);
 			json_decref(root);
 			goto out;
 		}
@@ -309,9 +353,11 @@ static void *loop(void *arg)
 {
 	struct kind *k = arg;
 	struct watch *w = k->w;
-	unsigned backoff = BACKOFF_MIN_MS;
+	const struct kube_stream cb = {.on_open = on_open, .on_line = on_event,
+				       .ctx = k};
 	bool need_list = true;
 
+	backoff_reset(k);
 	while (!w->stop) {
 		char path[512];
 		struct diag d;
@@ -319,27 +365,28 @@ static void *loop(void *arg)
 
 		if (need_list) {
 			if (list(k) < 0) {
-				atomic_store(&k->connected, false);
-				nap(w, backoff);
-				backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
-								       : backoff * 2;
+				backoff_nap(k);
 				continue;
 			}
 			need_list = false;
+			backoff_reset(k);
 			if (!atomic_exchange(&k->synced, true))
 				log_event(LOG_INFO, "msg=\"usage synced\" kind=%s "
 						    "entries=%zu",
 					  kind_name(k), ledger_entries(w->cfg.ledger));
+			else
+				log_event(LOG_INFO, "msg=\"relisted\" kind=%s "
+						    "resource_version=%s",
+					  kind_name(k), k->rv);
 		}
 		snprintf(path, sizeof(path),
 			 "%s?" SELECTOR "&watch=1&allowWatchBookmarks=true"
 			 "&timeoutSeconds=300&resourceVersion=%s",
 			 k->path, k->rv);
 		k->gone = false;
-		atomic_store(&k->connected, true);
 		diag_init(&d);
-		rc = kube_watch(k->kube, path, w->cfg.idle_seconds, on_event, k,
-				&w->stop, &d);
+		rc = kube_watch(k->kube, path, w->cfg.idle_seconds, &cb, &w->stop, &d);
+		set_connected(k, false);
 		if (w->stop)
 			break;
 		if (k->gone || rc == 410) {
@@ -349,19 +396,16 @@ static void *loop(void *arg)
 		if (rc != 0) {
 			char first[512], q[600];
 
-			atomic_store(&k->connected, false);
 			diag_first(&d, first, sizeof(first));
 			log_event(LOG_WARN, "msg=\"watch broke\" kind=%s status=%d "
 					    "error=\"%s\" retry_ms=%u",
 				  kind_name(k), rc, log_quote(first, q, sizeof(q)),
-				  backoff);
-			nap(w, backoff);
-			backoff = backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : backoff * 2;
+				  k->backoff);
+			backoff_nap(k);
 			continue;
 		}
-		backoff = BACKOFF_MIN_MS; /* a clean end (timeoutSeconds): resume */
+		/* A clean end (timeoutSeconds): resume at once. */
 	}
-	atomic_store(&k->connected, false);
 	return NULL;
 }
 
@@ -379,6 +423,8 @@ int watch_start(const struct watch_config *cfg, struct watch **out,
 		w->cfg.idle_seconds = 180;
 	pthread_mutex_init(&w->mu, NULL);
 	pthread_cond_init(&w->cv, NULL);
+	/* Nothing is watched yet: reservations wait. */
+	ledger_set_watching(cfg->ledger, false);
 	for (int i = 0; i < 2; i++) {
 		struct kind *k = &w->kinds[i];
 

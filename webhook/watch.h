@@ -4,10 +4,16 @@
  * Two threads, one for Pods and one for Jobs, each lists the objects
  * gpugate stamped (label selector gpugate.io/tenant) page by page, then
  * watches from the list's resourceVersion with bookmarks.  A watch that
- * ends is resumed from the last version seen; "410 Gone" (the version is
- * too old) starts a new list; transport errors are retried with
- * exponential backoff (0.5 s doubling to 30 s).  Every relist replaces
- * what the ledger had observed of that kind.
+ * ends is resumed from the last version seen (an event's or a bookmark's);
+ * "410 Gone" (the version is too old) starts a new list; failed lists and
+ * broken watches are retried with exponential backoff (0.5 s doubling to
+ * 30 s), back to 0.5 s after every whole list and every watch that opened.
+ * Every relist replaces what the ledger had observed of that kind.
+ *
+ * A watch counts as connected once the server answered it 200 (before its
+ * first event), until it ends.  The ledger is told (ledger_set_watching)
+ * whether both are: reservations expire only while they are.  Stopping
+ * interrupts a list or a watch within about a second.
  *
  * What an object holds is derived from its spec, never from its labels:
  * the tenant from its namespace, the flavor from the extended resource it
@@ -43,7 +49,7 @@ int watch_start(const struct watch_config *cfg, struct watch **out,
 		struct diag *d);
 /* True once Pods and Jobs have each been listed completely. */
 bool watch_synced(struct watch *w);
-/* True while both watches are connected. */
+/* True while both watches are connected (answered 200, not ended). */
 bool watch_connected(struct watch *w);
 void watch_stop(struct watch *w);
 

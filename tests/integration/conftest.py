@@ -618,6 +618,33 @@ class Admission:
         return json.dumps(r, indent=1)
 
 
+def metrics(client: Client) -> dict[str, float]:
+    """GET /metrics, as {"name{labels}": value}."""
+    r = client.get("/metrics")
+    assert r.status == 200, r
+    assert r.headers.get("Content-Type", "").startswith("text/plain"), r.headers
+    out = {}
+    for line in r.text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name, _, value = line.rpartition(" ")
+        out[name] = float(value)
+    return out
+
+
+def poll(check, what: str, timeout: float = 15.0 * SLOW) -> Any:
+    """Calls check() until it returns something truthy, and returns that;
+    fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = check()
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(0.05)
+
+
 @pytest.fixture
 def client(server):
     c = server.client()

@@ -259,3 +259,11 @@ def test_usage_errors(gpugate_bin, args, first_line):
     assert (p.returncode, p.stdout) == (2, "")
     usage = "usage: gpugate COMMAND [OPTIONS]\n"
     assert p.stderr.startswith((f"{first_line}\n" if first_line else "") + usage)
+
+
+@pytest.mark.parametrize("value", ["0", "86401", "-1", "1.5", "", "60s"])
+def test_serve_reservation_ttl_must_be_seconds(gpugate_bin, value):
+    p = gpugate(gpugate_bin, "serve", "--reservation-ttl", value)
+    assert (p.returncode, p.stdout) == (2, "")
+    assert p.stderr.startswith("gpugate serve: --reservation-ttl must be 1..86400 "
+                               "seconds\nusage: gpugate serve "), p.stderr

@@ -17,7 +17,8 @@ import time
 
 import pytest
 
-from conftest import SLOW, Certs, Client, decode_patch, make_review, new_uid, tls_context
+from conftest import (SLOW, Certs, Client, decode_patch, make_review, metrics, new_uid,
+                      tls_context)
 from jsonpatch_strict import apply
 from objects import container, job, pod
 
@@ -58,19 +59,6 @@ def read_response(t: ssl.SSLSocket, timeout: float) -> bytes:
 def status_of(data: bytes) -> int | None:
     m = re.match(rb"HTTP/1\.[01] (\d{3}) ", data)
     return int(m.group(1)) if m else None
-
-
-def metrics(client) -> dict[str, float]:
-    r = client.get("/metrics")
-    assert r.status == 200, r
-    assert r.headers.get("Content-Type", "").startswith("text/plain"), r.headers
-    out = {}
-    for line in r.text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name, _, value = line.rpartition(" ")
-        out[name] = float(value)
-    return out
 
 
 # ---------------------------------------------------------------------------

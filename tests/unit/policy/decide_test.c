@@ -914,6 +914,18 @@ Test(decide, tenant_without_quota_for_the_flavor)
 	done(&r);
 }
 
+/* /validate again, on the object /mutate (m) made, with today's usage. */
+static void revalidate(struct run *m, struct run *v, const char *ns)
+{
+	struct diag d;
+	json_t *copy = json_deep_copy(m->obj);
+
+	diag_init(&d);
+	cr_assert_eq(apply_plan(copy, &m->wl, &m->dec.plan, P, &d), 0, "%s",
+		     diag_text(&d));
+	run_obj(v, ns, copy, DECIDE_VALIDATE);
+}
+
 Test(decide, validate_refuses_borrowing_for_a_workload_not_made_preemptible)
 {
 	struct run m, v;
@@ -925,18 +937,77 @@ Test(decide, validate_refuses_borrowing_for_a_workload_not_made_preemptible)
 	done(&v);
 	/* ...validated after others took it: it would have to borrow. */
 	used[T_RESEARCH][F_H100] = 12;
-	{
-		struct diag d;
-		json_t *copy = json_deep_copy(m.obj);
-
-		diag_init(&d);
-		cr_assert_eq(apply_plan(copy, &m.wl, &m.dec.plan, P, &d), 0);
-		run_obj(&v, "research", copy, DECIDE_VALIDATE);
-	}
+	revalidate(&m, &v, "research");
 	expect_denied(&v, "quota",
 		      "gpugate: tenant \"research\" now needs 4 borrowed h100 for this "
 		      "pod, but it was not made preemptible when it was mutated (the "
 		      "quota changed in between); retry the request");
+	done(&m);
+	done(&v);
+}
+
+/* The other direction: /mutate made it preemptible, /validate finds another
+ * amount to borrow.  Admitted, with one line that says what changed. */
+static void expect_quota_changed(struct run *v, const char *success,
+				 const char *warning)
+{
+	cr_assert(v->dec.allowed, "%s", v->dec.message);
+	cr_assert_eq(v->dec.n_warnings, 2);
+	cr_assert_str_eq(v->dec.warnings[0], success);
+	cr_assert_str_eq(v->dec.warnings[1], warning);
+	cr_assert_lt(strlen(warning), 120);
+}
+
+Test(decide, validate_admits_a_borrower_that_now_fits_nominal_quota)
+{
+	struct run m, v;
+
+	used[T_RESEARCH][F_H100] = 12;
+	used[T_PRODUCT][F_H100] = 2; /* lends min(4, 8 - 2) = 4 */
+	used[T_LENDER][F_H100] = 32;
+	mutate_validate(&m, &v, "research",
+			POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER));
+	cr_assert_eq(m.dec.plan.borrowed, 4);
+	cr_assert_eq(v.dec.n_warnings, 1, "the same 4 borrowed: nothing to add");
+	done(&v);
+	/* Others finished in between: it fits the nominal quota now. */
+	used[T_RESEARCH][F_H100] = 0;
+	revalidate(&m, &v, "research");
+	expect_quota_changed(&v, "gpugate: big -> 8 x h100 for tenant research (8/16 in use)",
+			     "gpugate: quota changed after mutation: now 0 borrowed "
+			     "(annotation says 4); it stays preemptible");
+	done(&v);
+	/* Or it borrows more: 14 + 8 - 16 = 6, lent 4 + 2. */
+	used[T_RESEARCH][F_H100] = 14;
+	used[T_LENDER][F_H100] = 30;
+	revalidate(&m, &v, "research");
+	expect_quota_changed(&v,
+			     "gpugate: big -> 8 x h100 for tenant research (22/16 in use, "
+			     "6 borrowed from lab)",
+			     "gpugate: quota changed after mutation: now 6 borrowed "
+			     "(annotation says 4); it stays preemptible");
+	done(&m);
+	done(&v);
+}
+
+Test(decide, validate_admits_a_preemptible_class_that_now_borrows)
+{
+	struct run m, v;
+
+	/* Class small is preemptible: mutated on nominal quota, without the
+	 * annotation, it may borrow at /validate. */
+	mutate_validate(&m, &v, "research",
+			POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"2\"",
+			    ONE_CONTAINER));
+	cr_assert_eq(m.dec.plan.borrowed, 0);
+	done(&v);
+	used[T_RESEARCH][F_H100] = 15;
+	revalidate(&m, &v, "research");
+	expect_quota_changed(&v,
+			     "gpugate: small -> 2 x h100 for tenant research (17/16 in use, "
+			     "1 borrowed from lab)",
+			     "gpugate: quota changed after mutation: now 1 borrowed (no "
+			     "annotation); it stays preemptible");
 	done(&m);
 	done(&v);
 }

@@ -229,6 +229,32 @@ Test(ledger, reservations_expire_when_the_object_never_appears)
 	ledger_free(l);
 }
 
+Test(ledger, reservations_wait_while_the_watch_is_down)
+{
+	struct ledger_config cfg = {.reservation_ttl_ms = 30000, .now_ms = now_ms};
+	struct ledger *l = ledger_new(&cfg);
+
+	cr_assert_eq(reserve(l, "a", "p1", WL_POD, 4, NULL), QUOTA_NOMINAL);
+	fake_now += 10000;
+	ledger_set_watching(l, false);
+	fake_now += 600000;
+	cr_assert_eq(ledger_expire(l), 0, "nothing expires while the watch is down");
+	cr_assert_eq(ledger_used(l, "a", "h100"), 4);
+	ledger_set_watching(l, true);
+	fake_now += 29999;
+	cr_assert_eq(ledger_expire(l), 0, "a whole TTL after the watch is back");
+	fake_now += 1;
+	cr_assert_eq(ledger_expire(l), 1);
+	cr_assert_eq(ledger_used(l, "a", "h100"), 0);
+	/* Made while the watch is up again: its own TTL counts. */
+	cr_assert_eq(reserve(l, "a", "p2", WL_POD, 2, NULL), QUOTA_NOMINAL);
+	fake_now += 29999;
+	cr_assert_eq(ledger_expire(l), 0);
+	fake_now += 1;
+	cr_assert_eq(ledger_expire(l), 1);
+	ledger_free(l);
+}
+
 Test(ledger, relist_forgets_objects_deleted_while_unwatched)
 {
 	struct ledger_config cfg = {.reservation_ttl_ms = 30000, .now_ms = now_ms};

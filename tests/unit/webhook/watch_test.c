@@ -1,7 +1,8 @@
 /*
  * What the watch derives from cluster objects (webhook/watch.c watch_item)
  * and how it reads kubeconfigs (webhook/kube.c).  The list/watch loop
- * itself runs against a real kube-apiserver in tests/e2e.
+ * itself runs against a scripted fake API in tests/integration/test_watch.py
+ * and against a real kube-apiserver in tests/e2e.
  */
 #include "policy/arena.h"
 #include "policy/diag.h"
@@ -336,7 +337,7 @@ Test(watch, a_dead_api_server_is_an_error_not_a_hang)
 	diag_init(&d);
 	k = kube_new(&c, &d);
 	cr_assert_not_null(k);
-	cr_assert_eq(kube_get(k, "/api/v1/pods", 1024, &status, &body, &len, &d), -1);
+	cr_assert_eq(kube_get(k, "/api/v1/pods", 1024, &status, &body, &len, NULL, &d), -1);
 	cr_assert_null(body);
 	cr_assert_not_null(strstr(diag_text(&d), "GET /api/v1/pods: "), "%s",
 			   diag_text(&d));
