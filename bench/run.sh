@@ -363,6 +363,16 @@ say "   CPU/req over gpugate's, the same comparison as the req/s ratio without t
 say ""
 say "   target: /mutate (class Pod) >= 0.5x the static baseline: ${mut_ratio}x  $(passfail "$(awk -v r="$mut_ratio" 'BEGIN {print (r >= 0.5)}')")"
 [ -z "$sat_problems" ] || say "   WARNING: unexpected answers:$sat_problems"
+# A server under saturation load that keeps its CPUs mostly idle is not
+# slow but stalled: answers held back somewhere (a 200 ms TCP cork once).
+stalled=""
+for w in "${WORKLOADS[@]}"; do
+  for ep in mutate validate; do
+    busy=$(awk -v r="${BEST_RPS[gpugate/$ep/$w]}" -v c="${BEST_CPU[gpugate/$ep/$w]}" 'BEGIN {printf "%.2f", r * c / 1e6}')
+    awk -v b="$busy" 'BEGIN {exit !(b < 0.25)}' && stalled+=" /$ep $w (${busy} CPUs busy)"
+  done
+done
+[ -z "$stalled" ] || say "   WARNING: gpugate stalled, not busy, under saturation load:$stalled"
 say ""
 
 # ---- 2. latency at a fixed rate ------------------------------------------------
