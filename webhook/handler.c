@@ -270,7 +270,8 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 	memset(out, 0, sizeof(*out));
 	jsonmem_begin();
 	evaluation_init(&ev);
-	if (review_decode(body, len, &rv, err, sizeof(err)) < 0) {
+	if ((h->read_all ? review_decode_all : review_decode)(body, len, &rv, err,
+							   sizeof(err)) < 0) {
 		snprintf(msg, sizeof(msg), "gpugate: bad request: %s", err);
 		reply_text(out, 400, msg);
 		log_event(LOG_WARN, "msg=\"bad request\" endpoint=%s error=\"%s\"",

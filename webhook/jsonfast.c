@@ -28,22 +28,37 @@ struct frame {
 	size_t klen;
 	size_t key_pos; /* where the key starts, for messages */
 	char *key_owned;
+	int skip_node; /* this container's node in the skip tree, or -1 */
 };
 
-/* Values not to build: at most this many paths of this many keys. */
-#define SKIP_PATHS 8
-#define SKIP_KEYS 8
+/*
+ * The paths not to build, as a tree of keys.  Node 0 is the document; a
+ * node's children are the members (or, for "[]", the elements) below it
+ * that lead to a skipped value.  The parser follows the tree alongside the
+ * document: a container off every path gets no node, and the values inside
+ * it cost one comparison each.
+ */
+#define SKIP_NODES 512
+#define SKIP_DEPTH 16
+#define SKIP_TEXT 4096
 
-struct skip_path {
-	const char *key[SKIP_KEYS]; /* into the caller's "a/b/c" text */
-	size_t klen[SKIP_KEYS];
-	size_t depth;
+struct skip_node {
+	const char *key; /* into the skip set's own copy of the paths */
+	size_t klen;
+	bool any;        /* "[]": every element of an array */
+	bool leaf;       /* the value here is skipped */
+	int child;       /* first child, or -1 */
+	int next;        /* next sibling, or -1 */
+};
+
+struct jsonfast_skip {
+	struct skip_node node[SKIP_NODES];
+	size_t count;
+	char text[SKIP_TEXT];
 };
 
 struct parser {
-	struct skip_path skip[SKIP_PATHS];
-	size_t nskip;
-	unsigned skip_depths; /* bit d: some path is d keys deep */
+	const struct jsonfast_skip *skip;
 	const char *buf;
 	size_t len;
 	size_t pos;
@@ -470,7 +485,7 @@ static bool literal(struct parser *p, const char *word)
 	return true;
 }
 
-static bool push(struct parser *p, json_t *c, bool obj)
+static bool push(struct parser *p, json_t *c, bool obj, int skip_node)
 {
 	if (p->depth >= JSONFAST_MAX_DEPTH) {
 		json_decref(c);
@@ -489,8 +504,19 @@ static bool push(struct parser *p, json_t *c, bool obj)
 		p->stack = ns;
 		p->cap = cap;
 	}
-	p->stack[p->depth++] = (struct frame){.c = c, .obj = obj};
+	p->stack[p->depth++] =
+		(struct frame){.c = c, .obj = obj, .skip_node = skip_node};
 	return true;
+}
+
+/* Forgets the open object's pending key: its value was skipped. */
+static void drop_key(struct parser *p)
+{
+	struct frame *f = &p->stack[p->depth - 1];
+
+	free(f->key_owned);
+	f->key_owned = NULL;
+	f->key = NULL;
 }
 
 /* Attaches a finished value to the open container; takes v. */
@@ -566,55 +592,131 @@ static bool read_key(struct parser *p)
 	return true;
 }
 
-/* True when the value about to be read sits at one of the skip paths. */
-static bool at_skip(const struct parser *p)
+/*
+ * The skip tree's node for the value about to be read (the member whose key
+ * was just read, or the next element), or -1 when no path leads there.
+ */
+static int skip_node_of_next(const struct parser *p)
 {
-	if (p->depth >= 32 || !(p->skip_depths >> p->depth & 1))
-		return false;
-	for (size_t k = 0; k < p->nskip; k++) {
-		const struct skip_path *sp = &p->skip[k];
-		size_t i = 0;
+	const struct frame *f;
+	const struct jsonfast_skip *sk = p->skip;
 
-		if (sp->depth != p->depth)
-			continue;
-		for (; i < p->depth; i++) {
-			const struct frame *f = &p->stack[i];
+	if (!sk)
+		return -1;
+	if (!p->depth)
+		return 0;
+	f = &p->stack[p->depth - 1];
+	if (f->skip_node < 0)
+		return -1;
+	for (int c = sk->node[f->skip_node].child; c >= 0; c = sk->node[c].next) {
+		const struct skip_node *n = &sk->node[c];
 
-			if (!f->obj || f->klen != sp->klen[i] ||
-			    memcmp(f->key, sp->key[i], f->klen) != 0)
-				break;
-		}
-		if (i == p->depth)
-			return true;
+		if (f->obj ? !n->any && n->klen == f->klen &&
+				     memcmp(n->key, f->key, f->klen) == 0
+			   : n->any)
+			return c;
 	}
-	return false;
+	return -1;
 }
 
-/* Splits the "a/b/c" paths; false when there are too many or too deep. */
-static bool skip_init(struct parser *p, const char *const *paths)
+static int skip_child(struct jsonfast_skip *sk, int parent, const char *key,
+		      size_t klen)
 {
-	for (; paths && *paths; paths++) {
-		struct skip_path *sp = &p->skip[p->nskip];
-		const char *s = *paths;
+	bool any = klen == 2 && key[0] == '[' && key[1] == ']';
+	int *link = &sk->node[parent].child;
 
-		if (p->nskip == SKIP_PATHS)
+	for (; *link >= 0; link = &sk->node[*link].next) {
+		struct skip_node *n = &sk->node[*link];
+
+		if (n->any == any && n->klen == klen && memcmp(n->key, key, klen) == 0)
+			return *link;
+	}
+	if (sk->count == SKIP_NODES)
+		return -1;
+	sk->node[sk->count] = (struct skip_node){
+		.key = key, .klen = klen, .any = any, .child = -1, .next = -1};
+	*link = (int)sk->count;
+	return (int)sk->count++;
+}
+
+/* Adds comp[0..n) below node `at`, every alternative of every component. */
+static bool skip_add(struct jsonfast_skip *sk, int at, char **comp, size_t n)
+{
+	const char *alt = comp[0];
+
+	for (;;) {
+		const char *bar = strchr(alt, '|');
+		size_t klen = bar ? (size_t)(bar - alt) : strlen(alt);
+		int c;
+
+		if (klen == 0)
 			return false;
-		for (;;) {
-			const char *slash = strchr(s, '/');
-			size_t n = slash ? (size_t)(slash - s) : strlen(s);
+		c = skip_child(sk, at, alt, klen);
+		if (c < 0)
+			return false;
+		if (n == 1)
+			sk->node[c].leaf = true;
+		else if (!skip_add(sk, c, comp + 1, n - 1))
+			return false;
+		if (!bar)
+			return true;
+		alt = bar + 1;
+	}
+}
 
-			if (sp->depth == SKIP_KEYS)
-				return false;
-			sp->key[sp->depth] = s;
-			sp->klen[sp->depth++] = n;
+struct jsonfast_skip *jsonfast_skip_new(const char *const *paths, char *err,
+					size_t errsz)
+{
+	struct jsonfast_skip *sk = calloc(1, sizeof(*sk));
+	size_t used = 0;
+
+	if (!sk) {
+		snprintf(err, errsz, "out of memory");
+		return NULL;
+	}
+	sk->node[0] = (struct skip_node){.child = -1, .next = -1};
+	sk->count = 1;
+	for (; paths && *paths; paths++) {
+		size_t len = strlen(*paths);
+		char *comp[SKIP_DEPTH], *t;
+		size_t n = 0;
+
+		if (len == 0 || len >= SKIP_TEXT - used) {
+			snprintf(err, errsz, len ? "skip paths too long"
+						 : "an empty skip path");
+			goto bad;
+		}
+		t = memcpy(sk->text + used, *paths, len + 1);
+		used += len + 1;
+		for (;;) {
+			char *slash = strchr(t, '/');
+
+			if (n == SKIP_DEPTH) {
+				snprintf(err, errsz, "skip path \"%s\" is over %d keys deep",
+					 *paths, SKIP_DEPTH);
+				goto bad;
+			}
+			comp[n++] = t;
 			if (!slash)
 				break;
-			s = slash + 1;
+			*slash = '\0';
+			t = slash + 1;
 		}
-		p->skip_depths |= 1u << sp->depth;
-		p->nskip++;
+		if (!skip_add(sk, 0, comp, n)) {
+			snprintf(err, errsz, "skip path \"%s\" has an empty key, or the "
+				 "paths make over %d keys", *paths, SKIP_NODES - 1);
+			goto bad;
+		}
 	}
-	return true;
+	return sk;
+bad:
+	free(sk);
+	return NULL;
+}
+
+void jsonfast_skip_free(struct jsonfast_skip *sk)
+{
+	free(sk);
 }
 
 /*
@@ -731,15 +833,13 @@ json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz)
 }
 
 json_t *jsonfast_parse_skip(const char *buf, size_t len,
-			    const char *const *skip, char *err, size_t errsz)
+			    const struct jsonfast_skip *skip, char *err,
+			    size_t errsz)
 {
-	struct parser p = {.buf = buf, .len = len, .err = err, .errsz = errsz};
+	struct parser p = {
+		.skip = skip, .buf = buf, .len = len, .err = err, .errsz = errsz};
 	json_t *root = NULL, *v;
-
-	if (!skip_init(&p, skip)) {
-		fail(&p, "too many values to skip");
-		return NULL;
-	}
+	int node;
 
 	for (;;) {
 		skip_ws(&p);
@@ -747,10 +847,13 @@ json_t *jsonfast_parse_skip(const char *buf, size_t len,
 			fail(&p, p.depth ? "unexpected end of input" : "no JSON value");
 			goto out;
 		}
-		if (at_skip(&p)) {
+		node = skip_node_of_next(&p);
+		if (node >= 0 && p.skip->node[node].leaf) {
 			if (!skip_value(&p))
 				goto out;
-			v = json_null();
+			/* A member is left out of its object; an element reads
+			 * as null, so that the indexes after it stay true. */
+			v = p.stack[p.depth - 1].obj ? NULL : json_null();
 			goto complete;
 		}
 		/* A value. */
@@ -760,7 +863,7 @@ json_t *jsonfast_parse_skip(const char *buf, size_t len,
 			bool obj = p.buf[p.pos] == '{';
 
 			v = obj ? json_object() : json_array();
-			if (!v || !push(&p, v, obj)) {
+			if (!v || !push(&p, v, obj, node)) {
 				if (!v)
 					fail(&p, "out of memory");
 				goto out;
@@ -831,7 +934,9 @@ complete:
 				}
 				goto out;
 			}
-			if (!attach(&p, v))
+			if (!v)
+				drop_key(&p);
+			else if (!attach(&p, v))
 				goto out;
 			skip_ws(&p);
 			if (p.pos >= p.len) {
