@@ -216,15 +216,91 @@ static size_t utf8_put(char *out, unsigned cp)
 }
 
 /*
- * A string starting at the opening quote.  With keep, on success (*s, *n)
- * is its text: into the input when it had no escape (*in_scratch false),
- * else into the scratch buffer (valid until the next string).  Without
- * keep, the string is only checked, and *nul says whether it holds an
- * escaped NUL (the only way a NUL gets into a JSON string).
+ * The first byte at or after pos that a string cannot take as it is: a
+ * quote, a backslash, a control character or a non-ASCII byte; len when
+ * there is none.
  */
-static inline __attribute__((always_inline)) bool
-scan_string(struct parser *p, const bool keep, const char **s, size_t *n,
-	    bool *in_scratch, bool *nul)
+static inline __attribute__((always_inline)) size_t
+special_at(const unsigned char *b, size_t pos, size_t len)
+{
+#if defined(__SSE2__)
+	/* 16 bytes at a time: the signed compare takes the non-ASCII bytes
+	 * as negative, so they count as control characters here. */
+	while (len - pos >= 16) {
+		const __m128i v = _mm_loadu_si128((const __m128i *)(b + pos));
+		const __m128i special = _mm_or_si128(
+			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+				     _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+			_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+		const unsigned mask = (unsigned)_mm_movemask_epi8(special);
+
+		if (mask)
+			return pos + (size_t)__builtin_ctz(mask);
+		pos += 16;
+	}
+#endif
+	while (pos < len && b[pos] >= 0x20 && b[pos] < 0x80 && b[pos] != '"' &&
+	       b[pos] != '\\')
+		pos++;
+	return pos;
+}
+
+/*
+ * The escape at p->pos: a backslash with at least one byte after it.
+ * Moves past it and returns the code point it stands for (a surrogate
+ * pair is one), or -1 when it is not valid.
+ */
+static int read_escape(struct parser *p)
+{
+	const char *s = p->buf + p->pos;
+	int cp, lo;
+
+	switch (s[1]) {
+	case '"': cp = '"'; break;
+	case '\\': cp = '\\'; break;
+	case '/': cp = '/'; break;
+	case 'b': cp = '\b'; break;
+	case 'f': cp = '\f'; break;
+	case 'n': cp = '\n'; break;
+	case 'r': cp = '\r'; break;
+	case 't': cp = '\t'; break;
+	case 'u':
+		if (p->pos + 6 > p->len || (cp = hex4(s + 2)) < 0) {
+			fail(p, "invalid \\u escape");
+			return -1;
+		}
+		p->pos += 6;
+		if (cp >= 0xdc00 && cp <= 0xdfff) {
+			fail(p, "invalid Unicode escape: lone low surrogate");
+			return -1;
+		}
+		if (cp >= 0xd800 && cp <= 0xdbff) {
+			s = p->buf + p->pos;
+			if (p->pos + 6 > p->len || s[0] != '\\' || s[1] != 'u' ||
+			    (lo = hex4(s + 2)) < 0 || lo < 0xdc00 || lo > 0xdfff) {
+				fail(p, "invalid Unicode escape: lone high surrogate");
+				return -1;
+			}
+			p->pos += 6;
+			cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+		}
+		return cp;
+	default:
+		fail(p, "invalid escape \\%c",
+		     (s[1] >= 0x20 && s[1] < 0x7f) ? s[1] : '?');
+		return -1;
+	}
+	p->pos += 2;
+	return cp;
+}
+
+/*
+ * A string starting at the opening quote.  On success (*s, *n) is its
+ * text: into the input when it had no escape (*in_scratch false), else
+ * into the scratch buffer (valid until the next string).
+ */
+static bool parse_string(struct parser *p, const char **s, size_t *n,
+			 bool *in_scratch)
 {
 	const unsigned char *b = (const unsigned char *)p->buf;
 	size_t start = ++p->pos, out = 0;
@@ -232,31 +308,17 @@ scan_string(struct parser *p, const bool keep, const char **s, size_t *n,
 
 	for (;;) {
 		size_t run = p->pos;
+		char u8[4];
+		int cp;
 
 		/* The common case: plain bytes, copied (or not) as one run. */
 		while (p->pos < p->len) {
 			unsigned char c;
+			size_t k;
 
-#if defined(__SSE2__)
-			/* 16 bytes at a time: skip them all when none is
-			 * special (a quote, a backslash, a control character or
-			 * a non-ASCII byte: the signed compare takes those as
-			 * negative), else jump straight to the first that is. */
-			if (p->len - p->pos >= 16) {
-				const __m128i v = _mm_loadu_si128((const __m128i *)(b + p->pos));
-				const __m128i special = _mm_or_si128(
-					_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-						     _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-					_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
-				const unsigned mask = (unsigned)_mm_movemask_epi8(special);
-
-				if (!mask) {
-					p->pos += 16;
-					continue;
-				}
-				p->pos += (size_t)__builtin_ctz(mask);
-			}
-#endif
+			p->pos = special_at(b, p->pos, p->len);
+			if (p->pos >= p->len)
+				break;
 			c = b[p->pos];
 			if (c == '"' || c == '\\')
 				break;
@@ -264,28 +326,21 @@ scan_string(struct parser *p, const bool keep, const char **s, size_t *n,
 				fail(p, "control character 0x%02x in a string", c);
 				return false;
 			}
-			if (c < 0x80) {
-				p->pos++;
-			} else {
-				size_t k = utf8_len(b + p->pos, p->len - p->pos);
-
-				if (!k) {
-					fail(p, "invalid UTF-8 byte 0x%02x", c);
-					return false;
-				}
-				p->pos += k;
+			k = utf8_len(b + p->pos, p->len - p->pos);
+			if (!k) {
+				fail(p, "invalid UTF-8 byte 0x%02x", c);
+				return false;
 			}
+			p->pos += k;
 		}
 		if (p->pos >= p->len) {
 			fail(p, "unterminated string");
 			return false;
 		}
-		if (keep && esc && !scratch_add(p, &out, p->buf + run, p->pos - run))
+		if (esc && !scratch_add(p, &out, p->buf + run, p->pos - run))
 			return false;
 		if (b[p->pos] == '"') {
 			p->pos++;
-			if (!keep)
-				return true;
 			if (!esc) {
 				*s = p->buf + start;
 				*n = p->pos - 1 - start;
@@ -300,82 +355,17 @@ scan_string(struct parser *p, const bool keep, const char **s, size_t *n,
 		if (!esc) {
 			esc = true;
 			out = 0;
-			if (keep && !scratch_add(p, &out, p->buf + start, p->pos - start))
+			if (!scratch_add(p, &out, p->buf + start, p->pos - start))
 				return false;
 		}
 		if (p->pos + 1 >= p->len) {
 			fail(p, "unterminated string");
 			return false;
 		}
-		{
-			char c = p->buf[p->pos + 1], u8[4];
-			const char *lit = NULL;
-			size_t k;
-			int cp, lo;
-
-			switch (c) {
-			case '"': lit = "\""; break;
-			case '\\': lit = "\\"; break;
-			case '/': lit = "/"; break;
-			case 'b': lit = "\b"; break;
-			case 'f': lit = "\f"; break;
-			case 'n': lit = "\n"; break;
-			case 'r': lit = "\r"; break;
-			case 't': lit = "\t"; break;
-			case 'u':
-				break;
-			default:
-				fail(p, "invalid escape \\%c", (c >= 0x20 && c < 0x7f) ? c : '?');
-				return false;
-			}
-			if (lit) {
-				if (keep && !scratch_add(p, &out, lit, 1))
-					return false;
-				p->pos += 2;
-				continue;
-			}
-			if (p->pos + 6 > p->len || (cp = hex4(p->buf + p->pos + 2)) < 0) {
-				fail(p, "invalid \\u escape");
-				return false;
-			}
-			p->pos += 6;
-			if (cp >= 0xdc00 && cp <= 0xdfff) {
-				fail(p, "invalid Unicode escape: lone low surrogate");
-				return false;
-			}
-			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (p->pos + 6 > p->len || p->buf[p->pos] != '\\' ||
-				    p->buf[p->pos + 1] != 'u' ||
-				    (lo = hex4(p->buf + p->pos + 2)) < 0 || lo < 0xdc00 ||
-				    lo > 0xdfff) {
-					fail(p, "invalid Unicode escape: lone high surrogate");
-					return false;
-				}
-				p->pos += 6;
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-			}
-			if (!keep) {
-				*nul = *nul || cp == 0;
-				continue;
-			}
-			k = utf8_put(u8, (unsigned)cp);
-			if (!scratch_add(p, &out, u8, k))
-				return false;
-		}
+		cp = read_escape(p);
+		if (cp < 0 || !scratch_add(p, &out, u8, utf8_put(u8, (unsigned)cp)))
+			return false;
 	}
-}
-
-static bool parse_string(struct parser *p, const char **s, size_t *n,
-			 bool *in_scratch)
-{
-	return scan_string(p, true, s, n, in_scratch, NULL);
-}
-
-/* Checks a string without keeping its text; *nul as for scan_string. */
-static bool check_string(struct parser *p, bool *nul)
-{
-	*nul = false;
-	return scan_string(p, false, NULL, NULL, NULL, nul);
 }
 
 static json_t *parse_number(struct parser *p)
@@ -720,33 +710,101 @@ void jsonfast_skip_free(struct jsonfast_skip *sk)
 }
 
 /*
+ * Checks the string whose opening quote is at pos, for skip_value(): the
+ * rules of parse_string(), without its text.  Returns where the string
+ * ends (past its closing quote), or 0 when it is not valid (failed, p->pos
+ * at the fault).  Sets *nul when the string holds an escaped NUL (the only
+ * way a NUL gets into a JSON string).
+ */
+static inline __attribute__((always_inline)) size_t
+skip_string(struct parser *p, size_t pos, bool *nul)
+{
+	const unsigned char *b = (const unsigned char *)p->buf;
+
+	pos++;
+	for (;;) {
+		unsigned char c;
+
+		pos = special_at(b, pos, p->len);
+		p->pos = pos;
+		if (pos >= p->len) {
+			fail(p, "unterminated string");
+			return 0;
+		}
+		c = b[pos];
+		if (c == '"')
+			return pos + 1;
+		if (c == '\\') {
+			int cp;
+
+			if (pos + 1 >= p->len) {
+				p->pos = p->len;
+				fail(p, "unterminated string");
+				return 0;
+			}
+			cp = read_escape(p);
+			if (cp < 0)
+				return 0;
+			*nul = *nul || cp == 0;
+			pos = p->pos;
+		} else if (c < 0x20) {
+			fail(p, "control character 0x%02x in a string", c);
+			return 0;
+		} else {
+			size_t k = utf8_len(b + pos, p->len - pos);
+
+			if (!k) {
+				fail(p, "invalid UTF-8 byte 0x%02x", c);
+				return 0;
+			}
+			pos += k;
+		}
+	}
+}
+
+/* The position of the first byte at or after pos that is not white space. */
+static inline size_t past_ws(const char *b, size_t pos, size_t len)
+{
+	/* The apiserver sends compact JSON: most calls find no space. */
+	if (pos < len && (unsigned char)b[pos] > ' ')
+		return pos;
+	while (pos < len && (b[pos] == ' ' || b[pos] == '\t' || b[pos] == '\n' ||
+			     b[pos] == '\r'))
+		pos++;
+	return pos;
+}
+
+/*
  * Checks one value without building it; the same grammar, depth limit and
- * string rules as the rest of the reader (no duplicate-key check).
+ * string rules as the rest of the reader (no duplicate-key check).  The
+ * position is kept in a local (the skipped parts are a third of a review's
+ * bytes) and written back to p->pos where a message needs it.
  */
 static bool skip_value(struct parser *p)
 {
+	const char *b = p->buf;
+	const size_t len = p->len;
+	size_t pos = p->pos;
 	char open[JSONFAST_MAX_DEPTH];
 	size_t depth = 0;
+	bool nul = false;
+	char c;
 
 	for (;;) {
-		char c;
-
-		skip_ws(p);
-		if (p->pos >= p->len) {
-			fail(p, "unexpected end of input");
-			return false;
-		}
-		c = p->buf[p->pos];
+		pos = past_ws(b, pos, len);
+		if (pos >= len)
+			goto end_of_input;
+		c = b[pos];
 		if (c == '{' || c == '[') {
 			if (p->depth + depth >= JSONFAST_MAX_DEPTH) {
+				p->pos = pos;
 				fail(p, "maximum nesting depth %d reached", JSONFAST_MAX_DEPTH);
 				return false;
 			}
 			open[depth++] = c;
-			p->pos++;
-			skip_ws(p);
-			if (p->pos < p->len && p->buf[p->pos] == (c == '{' ? '}' : ']')) {
-				p->pos++;
+			pos = past_ws(b, pos + 1, len);
+			if (pos < len && b[pos] == (c == '{' ? '}' : ']')) {
+				pos++;
 				depth--;
 				goto closed;
 			}
@@ -755,76 +813,85 @@ static bool skip_value(struct parser *p)
 			continue;
 		}
 		if (c == '"') {
-			bool nul;
-
-			if (!check_string(p, &nul))
+			pos = skip_string(p, pos, &nul);
+			if (!pos)
 				return false;
-		} else if (c == 't' || c == 'f' || c == 'n') {
-			if (!literal(p, c == 't' ? "true" : c == 'f' ? "false" : "null")) {
-				fail(p, "invalid literal");
+		} else {
+			p->pos = pos;
+			if (c == 't' || c == 'f' || c == 'n') {
+				if (!literal(p, c == 't' ? "true" : c == 'f' ? "false" : "null")) {
+					fail(p, "invalid literal");
+					return false;
+				}
+			} else if (c == '-' || (c >= '0' && c <= '9')) {
+				json_t *num = parse_number(p);
+
+				if (!num)
+					return false;
+				json_decref(num);
+			} else {
+				fail(p, "unexpected character '%c'",
+				     (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
 				return false;
 			}
-		} else if (c == '-' || (c >= '0' && c <= '9')) {
-			json_t *num = parse_number(p);
-
-			if (!num)
-				return false;
-			json_decref(num);
-		} else {
-			fail(p, "unexpected character '%c'",
-			     (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
-			return false;
+			pos = p->pos;
 		}
 closed:
 		/* A value is complete: close what it completes. */
 		for (;;) {
-			if (!depth)
+			if (!depth) {
+				p->pos = pos;
 				return true;
-			skip_ws(p);
-			if (p->pos >= p->len) {
-				fail(p, "unexpected end of input");
-				return false;
 			}
-			c = p->buf[p->pos];
+			pos = past_ws(b, pos, len);
+			if (pos >= len)
+				goto end_of_input;
+			c = b[pos];
 			if (c == ',') {
-				p->pos++;
+				pos++;
 				if (open[depth - 1] == '{')
 					goto key;
 				break;
 			}
 			if (c == (open[depth - 1] == '{' ? '}' : ']')) {
-				p->pos++;
+				pos++;
 				depth--;
 				continue;
 			}
+			p->pos = pos;
 			fail(p, open[depth - 1] == '{' ? "',' or '}' expected"
 						       : "',' or ']' expected");
 			return false;
 		}
 		continue;
 key:
-		skip_ws(p);
-		{
-			bool nul;
-
-			if (p->pos >= p->len || p->buf[p->pos] != '"') {
-				fail(p, "string or '}' expected");
-				return false;
-			}
-			if (!check_string(p, &nul))
-				return false;
-			if (nul) {
-				fail(p, "NUL character in an object key");
-				return false;
-			}
-			skip_ws(p);
-			if (p->pos >= p->len || p->buf[p->pos] != ':') {
-				fail(p, "':' expected");
-				return false;
-			}
-			p->pos++;
+		pos = past_ws(b, pos, len);
+		if (pos >= len || b[pos] != '"') {
+			p->pos = pos;
+			fail(p, "string or '}' expected");
+			return false;
 		}
+		nul = false;
+		pos = skip_string(p, pos, &nul);
+		if (!pos)
+			return false;
+		if (nul) {
+			p->pos = pos;
+			fail(p, "NUL character in an object key");
+			return false;
+		}
+		pos = past_ws(b, pos, len);
+		if (pos >= len || b[pos] != ':') {
+			p->pos = pos;
+			fail(p, "':' expected");
+			return false;
+		}
+		pos++;
 	}
+end_of_input:
+	p->pos = pos;
+	fail(p, "unexpected end of input");
+	return false;
 }
 
 json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz)
