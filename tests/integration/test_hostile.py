@@ -30,6 +30,19 @@ tenants:
 """
 
 
+# A flavor whose patch makes a /mutate answer of about 2 KB.
+POLICY_LARGE_PATCH = POLICY.replace(
+    "{name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}",
+    "{name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8,"
+    " nodeSelector: [nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3,"
+    " topology.kubernetes.io/zone=europe-west4-a, node.example.com/pool=training-h100-spot,"
+    " node.example.com/interconnect=infiniband-ndr400, node.example.com/rack=row-12-rack-07,"
+    " node.example.com/driver=nvidia-570.124.06, node.example.com/image=ubuntu-2404-cuda-12.8,"
+    " node.example.com/maintenance-window=sunday-0200-0400-utc],"
+    " tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule},"
+    " {key: example.com/dedicated, operator: Equal, value: training, effect: NoSchedule}]}")
+
+
 def _policy(tmp_path: Path, text: str = POLICY) -> Path:
     p = tmp_path / "policy.yaml"
     p.write_text(text)
@@ -120,23 +133,34 @@ def test_a_client_that_never_reads_its_answers_is_cut_off(fresh_server, tmp_path
 
 
 @pytest.mark.skipif(VALGRIND, reason="a timing bound means nothing under valgrind")
-def test_small_answers_are_not_held_back_on_a_kept_alive_connection(fresh_server, tmp_path):
+def test_answers_are_not_held_back_on_a_kept_alive_connection(fresh_server, tmp_path):
     """A regression: a small answer (libmicrohttpd sends it in one piece on a
     socket it has TCP_CORKed) was flushed from GnuTLS after libmicrohttpd's
     push and sat in the kernel's cork for its 200 ms ceiling, so every
-    /validate on a kept-alive connection took 200 ms.  The bound is 100 ms
-    for the median of 10 answers, which take about 1 ms each."""
-    srv = fresh_server(_policy(tmp_path))
-    plain = pod(namespace="team")
+    /validate on a kept-alive connection took 200 ms.  gpugate pushes after
+    every flush.  Answers of both sizes are timed: pushing only answers under
+    libmicrohttpd's 1,400-byte threshold looked safe (a larger answer is not
+    corked on a fresh connection), but after small answers on the same
+    connection a 1,517-byte class Pod answer waited 208 ms.  The bound is
+    100 ms for the median of 10 answers, which take about 1 ms each."""
+    srv = fresh_server(_policy(tmp_path, POLICY_LARGE_PATCH))
+    cases = [("validate", pod(namespace="team"), (0, 1400)),
+             ("mutate", pod(namespace="team"), (0, 1400)),
+             ("mutate", pod(namespace="team", cls="one"), (1400, 8192))]
     with srv.client() as c:
-        for endpoint in ("validate", "mutate"):
+        for endpoint, obj, (lo, hi) in cases:
             took = []
             for _ in range(10):
                 start = time.monotonic()
-                assert c.admit(endpoint, plain).allowed
+                a = c.admit(endpoint, obj)
                 took.append(time.monotonic() - start)
+                assert a.allowed
+            size = len(json.dumps({"apiVersion": "admission.k8s.io/v1",
+                                   "kind": "AdmissionReview", "response": a.resp},
+                                  separators=(",", ":")))
+            assert lo <= size < hi, f"{endpoint}: a {size}-byte answer tests nothing here"
             took.sort()
-            assert took[5] < 0.1, f"{endpoint}: answers took {took}"
+            assert took[5] < 0.1, f"{endpoint} ({size} bytes): answers took {took}"
 
 
 def test_a_stalled_body_is_cut_by_the_timeout(fresh_server, tmp_path):
