@@ -45,10 +45,13 @@ struct frame {
 struct skip_node {
 	const char *key; /* into the skip set's own copy of the paths */
 	size_t klen;
+	uint32_t sig;    /* key_sig() of the key */
 	bool any;        /* "[]": every element of an array */
 	bool leaf;       /* the value here is skipped */
 	int child;       /* first child, or -1 */
 	int next;        /* next sibling, or -1 */
+	int any_child;   /* the "[]" child, or -1 */
+	uint64_t named;  /* bit sig_bit() of every named child */
 };
 
 struct jsonfast_skip {
@@ -586,24 +589,48 @@ static bool read_key(struct parser *p)
  * The skip tree's node for the value about to be read (the member whose key
  * was just read, or the next element), or -1 when no path leads there.
  */
+/*
+ * A key's length and first and last bytes: most keys of an object on a
+ * path differ from every child's in these, and are told apart without a
+ * compare (a pod spec's node has about twenty children).
+ */
+static inline uint32_t key_sig(const char *key, size_t klen)
+{
+	return (uint32_t)klen << 16 ^ (uint32_t)(unsigned char)key[0] << 8 ^
+	       (uint32_t)(unsigned char)key[klen - 1];
+}
+
+static inline unsigned sig_bit(uint32_t sig)
+{
+	return (sig * 0x9e3779b1u) >> 26;
+}
+
 static int skip_node_of_next(const struct parser *p)
 {
 	const struct frame *f;
-	const struct jsonfast_skip *sk = p->skip;
+	const struct skip_node *at;
+	uint32_t sig;
 
-	if (!sk)
+	if (!p->skip)
 		return -1;
 	if (!p->depth)
 		return 0;
 	f = &p->stack[p->depth - 1];
 	if (f->skip_node < 0)
 		return -1;
-	for (int c = sk->node[f->skip_node].child; c >= 0; c = sk->node[c].next) {
-		const struct skip_node *n = &sk->node[c];
+	at = &p->skip->node[f->skip_node];
+	if (!f->obj)
+		return at->any_child;
+	if (!f->klen)
+		return -1; /* no path has an empty key */
+	sig = key_sig(f->key, f->klen);
+	if (!(at->named >> sig_bit(sig) & 1))
+		return -1;
+	for (int c = at->child; c >= 0; c = p->skip->node[c].next) {
+		const struct skip_node *n = &p->skip->node[c];
 
-		if (f->obj ? !n->any && n->klen == f->klen &&
-				     memcmp(n->key, f->key, f->klen) == 0
-			   : n->any)
+		if (n->sig == sig && !n->any && n->klen == f->klen &&
+		    memcmp(n->key, f->key, f->klen) == 0)
 			return c;
 	}
 	return -1;
@@ -624,7 +651,12 @@ static int skip_child(struct jsonfast_skip *sk, int parent, const char *key,
 	if (sk->count == SKIP_NODES)
 		return -1;
 	sk->node[sk->count] = (struct skip_node){
-		.key = key, .klen = klen, .any = any, .child = -1, .next = -1};
+		.key = key, .klen = klen, .sig = key_sig(key, klen), .any = any,
+		.child = -1, .next = -1, .any_child = -1};
+	if (any)
+		sk->node[parent].any_child = (int)sk->count;
+	else
+		sk->node[parent].named |= 1ull << sig_bit(sk->node[sk->count].sig);
 	*link = (int)sk->count;
 	return (int)sk->count++;
 }
@@ -664,7 +696,7 @@ struct jsonfast_skip *jsonfast_skip_new(const char *const *paths, char *err,
 		snprintf(err, errsz, "out of memory");
 		return NULL;
 	}
-	sk->node[0] = (struct skip_node){.child = -1, .next = -1};
+	sk->node[0] = (struct skip_node){.child = -1, .next = -1, .any_child = -1};
 	sk->count = 1;
 	for (; paths && *paths; paths++) {
 		size_t len = strlen(*paths);
