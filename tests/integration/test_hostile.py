@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SLOW, VALGRIND, make_certs, new_uid, tls_context
+from conftest import SLOW, VALGRIND, make_certs, make_review, new_uid, tls_context
 from objects import pod
 
 POLICY = """version: 1
@@ -161,6 +161,62 @@ def test_answers_are_not_held_back_on_a_kept_alive_connection(fresh_server, tmp_
             assert lo <= size < hi, f"{endpoint}: a {size}-byte answer tests nothing here"
             took.sort()
             assert took[5] < 0.1, f"{endpoint} ({size} bytes): answers took {took}"
+
+
+def _records(obj: ssl.SSLObject, outgoing: ssl.MemoryBIO, *payloads: bytes) -> bytes:
+    """The TLS records of each payload, one write (one record) each."""
+    for data in payloads:
+        obj.write(data)
+    return outgoing.read()
+
+
+def test_requests_whose_records_arrive_together_are_all_answered(fresh_server, tmp_path):
+    """gpugate reads up to a whole TLS record at a time for GnuTLS (one recv
+    a request instead of two) and keeps what GnuTLS has not asked for yet.
+    Here three requests, each its own TLS record, reach the socket in one
+    piece: the second and third sit in that buffer, not in the socket, and
+    must be answered without the client sending anything more.  The middle
+    one is split over two records, its headers and its body."""
+    srv = fresh_server(_policy(tmp_path))
+    raw = socket.create_connection(("127.0.0.1", srv.port), timeout=10 * SLOW)
+    incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+    obj = srv.ssl_context().wrap_bio(incoming, outgoing, server_hostname="localhost")
+    while True:  # the handshake, by hand over the socket
+        try:
+            obj.do_handshake()
+            break
+        except ssl.SSLWantReadError:
+            raw.sendall(outgoing.read())
+            data = raw.recv(65536)
+            assert data, "the server closed during the handshake"
+            incoming.write(data)
+    raw.sendall(outgoing.read())
+
+    def request(uid: str) -> tuple[bytes, bytes]:
+        review = make_review(pod(namespace="team"), uid=uid)
+        body = json.dumps(review).encode()
+        head = (f"POST /validate HTTP/1.1\r\nHost: localhost\r\n"
+                f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n").encode()
+        return head, body
+
+    uids = [new_uid() for _ in range(3)]
+    (h0, b0), (h1, b1), (h2, b2) = (request(u) for u in uids)
+    raw.sendall(_records(obj, outgoing, h0 + b0, h1, b1, h2 + b2))
+    got = b""
+    deadline = time.monotonic() + 10 * SLOW
+    while sum(got.count(u.encode()) for u in uids) < 3 and time.monotonic() < deadline:
+        try:
+            got += obj.read(65536)
+            continue
+        except ssl.SSLWantReadError:
+            pass
+        data = raw.recv(65536)
+        assert data, f"the server closed the connection; read so far: {got!r}"
+        incoming.write(data)
+    raw.close()
+    assert got.count(b"HTTP/1.1 200") == 3, got
+    for u in uids:
+        assert got.count(u.encode()) == 1, (u, got)
 
 
 def test_a_stalled_body_is_cut_by_the_timeout(fresh_server, tmp_path):
