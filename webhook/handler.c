@@ -4,6 +4,7 @@
 #include "webhook/apply.h"
 #include "webhook/facts.h"
 #include "webhook/holder.h"
+#include "webhook/jget.h"
 #include "webhook/jsonmem.h"
 #include "webhook/log.h"
 #include "webhook/metrics.h"
@@ -44,8 +45,8 @@ static void bad_request(struct evaluation *ev, const char *fmt, const char *a,
 /* request.object must be what request.kind says. */
 static bool object_matches_kind(const struct review *rv, const json_t *obj)
 {
-	const char *kind = json_string_value(json_object_get(obj, "kind"));
-	const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *kind = json_string_value(jget(obj, "kind"));
+	const char *api = json_string_value(jget(obj, "apiVersion"));
 	const char *want_api = rv->kind == WL_JOB ? "batch/v1" : "v1";
 
 	return (!kind || strcmp(kind, rv->kind_name) == 0) &&

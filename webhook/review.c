@@ -1,6 +1,7 @@
 #include "webhook/review.h"
 
 #include "policy/text.h"
+#include "webhook/jget.h"
 #include "webhook/jsonfast.h"
 #include "webhook/jsonout.h"
 #include "webhook/strbuf.h"
@@ -16,7 +17,7 @@
 
 static const char *str_or_empty(const json_t *obj, const char *key)
 {
-	const char *s = json_string_value(json_object_get(obj, key));
+	const char *s = json_string_value(jget(obj, key));
 
 	return s ? s : "";
 }
@@ -138,23 +139,23 @@ static int decode(const char *body, size_t len, struct review *rv,
 		return fail(err, errsz,
 			    "apiVersion is not " REVIEW_API_VERSION
 			    " (set admissionReviewVersions: [v1])");
-	req = json_object_get(rv->root, "request");
+	req = jget(rv->root, "request");
 	if (!json_is_object(req))
 		return fail(err, errsz, "review has no request");
-	uid = json_object_get(req, "uid");
+	uid = jget(req, "uid");
 	if (!json_is_string(uid) || json_string_length(uid) == 0)
 		return fail(err, errsz, "review has no request.uid");
 	if (json_string_length(uid) > MAX_UID_LEN)
 		return fail(err, errsz, "request.uid is too long");
 	rv->uid = json_string_value(uid);
 
-	gvk = json_object_get(req, "kind");
+	gvk = jget(req, "kind");
 	if (gvk && !json_is_object(gvk))
 		return fail(err, errsz, "request.kind is not an object");
 	rv->kind = kind_of(gvk);
 	rv->kind_name = str_or_empty(gvk, "kind");
 
-	op = json_object_get(req, "operation");
+	op = jget(req, "operation");
 	ops = json_string_value(op);
 	if (!ops)
 		return fail(err, errsz, "review has no request.operation");
@@ -173,12 +174,12 @@ static int decode(const char *body, size_t len, struct review *rv,
 	rv->namespace = str_or_empty(req, "namespace");
 	rv->name = str_or_empty(req, "name");
 	rv->sub_resource = str_or_empty(req, "subResource");
-	dry = json_object_get(req, "dryRun");
+	dry = jget(req, "dryRun");
 	rv->dry_run = dry && json_is_true(dry);
-	rv->object = json_object_get(req, "object");
+	rv->object = jget(req, "object");
 	if (rv->object && json_is_null(rv->object))
 		rv->object = NULL;
-	rv->old_object = json_object_get(req, "oldObject");
+	rv->old_object = jget(req, "oldObject");
 	if (rv->old_object && json_is_null(rv->old_object))
 		rv->old_object = NULL;
 	if (rv->object && !json_is_object(rv->object))
