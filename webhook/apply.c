@@ -1,9 +1,9 @@
 #include "webhook/apply.h"
 
 #include "policy/diag.h"
+#include "policy/text.h"
 #include "webhook/jget.h"
 
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -126,7 +126,7 @@ static void stamp(struct ap *a, json_t *meta, const struct plan *pl,
 {
 	json_t *labels = ensure_object(a, meta, "labels");
 	json_t *ann = ensure_object(a, meta, "annotations");
-	char num[32];
+	char num[TEXT_DECIMAL_MAX + 1];
 
 	set_string(a, labels, STAMP_TENANT, pl->tenant);
 	set_string(a, labels, STAMP_FLAVOR, pl->flavor->name);
@@ -147,8 +147,7 @@ static void stamp(struct ap *a, json_t *meta, const struct plan *pl,
 		return;
 	set_string(a, ann, STAMP_DECISION, pl->decision);
 	if (pl->borrowed > 0) {
-		snprintf(num, sizeof(num), "%" PRId64, pl->borrowed);
-		set_string(a, ann, STAMP_BORROWED, num);
+		set_string(a, ann, STAMP_BORROWED, text_int(num, pl->borrowed));
 	} else if (ann) {
 		json_object_del(ann, STAMP_BORROWED);
 	}
@@ -167,13 +166,13 @@ static void map_resources(struct ap *a, json_t *ct, const struct plan *pl)
 	json_t *res = ensure_object(a, ct, "resources");
 	json_t *limits = ensure_object(a, res, "limits");
 	json_t *requests = jget(res, "requests");
-	char count[16];
+	char count[TEXT_DECIMAL_MAX];
+	const char *n = text_decimal(count, pl->count);
 
-	snprintf(count, sizeof(count), "%u", pl->count);
-	set_string(a, limits, pl->resource, count);
+	set_string(a, limits, pl->resource, n);
 	/* An extended resource's request must equal its limit. */
 	if (json_is_object(requests) && jget(requests, pl->resource))
-		set_string(a, requests, pl->resource, count);
+		set_string(a, requests, pl->resource, n);
 	/* cpu and memory: only where the container asks for none (a limit
 	 * alone is a request too: Kubernetes copies it). */
 	if (pl->cpu && !requests_resource(ct, "cpu"))
