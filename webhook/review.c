@@ -275,9 +275,10 @@ char *review_encode(const char *uid, const struct review_response *resp,
 	char *out;
 
 	strbuf_init(&sb, (size_t)64 << 20);
-	strbuf_addf(&sb, "{\"apiVersion\":\"%s\",\"kind\":\"AdmissionReview\","
-			 "\"response\":{\"uid\":",
-		    REVIEW_API_VERSION);
+	strbuf_add(&sb, "{\"apiVersion\":\"" REVIEW_API_VERSION
+			"\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":",
+		   sizeof("{\"apiVersion\":\"" REVIEW_API_VERSION
+			  "\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":") - 1);
 	put_cstring(&sb, uid);
 	if (!resp->allowed) {
 		strbuf_add(&sb, ",\"allowed\":false,\"status\":{\"code\":", 34);
