@@ -861,10 +861,13 @@ static void position_text(const struct decision *out, char *buf, size_t size)
 			 q->used + q->requested, q->nominal, q->borrowed,
 			 q->cohort ? q->cohort : "the cohort");
 		return;
-	default:
-		snprintf(buf, size, "%" PRId64 "/%" PRId64 " in use",
-			 q->used + q->requested, q->nominal);
+	default: {
+		char used[TEXT_DECIMAL_MAX + 1], nominal[TEXT_DECIMAL_MAX + 1];
+
+		text_cat(buf, size, text_int(used, q->used + q->requested), "/",
+			 text_int(nominal, q->nominal), " in use", NULL);
 		return;
+	}
 	}
 }
 
@@ -874,7 +877,7 @@ static void plan_mapping(struct ctx *c)
 	const struct policy_settings *s = policy_settings(c->p);
 	const struct policy_class *cls = c->out->cls;
 	struct plan *pl = &c->out->plan;
-	char pos[160];
+	char pos[160], pods[TEXT_DECIMAL_MAX + 1], count[TEXT_DECIMAL_MAX];
 
 	pl->active = true;
 	pl->map = true;
@@ -910,14 +913,15 @@ static void plan_mapping(struct ctx *c)
 							   : "warn",
 			 c->out->message + strlen("gpugate: "));
 	else if (wl->kind == WL_JOB)
-		snprintf(pl->decision, sizeof(pl->decision),
-			 "%s: %" PRId64 " pod%s x %u x %s for tenant %s; %s", cls->name,
-			 c->out->claim.pods, c->out->claim.pods == 1 ? "" : "s",
-			 c->out->count, cls->flavor->name, c->out->tenant->name, pos);
+		text_cat(pl->decision, sizeof(pl->decision), cls->name, ": ",
+			 text_int(pods, c->out->claim.pods),
+			 c->out->claim.pods == 1 ? " pod x " : " pods x ",
+			 text_decimal(count, c->out->count), " x ", cls->flavor->name,
+			 " for tenant ", c->out->tenant->name, "; ", pos, NULL);
 	else
-		snprintf(pl->decision, sizeof(pl->decision),
-			 "%s: %u x %s for tenant %s; %s", cls->name, c->out->count,
-			 cls->flavor->name, c->out->tenant->name, pos);
+		text_cat(pl->decision, sizeof(pl->decision), cls->name, ": ",
+			 text_decimal(count, c->out->count), " x ", cls->flavor->name,
+			 " for tenant ", c->out->tenant->name, "; ", pos, NULL);
 
 	text_clean(pl->decision);
 	/* A Job's pod carries its Job's decision from the template: the Job
@@ -941,18 +945,20 @@ static void success_line(struct ctx *c)
 {
 	const struct decision *out = c->out;
 	char pos[160], head[DECIDE_WARNING_LEN], tail[200];
+	char pods[TEXT_DECIMAL_MAX + 1], count[TEXT_DECIMAL_MAX];
 
 	position_text(out, pos, sizeof(pos));
 	if (c->wl->kind == WL_JOB)
-		snprintf(head, sizeof(head),
-			 "gpugate: %s -> %" PRId64 " pod%s x %u x %s for tenant %s",
-			 out->cls->name, out->claim.pods, out->claim.pods == 1 ? "" : "s",
-			 out->count, out->flavor->name, out->tenant->name);
+		text_cat(head, sizeof(head), "gpugate: ", out->cls->name, " -> ",
+			 text_int(pods, out->claim.pods),
+			 out->claim.pods == 1 ? " pod x " : " pods x ",
+			 text_decimal(count, out->count), " x ", out->flavor->name,
+			 " for tenant ", out->tenant->name, NULL);
 	else
-		snprintf(head, sizeof(head), "gpugate: %s -> %u x %s for tenant %s",
-			 out->cls->name, out->count, out->flavor->name,
-			 out->tenant->name);
-	snprintf(tail, sizeof(tail), " (%s)", pos);
+		text_cat(head, sizeof(head), "gpugate: ", out->cls->name, " -> ",
+			 text_decimal(count, out->count), " x ", out->flavor->name,
+			 " for tenant ", out->tenant->name, NULL);
+	text_cat(tail, sizeof(tail), " (", pos, ")", NULL);
 	/* Long names: cut them, keep the numbers, which are what users read. */
 	if (strlen(tail) < DECIDE_SUCCESS_MAX - 20)
 		text_clip(head, DECIDE_SUCCESS_MAX - strlen(tail));

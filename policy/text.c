@@ -1,5 +1,6 @@
 #include "policy/text.h"
 
+#include <stdarg.h>
 #include <string.h>
 
 /* Length of the valid UTF-8 sequence at s (1..4), 0 if invalid or cut. */
@@ -101,4 +102,36 @@ const char *text_decimal(char buf[TEXT_DECIMAL_MAX], uint64_t v)
 		v /= 10;
 	} while (v);
 	return e;
+}
+
+const char *text_int(char buf[TEXT_DECIMAL_MAX + 1], int64_t v)
+{
+	/* The magnitude of INT64_MIN does not fit int64_t: go unsigned. */
+	uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	char *s = (char *)text_decimal(buf + 1, m);
+
+	if (v < 0)
+		*--s = '-';
+	return s;
+}
+
+void text_cat(char *buf, size_t size, ...)
+{
+	size_t n = 0;
+	const char *s;
+	va_list ap;
+
+	if (!size)
+		return;
+	va_start(ap, size);
+	while ((s = va_arg(ap, const char *)) != NULL) {
+		size_t k = strlen(s);
+
+		if (k > size - 1 - n)
+			k = size - 1 - n;
+		memcpy(buf + n, s, k);
+		n += k;
+	}
+	va_end(ap);
+	buf[n] = '\0';
 }

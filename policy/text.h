@@ -28,4 +28,15 @@ void text_clip(char *s, size_t max);
  * the request path, where snprintf costs more than the work around it. */
 const char *text_decimal(char buf[TEXT_DECIMAL_MAX], uint64_t v);
 
+/* v in decimal, sign included, written at the end of buf; returns where it
+ * starts. */
+const char *text_int(char buf[TEXT_DECIMAL_MAX + 1], int64_t v);
+
+/*
+ * buf = the strings given, up to a NULL, one after the other: what
+ * snprintf(buf, size, "%s%s...") writes, cut to size - 1 bytes and always
+ * ended (size > 0).  For the request path, like text_decimal().
+ */
+void text_cat(char *buf, size_t size, ...) __attribute__((sentinel));
+
 #endif

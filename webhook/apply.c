@@ -1,8 +1,9 @@
 #include "webhook/apply.h"
 
 #include "policy/diag.h"
+#include "policy/text.h"
+#include "webhook/jget.h"
 
-#include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -22,14 +23,19 @@ static void oom(struct ap *a)
 	a->failed = true;
 }
 
-/* The object member `key` of parent, created empty when absent. */
-static json_t *ensure_object(struct ap *a, json_t *parent, const char *key)
+/*
+ * The object member `key` of parent, created empty when absent.  These
+ * helpers are inlined so that a literal key's length is known where it is
+ * looked up (jget()).
+ */
+static inline __attribute__((always_inline)) json_t *
+ensure_object(struct ap *a, json_t *parent, const char *key)
 {
 	json_t *v;
 
 	if (!parent)
 		return NULL;
-	v = json_object_get(parent, key);
+	v = jget(parent, key);
 	if (json_is_object(v))
 		return v;
 	if (v && !json_is_null(v)) {
@@ -46,13 +52,14 @@ static json_t *ensure_object(struct ap *a, json_t *parent, const char *key)
 	return v;
 }
 
-static json_t *ensure_array(struct ap *a, json_t *parent, const char *key)
+static inline __attribute__((always_inline)) json_t *
+ensure_array(struct ap *a, json_t *parent, const char *key)
 {
 	json_t *v;
 
 	if (!parent)
 		return NULL;
-	v = json_object_get(parent, key);
+	v = jget(parent, key);
 	if (json_is_array(v))
 		return v;
 	if (v && !json_is_null(v)) {
@@ -69,14 +76,14 @@ static json_t *ensure_array(struct ap *a, json_t *parent, const char *key)
 	return v;
 }
 
-static void set_string(struct ap *a, json_t *obj, const char *key,
-		       const char *value)
+static inline __attribute__((always_inline)) void
+set_string(struct ap *a, json_t *obj, const char *key, const char *value)
 {
 	const char *have;
 
 	if (!obj)
 		return;
-	have = json_string_value(json_object_get(obj, key));
+	have = json_string_value(jget(obj, key));
 	if (have && strcmp(have, value) == 0)
 		return;
 	if (json_object_set_new(obj, key, json_string(value)) < 0)
@@ -94,7 +101,7 @@ static void append(struct ap *a, json_t *arr, json_t *item)
 /* Removes key from the map `map` of meta, when both exist. */
 static void remove_key(json_t *meta, const char *map, const char *key)
 {
-	json_t *m = json_object_get(meta, map);
+	json_t *m = jget(meta, map);
 
 	if (!json_is_object(m))
 		return;
@@ -119,7 +126,7 @@ static void stamp(struct ap *a, json_t *meta, const struct plan *pl,
 {
 	json_t *labels = ensure_object(a, meta, "labels");
 	json_t *ann = ensure_object(a, meta, "annotations");
-	char num[32];
+	char num[TEXT_DECIMAL_MAX + 1];
 
 	set_string(a, labels, STAMP_TENANT, pl->tenant);
 	set_string(a, labels, STAMP_FLAVOR, pl->flavor->name);
@@ -140,8 +147,7 @@ static void stamp(struct ap *a, json_t *meta, const struct plan *pl,
 		return;
 	set_string(a, ann, STAMP_DECISION, pl->decision);
 	if (pl->borrowed > 0) {
-		snprintf(num, sizeof(num), "%" PRId64, pl->borrowed);
-		set_string(a, ann, STAMP_BORROWED, num);
+		set_string(a, ann, STAMP_BORROWED, text_int(num, pl->borrowed));
 	} else if (ann) {
 		json_object_del(ann, STAMP_BORROWED);
 	}
@@ -149,24 +155,24 @@ static void stamp(struct ap *a, json_t *meta, const struct plan *pl,
 
 static bool requests_resource(const json_t *ct, const char *res)
 {
-	const json_t *r = json_object_get(ct, "resources");
+	const json_t *r = jget(ct, "resources");
 
-	return json_object_get(json_object_get(r, "requests"), res) ||
-	       json_object_get(json_object_get(r, "limits"), res);
+	return jget(jget(r, "requests"), res) ||
+	       jget(jget(r, "limits"), res);
 }
 
 static void map_resources(struct ap *a, json_t *ct, const struct plan *pl)
 {
 	json_t *res = ensure_object(a, ct, "resources");
 	json_t *limits = ensure_object(a, res, "limits");
-	json_t *requests = json_object_get(res, "requests");
-	char count[16];
+	json_t *requests = jget(res, "requests");
+	char count[TEXT_DECIMAL_MAX];
+	const char *n = text_decimal(count, pl->count);
 
-	snprintf(count, sizeof(count), "%u", pl->count);
-	set_string(a, limits, pl->resource, count);
+	set_string(a, limits, pl->resource, n);
 	/* An extended resource's request must equal its limit. */
-	if (json_is_object(requests) && json_object_get(requests, pl->resource))
-		set_string(a, requests, pl->resource, count);
+	if (json_is_object(requests) && jget(requests, pl->resource))
+		set_string(a, requests, pl->resource, n);
 	/* cpu and memory: only where the container asks for none (a limit
 	 * alone is a request too: Kubernetes copies it). */
 	if (pl->cpu && !requests_resource(ct, "cpu"))
@@ -175,9 +181,10 @@ static void map_resources(struct ap *a, json_t *ct, const struct plan *pl)
 		set_string(a, ensure_object(a, res, "requests"), "memory", pl->memory);
 }
 
-static const char *str_or(const json_t *o, const char *key, const char *dflt)
+static inline __attribute__((always_inline)) const char *
+str_or(const json_t *o, const char *key, const char *dflt)
 {
-	const char *s = json_string_value(json_object_get(o, key));
+	const char *s = json_string_value(jget(o, key));
 
 	return s ? s : dflt;
 }
@@ -185,7 +192,7 @@ static const char *str_or(const json_t *o, const char *key, const char *dflt)
 /* Two tolerations are the same when every field is (absent == empty). */
 static bool same_toleration(const json_t *t, const struct policy_toleration *pt)
 {
-	const json_t *secs = json_object_get(t, "tolerationSeconds");
+	const json_t *secs = jget(t, "tolerationSeconds");
 
 	if (strcmp(str_or(t, "key", ""), pt->key) != 0 ||
 	    strcmp(str_or(t, "operator", "Equal"), pt->op) != 0 ||
@@ -309,7 +316,7 @@ static void map_topology(struct ap *a, json_t *spec, const struct plan *pl)
 	}
 	list = ensure_array(a, pa, "preferredDuringSchedulingIgnoredDuringExecution");
 	json_array_foreach(list, i, item)
-		if (json_equal(json_object_get(item, "podAffinityTerm"), term)) {
+		if (json_equal(jget(item, "podAffinityTerm"), term)) {
 			json_decref(term);
 			return;
 		}
@@ -340,7 +347,7 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 		       const struct plan *pl, const struct policy *p)
 {
 	const struct policy_checkpoint *ck = policy_checkpoint(p);
-	json_t *containers = json_object_get(spec, "containers");
+	json_t *containers = jget(spec, "containers");
 	json_t *vols = ensure_array(a, spec, "volumes");
 	json_t *grace, *ct;
 	size_t i;
@@ -385,7 +392,7 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 					obj("exec", obj("command", cmd, NULL), NULL)) < 0)
 			oom(a);
 	}
-	grace = json_object_get(spec, "terminationGracePeriodSeconds");
+	grace = jget(spec, "terminationGracePeriodSeconds");
 	if ((json_is_integer(grace) ? json_integer_value(grace)
 				    : DEFAULT_GRACE_SECONDS) < pl->grace &&
 	    json_object_set_new(spec, "terminationGracePeriodSeconds",
@@ -397,7 +404,7 @@ static void failure_rule(struct ap *a, json_t *job_spec)
 {
 	json_t *rules = ensure_array(a, ensure_object(a, job_spec, "podFailurePolicy"),
 				     "rules");
-	const char *repl = json_string_value(json_object_get(job_spec,
+	const char *repl = json_string_value(jget(job_spec,
 							     "podReplacementPolicy"));
 
 	/* A Job with a podFailurePolicy must replace pods only once they
@@ -451,7 +458,7 @@ int apply_plan(json_t *object, const struct workload *wl,
 	if (!pl->map)
 		return a.failed ? -1 : 0;
 
-	gpu_ct = json_array_get(json_object_get(spec, "containers"), pl->gpu_container);
+	gpu_ct = json_array_get(jget(spec, "containers"), pl->gpu_container);
 	if (!json_is_object(gpu_ct)) {
 		diag_addf(d, "container %zu is missing", pl->gpu_container);
 		return -1;
@@ -478,7 +485,7 @@ int apply_plan(json_t *object, const struct workload *wl,
 	if (pl->checkpoint)
 		checkpoint(&a, spec, gpu_ct, pl, p);
 	if (pl->add_failure_rule)
-		failure_rule(&a, json_object_get(object, "spec"));
+		failure_rule(&a, jget(object, "spec"));
 	return a.failed ? -1 : 0;
 }
 
@@ -499,7 +506,7 @@ struct cow {
 /* Replaces holder[key] (an object or array) by its shallow copy. */
 static json_t *own(struct cow *w, json_t *holder, const char *key)
 {
-	json_t *v = json_object_get(holder, key), *c;
+	json_t *v = jget(holder, key), *c;
 
 	if (!v || !(json_is_object(v) || json_is_array(v)))
 		return NULL;

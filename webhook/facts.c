@@ -3,6 +3,7 @@
 #include "policy/arena.h"
 #include "policy/diag.h"
 #include "policy/text.h"
+#include "webhook/jget.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -53,32 +54,43 @@ static const char *sub(char *buf, size_t size, const char *path,
 	return buf;
 }
 
-/* Member `key` of obj when it is of the wanted type; NULL when absent or
- * null; a wrong type is reported. */
-static const json_t *member(struct fx *x, const json_t *obj, const char *key,
-			    json_type want, const char *path)
+static void wrong_type(struct fx *x, const char *path, const char *key,
+		       json_type want)
 {
-	const json_t *v;
 	char full[512];
 
-	if (!obj)
-		return NULL;
-	v = json_object_get(obj, key);
-	if (!v || json_is_null(v))
-		return NULL;
-	if (json_typeof(v) == want)
-		return v;
 	snprintf(full, sizeof(full), "%s%s%s", path, path[0] ? "." : "", key);
 	bad(x, full,
 	    want == JSON_OBJECT  ? "is not an object"
 	    : want == JSON_ARRAY ? "is not a list"
 	    : want == JSON_STRING ? "is not a string"
 				  : "has the wrong type");
+}
+
+/*
+ * Member `key` of obj when it is of the wanted type; NULL when absent or
+ * null; a wrong type is reported.  Inlined, so that the length of a literal
+ * key is known where it is looked up (jget()).
+ */
+static inline __attribute__((always_inline)) const json_t *
+member(struct fx *x, const json_t *obj, const char *key, json_type want,
+       const char *path)
+{
+	const json_t *v;
+
+	if (!obj)
+		return NULL;
+	v = jget(obj, key);
+	if (!v || json_is_null(v))
+		return NULL;
+	if (json_typeof(v) == want)
+		return v;
+	wrong_type(x, path, key, want);
 	return NULL;
 }
 
-static const char *string(struct fx *x, const json_t *obj, const char *key,
-			  const char *path)
+static inline __attribute__((always_inline)) const char *
+string(struct fx *x, const json_t *obj, const char *key, const char *path)
 {
 	const json_t *v = member(x, obj, key, JSON_STRING, path);
 
@@ -222,13 +234,13 @@ static void container(struct fx *x, const json_t *c, const char *path,
 		out->n_mounts = json_array_size(mounts);
 	}
 	sc = member(x, c, "securityContext", JSON_OBJECT, path);
-	priv = sc ? json_object_get(sc, "privileged") : NULL;
+	priv = sc ? jget(sc, "privileged") : NULL;
 	out->privileged = priv && json_is_true(priv);
 	lc = member(x, c, "lifecycle", JSON_OBJECT, path);
-	pre = lc ? json_object_get(lc, "preStop") : NULL;
+	pre = lc ? jget(lc, "preStop") : NULL;
 	out->has_pre_stop = pre && json_is_object(pre);
-	exec = out->has_pre_stop ? json_object_get(pre, "exec") : NULL;
-	cmd = exec && json_is_object(exec) ? json_object_get(exec, "command") : NULL;
+	exec = out->has_pre_stop ? jget(pre, "exec") : NULL;
+	cmd = exec && json_is_object(exec) ? jget(exec, "command") : NULL;
 	if (cmd && json_is_array(cmd)) {
 		const char **argv = alloc(x, json_array_size(cmd), sizeof(*argv));
 		size_t i;
@@ -319,9 +331,9 @@ static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 	pod->node_selector = string_map(x, spec, "nodeSelector", spath,
 					&pod->n_node_selector);
 	pod->priority_class_name = string(x, spec, "priorityClassName", spath);
-	prio = json_object_get(spec, "priority");
+	prio = jget(spec, "priority");
 	pod->has_priority = prio && !json_is_null(prio);
-	grace = json_object_get(spec, "terminationGracePeriodSeconds");
+	grace = jget(spec, "terminationGracePeriodSeconds");
 	if (grace && json_is_integer(grace)) {
 		pod->has_grace = true;
 		pod->grace = json_integer_value(grace);
@@ -344,14 +356,14 @@ static void owner_job(struct fx *x, const json_t *meta, struct workload *wl)
 
 		if (!json_is_object(r))
 			continue;
-		ctrl = json_object_get(r, "controller");
-		kind = json_string_value(json_object_get(r, "kind"));
-		api = json_string_value(json_object_get(r, "apiVersion"));
+		ctrl = jget(r, "controller");
+		kind = json_string_value(jget(r, "kind"));
+		api = json_string_value(jget(r, "apiVersion"));
 		if (!ctrl || !json_is_true(ctrl) || !kind || strcmp(kind, "Job") != 0 ||
 		    !api || strcmp(api, "batch/v1") != 0)
 			continue;
-		wl->owner_job = json_string_value(json_object_get(r, "name"));
-		wl->owner_job_uid = json_string_value(json_object_get(r, "uid"));
+		wl->owner_job = json_string_value(jget(r, "name"));
+		wl->owner_job_uid = json_string_value(jget(r, "uid"));
 		return;
 	}
 }
@@ -364,7 +376,7 @@ static void job_facts(struct fx *x, const json_t *spec, const json_t *status,
 	json_t *item;
 
 	wl->parallelism = 1;
-	par = spec ? json_object_get(spec, "parallelism") : NULL;
+	par = spec ? jget(spec, "parallelism") : NULL;
 	if (par && !json_is_null(par)) {
 		if (!json_is_integer(par) || json_integer_value(par) < 0 ||
 		    json_integer_value(par) > 100000)
@@ -372,21 +384,21 @@ static void job_facts(struct fx *x, const json_t *spec, const json_t *status,
 		else
 			wl->parallelism = json_integer_value(par);
 	}
-	wl->job_suspended = spec && json_is_true(json_object_get(spec, "suspend"));
+	wl->job_suspended = spec && json_is_true(jget(spec, "suspend"));
 	pfp = member(x, spec, "podFailurePolicy", JSON_OBJECT, "spec");
 	rules = member(x, pfp, "rules", JSON_ARRAY, "spec.podFailurePolicy");
 	if (rules) {
 		wl->n_failure_rules = json_array_size(rules);
 		json_array_foreach(rules, i, item) {
-			const json_t *onc = json_object_get(item, "onPodConditions");
-			const char *action = json_string_value(json_object_get(item, "action"));
+			const json_t *onc = jget(item, "onPodConditions");
+			const char *action = json_string_value(jget(item, "action"));
 			size_t k;
 			json_t *pc;
 
 			if (!action || strcmp(action, "Ignore") != 0 || !json_is_array(onc))
 				continue;
 			json_array_foreach(onc, k, pc) {
-				const char *type = json_string_value(json_object_get(pc, "type"));
+				const char *type = json_string_value(jget(pc, "type"));
 
 				if (type && strcmp(type, "DisruptionTarget") == 0)
 					wl->has_disruption_rule = true;
@@ -396,8 +408,8 @@ static void job_facts(struct fx *x, const json_t *spec, const json_t *status,
 	conds = member(x, status, "conditions", JSON_ARRAY, "status");
 	if (conds) {
 		json_array_foreach(conds, i, item) {
-			const char *type = json_string_value(json_object_get(item, "type"));
-			const char *st = json_string_value(json_object_get(item, "status"));
+			const char *type = json_string_value(jget(item, "type"));
+			const char *st = json_string_value(jget(item, "status"));
 
 			if (type && st && strcmp(st, "True") == 0 &&
 			    (strcmp(type, "Complete") == 0 || strcmp(type, "Failed") == 0))

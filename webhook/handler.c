@@ -4,6 +4,7 @@
 #include "webhook/apply.h"
 #include "webhook/facts.h"
 #include "webhook/holder.h"
+#include "webhook/jget.h"
 #include "webhook/jsonmem.h"
 #include "webhook/log.h"
 #include "webhook/metrics.h"
@@ -44,8 +45,8 @@ static void bad_request(struct evaluation *ev, const char *fmt, const char *a,
 /* request.object must be what request.kind says. */
 static bool object_matches_kind(const struct review *rv, const json_t *obj)
 {
-	const char *kind = json_string_value(json_object_get(obj, "kind"));
-	const char *api = json_string_value(json_object_get(obj, "apiVersion"));
+	const char *kind = json_string_value(jget(obj, "kind"));
+	const char *api = json_string_value(jget(obj, "apiVersion"));
 	const char *want_api = rv->kind == WL_JOB ? "batch/v1" : "v1";
 
 	return (!kind || strcmp(kind, rv->kind_name) == 0) &&
@@ -270,7 +271,8 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 	memset(out, 0, sizeof(*out));
 	jsonmem_begin();
 	evaluation_init(&ev);
-	if (review_decode(body, len, &rv, err, sizeof(err)) < 0) {
+	if ((h->read_all ? review_decode_all : review_decode)(body, len, &rv, err,
+							   sizeof(err)) < 0) {
 		snprintf(msg, sizeof(msg), "gpugate: bad request: %s", err);
 		reply_text(out, 400, msg);
 		log_event(LOG_WARN, "msg=\"bad request\" endpoint=%s error=\"%s\"",

@@ -67,6 +67,9 @@ struct handler {
 	struct holder *policy;
 	struct metrics *metrics;     /* may be NULL */
 	const struct quota_source *quota;
+	/* Build the whole review, even the parts no rule reads
+	 * (review_decode_all()): for tests that compare the two. */
+	bool read_all;
 };
 
 struct handler_reply {

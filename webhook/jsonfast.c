@@ -28,22 +28,40 @@ struct frame {
 	size_t klen;
 	size_t key_pos; /* where the key starts, for messages */
 	char *key_owned;
+	int skip_node; /* this container's node in the skip tree, or -1 */
 };
 
-/* Values not to build: at most this many paths of this many keys. */
-#define SKIP_PATHS 8
-#define SKIP_KEYS 8
+/*
+ * The paths not to build, as a tree of keys.  Node 0 is the document; a
+ * node's children are the members (or, for "[]", the elements) below it
+ * that lead to a skipped value.  The parser follows the tree alongside the
+ * document: a container off every path gets no node, and the values inside
+ * it cost one comparison each.
+ */
+#define SKIP_NODES 512
+#define SKIP_DEPTH 16
+#define SKIP_TEXT 4096
 
-struct skip_path {
-	const char *key[SKIP_KEYS]; /* into the caller's "a/b/c" text */
-	size_t klen[SKIP_KEYS];
-	size_t depth;
+struct skip_node {
+	const char *key; /* into the skip set's own copy of the paths */
+	size_t klen;
+	uint32_t sig;    /* key_sig() of the key */
+	bool any;        /* "[]": every element of an array */
+	bool leaf;       /* the value here is skipped */
+	int child;       /* first child, or -1 */
+	int next;        /* next sibling, or -1 */
+	int any_child;   /* the "[]" child, or -1 */
+	uint64_t named;  /* bit sig_bit() of every named child */
+};
+
+struct jsonfast_skip {
+	struct skip_node node[SKIP_NODES];
+	size_t count;
+	char text[SKIP_TEXT];
 };
 
 struct parser {
-	struct skip_path skip[SKIP_PATHS];
-	size_t nskip;
-	unsigned skip_depths; /* bit d: some path is d keys deep */
+	const struct jsonfast_skip *skip;
 	const char *buf;
 	size_t len;
 	size_t pos;
@@ -201,15 +219,91 @@ static size_t utf8_put(char *out, unsigned cp)
 }
 
 /*
- * A string starting at the opening quote.  With keep, on success (*s, *n)
- * is its text: into the input when it had no escape (*in_scratch false),
- * else into the scratch buffer (valid until the next string).  Without
- * keep, the string is only checked, and *nul says whether it holds an
- * escaped NUL (the only way a NUL gets into a JSON string).
+ * The first byte at or after pos that a string cannot take as it is: a
+ * quote, a backslash, a control character or a non-ASCII byte; len when
+ * there is none.
  */
-static inline __attribute__((always_inline)) bool
-scan_string(struct parser *p, const bool keep, const char **s, size_t *n,
-	    bool *in_scratch, bool *nul)
+static inline __attribute__((always_inline)) size_t
+special_at(const unsigned char *b, size_t pos, size_t len)
+{
+#if defined(__SSE2__)
+	/* 16 bytes at a time: the signed compare takes the non-ASCII bytes
+	 * as negative, so they count as control characters here. */
+	while (len - pos >= 16) {
+		const __m128i v = _mm_loadu_si128((const __m128i *)(b + pos));
+		const __m128i special = _mm_or_si128(
+			_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
+				     _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
+			_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
+		const unsigned mask = (unsigned)_mm_movemask_epi8(special);
+
+		if (mask)
+			return pos + (size_t)__builtin_ctz(mask);
+		pos += 16;
+	}
+#endif
+	while (pos < len && b[pos] >= 0x20 && b[pos] < 0x80 && b[pos] != '"' &&
+	       b[pos] != '\\')
+		pos++;
+	return pos;
+}
+
+/*
+ * The escape at p->pos: a backslash with at least one byte after it.
+ * Moves past it and returns the code point it stands for (a surrogate
+ * pair is one), or -1 when it is not valid.
+ */
+static int read_escape(struct parser *p)
+{
+	const char *s = p->buf + p->pos;
+	int cp, lo;
+
+	switch (s[1]) {
+	case '"': cp = '"'; break;
+	case '\\': cp = '\\'; break;
+	case '/': cp = '/'; break;
+	case 'b': cp = '\b'; break;
+	case 'f': cp = '\f'; break;
+	case 'n': cp = '\n'; break;
+	case 'r': cp = '\r'; break;
+	case 't': cp = '\t'; break;
+	case 'u':
+		if (p->pos + 6 > p->len || (cp = hex4(s + 2)) < 0) {
+			fail(p, "invalid \\u escape");
+			return -1;
+		}
+		p->pos += 6;
+		if (cp >= 0xdc00 && cp <= 0xdfff) {
+			fail(p, "invalid Unicode escape: lone low surrogate");
+			return -1;
+		}
+		if (cp >= 0xd800 && cp <= 0xdbff) {
+			s = p->buf + p->pos;
+			if (p->pos + 6 > p->len || s[0] != '\\' || s[1] != 'u' ||
+			    (lo = hex4(s + 2)) < 0 || lo < 0xdc00 || lo > 0xdfff) {
+				fail(p, "invalid Unicode escape: lone high surrogate");
+				return -1;
+			}
+			p->pos += 6;
+			cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+		}
+		return cp;
+	default:
+		fail(p, "invalid escape \\%c",
+		     (s[1] >= 0x20 && s[1] < 0x7f) ? s[1] : '?');
+		return -1;
+	}
+	p->pos += 2;
+	return cp;
+}
+
+/*
+ * A string starting at the opening quote.  On success (*s, *n) is its
+ * text: into the input when it had no escape (*in_scratch false), else
+ * into the scratch buffer (valid until the next string).
+ */
+static bool parse_string(struct parser *p, const char **s, size_t *n,
+			 bool *in_scratch)
 {
 	const unsigned char *b = (const unsigned char *)p->buf;
 	size_t start = ++p->pos, out = 0;
@@ -217,31 +311,17 @@ scan_string(struct parser *p, const bool keep, const char **s, size_t *n,
 
 	for (;;) {
 		size_t run = p->pos;
+		char u8[4];
+		int cp;
 
 		/* The common case: plain bytes, copied (or not) as one run. */
 		while (p->pos < p->len) {
 			unsigned char c;
+			size_t k;
 
-#if defined(__SSE2__)
-			/* 16 bytes at a time: skip them all when none is
-			 * special (a quote, a backslash, a control character or
-			 * a non-ASCII byte: the signed compare takes those as
-			 * negative), else jump straight to the first that is. */
-			if (p->len - p->pos >= 16) {
-				const __m128i v = _mm_loadu_si128((const __m128i *)(b + p->pos));
-				const __m128i special = _mm_or_si128(
-					_mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-						     _mm_cmpeq_epi8(v, _mm_set1_epi8('\\'))),
-					_mm_cmplt_epi8(v, _mm_set1_epi8(0x20)));
-				const unsigned mask = (unsigned)_mm_movemask_epi8(special);
-
-				if (!mask) {
-					p->pos += 16;
-					continue;
-				}
-				p->pos += (size_t)__builtin_ctz(mask);
-			}
-#endif
+			p->pos = special_at(b, p->pos, p->len);
+			if (p->pos >= p->len)
+				break;
 			c = b[p->pos];
 			if (c == '"' || c == '\\')
 				break;
@@ -249,28 +329,21 @@ scan_string(struct parser *p, const bool keep, const char **s, size_t *n,
 				fail(p, "control character 0x%02x in a string", c);
 				return false;
 			}
-			if (c < 0x80) {
-				p->pos++;
-			} else {
-				size_t k = utf8_len(b + p->pos, p->len - p->pos);
-
-				if (!k) {
-					fail(p, "invalid UTF-8 byte 0x%02x", c);
-					return false;
-				}
-				p->pos += k;
+			k = utf8_len(b + p->pos, p->len - p->pos);
+			if (!k) {
+				fail(p, "invalid UTF-8 byte 0x%02x", c);
+				return false;
 			}
+			p->pos += k;
 		}
 		if (p->pos >= p->len) {
 			fail(p, "unterminated string");
 			return false;
 		}
-		if (keep && esc && !scratch_add(p, &out, p->buf + run, p->pos - run))
+		if (esc && !scratch_add(p, &out, p->buf + run, p->pos - run))
 			return false;
 		if (b[p->pos] == '"') {
 			p->pos++;
-			if (!keep)
-				return true;
 			if (!esc) {
 				*s = p->buf + start;
 				*n = p->pos - 1 - start;
@@ -285,82 +358,17 @@ scan_string(struct parser *p, const bool keep, const char **s, size_t *n,
 		if (!esc) {
 			esc = true;
 			out = 0;
-			if (keep && !scratch_add(p, &out, p->buf + start, p->pos - start))
+			if (!scratch_add(p, &out, p->buf + start, p->pos - start))
 				return false;
 		}
 		if (p->pos + 1 >= p->len) {
 			fail(p, "unterminated string");
 			return false;
 		}
-		{
-			char c = p->buf[p->pos + 1], u8[4];
-			const char *lit = NULL;
-			size_t k;
-			int cp, lo;
-
-			switch (c) {
-			case '"': lit = "\""; break;
-			case '\\': lit = "\\"; break;
-			case '/': lit = "/"; break;
-			case 'b': lit = "\b"; break;
-			case 'f': lit = "\f"; break;
-			case 'n': lit = "\n"; break;
-			case 'r': lit = "\r"; break;
-			case 't': lit = "\t"; break;
-			case 'u':
-				break;
-			default:
-				fail(p, "invalid escape \\%c", (c >= 0x20 && c < 0x7f) ? c : '?');
-				return false;
-			}
-			if (lit) {
-				if (keep && !scratch_add(p, &out, lit, 1))
-					return false;
-				p->pos += 2;
-				continue;
-			}
-			if (p->pos + 6 > p->len || (cp = hex4(p->buf + p->pos + 2)) < 0) {
-				fail(p, "invalid \\u escape");
-				return false;
-			}
-			p->pos += 6;
-			if (cp >= 0xdc00 && cp <= 0xdfff) {
-				fail(p, "invalid Unicode escape: lone low surrogate");
-				return false;
-			}
-			if (cp >= 0xd800 && cp <= 0xdbff) {
-				if (p->pos + 6 > p->len || p->buf[p->pos] != '\\' ||
-				    p->buf[p->pos + 1] != 'u' ||
-				    (lo = hex4(p->buf + p->pos + 2)) < 0 || lo < 0xdc00 ||
-				    lo > 0xdfff) {
-					fail(p, "invalid Unicode escape: lone high surrogate");
-					return false;
-				}
-				p->pos += 6;
-				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
-			}
-			if (!keep) {
-				*nul = *nul || cp == 0;
-				continue;
-			}
-			k = utf8_put(u8, (unsigned)cp);
-			if (!scratch_add(p, &out, u8, k))
-				return false;
-		}
+		cp = read_escape(p);
+		if (cp < 0 || !scratch_add(p, &out, u8, utf8_put(u8, (unsigned)cp)))
+			return false;
 	}
-}
-
-static bool parse_string(struct parser *p, const char **s, size_t *n,
-			 bool *in_scratch)
-{
-	return scan_string(p, true, s, n, in_scratch, NULL);
-}
-
-/* Checks a string without keeping its text; *nul as for scan_string. */
-static bool check_string(struct parser *p, bool *nul)
-{
-	*nul = false;
-	return scan_string(p, false, NULL, NULL, NULL, nul);
 }
 
 static json_t *parse_number(struct parser *p)
@@ -470,7 +478,7 @@ static bool literal(struct parser *p, const char *word)
 	return true;
 }
 
-static bool push(struct parser *p, json_t *c, bool obj)
+static bool push(struct parser *p, json_t *c, bool obj, int skip_node)
 {
 	if (p->depth >= JSONFAST_MAX_DEPTH) {
 		json_decref(c);
@@ -489,8 +497,19 @@ static bool push(struct parser *p, json_t *c, bool obj)
 		p->stack = ns;
 		p->cap = cap;
 	}
-	p->stack[p->depth++] = (struct frame){.c = c, .obj = obj};
+	p->stack[p->depth++] =
+		(struct frame){.c = c, .obj = obj, .skip_node = skip_node};
 	return true;
+}
+
+/* Forgets the open object's pending key: its value was skipped. */
+static void drop_key(struct parser *p)
+{
+	struct frame *f = &p->stack[p->depth - 1];
+
+	free(f->key_owned);
+	f->key_owned = NULL;
+	f->key = NULL;
 }
 
 /* Attaches a finished value to the open container; takes v. */
@@ -566,85 +585,258 @@ static bool read_key(struct parser *p)
 	return true;
 }
 
-/* True when the value about to be read sits at one of the skip paths. */
-static bool at_skip(const struct parser *p)
+/*
+ * The skip tree's node for the value about to be read (the member whose key
+ * was just read, or the next element), or -1 when no path leads there.
+ */
+/*
+ * A key's length and first and last bytes: most keys of an object on a
+ * path differ from every child's in these, and are told apart without a
+ * compare (a pod spec's node has about twenty children).
+ */
+static inline uint32_t key_sig(const char *key, size_t klen)
 {
-	if (p->depth >= 32 || !(p->skip_depths >> p->depth & 1))
-		return false;
-	for (size_t k = 0; k < p->nskip; k++) {
-		const struct skip_path *sp = &p->skip[k];
-		size_t i = 0;
-
-		if (sp->depth != p->depth)
-			continue;
-		for (; i < p->depth; i++) {
-			const struct frame *f = &p->stack[i];
-
-			if (!f->obj || f->klen != sp->klen[i] ||
-			    memcmp(f->key, sp->key[i], f->klen) != 0)
-				break;
-		}
-		if (i == p->depth)
-			return true;
-	}
-	return false;
+	return (uint32_t)klen << 16 ^ (uint32_t)(unsigned char)key[0] << 8 ^
+	       (uint32_t)(unsigned char)key[klen - 1];
 }
 
-/* Splits the "a/b/c" paths; false when there are too many or too deep. */
-static bool skip_init(struct parser *p, const char *const *paths)
+static inline unsigned sig_bit(uint32_t sig)
 {
-	for (; paths && *paths; paths++) {
-		struct skip_path *sp = &p->skip[p->nskip];
-		const char *s = *paths;
+	return (sig * 0x9e3779b1u) >> 26;
+}
 
-		if (p->nskip == SKIP_PATHS)
+static int skip_node_of_next(const struct parser *p)
+{
+	const struct frame *f;
+	const struct skip_node *at;
+	uint32_t sig;
+
+	if (!p->skip)
+		return -1;
+	if (!p->depth)
+		return 0;
+	f = &p->stack[p->depth - 1];
+	if (f->skip_node < 0)
+		return -1;
+	at = &p->skip->node[f->skip_node];
+	if (!f->obj)
+		return at->any_child;
+	if (!f->klen)
+		return -1; /* no path has an empty key */
+	sig = key_sig(f->key, f->klen);
+	if (!(at->named >> sig_bit(sig) & 1))
+		return -1;
+	for (int c = at->child; c >= 0; c = p->skip->node[c].next) {
+		const struct skip_node *n = &p->skip->node[c];
+
+		if (n->sig == sig && !n->any && n->klen == f->klen &&
+		    memcmp(n->key, f->key, f->klen) == 0)
+			return c;
+	}
+	return -1;
+}
+
+static int skip_child(struct jsonfast_skip *sk, int parent, const char *key,
+		      size_t klen)
+{
+	bool any = klen == 2 && key[0] == '[' && key[1] == ']';
+	int *link = &sk->node[parent].child;
+
+	for (; *link >= 0; link = &sk->node[*link].next) {
+		struct skip_node *n = &sk->node[*link];
+
+		if (n->any == any && n->klen == klen && memcmp(n->key, key, klen) == 0)
+			return *link;
+	}
+	if (sk->count == SKIP_NODES)
+		return -1;
+	sk->node[sk->count] = (struct skip_node){
+		.key = key, .klen = klen, .sig = key_sig(key, klen), .any = any,
+		.child = -1, .next = -1, .any_child = -1};
+	if (any)
+		sk->node[parent].any_child = (int)sk->count;
+	else
+		sk->node[parent].named |= 1ull << sig_bit(sk->node[sk->count].sig);
+	*link = (int)sk->count;
+	return (int)sk->count++;
+}
+
+/* Adds comp[0..n) below node `at`, every alternative of every component. */
+static bool skip_add(struct jsonfast_skip *sk, int at, char **comp, size_t n)
+{
+	const char *alt = comp[0];
+
+	for (;;) {
+		const char *bar = strchr(alt, '|');
+		size_t klen = bar ? (size_t)(bar - alt) : strlen(alt);
+		int c;
+
+		if (klen == 0)
 			return false;
-		for (;;) {
-			const char *slash = strchr(s, '/');
-			size_t n = slash ? (size_t)(slash - s) : strlen(s);
+		c = skip_child(sk, at, alt, klen);
+		if (c < 0)
+			return false;
+		if (n == 1)
+			sk->node[c].leaf = true;
+		else if (!skip_add(sk, c, comp + 1, n - 1))
+			return false;
+		if (!bar)
+			return true;
+		alt = bar + 1;
+	}
+}
 
-			if (sp->depth == SKIP_KEYS)
-				return false;
-			sp->key[sp->depth] = s;
-			sp->klen[sp->depth++] = n;
+struct jsonfast_skip *jsonfast_skip_new(const char *const *paths, char *err,
+					size_t errsz)
+{
+	struct jsonfast_skip *sk = calloc(1, sizeof(*sk));
+	size_t used = 0;
+
+	if (!sk) {
+		snprintf(err, errsz, "out of memory");
+		return NULL;
+	}
+	sk->node[0] = (struct skip_node){.child = -1, .next = -1, .any_child = -1};
+	sk->count = 1;
+	for (; paths && *paths; paths++) {
+		size_t len = strlen(*paths);
+		char *comp[SKIP_DEPTH], *t;
+		size_t n = 0;
+
+		if (len == 0 || len >= SKIP_TEXT - used) {
+			snprintf(err, errsz, len ? "skip paths too long"
+						 : "an empty skip path");
+			goto bad;
+		}
+		t = memcpy(sk->text + used, *paths, len + 1);
+		used += len + 1;
+		for (;;) {
+			char *slash = strchr(t, '/');
+
+			if (n == SKIP_DEPTH) {
+				snprintf(err, errsz, "skip path \"%s\" is over %d keys deep",
+					 *paths, SKIP_DEPTH);
+				goto bad;
+			}
+			comp[n++] = t;
 			if (!slash)
 				break;
-			s = slash + 1;
+			*slash = '\0';
+			t = slash + 1;
 		}
-		p->skip_depths |= 1u << sp->depth;
-		p->nskip++;
+		if (!skip_add(sk, 0, comp, n)) {
+			snprintf(err, errsz, "skip path \"%s\" has an empty key, or the "
+				 "paths make over %d keys", *paths, SKIP_NODES - 1);
+			goto bad;
+		}
 	}
-	return true;
+	return sk;
+bad:
+	free(sk);
+	return NULL;
+}
+
+void jsonfast_skip_free(struct jsonfast_skip *sk)
+{
+	free(sk);
+}
+
+/*
+ * Checks the string whose opening quote is at pos, for skip_value(): the
+ * rules of parse_string(), without its text.  Returns where the string
+ * ends (past its closing quote), or 0 when it is not valid (failed, p->pos
+ * at the fault).  Sets *nul when the string holds an escaped NUL (the only
+ * way a NUL gets into a JSON string).
+ */
+static inline __attribute__((always_inline)) size_t
+skip_string(struct parser *p, size_t pos, bool *nul)
+{
+	const unsigned char *b = (const unsigned char *)p->buf;
+
+	pos++;
+	for (;;) {
+		unsigned char c;
+
+		pos = special_at(b, pos, p->len);
+		p->pos = pos;
+		if (pos >= p->len) {
+			fail(p, "unterminated string");
+			return 0;
+		}
+		c = b[pos];
+		if (c == '"')
+			return pos + 1;
+		if (c == '\\') {
+			int cp;
+
+			if (pos + 1 >= p->len) {
+				p->pos = p->len;
+				fail(p, "unterminated string");
+				return 0;
+			}
+			cp = read_escape(p);
+			if (cp < 0)
+				return 0;
+			*nul = *nul || cp == 0;
+			pos = p->pos;
+		} else if (c < 0x20) {
+			fail(p, "control character 0x%02x in a string", c);
+			return 0;
+		} else {
+			size_t k = utf8_len(b + pos, p->len - pos);
+
+			if (!k) {
+				fail(p, "invalid UTF-8 byte 0x%02x", c);
+				return 0;
+			}
+			pos += k;
+		}
+	}
+}
+
+/* The position of the first byte at or after pos that is not white space. */
+static inline size_t past_ws(const char *b, size_t pos, size_t len)
+{
+	/* The apiserver sends compact JSON: most calls find no space. */
+	if (pos < len && (unsigned char)b[pos] > ' ')
+		return pos;
+	while (pos < len && (b[pos] == ' ' || b[pos] == '\t' || b[pos] == '\n' ||
+			     b[pos] == '\r'))
+		pos++;
+	return pos;
 }
 
 /*
  * Checks one value without building it; the same grammar, depth limit and
- * string rules as the rest of the reader (no duplicate-key check).
+ * string rules as the rest of the reader (no duplicate-key check).  The
+ * position is kept in a local (the skipped parts are a third of a review's
+ * bytes) and written back to p->pos where a message needs it.
  */
 static bool skip_value(struct parser *p)
 {
+	const char *b = p->buf;
+	const size_t len = p->len;
+	size_t pos = p->pos;
 	char open[JSONFAST_MAX_DEPTH];
 	size_t depth = 0;
+	bool nul = false;
+	char c;
 
 	for (;;) {
-		char c;
-
-		skip_ws(p);
-		if (p->pos >= p->len) {
-			fail(p, "unexpected end of input");
-			return false;
-		}
-		c = p->buf[p->pos];
+		pos = past_ws(b, pos, len);
+		if (pos >= len)
+			goto end_of_input;
+		c = b[pos];
 		if (c == '{' || c == '[') {
 			if (p->depth + depth >= JSONFAST_MAX_DEPTH) {
+				p->pos = pos;
 				fail(p, "maximum nesting depth %d reached", JSONFAST_MAX_DEPTH);
 				return false;
 			}
 			open[depth++] = c;
-			p->pos++;
-			skip_ws(p);
-			if (p->pos < p->len && p->buf[p->pos] == (c == '{' ? '}' : ']')) {
-				p->pos++;
+			pos = past_ws(b, pos + 1, len);
+			if (pos < len && b[pos] == (c == '{' ? '}' : ']')) {
+				pos++;
 				depth--;
 				goto closed;
 			}
@@ -653,76 +845,85 @@ static bool skip_value(struct parser *p)
 			continue;
 		}
 		if (c == '"') {
-			bool nul;
-
-			if (!check_string(p, &nul))
+			pos = skip_string(p, pos, &nul);
+			if (!pos)
 				return false;
-		} else if (c == 't' || c == 'f' || c == 'n') {
-			if (!literal(p, c == 't' ? "true" : c == 'f' ? "false" : "null")) {
-				fail(p, "invalid literal");
+		} else {
+			p->pos = pos;
+			if (c == 't' || c == 'f' || c == 'n') {
+				if (!literal(p, c == 't' ? "true" : c == 'f' ? "false" : "null")) {
+					fail(p, "invalid literal");
+					return false;
+				}
+			} else if (c == '-' || (c >= '0' && c <= '9')) {
+				json_t *num = parse_number(p);
+
+				if (!num)
+					return false;
+				json_decref(num);
+			} else {
+				fail(p, "unexpected character '%c'",
+				     (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
 				return false;
 			}
-		} else if (c == '-' || (c >= '0' && c <= '9')) {
-			json_t *num = parse_number(p);
-
-			if (!num)
-				return false;
-			json_decref(num);
-		} else {
-			fail(p, "unexpected character '%c'",
-			     (unsigned char)c >= 0x20 && (unsigned char)c < 0x7f ? c : '?');
-			return false;
+			pos = p->pos;
 		}
 closed:
 		/* A value is complete: close what it completes. */
 		for (;;) {
-			if (!depth)
+			if (!depth) {
+				p->pos = pos;
 				return true;
-			skip_ws(p);
-			if (p->pos >= p->len) {
-				fail(p, "unexpected end of input");
-				return false;
 			}
-			c = p->buf[p->pos];
+			pos = past_ws(b, pos, len);
+			if (pos >= len)
+				goto end_of_input;
+			c = b[pos];
 			if (c == ',') {
-				p->pos++;
+				pos++;
 				if (open[depth - 1] == '{')
 					goto key;
 				break;
 			}
 			if (c == (open[depth - 1] == '{' ? '}' : ']')) {
-				p->pos++;
+				pos++;
 				depth--;
 				continue;
 			}
+			p->pos = pos;
 			fail(p, open[depth - 1] == '{' ? "',' or '}' expected"
 						       : "',' or ']' expected");
 			return false;
 		}
 		continue;
 key:
-		skip_ws(p);
-		{
-			bool nul;
-
-			if (p->pos >= p->len || p->buf[p->pos] != '"') {
-				fail(p, "string or '}' expected");
-				return false;
-			}
-			if (!check_string(p, &nul))
-				return false;
-			if (nul) {
-				fail(p, "NUL character in an object key");
-				return false;
-			}
-			skip_ws(p);
-			if (p->pos >= p->len || p->buf[p->pos] != ':') {
-				fail(p, "':' expected");
-				return false;
-			}
-			p->pos++;
+		pos = past_ws(b, pos, len);
+		if (pos >= len || b[pos] != '"') {
+			p->pos = pos;
+			fail(p, "string or '}' expected");
+			return false;
 		}
+		nul = false;
+		pos = skip_string(p, pos, &nul);
+		if (!pos)
+			return false;
+		if (nul) {
+			p->pos = pos;
+			fail(p, "NUL character in an object key");
+			return false;
+		}
+		pos = past_ws(b, pos, len);
+		if (pos >= len || b[pos] != ':') {
+			p->pos = pos;
+			fail(p, "':' expected");
+			return false;
+		}
+		pos++;
 	}
+end_of_input:
+	p->pos = pos;
+	fail(p, "unexpected end of input");
+	return false;
 }
 
 json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz)
@@ -731,15 +932,13 @@ json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz)
 }
 
 json_t *jsonfast_parse_skip(const char *buf, size_t len,
-			    const char *const *skip, char *err, size_t errsz)
+			    const struct jsonfast_skip *skip, char *err,
+			    size_t errsz)
 {
-	struct parser p = {.buf = buf, .len = len, .err = err, .errsz = errsz};
+	struct parser p = {
+		.skip = skip, .buf = buf, .len = len, .err = err, .errsz = errsz};
 	json_t *root = NULL, *v;
-
-	if (!skip_init(&p, skip)) {
-		fail(&p, "too many values to skip");
-		return NULL;
-	}
+	int node;
 
 	for (;;) {
 		skip_ws(&p);
@@ -747,10 +946,13 @@ json_t *jsonfast_parse_skip(const char *buf, size_t len,
 			fail(&p, p.depth ? "unexpected end of input" : "no JSON value");
 			goto out;
 		}
-		if (at_skip(&p)) {
+		node = skip_node_of_next(&p);
+		if (node >= 0 && p.skip->node[node].leaf) {
 			if (!skip_value(&p))
 				goto out;
-			v = json_null();
+			/* A member is left out of its object; an element reads
+			 * as null, so that the indexes after it stay true. */
+			v = p.stack[p.depth - 1].obj ? NULL : json_null();
 			goto complete;
 		}
 		/* A value. */
@@ -760,7 +962,7 @@ json_t *jsonfast_parse_skip(const char *buf, size_t len,
 			bool obj = p.buf[p.pos] == '{';
 
 			v = obj ? json_object() : json_array();
-			if (!v || !push(&p, v, obj)) {
+			if (!v || !push(&p, v, obj, node)) {
 				if (!v)
 					fail(&p, "out of memory");
 				goto out;
@@ -831,7 +1033,9 @@ complete:
 				}
 				goto out;
 			}
-			if (!attach(&p, v))
+			if (!v)
+				drop_key(&p);
+			else if (!attach(&p, v))
 				goto out;
 			skip_ws(&p);
 			if (p.pos >= p.len) {

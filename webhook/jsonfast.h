@@ -31,15 +31,36 @@
 json_t *jsonfast_parse(const char *buf, size_t len, char *err, size_t errsz);
 
 /*
- * The same, except that the values at the object-key paths of `skip` (a
- * NULL-terminated list of at most 8 paths of at most 8 keys, written
- * "request/object/metadata/managedFields") are checked to be JSON but not
- * built: each reads as null.  For data the caller never looks at and that
- * is expensive to build (a Pod's managedFields is a third of an
- * AdmissionReview, in small objects).  Duplicate keys inside a skipped
- * value are not looked for.
+ * A set of values not to build, for data the caller never looks at and
+ * that is expensive to build (a Pod's managedFields is a third of an
+ * AdmissionReview, in small objects).  `paths` is a NULL-terminated list
+ * of paths from the document's top, keys separated by '/':
+ *
+ *   "request/object/metadata/managedFields"
+ *   "request/object|oldObject/spec/containers/[]/image|ports"
+ *
+ * A key "[]" stands for every element of an array; "a|b" for either key.
+ * Keys cannot contain '/' or '|', and a path is at most 16 keys deep; all
+ * paths together, every alternative spelled out, make at most 511 keys.
+ * Returns NULL with a reason in err when they do not fit.  The set is
+ * read-only once made: threads may share it.
+ */
+struct jsonfast_skip;
+
+struct jsonfast_skip *jsonfast_skip_new(const char *const *paths, char *err,
+					size_t errsz);
+void jsonfast_skip_free(struct jsonfast_skip *skip);
+
+/*
+ * jsonfast_parse(), except that the values at the paths of `skip` (NULL:
+ * none) are checked to be JSON but not built.  A skipped member is left out
+ * of its object, as if absent; a skipped array element reads as null (the
+ * indexes after it stay true).  Duplicate keys are not looked for inside a
+ * skipped value, nor among the skipped members themselves: nothing reads
+ * them.
  */
 json_t *jsonfast_parse_skip(const char *buf, size_t len,
-			    const char *const *skip, char *err, size_t errsz);
+			    const struct jsonfast_skip *skip, char *err,
+			    size_t errsz);
 
 #endif

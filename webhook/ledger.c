@@ -4,6 +4,7 @@
 #include "policy/policy.h"
 #include "policy/quota.h"
 #include "policy/strmap.h"
+#include "policy/text.h"
 #include "webhook/handler.h"
 
 #include <pthread.h>
@@ -175,7 +176,7 @@ static uint64_t monotonic_ms(void)
 static void usage_key(char *buf, size_t size, const char *tenant,
 		      const char *flavor)
 {
-	snprintf(buf, size, "%s\x1f%s", tenant, flavor);
+	text_cat(buf, size, tenant, "\x1f", flavor, NULL);
 }
 
 static struct usage *usage_ref(struct ledger *l, const char *tenant,
@@ -355,11 +356,11 @@ static int64_t view_used(const void *ctx, unsigned tenant, unsigned flavor)
 static void workload_key(const struct workload *wl, char *buf, size_t size)
 {
 	if (wl->uid && wl->uid[0])
-		snprintf(buf, size, "%s", wl->uid);
+		text_cat(buf, size, wl->uid, NULL);
 	else if (wl->name && wl->name[0])
-		snprintf(buf, size, "%s/%s", wl->namespace, wl->name);
+		text_cat(buf, size, wl->namespace, "/", wl->name, NULL);
 	else
-		snprintf(buf, size, "request:%s", wl->request_uid);
+		text_cat(buf, size, "request:", wl->request_uid, NULL);
 }
 
 static bool admitted(enum quota_position pos)

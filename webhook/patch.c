@@ -6,6 +6,7 @@
 
 #include "policy/diag.h"
 #include "policy/text.h"
+#include "webhook/jget.h"
 #include "webhook/jsonout.h"
 
 #include <stdarg.h>
@@ -511,7 +512,7 @@ static json_t *walk(json_t *root, const struct ptr *p, size_t upto,
 		size_t k = 0;
 
 		if (json_is_object(cur)) {
-			cur = json_object_get(cur, p->tok[i]);
+			cur = jget(cur, p->tok[i]);
 		} else if (json_is_array(cur)) {
 			switch (parse_index(p->tok[i], &k)) {
 			case INDEX_BAD:
@@ -579,7 +580,7 @@ static int locate(const struct opctx *c, json_t *root, const struct ptr *p,
 	last = p->tok[p->n - 1];
 	if (json_is_object(parent)) {
 		l->key = last;
-		l->value = json_object_get(parent, last);
+		l->value = jget(parent, last);
 		if (!l->value && must_exist) {
 			if (is_from)
 				goto from_missing;
@@ -691,7 +692,7 @@ static bool proper_prefix(const struct ptr *from, const struct ptr *path)
 static const json_t *member(const struct opctx *c, const json_t *op,
 			    const char *name, bool want_string)
 {
-	const json_t *v = json_object_get(op, name);
+	const json_t *v = jget(op, name);
 
 	if (!v)
 		fail(c, "missing \"%s\"", name);

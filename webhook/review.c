@@ -1,6 +1,7 @@
 #include "webhook/review.h"
 
 #include "policy/text.h"
+#include "webhook/jget.h"
 #include "webhook/jsonfast.h"
 #include "webhook/jsonout.h"
 #include "webhook/strbuf.h"
@@ -16,7 +17,7 @@
 
 static const char *str_or_empty(const json_t *obj, const char *key)
 {
-	const char *s = json_string_value(json_object_get(obj, key));
+	const char *s = json_string_value(jget(obj, key));
 
 	return s ? s : "";
 }
@@ -45,30 +46,78 @@ static enum wl_kind kind_of(const json_t *gvk)
 /*
  * What gpugate never reads is checked to be JSON but not built (it reads as
  * null): the objects' managedFields, about a third of a review, in small
- * objects; and the request's userInfo, options and resource descriptions
- * (request.kind is what says what the object is).  A rule that comes to
- * need one of these must take it off this list.
+ * objects; the request's userInfo, options and resource descriptions
+ * (request.kind is what says what the object is); and, in a Pod's spec or
+ * a Job's pod template, the container, volume and pod fields that neither
+ * the facts nor apply_plan() touch.  Building them was about a seventh of
+ * a class Pod's /mutate (docs/benchmarks.md).
+ *
+ * Nothing here may be read by a rule or written by apply_plan(): the patch
+ * is computed against the object as read, and a skipped value in it is
+ * null.  The golden cases and the review fuzz harness run every review
+ * both ways (review_decode_all() builds everything) and require the same
+ * answer, byte for byte.  A rule that comes to need one of these must take
+ * it off this list.
  */
+#define UNREAD_POD_SPEC(spec)                                                  \
+	spec "/containers|initContainers|ephemeralContainers/[]/"                \
+	     "image|command|args|workingDir|ports|envFrom|livenessProbe|"        \
+	     "readinessProbe|startupProbe|terminationMessagePath|"               \
+	     "terminationMessagePolicy|imagePullPolicy|resizePolicy|stdin|"      \
+	     "stdinOnce|tty",                                                    \
+	spec "/containers|initContainers|ephemeralContainers/[]/env/[]/valueFrom", \
+	spec "/volumes/[]/projected|configMap|secret|downwardAPI|emptyDir|"      \
+	     "persistentVolumeClaim|csi|ephemeral|nfs|image",                    \
+	spec "/dnsPolicy|dnsConfig|serviceAccountName|serviceAccount|"           \
+	     "automountServiceAccountToken|schedulerName|enableServiceLinks|"    \
+	     "imagePullSecrets|readinessGates|topologySpreadConstraints|"        \
+	     "hostAliases|securityContext|hostname|subdomain|schedulingGates|"   \
+	     "resourceClaims|os"
+
 static const char *const unread[] = {
-	"request/object/metadata/managedFields",
-	"request/oldObject/metadata/managedFields",
-	"request/userInfo",
-	"request/options",
-	"request/resource",
-	"request/requestKind",
-	"request/requestResource",
+	"request/object|oldObject/metadata/managedFields",
+	"request/userInfo|options|resource|requestKind|requestResource",
+	UNREAD_POD_SPEC("request/object|oldObject/spec"),
+	UNREAD_POD_SPEC("request/object|oldObject/spec/template/spec"),
 	NULL,
 };
 
+static struct jsonfast_skip *unread_set;
+static pthread_once_t unread_once = PTHREAD_ONCE_INIT;
+
+/* Built once, shared by every thread; NULL (everything is built, which is
+ * slower but the same answer) only when memory ran out. */
+static void unread_init(void)
+{
+	char err[256];
+
+	unread_set = jsonfast_skip_new(unread, err, sizeof(err));
+}
+
+static int decode(const char *body, size_t len, struct review *rv,
+		  const struct jsonfast_skip *skip, char *err, size_t errsz);
+
 int review_decode(const char *body, size_t len, struct review *rv, char *err,
 		  size_t errsz)
+{
+	pthread_once(&unread_once, unread_init);
+	return decode(body, len, rv, unread_set, err, errsz);
+}
+
+int review_decode_all(const char *body, size_t len, struct review *rv,
+		      char *err, size_t errsz)
+{
+	return decode(body, len, rv, NULL, err, errsz);
+}
+
+static int decode(const char *body, size_t len, struct review *rv,
+		  const struct jsonfast_skip *skip, char *err, size_t errsz)
 {
 	char jerr[256];
 	const json_t *req, *uid, *gvk, *dry, *op;
 	const char *ops;
 
 	memset(rv, 0, sizeof(*rv));
-	/* Duplicate keys could make two parsers see two different objects. */
 	/*
 	 * jsonfast reads what json_loadb(JSON_REJECT_DUPLICATES |
 	 * JSON_ALLOW_NUL) would, about three times faster.  Duplicate keys are
@@ -77,7 +126,7 @@ int review_decode(const char *body, size_t len, struct review *rv, char *err,
 	 * facts read strings up to the first NUL, which is all a Kubernetes
 	 * name, label or quantity can hold anyway.
 	 */
-	rv->root = jsonfast_parse_skip(body, len, unread, jerr, sizeof(jerr));
+	rv->root = jsonfast_parse_skip(body, len, skip, jerr, sizeof(jerr));
 	if (!rv->root) {
 		snprintf(err, errsz, "body is not valid JSON: %s", jerr);
 		return -1;
@@ -90,23 +139,23 @@ int review_decode(const char *body, size_t len, struct review *rv, char *err,
 		return fail(err, errsz,
 			    "apiVersion is not " REVIEW_API_VERSION
 			    " (set admissionReviewVersions: [v1])");
-	req = json_object_get(rv->root, "request");
+	req = jget(rv->root, "request");
 	if (!json_is_object(req))
 		return fail(err, errsz, "review has no request");
-	uid = json_object_get(req, "uid");
+	uid = jget(req, "uid");
 	if (!json_is_string(uid) || json_string_length(uid) == 0)
 		return fail(err, errsz, "review has no request.uid");
 	if (json_string_length(uid) > MAX_UID_LEN)
 		return fail(err, errsz, "request.uid is too long");
 	rv->uid = json_string_value(uid);
 
-	gvk = json_object_get(req, "kind");
+	gvk = jget(req, "kind");
 	if (gvk && !json_is_object(gvk))
 		return fail(err, errsz, "request.kind is not an object");
 	rv->kind = kind_of(gvk);
 	rv->kind_name = str_or_empty(gvk, "kind");
 
-	op = json_object_get(req, "operation");
+	op = jget(req, "operation");
 	ops = json_string_value(op);
 	if (!ops)
 		return fail(err, errsz, "review has no request.operation");
@@ -125,12 +174,12 @@ int review_decode(const char *body, size_t len, struct review *rv, char *err,
 	rv->namespace = str_or_empty(req, "namespace");
 	rv->name = str_or_empty(req, "name");
 	rv->sub_resource = str_or_empty(req, "subResource");
-	dry = json_object_get(req, "dryRun");
+	dry = jget(req, "dryRun");
 	rv->dry_run = dry && json_is_true(dry);
-	rv->object = json_object_get(req, "object");
+	rv->object = jget(req, "object");
 	if (rv->object && json_is_null(rv->object))
 		rv->object = NULL;
-	rv->old_object = json_object_get(req, "oldObject");
+	rv->old_object = jget(req, "oldObject");
 	if (rv->old_object && json_is_null(rv->old_object))
 		rv->old_object = NULL;
 	if (rv->object && !json_is_object(rv->object))
@@ -226,9 +275,10 @@ char *review_encode(const char *uid, const struct review_response *resp,
 	char *out;
 
 	strbuf_init(&sb, (size_t)64 << 20);
-	strbuf_addf(&sb, "{\"apiVersion\":\"%s\",\"kind\":\"AdmissionReview\","
-			 "\"response\":{\"uid\":",
-		    REVIEW_API_VERSION);
+	strbuf_add(&sb, "{\"apiVersion\":\"" REVIEW_API_VERSION
+			"\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":",
+		   sizeof("{\"apiVersion\":\"" REVIEW_API_VERSION
+			  "\",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":") - 1);
 	put_cstring(&sb, uid);
 	if (!resp->allowed) {
 		strbuf_add(&sb, ",\"allowed\":false,\"status\":{\"code\":", 34);

@@ -272,6 +272,107 @@ static void uncork(struct MHD_Connection *c)
 		shutdown(fd->connect_fd, SHUT_RDWR);
 }
 
+/*
+ * One read per request.  GnuTLS reads a record in two recv() calls, its
+ * 5-byte header and then the rest, and a review arrives as one record: two
+ * system calls a request where one would do.  gpugate gives GnuTLS a pull
+ * function that reads up to a whole record at once and hands it over in
+ * the pieces GnuTLS asks for.  The buffer is taken for a read and given
+ * back once emptied, so an idle connection holds none.
+ *
+ * libmicrohttpd still sees every byte in order: it reads through GnuTLS
+ * until GnuTLS says "again", which it only does when the buffer is empty
+ * and the socket has nothing more.  That holds with MHD_USE_EPOLL, where
+ * libmicrohttpd keeps a connection readable until then; with poll() or
+ * select() it would wait on the socket for a record already in the buffer.
+ * GnuTLS's sends are untouched: its send pointer stays the descriptor
+ * libmicrohttpd gave it.  test_hostile.py sends records that arrive
+ * together.
+ */
+#define TLS_RECORD_MAX (5 + 16384 + 256)
+
+struct tls_in {
+	int fd;
+	char *buf;   /* TLS_RECORD_MAX bytes, or NULL when empty */
+	size_t off;  /* what GnuTLS has taken of buf */
+	size_t len;  /* what buf holds */
+};
+
+static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *data, size_t size)
+{
+	struct tls_in *in = ptr;
+	size_t k;
+
+	if (!in->buf) {
+		ssize_t n;
+
+		in->buf = size < TLS_RECORD_MAX ? malloc(TLS_RECORD_MAX) : NULL;
+		if (!in->buf) /* large, or out of memory: read it directly */
+			return recv(in->fd, data, size, 0);
+		n = recv(in->fd, in->buf, TLS_RECORD_MAX, 0);
+		if (n <= 0) {
+			int e = errno;
+
+			free(in->buf);
+			in->buf = NULL;
+			errno = e;
+			return n;
+		}
+		in->off = 0;
+		in->len = (size_t)n;
+	}
+	k = in->len - in->off < size ? in->len - in->off : size;
+	memcpy(data, in->buf + in->off, k);
+	in->off += k;
+	if (in->off == in->len) {
+		free(in->buf);
+		in->buf = NULL;
+	}
+	return (ssize_t)k;
+}
+
+/* GnuTLS waits with this only for a blocking session; libmicrohttpd's are
+ * not, but the answer is kept true. */
+static int tls_pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms)
+{
+	struct tls_in *in = ptr;
+	struct pollfd pfd = {.fd = in->fd, .events = POLLIN};
+
+	if (in->buf)
+		return 1;
+	return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c,
+			  void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct tls_in *in = *socket_context;
+
+	(void)cls;
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		gnutls_session_t tls = tls_of(c);
+		const union MHD_ConnectionInfo *fd =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		/* Without it (no memory), GnuTLS reads for itself as before. */
+		if (!tls || !fd || !(in = calloc(1, sizeof(*in))))
+			return;
+		in->fd = fd->connect_fd;
+		gnutls_transport_set_ptr2(tls, in,
+					  (gnutls_transport_ptr_t)(long)in->fd);
+		gnutls_transport_set_pull_function(tls, tls_pull);
+		gnutls_transport_set_pull_timeout_function(tls, tls_pull_timeout);
+		*socket_context = in;
+		return;
+	}
+	if (in) {
+		free(in->buf);
+		free(in);
+		*socket_context = NULL;
+	}
+}
+
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 			       const char *type, char *body, size_t len,
 			       bool close_after)
@@ -711,6 +812,7 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.per_ip_limit,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 		MHD_OPTION_END);
 	if (!s->daemon) {

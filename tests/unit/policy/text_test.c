@@ -2,6 +2,8 @@
 #include "policy/text.h"
 
 #include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 Test(text, cleans_cut_and_invalid_utf8)
@@ -44,4 +46,37 @@ Test(text, clips_at_a_character_boundary)
 	text_clip(buf, 7); /* cut would fall inside the second character */
 	cr_assert_str_eq(buf, "ab\xc3\xa9...");
 	cr_assert_eq(strlen(buf), 7);
+}
+
+Test(text, writes_integers_in_decimal)
+{
+	char buf[TEXT_DECIMAL_MAX + 1];
+
+	cr_assert_str_eq(text_decimal(buf, 0), "0");
+	cr_assert_str_eq(text_decimal(buf, UINT64_MAX), "18446744073709551615");
+	cr_assert_str_eq(text_int(buf, 0), "0");
+	cr_assert_str_eq(text_int(buf, 42), "42");
+	cr_assert_str_eq(text_int(buf, -7), "-7");
+	cr_assert_str_eq(text_int(buf, INT64_MAX), "9223372036854775807");
+	cr_assert_str_eq(text_int(buf, INT64_MIN), "-9223372036854775808");
+}
+
+/* text_cat() writes what snprintf("%s%s...") writes, cut alike. */
+Test(text, joins_strings_as_snprintf_would)
+{
+	char buf[8], want[8];
+
+	text_cat(buf, sizeof(buf), "ab", "", "cd", NULL);
+	cr_assert_str_eq(buf, "abcd");
+	text_cat(buf, sizeof(buf), NULL);
+	cr_assert_str_eq(buf, "");
+	for (size_t size = 1; size <= sizeof(buf); size++) {
+		memset(buf, 'x', sizeof(buf));
+		memset(want, 'x', sizeof(want));
+		text_cat(buf, size, "tenant", "\x1f", "flavor", NULL);
+		snprintf(want, size, "%s%s%s", "tenant", "\x1f", "flavor");
+		cr_assert(memcmp(buf, want, sizeof(buf)) == 0, "size %zu: \"%s\"",
+			  size, buf);
+	}
+	text_cat(buf, 0, "untouched", NULL); /* writes nothing */
 }

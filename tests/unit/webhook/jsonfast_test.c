@@ -143,32 +143,54 @@ Test(jsonfast, nesting_is_bounded)
 	free(deep);
 }
 
+static struct jsonfast_skip *skip_set(const char *const *paths)
+{
+	char err[256] = "";
+	struct jsonfast_skip *sk = jsonfast_skip_new(paths, err, sizeof(err));
+
+	cr_assert_not_null(sk, "%s", err);
+	return sk;
+}
+
+static json_t *at(json_t *v, const char *path)
+{
+	char key[64];
+
+	while (v && *path) {
+		size_t n = strcspn(path, "/");
+
+		snprintf(key, sizeof(key), "%.*s", (int)n, path);
+		v = json_is_array(v) ? json_array_get(v, (size_t)atoi(key))
+				     : json_object_get(v, key);
+		path += n + (path[n] == '/');
+	}
+	return v;
+}
+
 Test(jsonfast, skips_a_value_it_is_told_not_to_build)
 {
-	static const char *const skip[] = {"request/object/metadata/managedFields",
-					   "request/userInfo", NULL};
+	static const char *const paths[] = {"request/object/metadata/managedFields",
+					    "request/userInfo", NULL};
 	static const char text[] =
 		"{\"request\":{\"userInfo\":{\"groups\":[\"a\"]},"
 		"\"object\":{\"metadata\":{\"name\":\"p\","
 		"\"managedFields\":[{\"manager\":\"kubectl\",\"fieldsV1\":{\"f:spec\":"
 		"{\"f:containers\":{}}}}],\"labels\":{\"a\":\"b\"}}},"
 		"\"oldObject\":{\"metadata\":{\"managedFields\":[1]}}}}";
+	static const char twice[] = "{\"request\":{\"userInfo\":1,\"userInfo\":2}}";
+	static const char dup[] = "{\"request\":{\"uid\":1,\"uid\":2}}";
+	struct jsonfast_skip *skip = skip_set(paths);
 	char err[256];
 	json_t *v = jsonfast_parse_skip(text, strlen(text), skip, err, sizeof(err));
-	json_t *meta;
 
 	cr_assert_not_null(v, "%s", err);
-	meta = json_object_get(json_object_get(json_object_get(v, "request"), "object"),
-			       "metadata");
-	cr_assert(json_is_null(json_object_get(meta, "managedFields")));
-	cr_assert(json_is_null(json_object_get(json_object_get(v, "request"),
-					       "userInfo")));
-	cr_assert_str_eq(json_string_value(json_object_get(
-				 json_object_get(meta, "labels"), "a")),
+	cr_assert_null(at(v, "request/object/metadata/managedFields"),
+		       "a skipped member is left out");
+	cr_assert_null(at(v, "request/userInfo"));
+	cr_assert_eq(json_object_size(at(v, "request/object/metadata")), 2);
+	cr_assert_str_eq(json_string_value(at(v, "request/object/metadata/labels/a")),
 			 "b", "what follows the skipped value is read");
-	cr_assert(json_is_array(json_object_get(json_object_get(json_object_get(
-			json_object_get(v, "request"), "oldObject"), "metadata"),
-						"managedFields")),
+	cr_assert(json_is_array(at(v, "request/oldObject/metadata/managedFields")),
 		  "only the exact path is skipped");
 	json_decref(v);
 	/* Skipped, but still checked to be JSON. */
@@ -187,19 +209,87 @@ Test(jsonfast, skips_a_value_it_is_told_not_to_build)
 	cr_assert_not_null(v = jsonfast_parse_skip("{\"request\":{\"userInfo\":[\"\\u0000\"]}}",
 						   35, skip, err, sizeof(err)), "%s", err);
 	json_decref(v);
+	/* Nothing reads a skipped member: given twice, it is not refused. */
+	cr_assert_not_null(v = jsonfast_parse_skip(
+				   twice, strlen(twice), skip, err, sizeof(err)),
+			   "%s", err);
+	cr_assert_eq(json_object_size(at(v, "request")), 0);
+	json_decref(v);
+	cr_assert_null(jsonfast_parse_skip(dup, strlen(dup), skip, err, sizeof(err)));
+	cr_assert_str_eq(err, "duplicate object key \"uid\" (line 1, column 21)");
+	/* No skip set: everything is built. */
+	cr_assert_not_null(v = jsonfast_parse_skip(text, strlen(text), NULL, err,
+						   sizeof(err)), "%s", err);
+	cr_assert(json_is_array(at(v, "request/object/metadata/managedFields")));
+	json_decref(v);
+	jsonfast_skip_free(skip);
 }
 
-Test(jsonfast, refuses_more_skip_paths_than_it_holds)
+Test(jsonfast, skip_paths_take_alternatives_and_every_element)
 {
-	static const char *const nine[] = {"a", "b", "c", "d", "e", "f", "g",
-					   "h", "i", NULL};
-	static const char *const deep[] = {"a/b/c/d/e/f/g/h/i", NULL};
+	static const char *const paths[] = {
+		"o|old/spec/containers|initContainers/[]/image|ports",
+		"o|old/spec/list/[]", NULL};
+	static const char text[] =
+		"{\"o\":{\"spec\":{\"containers\":[{\"name\":\"a\",\"image\":\"x\","
+		"\"ports\":[{\"containerPort\":1}]},{\"image\":\"y\",\"name\":\"b\"}],"
+		"\"initContainers\":[{\"name\":\"i\",\"image\":\"z\"}],"
+		"\"other\":[{\"image\":\"kept\"}],\"list\":[1,{\"a\":2},3]}},"
+		"\"old\":{\"spec\":{\"containers\":{\"image\":\"not an array\"}}},"
+		"\"x\":{\"spec\":{\"containers\":[{\"image\":\"other root key\"}]}}}";
+	struct jsonfast_skip *skip = skip_set(paths);
 	char err[256];
+	json_t *v = jsonfast_parse_skip(text, strlen(text), skip, err, sizeof(err));
 
-	cr_assert_null(jsonfast_parse_skip("{}", 2, nine, err, sizeof(err)));
-	cr_assert_str_eq(err, "too many values to skip (line 1, column 1)");
-	cr_assert_null(jsonfast_parse_skip("{}", 2, deep, err, sizeof(err)));
-	cr_assert_str_eq(err, "too many values to skip (line 1, column 1)");
+	cr_assert_not_null(v, "%s", err);
+	cr_assert_null(at(v, "o/spec/containers/0/image"));
+	cr_assert_null(at(v, "o/spec/containers/0/ports"));
+	cr_assert_str_eq(json_string_value(at(v, "o/spec/containers/0/name")), "a");
+	cr_assert_null(at(v, "o/spec/containers/1/image"));
+	cr_assert_str_eq(json_string_value(at(v, "o/spec/containers/1/name")), "b");
+	cr_assert_null(at(v, "o/spec/initContainers/0/image"));
+	cr_assert_str_eq(json_string_value(at(v, "o/spec/other/0/image")), "kept");
+	/* Skipped elements read as null, so the indexes stay true. */
+	cr_assert_eq(json_array_size(at(v, "o/spec/list")), 3);
+	cr_assert(json_is_null(at(v, "o/spec/list/1")));
+	/* "[]" is an array's elements, not an object's members. */
+	cr_assert_str_eq(json_string_value(at(v, "old/spec/containers/image")),
+			 "not an array");
+	cr_assert_str_eq(json_string_value(at(v, "x/spec/containers/0/image")),
+			 "other root key");
+	json_decref(v);
+	jsonfast_skip_free(skip);
+}
+
+Test(jsonfast, refuses_skip_paths_it_cannot_hold)
+{
+	static const char *const deep[] = {"a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q", NULL};
+	static const char *const empty_key[] = {"a//b", NULL};
+	static const char *const empty_alt[] = {"a/b|", NULL};
+	static const char *const empty[] = {"", NULL};
+	static const char *const wide[] = {
+		"a|b|c|d|e|f|g|h/a|b|c|d|e|f|g|h/a|b|c|d|e|f|g|h/x", NULL};
+	static const char *const sixteen[] = {"a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p",
+					      NULL};
+	char err[256];
+	struct jsonfast_skip *sk;
+
+	cr_assert_null(jsonfast_skip_new(deep, err, sizeof(err)));
+	cr_assert_str_eq(err, "skip path \"a/b/c/d/e/f/g/h/i/j/k/l/m/n/o/p/q\" is "
+			      "over 16 keys deep");
+	cr_assert_null(jsonfast_skip_new(empty_key, err, sizeof(err)));
+	cr_assert_str_eq(err, "skip path \"a//b\" has an empty key, or the paths "
+			      "make over 511 keys");
+	cr_assert_null(jsonfast_skip_new(empty_alt, err, sizeof(err)));
+	cr_assert_null(jsonfast_skip_new(empty, err, sizeof(err)));
+	cr_assert_str_eq(err, "an empty skip path");
+	/* 8 + 64 + 512 keys spelled out: over the 511 a set holds. */
+	cr_assert_null(jsonfast_skip_new(wide, err, sizeof(err)));
+	cr_assert(strstr(err, "over 511 keys"), "%s", err);
+	cr_assert_not_null(sk = jsonfast_skip_new(sixteen, err, sizeof(err)), "%s", err);
+	jsonfast_skip_free(sk);
+	cr_assert_not_null(sk = jsonfast_skip_new(NULL, err, sizeof(err)), "%s", err);
+	jsonfast_skip_free(sk);
 }
 
 Test(jsonfast, a_quoted_key_keeps_the_message_on_one_line)

@@ -264,3 +264,89 @@ Test(review, encodes_a_denial)
 	json_decref(v);
 	free(out);
 }
+
+/*
+ * What no rule reads is not built (review.c's list): a Pod's managedFields,
+ * its containers' images, commands, ports and probes, volume sources but
+ * hostPath, and the like, in a Pod's spec and in a Job's pod template, in
+ * object and oldObject.  review_decode_all() builds everything.
+ */
+Test(review, leaves_out_what_no_rule_reads)
+{
+	static const char spec[] =
+		"{\"containers\":[{\"name\":\"c\",\"image\":\"i\",\"command\":[\"x\"],"
+		"\"ports\":[{\"containerPort\":1}],\"env\":[{\"name\":\"A\",\"value\":"
+		"\"1\"},{\"name\":\"B\",\"valueFrom\":{\"fieldRef\":{\"fieldPath\":"
+		"\"x\"}}}],\"resources\":{\"limits\":{\"cpu\":\"1\"}},"
+		"\"securityContext\":{\"privileged\":true},\"livenessProbe\":{}}],"
+		"\"volumes\":[{\"name\":\"h\",\"hostPath\":{\"path\":\"/x\"}},"
+		"{\"name\":\"s\",\"secret\":{\"secretName\":\"s\"}}],"
+		"\"dnsPolicy\":\"ClusterFirst\",\"priority\":0}";
+	char body[4096], err[256];
+	struct review rv, all;
+
+	snprintf(body, sizeof(body),
+		 REVIEW("{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\","
+			"\"kind\":\"Pod\"},\"operation\":\"UPDATE\",\"object\":"
+			"{\"metadata\":{\"name\":\"p\",\"managedFields\":[{}]},"
+			"\"spec\":%s},\"oldObject\":{\"spec\":{\"template\":"
+			"{\"spec\":%s}}}}"),
+		 spec, spec);
+	cr_assert_eq(review_decode(body, strlen(body), &rv, err, sizeof(err)), 0,
+		     "%s", err);
+	cr_assert_eq(review_decode_all(body, strlen(body), &all, err, sizeof(err)),
+		     0, "%s", err);
+	for (int k = 0; k < 2; k++) {
+		const json_t *sp = k ? json_object_get(json_object_get(json_object_get(
+					       rv.old_object, "spec"), "template"), "spec")
+				     : json_object_get(rv.object, "spec");
+		const json_t *ct = json_array_get(json_object_get(sp, "containers"), 0);
+		const json_t *env = json_object_get(ct, "env");
+
+		cr_assert_not_null(ct);
+		cr_assert_null(json_object_get(ct, "image"));
+		cr_assert_null(json_object_get(ct, "command"));
+		cr_assert_null(json_object_get(ct, "ports"));
+		cr_assert_null(json_object_get(ct, "livenessProbe"));
+		cr_assert_not_null(json_object_get(ct, "resources"), "read: kept");
+		cr_assert_not_null(json_object_get(ct, "securityContext"));
+		cr_assert_str_eq(json_string_value(json_object_get(
+					 json_array_get(env, 0), "value")), "1");
+		cr_assert_null(json_object_get(json_array_get(env, 1), "valueFrom"));
+		cr_assert_not_null(json_object_get(json_array_get(
+			json_object_get(sp, "volumes"), 0), "hostPath"));
+		cr_assert_null(json_object_get(json_array_get(
+			json_object_get(sp, "volumes"), 1), "secret"));
+		cr_assert_null(json_object_get(sp, "dnsPolicy"));
+		cr_assert_not_null(json_object_get(sp, "priority"),
+				   "apply_plan removes it: kept");
+	}
+	cr_assert_null(json_object_get(json_object_get(rv.object, "metadata"),
+				       "managedFields"));
+	cr_assert_not_null(json_object_get(json_object_get(all.object, "metadata"),
+					   "managedFields"));
+	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(
+				 json_object_get(json_object_get(all.object, "spec"),
+						 "containers"), 0), "image")), "i");
+	review_release(&rv);
+	review_release(&all);
+}
+
+/* A duplicate key in a part no rule reads is not looked for: only the
+ * reader that builds the part refuses it (found by tests/fuzz/review_fuzz.c,
+ * corpus/review/crash-duplicate-key-in-unread-part). */
+Test(review, a_duplicate_key_in_an_unread_part_is_read_past)
+{
+	static const char body[] = REVIEW(
+		"{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":"
+		"\"Pod\"},\"operation\":\"CREATE\",\"object\":{\"spec\":{\"containers\":"
+		"[{\"name\":\"c\",\"image\":{\"name\":1,\"name\":2}}]}}}");
+	struct review rv;
+	char err[256];
+
+	cr_assert_eq(review_decode(body, strlen(body), &rv, err, sizeof(err)), 0,
+		     "%s", err);
+	review_release(&rv);
+	cr_assert_eq(review_decode_all(body, strlen(body), &rv, err, sizeof(err)), -1);
+	cr_assert(strstr(err, "duplicate object key \"name\""), "%s", err);
+}
