@@ -104,18 +104,21 @@ static void fail(struct parser *p, const char *fmt, ...)
 	snprintf(p->err, p->errsz, "%s (line %zu, column %zu)", what, line, col);
 }
 
-static inline void skip_ws(struct parser *p)
+/* The position of the first byte at or after pos that is not white space. */
+static inline size_t past_ws(const char *b, size_t pos, size_t len)
 {
 	/* The apiserver sends compact JSON: most calls find no space. */
-	if (p->pos < p->len && (unsigned char)p->buf[p->pos] > ' ')
-		return;
-	while (p->pos < p->len) {
-		char c = p->buf[p->pos];
+	if (pos < len && (unsigned char)b[pos] > ' ')
+		return pos;
+	while (pos < len && (b[pos] == ' ' || b[pos] == '\t' || b[pos] == '\n' ||
+			     b[pos] == '\r'))
+		pos++;
+	return pos;
+}
 
-		if (c != ' ' && c != '\t' && c != '\n' && c != '\r')
-			return;
-		p->pos++;
-	}
+static inline void skip_ws(struct parser *p)
+{
+	p->pos = past_ws(p->buf, p->pos, p->len);
 }
 
 /* Length of the well-formed UTF-8 sequence at s (n bytes left), else 0. */
@@ -586,10 +589,6 @@ static bool read_key(struct parser *p)
 }
 
 /*
- * The skip tree's node for the value about to be read (the member whose key
- * was just read, or the next element), or -1 when no path leads there.
- */
-/*
  * A key's length and first and last bytes: most keys of an object on a
  * path differ from every child's in these, and are told apart without a
  * compare (a pod spec's node has about twenty children).
@@ -605,6 +604,10 @@ static inline unsigned sig_bit(uint32_t sig)
 	return (sig * 0x9e3779b1u) >> 26;
 }
 
+/*
+ * The skip tree's node for the value about to be read (the member whose key
+ * was just read, or the next element), or -1 when no path leads there.
+ */
 static int skip_node_of_next(const struct parser *p)
 {
 	const struct frame *f;
@@ -792,18 +795,6 @@ skip_string(struct parser *p, size_t pos, bool *nul)
 			pos += k;
 		}
 	}
-}
-
-/* The position of the first byte at or after pos that is not white space. */
-static inline size_t past_ws(const char *b, size_t pos, size_t len)
-{
-	/* The apiserver sends compact JSON: most calls find no space. */
-	if (pos < len && (unsigned char)b[pos] > ' ')
-		return pos;
-	while (pos < len && (b[pos] == ' ' || b[pos] == '\t' || b[pos] == '\n' ||
-			     b[pos] == '\r'))
-		pos++;
-	return pos;
 }
 
 /*
