@@ -44,17 +44,17 @@ static enum wl_kind kind_of(const json_t *gvk)
 }
 
 /*
- * What gpugate never reads is checked to be JSON but not built (it reads as
- * null): the objects' managedFields, about a third of a review, in small
- * objects; the request's userInfo, options and resource descriptions
- * (request.kind is what says what the object is); and, in a Pod's spec or
- * a Job's pod template, the container, volume and pod fields that neither
- * the facts nor apply_plan() touch.  Building them was about a seventh of
- * a class Pod's /mutate (docs/benchmarks.md).
+ * What gpugate never reads is checked to be JSON but not built, and left
+ * out of its object: the objects' managedFields, about a third of a review,
+ * in small objects; the request's userInfo, options and resource
+ * descriptions (request.kind is what says what the object is); and, in a
+ * Pod's spec or a Job's pod template, the container, volume and pod fields
+ * that neither the facts nor apply_plan() touch.  Building the latter cost
+ * about a tenth of a class Pod's /mutate (docs/benchmarks.md).
  *
  * Nothing here may be read by a rule or written by apply_plan(): the patch
- * is computed against the object as read, and a skipped value in it is
- * null.  The golden cases and the review fuzz harness run every review
+ * is computed against the object as read, in which a skipped member is
+ * absent.  The golden cases and the review fuzz harness run every review
  * both ways (review_decode_all() builds everything) and require the same
  * answer, byte for byte.  A rule that comes to need one of these must take
  * it off this list.
@@ -65,7 +65,8 @@ static enum wl_kind kind_of(const json_t *gvk)
 	     "readinessProbe|startupProbe|terminationMessagePath|"               \
 	     "terminationMessagePolicy|imagePullPolicy|resizePolicy|stdin|"      \
 	     "stdinOnce|tty",                                                    \
-	spec "/containers|initContainers|ephemeralContainers/[]/env/[]/valueFrom", \
+	spec "/containers|initContainers|ephemeralContainers/[]/"                \
+	     "env/[]/valueFrom",                                                 \
 	spec "/volumes/[]/projected|configMap|secret|downwardAPI|emptyDir|"      \
 	     "persistentVolumeClaim|csi|ephemeral|nfs|image",                    \
 	spec "/dnsPolicy|dnsConfig|serviceAccountName|serviceAccount|"           \
