@@ -3,7 +3,9 @@
  * OpenSSL 3 API.  See certs.h for what is written, in which order, and why.
  */
 #include "certs/certs.h"
-#include "policy/diag.h"
+
+#include "base/diag.h"
+#include "base/file.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -92,74 +94,14 @@ static char *path_join(const char *dir, const char *name, struct diag *d)
 	return p;
 }
 
-/*
- * Reads a whole regular file of at most CERTS_MAX_FILE_BYTES into a new
- * NUL-terminated buffer of *len + 1 bytes.  The caller frees *out with
- * OPENSSL_clear_free(*out, *len + 1): the bytes may be a key.
- */
+/* A certificate or key file, NUL-terminated in *out (free it with
+ * file_free_secret(*out, *len): the bytes may be a key). */
 static int read_small_file(const char *path, char **out, size_t *len,
 			   struct diag *d)
 {
-	struct stat st;
-	char *buf = NULL;
-	size_t cap = 0, got = 0;
-	int fd, rc = -1;
-
-	*out = NULL;
-	*len = 0;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		diag_addf(d, "%s: cannot open: %s", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) < 0) {
-		diag_addf(d, "%s: cannot stat: %s", path, strerror(errno));
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		diag_addf(d, "%s: not a regular file", path);
-		goto out;
-	}
-	if (st.st_size > CERTS_MAX_FILE_BYTES) {
-		diag_addf(d, "%s: file too large (%lld bytes, at most %d)",
-			  path, (long long)st.st_size, CERTS_MAX_FILE_BYTES);
-		goto out;
-	}
-	/* One spare byte tells a file that grew since fstat from one that
-	 * did not; the NUL goes there on success. */
-	cap = (size_t)st.st_size + 1;
-	buf = OPENSSL_malloc(cap);
-	if (!buf) {
-		diag_addf(d, "%s: out of memory", path);
-		goto out;
-	}
-	for (;;) {
-		ssize_t n = read(fd, buf + got, cap - got);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			diag_addf(d, "%s: cannot read: %s", path,
-				  strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break;
-		got += (size_t)n;
-		if (got == cap) {
-			diag_addf(d, "%s: file changed while being read", path);
-			goto out;
-		}
-	}
-	buf[got] = '\0';
-	*out = buf;
-	*len = got;
-	buf = NULL;
-	rc = 0;
-out:
-	OPENSSL_clear_free(buf, cap);
-	close(fd);
-	return rc;
+	return file_read(path, CERTS_MAX_FILE_BYTES, FILE_SECRET, out, len, d) < 0
+		       ? -1
+		       : 0;
 }
 
 /*
@@ -219,7 +161,7 @@ static int load_cert(const char *path, X509 **out, struct diag *d)
 	if (read_small_file(path, &buf, &len, d) < 0)
 		return -1;
 	rc = parse_cert(path, buf, len, out, d);
-	OPENSSL_clear_free(buf, len + 1);
+	file_free_secret(buf, len);
 	return rc;
 }
 
@@ -272,7 +214,7 @@ static int load_key(const char *path, EVP_PKEY **out, struct diag *d)
 	if (read_small_file(path, &buf, &len, d) < 0)
 		return -1;
 	rc = parse_key(path, buf, len, out, d);
-	OPENSSL_clear_free(buf, len + 1);
+	file_free_secret(buf, len);
 	return rc;
 }
 
@@ -1041,7 +983,7 @@ int certs_ca_bundle(const char *ca_path, char **out, struct diag *d)
 out:
 	X509_free(x);
 	BIO_free(bio);
-	OPENSSL_clear_free(buf, len + 1);
+	file_free_secret(buf, len);
 	return rc;
 }
 

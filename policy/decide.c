@@ -13,8 +13,10 @@
  *      at /validate not-mutated, then quota (decide_quota)
  */
 #include "policy/decide.h"
+
+#include "base/hash.h"
+#include "base/text.h"
 #include "policy/k8s.h"
-#include "policy/text.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -421,15 +423,6 @@ static bool gang_well_formed(const char *g)
 	return true;
 }
 
-static uint64_t fnv1a(uint64_t h, const char *s)
-{
-	for (; s && *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 1099511628211ull;
-	}
-	return h;
-}
-
 /*
  * The gang id of a Job: derived from its namespace and name, or from the
  * request when the name is still to be generated (re-invocations of one
@@ -440,21 +433,21 @@ static uint64_t fnv1a(uint64_t h, const char *s)
 static void gang_id(const struct workload *wl, char *out, size_t size)
 {
 	const char *have = wl_get(wl->pod.labels, wl->pod.n_labels, STAMP_GANG);
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = HASH_FNV1A_SEED;
 
 	if (wl->kind == WL_POD && gang_well_formed(have)) {
 		snprintf(out, size, "%s", have);
 		return;
 	}
-	h = fnv1a(h, wl->namespace);
-	h = fnv1a(h, "/");
+	h = hash_fnv1a(h, wl->namespace);
+	h = hash_fnv1a(h, "/");
 	if (wl->kind == WL_POD) {
-		h = fnv1a(h, wl->owner_job);
+		h = hash_fnv1a(h, wl->owner_job);
 	} else if (wl->name && wl->name[0]) {
-		h = fnv1a(h, wl->name);
+		h = hash_fnv1a(h, wl->name);
 	} else {
-		h = fnv1a(h, "/");
-		h = fnv1a(h, wl->request_uid);
+		h = hash_fnv1a(h, "/");
+		h = hash_fnv1a(h, wl->request_uid);
 	}
 	snprintf(out, size, "g-%016" PRIx64, h);
 }

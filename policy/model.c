@@ -3,12 +3,13 @@
  * read.  Everything lives in one arena; lookups by name use hash maps built
  * at load time so that a request costs O(1) however large the policy is.
  */
-#include "policy/arena.h"
-#include "policy/diag.h"
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/file.h"
+#include "base/strmap.h"
 #include "policy/policy.h"
 #include "policy/src.h"
 #include "policy/srcpos.h"
-#include "policy/strmap.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -436,46 +437,17 @@ out:
 
 int policy_load(const char *path, struct policy **out, struct diag *d)
 {
-	FILE *f = fopen(path, "rb");
-	char *text = NULL;
-	size_t len = 0, cap = 0;
-	int rc = -1;
+	char *text;
+	size_t len;
+	int rc;
 
-	if (!f) {
-		diag_addf(d, "%s: cannot open: %s", path, strerror(errno));
+	/* At most one byte more than the cap: enough for policy_parse() to
+	 * refuse a larger file in its own words, without reading the rest. */
+	if (file_read(path, POLICY_MAX_FILE_BYTES, FILE_TRUNCATE, &text, &len, d) <
+	    0)
 		return -1;
-	}
-	/* Reads at most one byte more than the cap: enough for policy_parse()
-	 * to refuse a larger file, without reading the rest of it. */
-	while (len <= POLICY_MAX_FILE_BYTES) {
-		size_t n;
-
-		if (len == cap) {
-			char *t;
-
-			cap = cap ? cap * 2 : 65536;
-			if (cap > POLICY_MAX_FILE_BYTES + 1u)
-				cap = POLICY_MAX_FILE_BYTES + 1u;
-			t = realloc(text, cap);
-			if (!t) {
-				diag_addf(d, "%s: out of memory", path);
-				goto out;
-			}
-			text = t;
-		}
-		n = fread(text + len, 1, cap - len, f);
-		len += n;
-		if (n == 0)
-			break;
-	}
-	if (ferror(f)) {
-		diag_addf(d, "%s: read error: %s", path, strerror(errno));
-		goto out;
-	}
-	rc = policy_parse(path, text ? text : "", len, out, d);
-out:
+	rc = policy_parse(path, text, len, out, d);
 	free(text);
-	fclose(f);
 	return rc;
 }
 

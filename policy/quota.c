@@ -19,6 +19,7 @@
  * nominal.
  */
 #include "policy/quota.h"
+
 #include "policy/policy.h"
 
 #include <stddef.h>

@@ -12,7 +12,7 @@
  *
  * This is the only file that knows libcyaml.
  */
-#include "policy/diag.h"
+#include "base/diag.h"
 #include "policy/k8s.h"
 #include "policy/src.h"
 #include "policy/srcpos.h"

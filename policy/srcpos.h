@@ -9,8 +9,8 @@
 #ifndef GPUGATE_SRCPOS_H
 #define GPUGATE_SRCPOS_H
 
-#include "policy/arena.h"
-#include "policy/strmap.h"
+#include "base/arena.h"
+#include "base/strmap.h"
 
 struct srcpos {
 	struct arena arena; /* the path strings */

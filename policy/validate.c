@@ -6,12 +6,12 @@
  * fault.  docs/policy.md lists every message with its cause and fix; the
  * unit tests assert each one verbatim.
  */
-#include "policy/diag.h"
+#include "base/diag.h"
+#include "base/strmap.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
 #include "policy/src.h"
 #include "policy/srcpos.h"
-#include "policy/strmap.h"
 
 #include <fnmatch.h>
 #include <inttypes.h>

@@ -1,8 +1,8 @@
 #include "webhook/apply.h"
 
-#include "policy/diag.h"
-#include "policy/text.h"
-#include "webhook/jget.h"
+#include "base/diag.h"
+#include "base/text.h"
+#include "codec/jget.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

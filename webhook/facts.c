@@ -1,9 +1,9 @@
 #include "webhook/facts.h"
 
-#include "policy/arena.h"
-#include "policy/diag.h"
-#include "policy/text.h"
-#include "webhook/jget.h"
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/text.h"
+#include "codec/jget.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,12 +1,13 @@
 #include "webhook/handler.h"
 
-#include "policy/diag.h"
+#include "base/diag.h"
+#include "base/log.h"
+#include "codec/jget.h"
+#include "codec/jsonmem.h"
+#include "usage/usage.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
 #include "webhook/holder.h"
-#include "webhook/jget.h"
-#include "webhook/jsonmem.h"
-#include "webhook/log.h"
 #include "webhook/metrics.h"
 #include "webhook/patch.h"
 
@@ -102,7 +103,7 @@ static int mutate(const struct policy *p, const struct review *rv,
 }
 
 int handler_evaluate(const struct policy *p, const struct review *rv,
-		     enum handler_endpoint ep, const struct quota_source *q,
+		     enum handler_endpoint ep, struct usage_store *u,
 		     struct evaluation *ev)
 {
 	const json_t *obj = rv->object;
@@ -148,8 +149,8 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 
 	if (rv->op == WL_DELETE) {
 		decide_prepare(&in, &ev->dec); /* allowed: deletes are never denied */
-		if (ep == HANDLER_VALIDATE && !rv->dry_run && obj && q && q->release)
-			q->release(q->ctx, p, &ev->wl);
+		if (ep == HANDLER_VALIDATE && !rv->dry_run && obj)
+			usage_release(u, p, &ev->wl);
 		return 0;
 	}
 	decide_prepare(&in, &ev->dec);
@@ -160,12 +161,8 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		bool reserve = ep == HANDLER_VALIDATE && !rv->dry_run &&
 			       ev->dec.allowed;
 
-		if (q && q->decide)
-			q->decide(q->ctx, p, &ev->wl, c, reserve,
-				  ev->dec.mode != POLICY_MODE_ENFORCE, &qr);
-		else
-			quota_decide(p, c->tenant, c->flavor, c->units, c->may_borrow,
-				     &quota_no_usage, &qr);
+		usage_decide(u, p, &ev->wl, c, reserve,
+			     ev->dec.mode != POLICY_MODE_ENFORCE, &qr);
 		decide_quota(&in, &ev->dec, &qr);
 	}
 	if (ep == HANDLER_MUTATE && ev->dec.allowed && ev->dec.plan.active &&
@@ -290,7 +287,7 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 		reply_text(out, 503, "gpugate: no policy loaded");
 		goto done;
 	}
-	if (handler_evaluate(p, &rv, ep, h->quota, &ev) < 0) {
+	if (handler_evaluate(p, &rv, ep, h->usage, &ev) < 0) {
 		reply_text(out, 500, "gpugate: out of memory");
 		goto done;
 	}

@@ -2,7 +2,7 @@
  * handler: the one place where a request meets the decision.
  *
  *   body -> review_decode -> facts_extract -> decide_prepare
- *        -> quota source (peek at /mutate, reserve at /validate) -> decide_quota
+ *        -> usage store (peek at /mutate, reserve at /validate) -> decide_quota
  *        -> apply_plan + patch_diff_write (/mutate) -> review_encode
  *
  * handler_evaluate() is the same pipeline without HTTP and metrics; `gpugate
@@ -11,31 +11,17 @@
 #ifndef GPUGATE_HANDLER_H
 #define GPUGATE_HANDLER_H
 
-#include "policy/arena.h"
+#include "base/arena.h"
+#include "base/strbuf.h"
 #include "policy/decide.h"
 #include "webhook/review.h"
-#include "webhook/strbuf.h"
 
 #include <jansson.h>
 #include <stddef.h>
 
 enum handler_endpoint { HANDLER_MUTATE, HANDLER_VALIDATE };
 
-/*
- * Where quota usage lives (the ledger).  decide() answers a claim: peek
- * when reserve is false (/mutate, dry runs), else decide and hold the units
- * under one lock so that concurrent requests never over-admit.  force holds
- * the units even when over quota (warn and audit modes admit anyway).
- * release() is called for DELETE at /validate.  Either may be NULL.
- */
-struct quota_source {
-	void *ctx;
-	void (*decide)(void *ctx, const struct policy *p, const struct workload *wl,
-		       const struct quota_claim *claim, bool reserve, bool force,
-		       struct quota_result *out);
-	void (*release)(void *ctx, const struct policy *p,
-			const struct workload *wl);
-};
+struct usage_store;
 
 struct evaluation {
 	struct arena arena;       /* the workload's arrays */
@@ -53,11 +39,12 @@ void evaluation_init(struct evaluation *ev);
 void evaluation_release(struct evaluation *ev);
 
 /*
- * Evaluates one decoded review.  q may be NULL (nothing in use).  Returns 0,
+ * Evaluates one decoded review.  u is where usage lives (NULL: nothing in
+ * use; usage/usage.h).  Returns 0,
  * or -1 when out of memory.  ev->bad_request marks a malformed object.
  */
 int handler_evaluate(const struct policy *p, const struct review *rv,
-		     enum handler_endpoint ep, const struct quota_source *q,
+		     enum handler_endpoint ep, struct usage_store *u,
 		     struct evaluation *ev);
 
 struct holder;
@@ -66,7 +53,7 @@ struct metrics;
 struct handler {
 	struct holder *policy;
 	struct metrics *metrics;     /* may be NULL */
-	const struct quota_source *quota;
+	struct usage_store *usage;   /* may be NULL: nothing in use */
 	/* Build the whole review, even the parts no rule reads
 	 * (review_decode_all()): for tests that compare the two. */
 	bool read_all;

@@ -1,6 +1,6 @@
 #include "webhook/metrics.h"
 
-#include "webhook/strbuf.h"
+#include "base/strbuf.h"
 
 #include <stdatomic.h>
 #include <stdint.h>

@@ -4,10 +4,10 @@
  */
 #include "webhook/patch.h"
 
-#include "policy/diag.h"
-#include "policy/text.h"
-#include "webhook/jget.h"
-#include "webhook/jsonout.h"
+#include "base/diag.h"
+#include "base/text.h"
+#include "codec/jget.h"
+#include "codec/jsonout.h"
 
 #include <stdarg.h>
 #include <stdbool.h>

@@ -20,7 +20,7 @@
 #ifndef GPUGATE_PATCH_H
 #define GPUGATE_PATCH_H
 
-#include "webhook/strbuf.h"
+#include "base/strbuf.h"
 
 #include <jansson.h>
 #include <stddef.h>

@@ -1,10 +1,12 @@
 #include "webhook/review.h"
 
-#include "policy/text.h"
-#include "webhook/jget.h"
-#include "webhook/jsonfast.h"
-#include "webhook/jsonout.h"
-#include "webhook/strbuf.h"
+#include "base/base64.h"
+
+#include "base/strbuf.h"
+#include "base/text.h"
+#include "codec/jget.h"
+#include "codec/jsonfast.h"
+#include "codec/jsonout.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -194,55 +196,6 @@ void review_release(struct review *rv)
 	rv->root = NULL;
 }
 
-static const char b64chars[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* The two characters of every 12-bit value: two lookups per 3 bytes. */
-static char b64pairs[4096][2];
-static pthread_once_t b64pairs_once = PTHREAD_ONCE_INIT;
-
-static void b64pairs_fill(void)
-{
-	for (unsigned v = 0; v < 4096; v++) {
-		b64pairs[v][0] = b64chars[v >> 6];
-		b64pairs[v][1] = b64chars[v & 63];
-	}
-}
-
-static void put_base64(struct strbuf *sb, const char *in, size_t len)
-{
-	const unsigned char *u = (const unsigned char *)in;
-	char out[4 * 256];
-	size_t o = 0, i = 0;
-
-	pthread_once(&b64pairs_once, b64pairs_fill);
-	/* Whole groups of 3 bytes, in blocks: one strbuf_add per 1 KiB of
-	 * output. */
-	for (; len - i >= 3; i += 3) {
-		unsigned v = (unsigned)u[i] << 16 | (unsigned)u[i + 1] << 8 | u[i + 2];
-
-		memcpy(out + o, b64pairs[v >> 12], 2);
-		memcpy(out + o + 2, b64pairs[v & 0xfff], 2);
-		o += 4;
-		if (o == sizeof(out)) {
-			strbuf_add(sb, out, o);
-			o = 0;
-		}
-	}
-	/* The last 1 or 2 bytes, padded with '='. */
-	if (i < len) {
-		unsigned v = (unsigned)u[i] << 16;
-
-		if (i + 1 < len)
-			v |= (unsigned)u[i + 1] << 8;
-		out[o++] = b64chars[v >> 18];
-		out[o++] = b64chars[(v >> 12) & 63];
-		out[o++] = i + 1 < len ? b64chars[(v >> 6) & 63] : '=';
-		out[o++] = '=';
-	}
-	strbuf_add(sb, out, o);
-}
-
 static void put_cstring(struct strbuf *sb, const char *s)
 {
 	jsonout_string(sb, s, strlen(s));
@@ -295,7 +248,7 @@ char *review_encode(const char *uid, const struct review_response *resp,
 	}
 	if (resp->allowed && resp->patch && resp->patch_len > 0) {
 		strbuf_add(&sb, ",\"patch\":\"", 10);
-		put_base64(&sb, resp->patch, resp->patch_len);
+		base64_encode(&sb, resp->patch, resp->patch_len);
 		strbuf_add(&sb, "\",\"patchType\":\"JSONPatch\"", 25);
 	}
 	if (resp->n_warnings) {

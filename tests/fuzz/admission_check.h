@@ -18,7 +18,7 @@
 #ifndef GPUGATE_FUZZ_ADMISSION_CHECK_H
 #define GPUGATE_FUZZ_ADMISSION_CHECK_H
 
-#include "policy/diag.h"
+#include "base/diag.h"
 #include "policy/policy.h"
 #include "webhook/handler.h"
 #include "webhook/patch.h"
@@ -112,7 +112,7 @@ static void check_encodes(const struct review *rv, const struct evaluation *ev)
 }
 
 static void check_mutated_again(const struct policy *p, const struct review *rv,
-				const struct quota_source *q, json_t *mutated)
+				struct usage_store *q, json_t *mutated)
 {
 	struct review again = *rv;
 	struct evaluation ev;
@@ -152,7 +152,7 @@ static void check_mutated_again(const struct policy *p, const struct review *rv,
 }
 
 static void check_endpoint(const struct policy *p, const struct review *rv,
-			   const struct quota_source *q, enum handler_endpoint ep)
+			   struct usage_store *q, enum handler_endpoint ep)
 {
 	json_t *before = rv->object ? json_deep_copy(rv->object) : NULL;
 	struct evaluation ev;
@@ -202,12 +202,12 @@ static void check_endpoint(const struct policy *p, const struct review *rv,
 }
 
 /*
- * Both endpoints, as the apiserver calls them.  q is the quota source (NULL:
+ * Both endpoints, as the apiserver calls them.  q is the usage store (NULL:
  * nothing in use); it must answer the same for the same request, as a
  * ledger that nobody else changes does.
  */
 static void check_review(const struct policy *p, const struct review *rv,
-			 const struct quota_source *q)
+			 struct usage_store *q)
 {
 	check_endpoint(p, rv, q, HANDLER_MUTATE);
 	check_endpoint(p, rv, q, HANDLER_VALIDATE);

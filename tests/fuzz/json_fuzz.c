@@ -5,7 +5,7 @@
  * is never valid JSON text, which jsonfast always refuses, while jansson
  * sometimes reads it as the end of the input ("\t4\0\t" loads as 4).
  */
-#include "webhook/jsonfast.h"
+#include "codec/jsonfast.h"
 
 #include <jansson.h>
 #include <stdint.h>

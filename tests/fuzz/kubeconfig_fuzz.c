@@ -23,8 +23,8 @@
  *   tests/fuzz/run.sh 60 kubeconfig
  *   build/fuzz/kubeconfig_fuzz crash-file
  */
-#include "policy/diag.h"
-#include "webhook/kube.h"
+#include "base/diag.h"
+#include "kube/client.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -19,7 +19,7 @@
  *
  * Reproducers of anything it found live in tests/unit/webhook/patch_test.c.
  */
-#include "policy/diag.h"
+#include "base/diag.h"
 #include "webhook/patch.h"
 
 #include <stdint.h>

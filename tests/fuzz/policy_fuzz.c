@@ -27,9 +27,9 @@
  */
 #include "tests/fuzz/admission_check.h"
 
-#include "policy/diag.h"
+#include "base/diag.h"
+#include "base/log.h"
 #include "policy/policy.h"
-#include "webhook/log.h"
 
 #include <fnmatch.h>
 #include <jansson.h>

@@ -31,12 +31,13 @@
  */
 #include "tests/fuzz/admission_check.h"
 
-#include "policy/diag.h"
+#include "base/diag.h"
+#include "base/log.h"
+#include "codec/jsonmem.h"
 #include "policy/policy.h"
+#include "usage/backend.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
-#include "webhook/jsonmem.h"
-#include "webhook/log.h"
 #include "webhook/patch.h"
 #include "webhook/review.h"
 
@@ -90,6 +91,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
  * clamped to 0..1e9, what a ledger can hold.
  */
 struct fake_usage {
+	struct usage_store store; /* first: a usage backend of its own */
 	const struct policy *p;
 	const json_t *usage;
 	bool covered;
@@ -109,11 +111,11 @@ static int64_t fake_used(const void *ctx, unsigned tenant, unsigned flavor)
 	return n < 0 ? 0 : n > 1000000000 ? 1000000000 : (int64_t)n;
 }
 
-static void fake_decide(void *ctx, const struct policy *p,
+static void fake_decide(struct usage_store *store, const struct policy *p,
 			const struct workload *wl, const struct quota_claim *c,
 			bool reserve, bool force, struct quota_result *out)
 {
-	const struct fake_usage *u = ctx;
+	const struct fake_usage *u = (const struct fake_usage *)store;
 	struct usage_view view = {.ctx = u, .used = fake_used};
 
 	(void)reserve;
@@ -126,13 +128,11 @@ static void fake_decide(void *ctx, const struct policy *p,
 	}
 }
 
-static void fake_release(void *ctx, const struct policy *p,
-			 const struct workload *wl)
-{
-	(void)ctx;
-	(void)p;
-	(void)wl;
-}
+/* Answers decide only: the rest of the seam does nothing (usage/backend.h). */
+static const struct usage_backend fake_backend = {
+	.name = "fuzz",
+	.decide = fake_decide,
+};
 
 /*
  * The HTTP answer: what handler_admit() sends (inside its jsonmem scope)
@@ -143,7 +143,7 @@ static void check_admit(enum handler_endpoint ep, const uint8_t *data,
 			size_t size, const struct review *rv, bool decodes,
 			const char *err)
 {
-	struct handler h = {.policy = holder, .metrics = NULL, .quota = NULL};
+	struct handler h = {.policy = holder, .metrics = NULL, .usage = NULL};
 	struct handler_reply out;
 	struct evaluation ev;
 	char *want;
@@ -193,7 +193,7 @@ static void check_admit(enum handler_endpoint ep, const uint8_t *data,
 static void check_read_all(enum handler_endpoint ep, const uint8_t *data,
 			   size_t size)
 {
-	struct handler h = {.policy = holder, .metrics = NULL, .quota = NULL};
+	struct handler h = {.policy = holder, .metrics = NULL, .usage = NULL};
 	struct handler_reply served, whole;
 
 	handler_admit(&h, ep, (const char *)data, size, &served);
@@ -231,17 +231,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	check_read_all(HANDLER_VALIDATE, data, size);
 	if (decodes) {
 		struct fake_usage u = {
+			.store = {.be = &fake_backend},
 			.p = pol,
 			.usage = json_object_get(rv.root, "fuzzUsage"),
 			.covered = json_is_true(json_object_get(rv.root, "fuzzCovered")),
 		};
-		struct quota_source q = {
-			.ctx = &u, .decide = fake_decide, .release = fake_release,
-		};
-
 		check_review(pol, &rv, NULL);
 		if (u.usage || u.covered)
-			check_review(pol, &rv, &q);
+			check_review(pol, &rv, &u.store);
 	}
 	review_release(&rv);
 	return 0;

@@ -11,7 +11,7 @@
 # a harness finds a crash, a leak, a timeout or an out-of-memory, and prints
 # the reproducer's path: build/fuzz/NAME_fuzz PATH replays it.
 #
-# The library objects (policy/, webhook/ but main.c, certs/) are built once
+# The library objects (every folder of the Makefile but cli/main.c) are built once
 # with -fsanitize=fuzzer-no-link,address,undefined into an archive, so each
 # harness links only what it uses.  New inputs the fuzzer finds stay in
 # build/fuzz/work/NAME/corpus; the checked-in corpus is never written.
@@ -53,13 +53,17 @@ SAN="address,undefined"
 
 mkdir -p "$OUT/obj"
 srcs=()
-for f in policy/*.c webhook/*.c certs/*.c; do
-  [ "$f" = webhook/main.c ] || srcs+=("$f")
+# The library folders of the Makefile (CORE_DIRS, SHELL_DIRS).
+LIB_DIRS="base policy codec http kube usage webhook certs cli"
+for d in $LIB_DIRS; do
+  for f in "$d"/*.c; do
+    [ "$f" = cli/main.c ] || srcs+=("$f")
+  done
 done
 
 # An object is rebuilt when it is missing or older than its source, any
 # header of the tree, or this script.
-newest_header=$(ls -t policy/*.h webhook/*.h certs/*.h "$0" | head -1)
+newest_header=$(for d in $LIB_DIRS; do ls "$d"/*.h; done | xargs ls -t -- "$0" | head -1)
 stale=()
 for f in "${srcs[@]}"; do
   o="$OUT/obj/${f%.c}.o"

@@ -9,8 +9,8 @@
  *   build/yamljson-fuzz -max_len=65536 -timeout=10 \
  *       tests/fuzz/corpus/yamljson
  */
-#include "policy/diag.h"
-#include "webhook/yamljson.h"
+#include "base/diag.h"
+#include "codec/yamljson.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -146,7 +146,7 @@ def test_check_missing_file(gpugate_bin, tmp_path):
 def test_check_directory_is_a_read_error(gpugate_bin, tmp_path):
     d = str(tmp_path)
     assert outcome(gpugate_bin, "check", d) == \
-        (1, "", f"{d}: read error: Is a directory\n{d}: 1 error\n")
+        (1, "", f"{d}: cannot read: Is a directory\n{d}: 1 error\n")
 
 
 def test_check_too_many_errors_are_counted(gpugate_bin, tmp_path):

@@ -365,15 +365,18 @@ def _sanitized(binary: Path) -> bool:
     return b"__asan_init" in binary.read_bytes() or b"__ubsan_handle" in binary.read_bytes()
 
 
-def test_out_of_memory_is_not_a_denial(gpugate_bin):
+def test_out_of_memory_is_not_a_denial(gpugate_bin, tmp_path):
     if _sanitized(gpugate_bin):
         pytest.skip("the sanitizers' shadow memory does not fit under RLIMIT_DATA")
-    # 4 MiB of data: the policy loads, the 8 MiB manifest buffer does not.
-    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(POD_YAML),
+    # 4 MiB of data: the policy loads, a 7 MiB manifest (under the 8 MiB
+    # cap, read in one block of its size) does not.
+    big = tmp_path / "big.yaml"
+    big.write_text(POD_YAML.read_text() + ("#" + "x" * 1023 + "\n") * (7 << 10))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(big),
                 limit_data=4 << 20)
     assert e.rc == INTERNAL, e
     assert e.out == "", e
-    assert e.err == f"gpugate explain: out of memory (reading {POD_YAML})\n", e
+    assert e.err == f"{big}: out of memory\n", e
 
 
 def test_help_documents_the_exit_statuses(gpugate_bin):

@@ -8,9 +8,9 @@
  * Each test gets its own directory under /tmp (Criterion runs each test in
  * its own process) and removes it in the fini hook.
  */
+#include "base/diag.h"
 #include "certs/certs.h"
-#include "policy/diag.h"
-#include "webhook/cmd.h"
+#include "cli/cmd.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>

@@ -1,6 +1,6 @@
 /* certs_check_pem: the pair a server installs is the pair it checked. */
+#include "base/diag.h"
 #include "certs/certs.h"
-#include "policy/diag.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

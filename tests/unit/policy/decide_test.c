@@ -5,9 +5,9 @@
  * Workloads are written as JSON and turned into facts by webhook/facts.c,
  * which keeps the cases readable; the engine itself sees only the facts.
  */
-#include "policy/arena.h"
+#include "base/arena.h"
+#include "base/diag.h"
 #include "policy/decide.h"
-#include "policy/diag.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
 

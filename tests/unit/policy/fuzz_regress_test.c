@@ -3,7 +3,7 @@
  * found.  The input files are kept in the fuzz corpus too
  * (tests/fuzz/corpus/policy/crash-*), so that tests/fuzz/run.sh replays them.
  */
-#include "policy/diag.h"
+#include "base/diag.h"
 #include "policy/policy.h"
 
 #include <criterion/criterion.h>

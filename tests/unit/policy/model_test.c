@@ -1,5 +1,5 @@
 /* The loaded policy: defaults, lookups, namespace globs (policy/model.c). */
-#include "policy/diag.h"
+#include "base/diag.h"
 #include "policy/policy.h"
 
 #include <criterion/criterion.h>

@@ -3,7 +3,7 @@
  * three members with different lending and borrowing limits; "solo" is in
  * no cohort; "zero" has nominal 0 and lives on borrowed quota only.
  */
-#include "policy/diag.h"
+#include "base/diag.h"
 #include "policy/policy.h"
 #include "policy/quota.h"
 

@@ -3,7 +3,7 @@
  * 3).  Each case is a small complete policy file with one or more mistakes
  * and the exact text `gpugate check` prints for it.
  */
-#include "policy/diag.h"
+#include "base/diag.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
 

@@ -3,9 +3,9 @@
  * parents created, nothing the user wrote clobbered, and idempotency — the
  * object gpugate produced, mutated again, yields an empty patch.
  */
-#include "policy/arena.h"
+#include "base/arena.h"
+#include "base/diag.h"
 #include "policy/decide.h"
-#include "policy/diag.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
 #include "webhook/patch.h"

@@ -5,13 +5,13 @@
  * kept in the fuzz corpus too (tests/fuzz/corpus/NAME/crash-*), so that
  * tests/fuzz/run.sh replays them.
  */
-#include "policy/diag.h"
+#include "base/diag.h"
+#include "base/log.h"
+#include "codec/jsonmem.h"
+#include "kube/client.h"
 #include "policy/policy.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
-#include "webhook/jsonmem.h"
-#include "webhook/kube.h"
-#include "webhook/log.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

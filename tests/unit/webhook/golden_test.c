@@ -20,11 +20,12 @@
  *
  * Runs from the repository root, like the rest of the unit tests.
  */
-#include "policy/diag.h"
+#include "base/base64.h"
+#include "base/diag.h"
+#include "base/log.h"
 #include "policy/policy.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
-#include "webhook/log.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -171,57 +172,6 @@ static int read_endpoint(const char *dir, enum handler_endpoint *ep)
 	return 0;
 }
 
-static int b64_value(int c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
-/* Strict standard base64 (padded, no whitespace); NULL when malformed. */
-static char *b64_decode(const char *in, size_t *outlen)
-{
-	size_t n = strlen(in), o = 0;
-	char *out;
-
-	if (n % 4)
-		return NULL;
-	out = malloc(n / 4 * 3 + 1);
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i += 4) {
-		int v[4];
-
-		for (int k = 0; k < 4; k++) {
-			v[k] = in[i + k] == '=' ? -2 : b64_value((unsigned char)in[i + k]);
-			if (v[k] == -1 || (v[k] == -2 && (i + 4 != n || k < 2))) {
-				free(out);
-				return NULL;
-			}
-		}
-		if (v[2] == -2 && v[3] != -2) {
-			free(out);
-			return NULL;
-		}
-		out[o++] = (char)((v[0] << 2) | (v[1] >> 4));
-		if (v[2] != -2)
-			out[o++] = (char)(((v[1] & 15) << 4) | (v[2] >> 2));
-		if (v[3] != -2)
-			out[o++] = (char)(((v[2] & 3) << 6) | v[3]);
-	}
-	out[o] = '\0';
-	*outlen = o;
-	return out;
-}
-
 /* The reply as the comparable JSON document (new reference); NULL with a
  * reason in why. */
 static json_t *decode_reply(const struct handler_reply *r, char *why, size_t whysz)
@@ -242,9 +192,12 @@ static json_t *decode_reply(const struct handler_reply *r, char *why, size_t why
 	patch_str = json_object_get(resp, "patch");
 	if (patch_str) {
 		size_t len = 0;
-		char *raw = json_is_string(patch_str)
-				    ? b64_decode(json_string_value(patch_str), &len)
-				    : NULL;
+		char *raw = NULL;
+
+		if (json_is_string(patch_str))
+			base64_decode(json_string_value(patch_str),
+				      json_string_length(patch_str), BASE64_STRICT,
+				      &raw, &len);
 		json_t *patch;
 
 		if (!raw) {
@@ -322,7 +275,7 @@ ParameterizedTest(struct golden_case *c, golden, cases)
 
 	h.policy = holder;
 	h.metrics = NULL;
-	h.quota = NULL;
+	h.usage = NULL;
 	/* The parts of a review no rule reads are not built (review.c): with
 	 * the whole review built, the answer must be the same, byte for
 	 * byte.  A rule that reads a left-out field differs here. */

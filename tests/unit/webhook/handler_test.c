@@ -3,9 +3,9 @@
  * answers that are not a review.  The reviews themselves are in
  * tests/golden (golden_test.c).
  */
+#include "base/log.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
-#include "webhook/log.h"
 
 #include <criterion/criterion.h>
 #include <stdlib.h>

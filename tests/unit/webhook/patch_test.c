@@ -6,7 +6,7 @@
  * JSON in the tables is written with ' for " to stay readable; J() turns it
  * back (no case needs a literal ').
  */
-#include "policy/diag.h"
+#include "base/diag.h"
 #include "webhook/patch.h"
 
 #include <criterion/criterion.h>

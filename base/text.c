@@ -1,0 +1,137 @@
+#include "base/text.h"
+
+#include <stdarg.h>
+#include <string.h>
+
+/* Length of the valid UTF-8 sequence at s (1..4), 0 if invalid or cut. */
+static size_t seq_len(const unsigned char *s)
+{
+	size_t n;
+	unsigned min;
+	unsigned cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0) {
+		n = 2;
+		min = 0x80;
+		cp = s[0] & 0x1f;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		n = 3;
+		min = 0x800;
+		cp = s[0] & 0x0f;
+	} else if ((s[0] & 0xf8) == 0xf0) {
+		n = 4;
+		min = 0x10000;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0; /* also catches the terminating NUL */
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* The length a lead byte announces: 1..4, or 0 for a stray byte. */
+static size_t announced(unsigned char c)
+{
+	if (c < 0x80)
+		return 1;
+	if ((c & 0xe0) == 0xc0)
+		return 2;
+	if ((c & 0xf0) == 0xe0)
+		return 3;
+	if ((c & 0xf8) == 0xf0)
+		return 4;
+	return 0;
+}
+
+void text_clean(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+
+	while (*p) {
+		size_t n = seq_len(p), want;
+
+		if (n == 0) {
+			/* A character cut by the end of the string is dropped;
+			 * anything else invalid becomes '?'. */
+			want = announced(*p);
+			for (size_t i = 1; i < want; i++) {
+				if (p[i] == '\0') {
+					*p = '\0';
+					return;
+				}
+				if ((p[i] & 0xc0) != 0x80)
+					break;
+			}
+			*p++ = '?';
+			continue;
+		}
+		if (n == 1 && *p < 0x20)
+			*p = ' ';
+		p += n;
+	}
+}
+
+void text_clip(char *s, size_t max)
+{
+	size_t len = strlen(s), cut;
+
+	if (len <= max || max < 3)
+		return;
+	cut = max - 3;
+	/* Back up to the start of a character. */
+	while (cut > 0 && ((unsigned char)s[cut] & 0xc0) == 0x80)
+		cut--;
+	memcpy(s + cut, "...", 4);
+}
+
+const char *text_decimal(char buf[TEXT_DECIMAL_MAX], uint64_t v)
+{
+	char *e = buf + TEXT_DECIMAL_MAX - 1;
+
+	*e = '\0';
+	do {
+		*--e = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	return e;
+}
+
+const char *text_int(char buf[TEXT_DECIMAL_MAX + 1], int64_t v)
+{
+	/* The magnitude of INT64_MIN does not fit int64_t: go unsigned. */
+	uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+	char *s = (char *)text_decimal(buf + 1, m);
+
+	if (v < 0)
+		*--s = '-';
+	return s;
+}
+
+void text_cat(char *buf, size_t size, ...)
+{
+	size_t n = 0;
+	const char *s;
+	va_list ap;
+
+	if (!size)
+		return;
+	va_start(ap, size);
+	while ((s = va_arg(ap, const char *)) != NULL) {
+		size_t k = strlen(s);
+
+		if (k > size - 1 - n)
+			k = size - 1 - n;
+		memcpy(buf + n, s, k);
+		n += k;
+	}
+	va_end(ap);
+	buf[n] = '\0';
+}

@@ -1,0 +1,86 @@
+/* Message text helpers (policy/text.c). */
+#include "base/text.h"
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+Test(text, cleans_cut_and_invalid_utf8)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{"plain", "plain"},
+		{"caf\xc3\xa9", "caf\xc3\xa9"},
+		{"caf\xc3", "caf"},                 /* cut in a 2-byte character */
+		{"x\xe2\x82", "x"},                 /* cut in a 3-byte character */
+		{"a\xffz", "a?z"},                  /* not UTF-8 at all */
+		{"a\xc3z", "a?z"},                  /* lone lead byte mid-string */
+		{"over\xc0\xaflong", "over??long"}, /* overlong encoding */
+		{"\xed\xa0\x80", "???"},            /* a surrogate */
+		{"tab\there\nnl", "tab here nl"},
+		{"\xf0\x9f\x98\x80 ok", "\xf0\x9f\x98\x80 ok"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char buf[64];
+
+		strcpy(buf, cases[i].in);
+		text_clean(buf);
+		cr_expect_str_eq(buf, cases[i].out, "case %zu", i);
+	}
+}
+
+Test(text, clips_at_a_character_boundary)
+{
+	char buf[64];
+
+	strcpy(buf, "short");
+	text_clip(buf, 10);
+	cr_assert_str_eq(buf, "short");
+	strcpy(buf, "abcdefghijkl");
+	text_clip(buf, 8);
+	cr_assert_str_eq(buf, "abcde...");
+	strcpy(buf, "ab\xc3\xa9\xc3\xa9\xc3\xa9zz");
+	text_clip(buf, 7); /* cut would fall inside the second character */
+	cr_assert_str_eq(buf, "ab\xc3\xa9...");
+	cr_assert_eq(strlen(buf), 7);
+}
+
+Test(text, writes_integers_in_decimal)
+{
+	char buf[TEXT_DECIMAL_MAX + 1];
+
+	cr_assert_str_eq(text_decimal(buf, 0), "0");
+	cr_assert_str_eq(text_decimal(buf, UINT64_MAX), "18446744073709551615");
+	cr_assert_str_eq(text_int(buf, 0), "0");
+	cr_assert_str_eq(text_int(buf, 42), "42");
+	cr_assert_str_eq(text_int(buf, -7), "-7");
+	cr_assert_str_eq(text_int(buf, INT64_MAX), "9223372036854775807");
+	cr_assert_str_eq(text_int(buf, INT64_MIN), "-9223372036854775808");
+}
+
+/* text_cat() writes what snprintf("%s%s...") writes, cut alike. */
+Test(text, joins_strings_as_snprintf_would)
+{
+	char buf[8], want[8];
+
+	text_cat(buf, sizeof(buf), "ab", "", "cd", NULL);
+	cr_assert_str_eq(buf, "abcd");
+	text_cat(buf, sizeof(buf), NULL);
+	cr_assert_str_eq(buf, "");
+	for (size_t size = 1; size <= sizeof(buf); size++) {
+		memset(buf, 'x', sizeof(buf));
+		memset(want, 'x', sizeof(want));
+		text_cat(buf, size, "tenant", "\x1f", "flavor", NULL);
+		/* The cut is what is being compared. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-truncation"
+		snprintf(want, size, "%s%s%s", "tenant", "\x1f", "flavor");
+#pragma GCC diagnostic pop
+		cr_assert(memcmp(buf, want, sizeof(buf)) == 0, "size %zu: \"%s\"",
+			  size, buf);
+	}
+	text_cat(buf, 0, "untouched", NULL); /* writes nothing */
+}

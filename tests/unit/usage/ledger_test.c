@@ -1,0 +1,329 @@
+/*
+ * The memory usage backend (usage/memory-backend.c), through the seam
+ * (usage/usage.h): reservations, Job gangs, release,
+ * observations, relists, expiry, and concurrent creates that must never
+ * over-admit.
+ */
+#include "base/diag.h"
+#include "policy/decide.h"
+#include "usage/usage.h"
+
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static const char policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	"classes:\n"
+	"  - {name: one, flavor: h100, gpus: 1, maxGpus: 8}\n"
+	"tenants:\n"
+	"  - name: a\n"
+	"    namespaces: [a]\n"
+	"    cohort: lab\n"
+	"    quota: [{flavor: h100, nominal: 10, borrowingLimit: 4}]\n"
+	"  - name: b\n"
+	"    namespaces: [b]\n"
+	"    cohort: lab\n"
+	"    quota: [{flavor: h100, nominal: 6, lendingLimit: 6}]\n";
+
+static struct policy *P;
+static uint64_t fake_now;
+
+static uint64_t now_ms(void)
+{
+	return fake_now;
+}
+
+static void setup(void)
+{
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &P, &d),
+		     0, "%s", diag_text(&d));
+	fake_now = 1000;
+}
+
+static void teardown(void)
+{
+	policy_free(P);
+}
+
+TestSuite(ledger, .init = setup, .fini = teardown);
+
+struct req {
+	struct workload wl;
+	struct quota_claim claim;
+};
+
+static void make_req(struct req *r, const char *ns, const char *uid,
+		     enum wl_kind kind, int64_t units, const char *owner_uid)
+{
+	memset(r, 0, sizeof(*r));
+	r->wl.kind = kind;
+	r->wl.op = WL_CREATE;
+	r->wl.namespace = ns;
+	r->wl.name = uid;
+	r->wl.uid = uid;
+	r->wl.request_uid = "r";
+	r->wl.owner_job_uid = owner_uid;
+	r->wl.owner_job = owner_uid ? "the-job" : NULL;
+	r->claim.needed = true;
+	r->claim.tenant = policy_tenant_for_namespace(P, ns);
+	r->claim.flavor = policy_flavor_find(P, "h100");
+	r->claim.units = units;
+	r->claim.per_pod = (unsigned)units;
+	r->claim.pods = 1;
+	r->claim.may_borrow = true;
+}
+
+static enum quota_position reserve(struct usage_store *l, const char *ns,
+				   const char *uid, enum wl_kind kind,
+				   int64_t units, const char *owner)
+{
+	struct quota_result out;
+	struct req r;
+
+	make_req(&r, ns, uid, kind, units, owner);
+	usage_decide(l, P, &r.wl, &r.claim, true, false, &out);
+	return out.position;
+}
+
+static void release(struct usage_store *l, const char *ns, const char *uid,
+		    enum wl_kind kind)
+{
+	struct req r;
+
+	make_req(&r, ns, uid, kind, 0, NULL);
+	usage_release(l, P, &r.wl);
+}
+
+Test(ledger, reserves_until_full_then_borrows_then_refuses)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+
+	cr_assert_eq(reserve(l, "a", "p1", WL_POD, 8, NULL), QUOTA_NOMINAL);
+	cr_assert_eq(reserve(l, "a", "p2", WL_POD, 2, NULL), QUOTA_NOMINAL);
+	cr_assert_eq(usage_used(l, "a", "h100"), 10);
+	cr_assert_eq(reserve(l, "a", "p3", WL_POD, 4, NULL), QUOTA_BORROWED);
+	cr_assert_eq(usage_used(l, "a", "h100"), 14);
+	/* borrowing limit 4 reached */
+	cr_assert_eq(reserve(l, "a", "p4", WL_POD, 1, NULL), QUOTA_OVER);
+	cr_assert_eq(usage_used(l, "a", "h100"), 14, "a refusal holds nothing");
+	/* b lent 4 of its 6, yet its nominal stays its own: a's borrowed
+	 * workloads are the preemptible ones (reclaim within the cohort). */
+	cr_assert_eq(reserve(l, "b", "q1", WL_POD, 6, NULL), QUOTA_NOMINAL);
+	cr_assert_eq(reserve(l, "b", "q2", WL_POD, 1, NULL), QUOTA_OVER,
+		     "b is in no position to borrow: a already holds its pool");
+	usage_free(l);
+}
+
+Test(ledger, delete_releases_in_embedded_mode)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+
+	cr_assert_eq(reserve(l, "a", "p1", WL_POD, 8, NULL), QUOTA_NOMINAL);
+	cr_assert_eq(reserve(l, "a", "p2", WL_POD, 8, NULL), QUOTA_OVER);
+	release(l, "a", "p1", WL_POD);
+	cr_assert_eq(usage_used(l, "a", "h100"), 0);
+	cr_assert_eq(usage_entries(l), 0);
+	cr_assert_eq(reserve(l, "a", "p2", WL_POD, 8, NULL), QUOTA_NOMINAL);
+	usage_free(l);
+}
+
+Test(ledger, a_retried_admission_is_not_counted_twice)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+
+	cr_assert_eq(reserve(l, "a", "p1", WL_POD, 8, NULL), QUOTA_NOMINAL);
+	cr_assert_eq(reserve(l, "a", "p1", WL_POD, 8, NULL), QUOTA_NOMINAL);
+	cr_assert_eq(usage_used(l, "a", "h100"), 8);
+	usage_free(l);
+}
+
+Test(ledger, job_pods_are_admitted_against_the_job)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+
+	cr_assert_eq(reserve(l, "a", "job-1", WL_JOB, 8, NULL), QUOTA_NOMINAL);
+	cr_assert_eq(reserve(l, "a", "pod-1", WL_POD, 4, "job-1"), QUOTA_COVERED);
+	cr_assert_eq(reserve(l, "a", "pod-2", WL_POD, 4, "job-1"), QUOTA_COVERED);
+	cr_assert_eq(usage_used(l, "a", "h100"), 8, "the gang is charged once");
+	/* The Job is deleted; its pods still run until they are deleted. */
+	release(l, "a", "job-1", WL_JOB);
+	cr_assert_eq(usage_used(l, "a", "h100"), 8);
+	release(l, "a", "pod-1", WL_POD);
+	release(l, "a", "pod-2", WL_POD);
+	cr_assert_eq(usage_used(l, "a", "h100"), 0);
+	cr_assert_eq(usage_entries(l), 0);
+	usage_free(l);
+}
+
+Test(ledger, a_pod_whose_job_is_unknown_is_charged)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+
+	cr_assert_eq(reserve(l, "a", "pod-1", WL_POD, 4, "job-x"), QUOTA_NOMINAL);
+	cr_assert_eq(usage_used(l, "a", "h100"), 4);
+	usage_free(l);
+}
+
+static struct usage_item item(const char *uid, bool job, const char *tenant,
+			       int64_t units, bool active, const char *owner)
+{
+	struct usage_item it = {
+		.uid = uid, .is_job = job, .namespace = tenant, .name = uid,
+		.tenant = tenant, .flavor = "h100", .units = units,
+		.active = active, .owner_job_uid = owner,
+	};
+	return it;
+}
+
+Test(ledger, observations_track_the_cluster)
+{
+	struct usage_memory_config cfg = {.reservation_ttl_ms = 30000, .now_ms = now_ms};
+	struct usage_store *l = usage_memory_new(&cfg);
+	struct usage_item it;
+
+	cr_assert_eq(reserve(l, "a", "p1", WL_POD, 4, NULL), QUOTA_NOMINAL);
+	/* API mode: DELETE admissions do not release, the watch does. */
+	release(l, "a", "p1", WL_POD);
+	cr_assert_eq(usage_used(l, "a", "h100"), 4);
+	it = item("p1", false, "a", 4, true, NULL);
+	usage_observe(l, &it);
+	fake_now += 60000;
+	cr_assert_eq(usage_expire(l), 0, "observed: no expiry");
+	/* The pod succeeds: it holds nothing. */
+	it = item("p1", false, "a", 4, false, NULL);
+	usage_observe(l, &it);
+	cr_assert_eq(usage_used(l, "a", "h100"), 0);
+	/* A Job observed before gpugate knew it (restart), then its pods. */
+	it = item("j1", true, "a", 8, true, NULL);
+	usage_observe(l, &it);
+	it = item("j1-a", false, "a", 4, true, "j1");
+	usage_observe(l, &it);
+	cr_assert_eq(usage_used(l, "a", "h100"), 8);
+	usage_forget(l, "j1");
+	cr_assert_eq(usage_used(l, "a", "h100"), 4, "its remaining pod now counts");
+	usage_forget(l, "j1-a");
+	cr_assert_eq(usage_used(l, "a", "h100"), 0);
+	usage_free(l);
+}
+
+Test(ledger, reservations_expire_when_the_object_never_appears)
+{
+	struct usage_memory_config cfg = {.reservation_ttl_ms = 30000, .now_ms = now_ms};
+	struct usage_store *l = usage_memory_new(&cfg);
+
+	cr_assert_eq(reserve(l, "a", "p1", WL_POD, 4, NULL), QUOTA_NOMINAL);
+	fake_now += 29999;
+	cr_assert_eq(usage_expire(l), 0);
+	fake_now += 1;
+	cr_assert_eq(usage_expire(l), 1);
+	cr_assert_eq(usage_used(l, "a", "h100"), 0);
+	usage_free(l);
+}
+
+Test(ledger, reservations_wait_while_the_watch_is_down)
+{
+	struct usage_memory_config cfg = {.reservation_ttl_ms = 30000, .now_ms = now_ms};
+	struct usage_store *l = usage_memory_new(&cfg);
+
+	cr_assert_eq(reserve(l, "a", "p1", WL_POD, 4, NULL), QUOTA_NOMINAL);
+	fake_now += 10000;
+	usage_set_watching(l, false);
+	fake_now += 600000;
+	cr_assert_eq(usage_expire(l), 0, "nothing expires while the watch is down");
+	cr_assert_eq(usage_used(l, "a", "h100"), 4);
+	usage_set_watching(l, true);
+	fake_now += 29999;
+	cr_assert_eq(usage_expire(l), 0, "a whole TTL after the watch is back");
+	fake_now += 1;
+	cr_assert_eq(usage_expire(l), 1);
+	cr_assert_eq(usage_used(l, "a", "h100"), 0);
+	/* Made while the watch is up again: its own TTL counts. */
+	cr_assert_eq(reserve(l, "a", "p2", WL_POD, 2, NULL), QUOTA_NOMINAL);
+	fake_now += 29999;
+	cr_assert_eq(usage_expire(l), 0);
+	fake_now += 1;
+	cr_assert_eq(usage_expire(l), 1);
+	usage_free(l);
+}
+
+Test(ledger, relist_forgets_objects_deleted_while_unwatched)
+{
+	struct usage_memory_config cfg = {.reservation_ttl_ms = 30000, .now_ms = now_ms};
+	struct usage_store *l = usage_memory_new(&cfg);
+	struct usage_item a = item("p1", false, "a", 2, true, NULL);
+	struct usage_item b = item("p2", false, "a", 3, true, NULL);
+
+	usage_observe(l, &a);
+	usage_observe(l, &b);
+	cr_assert_eq(reserve(l, "a", "p3", WL_POD, 1, NULL), QUOTA_NOMINAL);
+	usage_relist_begin(l, false);
+	usage_observe(l, &b);
+	usage_relist_end(l, false);
+	cr_assert_eq(usage_used(l, "a", "h100"), 4, "p1 gone; p3 still reserved");
+	usage_free(l);
+}
+
+Test(ledger, observation_with_new_units_replaces_the_old)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+	struct usage_item it = item("j", true, "a", 8, true, NULL);
+
+	usage_observe(l, &it);
+	it.units = 4; /* parallelism scaled down */
+	usage_observe(l, &it);
+	cr_assert_eq(usage_used(l, "a", "h100"), 4);
+	usage_free(l);
+}
+
+/* ---- concurrency -------------------------------------------------------- */
+
+struct racer {
+	struct usage_store *l;
+	int id;
+	int admitted;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+
+	for (int i = 0; i < 200; i++) {
+		char uid[32];
+		enum quota_position pos;
+
+		snprintf(uid, sizeof(uid), "t%d-%d", r->id, i);
+		pos = reserve(r->l, "a", uid, WL_POD, 1, NULL);
+		if (pos == QUOTA_NOMINAL || pos == QUOTA_BORROWED)
+			r->admitted++;
+	}
+	return NULL;
+}
+
+Test(ledger, concurrent_creates_never_over_admit)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+	struct racer r[8];
+	pthread_t th[8];
+	int total = 0;
+
+	for (int i = 0; i < 8; i++) {
+		r[i] = (struct racer){.l = l, .id = i};
+		pthread_create(&th[i], NULL, race, &r[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		total += r[i].admitted;
+	}
+	/* nominal 10 + borrowing limit 4 (b lends up to 6) */
+	cr_assert_eq(total, 14);
+	cr_assert_eq(usage_used(l, "a", "h100"), 14);
+	cr_assert_eq(usage_entries(l), 14);
+	usage_free(l);
+}

@@ -1,0 +1,583 @@
+/*
+ * The memory backend of usage/usage.h: this process's ledger.  Entries
+ * (workloads holding quota) by uid, running sums by (tenant, flavor), Job
+ * families (a Job and the pods it holds for); one mutex around all of it.
+ */
+#include "usage/usage.h"
+
+#include "base/strmap.h"
+#include "base/text.h"
+#include "policy/decide.h"
+#include "policy/policy.h"
+#include "policy/quota.h"
+#include "usage/backend.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ---- the three maps: keys live in the values ------------------------- */
+
+static void *table_get(const struct strmap *t, const char *key)
+{
+	size_t v;
+
+	return strmap_get(t, key, &v) ? (void *)(uintptr_t)v : NULL;
+}
+
+/* Inserts key (which must be absent); -1 when out of memory. */
+static int table_put(struct strmap *t, const char *key, void *val)
+{
+	return strmap_put(t, key, (size_t)(uintptr_t)val, NULL) == 0 ? 0 : -1;
+}
+
+static void table_del(struct strmap *t, const char *key)
+{
+	strmap_del(t, key, NULL);
+}
+
+/* Frees every value, then the map. */
+static void table_free_all(struct strmap *t)
+{
+	size_t pos = 0, v;
+	const char *key;
+
+	while (strmap_next(t, &pos, &key, &v))
+		free((void *)(uintptr_t)v);
+	strmap_release(t);
+}
+
+/* ---- entries ------------------------------------------------------------ */
+
+struct sum {
+	int64_t used;
+	size_t refs; /* entries pointing here */
+	char key[];  /* "tenant\x1f" "flavor" */
+};
+
+struct family;
+
+struct entry {
+	struct sum *sum;
+	struct family *family;         /* a Job's own family, or a pod's Job's */
+	struct entry *prev, *next;     /* siblings: the pods of one Job */
+	int64_t units;
+	uint64_t expires_ms;           /* 0: never (observed, or embedded) */
+	uint64_t seen;                 /* relist generation it was seen in */
+	bool is_job;
+	bool charged;
+	bool observed;
+	const char *name;              /* into strings */
+	char uid[];                    /* then the name */
+};
+
+struct family {
+	struct entry *job;             /* NULL until the Job is known */
+	struct entry *pods;            /* its pods the ledger holds */
+	char job_uid[];
+};
+
+struct ledger {
+	struct usage_store store; /* first: the seam points here */
+	pthread_mutex_t mu;
+	struct usage_memory_config cfg;
+	struct strmap entries;  /* uid -> entry */
+	struct strmap sums;     /* "tenant\x1fflavor" -> usage */
+	struct strmap families; /* job uid -> family */
+	uint64_t generation[2]; /* relist generation: [0] pods, [1] jobs */
+	bool watching;          /* usage_set_watching() */
+	uint64_t watching_since; /* when it last came up (now_ms) */
+};
+
+static struct ledger *ledger_of(struct usage_store *u)
+{
+	return (struct ledger *)u;
+}
+
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void sum_key(char *buf, size_t size, const char *tenant,
+		      const char *flavor)
+{
+	text_cat(buf, size, tenant, "\x1f", flavor, NULL);
+}
+
+static struct sum *sum_ref(struct ledger *l, const char *tenant,
+			       const char *flavor)
+{
+	char key[600];
+	struct sum *u;
+	size_t tl = strlen(tenant), fl = strlen(flavor);
+
+	sum_key(key, sizeof(key), tenant, flavor);
+	u = table_get(&l->sums, key);
+	if (!u) {
+		u = calloc(1, sizeof(*u) + tl + fl + 2);
+		if (!u)
+			return NULL;
+		memcpy(u->key, tenant, tl);
+		u->key[tl] = '\x1f';
+		memcpy(u->key + tl + 1, flavor, fl + 1);
+		if (table_put(&l->sums, u->key, u) < 0) {
+			free(u);
+			return NULL;
+		}
+	}
+	u->refs++;
+	return u;
+}
+
+static void sum_unref(struct ledger *l, struct sum *u)
+{
+	/* No entry left: every charge was taken back, used is 0. */
+	if (--u->refs == 0) {
+		table_del(&l->sums, u->key);
+		free(u);
+	}
+}
+
+static void charge(struct entry *e)
+{
+	if (!e->charged) {
+		e->sum->used += e->units;
+		e->charged = true;
+	}
+}
+
+static void uncharge(struct entry *e)
+{
+	if (e->charged) {
+		e->sum->used -= e->units;
+		e->charged = false;
+	}
+}
+
+static struct family *family_get(struct ledger *l, const char *job_uid)
+{
+	struct family *f = table_get(&l->families, job_uid);
+	size_t n = strlen(job_uid);
+
+	if (f)
+		return f;
+	f = calloc(1, sizeof(*f) + n + 1);
+	if (!f)
+		return NULL;
+	memcpy(f->job_uid, job_uid, n + 1);
+	if (table_put(&l->families, f->job_uid, f) < 0) {
+		free(f);
+		return NULL;
+	}
+	return f;
+}
+
+static void family_maybe_free(struct ledger *l, struct family *f)
+{
+	if (f && !f->job && !f->pods) {
+		table_del(&l->families, f->job_uid);
+		free(f);
+	}
+}
+
+/* A pod is charged unless its Job holds the quota for it. */
+static void place(struct entry *e)
+{
+	if (e->is_job || !e->family || !e->family->job)
+		charge(e);
+	else
+		uncharge(e);
+}
+
+static struct entry *entry_add(struct ledger *l, const char *uid, bool is_job,
+			       const char *name, const char *tenant,
+			       const char *flavor, int64_t units,
+			       const char *owner_job_uid)
+{
+	size_t ul = strlen(uid), nl = strlen(name ? name : "");
+	struct entry *e = calloc(1, sizeof(*e) + ul + nl + 2);
+
+	if (!e)
+		return NULL;
+	memcpy(e->uid, uid, ul + 1);
+	memcpy(e->uid + ul + 1, name ? name : "", nl + 1);
+	e->name = e->uid + ul + 1;
+	e->is_job = is_job;
+	e->units = units > 0 ? units : 0;
+	e->sum = sum_ref(l, tenant, flavor);
+	if (!e->sum || table_put(&l->entries, e->uid, e) < 0) {
+		if (e->sum)
+			sum_unref(l, e->sum);
+		free(e);
+		return NULL;
+	}
+	if (is_job) {
+		e->family = family_get(l, uid);
+		if (e->family) {
+			e->family->job = e;
+			for (struct entry *k = e->family->pods; k; k = k->next)
+				uncharge(k);
+		}
+	} else if (owner_job_uid && owner_job_uid[0]) {
+		e->family = family_get(l, owner_job_uid);
+		if (e->family) {
+			e->next = e->family->pods;
+			if (e->next)
+				e->next->prev = e;
+			e->family->pods = e;
+		}
+	}
+	place(e);
+	return e;
+}
+
+static void entry_remove(struct ledger *l, struct entry *e)
+{
+	struct family *f = e->family;
+
+	uncharge(e);
+	if (f && e->is_job) {
+		f->job = NULL;
+		for (struct entry *k = f->pods; k; k = k->next)
+			place(k); /* its pods still run: they hold quota now */
+	} else if (f) {
+		if (e->prev)
+			e->prev->next = e->next;
+		else
+			f->pods = e->next;
+		if (e->next)
+			e->next->prev = e->prev;
+	}
+	family_maybe_free(l, f);
+	table_del(&l->entries, e->uid);
+	sum_unref(l, e->sum);
+	free(e);
+}
+
+/* ---- admission ------------------------------------------------------- */
+
+struct view_ctx {
+	struct ledger *l;
+	const struct policy *p;
+};
+
+static int64_t view_used(const void *ctx, unsigned tenant, unsigned flavor)
+{
+	const struct view_ctx *v = ctx;
+	const struct policy_tenant *t = policy_tenant_at(v->p, tenant);
+	const struct policy_flavor *f = policy_flavor_at(v->p, flavor);
+	char key[600];
+	struct sum *u;
+
+	if (!t || !f)
+		return 0;
+	sum_key(key, sizeof(key), t->name, f->name);
+	u = table_get(&v->l->sums, key);
+	return u ? u->used : 0;
+}
+
+/* The ledger key of a workload: its uid, else namespace/name, else the
+ * request (hand-made reviews without metadata.uid). */
+static void workload_key(const struct workload *wl, char *buf, size_t size)
+{
+	if (wl->uid && wl->uid[0])
+		text_cat(buf, size, wl->uid, NULL);
+	else if (wl->name && wl->name[0])
+		text_cat(buf, size, wl->namespace, "/", wl->name, NULL);
+	else
+		text_cat(buf, size, "request:", wl->request_uid, NULL);
+}
+
+static bool admitted(enum quota_position pos)
+{
+	return pos == QUOTA_NOMINAL || pos == QUOTA_BORROWED || pos == QUOTA_COVERED;
+}
+
+static void mem_decide(struct usage_store *u, const struct policy *p,
+		       const struct workload *wl, const struct quota_claim *c,
+		       bool reserve, bool force, struct quota_result *out)
+{
+	struct ledger *l = ledger_of(u);
+	struct view_ctx vc = {.l = l, .p = p};
+	struct usage_view view = {.ctx = &vc, .used = view_used};
+	struct family *fam = NULL;
+	struct entry *have;
+	char key[400];
+
+	workload_key(wl, key, sizeof(key));
+	pthread_mutex_lock(&l->mu);
+	have = table_get(&l->entries, key);
+	/* Asked again for what it already holds (a retried request): judge it
+	 * without its own units, and do not count it twice. */
+	if (have)
+		uncharge(have);
+	if (wl->kind == WL_POD && wl->owner_job_uid)
+		fam = table_get(&l->families, wl->owner_job_uid);
+	quota_decide(p, c->tenant, c->flavor, c->units, c->may_borrow, &view, out);
+	if (fam && fam->job) {
+		/* A pod of a Job that holds its gang's quota. */
+		out->position = QUOTA_COVERED;
+		out->requested = 0;
+	}
+	if (have) {
+		place(have);
+	} else if (reserve && (admitted(out->position) || force)) {
+		struct entry *e = entry_add(l, key, wl->kind == WL_JOB, wl->name,
+					    c->tenant->name, c->flavor->name, c->units,
+					    wl->owner_job_uid);
+
+		if (e && l->cfg.reservation_ttl_ms)
+			e->expires_ms = l->cfg.now_ms() + l->cfg.reservation_ttl_ms;
+	}
+	pthread_mutex_unlock(&l->mu);
+	if (out->position == QUOTA_COVERED)
+		out->holder = wl->owner_job;
+}
+
+static void mem_release(struct usage_store *u, const struct policy *p,
+			const struct workload *wl)
+{
+	struct ledger *l = ledger_of(u);
+	struct entry *e;
+	char key[400];
+
+	(void)p;
+	/* With an API, the watch tells when a deleted object is really gone
+	 * (a terminating pod still holds its GPUs). */
+	if (l->cfg.reservation_ttl_ms)
+		return;
+	workload_key(wl, key, sizeof(key));
+	pthread_mutex_lock(&l->mu);
+	e = table_get(&l->entries, key);
+	if (e)
+		entry_remove(l, e);
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* ---- what the cluster shows ------------------------------------------------------------- */
+
+static void mem_observe(struct usage_store *u, const struct usage_item *it)
+{
+	struct ledger *l = ledger_of(u);
+	struct entry *e;
+
+	pthread_mutex_lock(&l->mu);
+	e = table_get(&l->entries, it->uid);
+	if (e && !it->active) {
+		entry_remove(l, e);
+		e = NULL;
+	} else if (e) {
+		char key[600];
+
+		sum_key(key, sizeof(key), it->tenant, it->flavor);
+		if (strcmp(key, e->sum->key) != 0 || e->units != it->units ||
+		    e->is_job != it->is_job) {
+			/* What it holds changed: re-add it from the observation. */
+			entry_remove(l, e);
+			e = NULL;
+		}
+	}
+	if (!e && it->active)
+		e = entry_add(l, it->uid, it->is_job, it->name, it->tenant,
+			      it->flavor, it->units, it->owner_job_uid);
+	if (e) {
+		e->observed = true;
+		e->expires_ms = 0;
+		e->seen = l->generation[it->is_job];
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void mem_forget(struct usage_store *u, const char *uid)
+{
+	struct ledger *l = ledger_of(u);
+	struct entry *e;
+
+	pthread_mutex_lock(&l->mu);
+	e = table_get(&l->entries, uid);
+	if (e)
+		entry_remove(l, e);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void mem_relist_begin(struct usage_store *u, bool jobs)
+{
+	struct ledger *l = ledger_of(u);
+
+	pthread_mutex_lock(&l->mu);
+	l->generation[jobs]++;
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* Collects the entries matching pred, then removes them: removal while
+ * walking the map would move entries under the walker. */
+static size_t remove_where(struct ledger *l,
+			   bool (*pred)(const struct ledger *l, const struct entry *e,
+					const void *arg),
+			   const void *arg)
+{
+	struct entry **doomed;
+	size_t n = 0, pos = 0, v;
+	const char *key;
+
+	doomed = malloc((l->entries.len ? l->entries.len : 1) * sizeof(*doomed));
+	if (!doomed)
+		return 0;
+	while (strmap_next(&l->entries, &pos, &key, &v))
+		if (pred(l, (const struct entry *)(uintptr_t)v, arg))
+			doomed[n++] = (struct entry *)(uintptr_t)v;
+	for (size_t i = 0; i < n; i++)
+		entry_remove(l, doomed[i]);
+	free(doomed);
+	return n;
+}
+
+static bool stale(const struct ledger *l, const struct entry *e, const void *arg)
+{
+	bool jobs = *(const bool *)arg;
+
+	return e->observed && e->is_job == jobs && e->seen != l->generation[jobs];
+}
+
+static void mem_relist_end(struct usage_store *u, bool jobs)
+{
+	struct ledger *l = ledger_of(u);
+
+	pthread_mutex_lock(&l->mu);
+	remove_where(l, stale, &jobs);
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void mem_set_watching(struct usage_store *u, bool up)
+{
+	struct ledger *l = ledger_of(u);
+
+	pthread_mutex_lock(&l->mu);
+	if (up && !l->watching)
+		l->watching_since = l->cfg.now_ms();
+	l->watching = up;
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* A reservation's TTL runs from when it was made or the watch came up,
+ * whichever is later (expires_ms is made + TTL). */
+static bool expired(const struct ledger *l, const struct entry *e, const void *arg)
+{
+	uint64_t now = *(const uint64_t *)arg;
+	uint64_t since = l->watching_since + l->cfg.reservation_ttl_ms;
+
+	return !e->observed && e->expires_ms &&
+	       (e->expires_ms > since ? e->expires_ms : since) <= now;
+}
+
+static size_t mem_expire(struct usage_store *u)
+{
+	struct ledger *l = ledger_of(u);
+	uint64_t now = l->cfg.now_ms();
+	size_t n = 0;
+
+	pthread_mutex_lock(&l->mu);
+	if (l->watching)
+		n = remove_where(l, expired, &now);
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
+static int64_t mem_used(struct usage_store *u, const char *tenant,
+			const char *flavor)
+{
+	struct ledger *l = ledger_of(u);
+	char key[600];
+	struct sum *sm;
+	int64_t v;
+
+	sum_key(key, sizeof(key), tenant, flavor);
+	pthread_mutex_lock(&l->mu);
+	sm = table_get(&l->sums, key);
+	v = sm ? sm->used : 0;
+	pthread_mutex_unlock(&l->mu);
+	return v;
+}
+
+static size_t mem_entries(struct usage_store *u)
+{
+	struct ledger *l = ledger_of(u);
+	size_t n;
+
+	pthread_mutex_lock(&l->mu);
+	n = l->entries.len;
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
+static void mem_foreach(struct usage_store *u, usage_sum_fn fn, void *ctx)
+{
+	struct ledger *l = ledger_of(u);
+	size_t pos = 0, v;
+	const char *key;
+
+	pthread_mutex_lock(&l->mu);
+	while (strmap_next(&l->sums, &pos, &key, &v)) {
+		const struct sum *sm = (const struct sum *)(uintptr_t)v;
+		char tenant[300];
+		const char *sep = strchr(sm->key, '\x1f');
+		size_t tl = sep ? (size_t)(sep - sm->key) : 0;
+
+		if (!sep || tl >= sizeof(tenant))
+			continue;
+		memcpy(tenant, sm->key, tl);
+		tenant[tl] = '\0';
+		fn(ctx, tenant, sep + 1, sm->used);
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void mem_free(struct usage_store *u)
+{
+	struct ledger *l = ledger_of(u);
+
+	table_free_all(&l->entries);
+	table_free_all(&l->sums);
+	table_free_all(&l->families);
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+}
+
+static const struct usage_backend memory_backend = {
+	.name = "memory",
+	.decide = mem_decide,
+	.release = mem_release,
+	.observe = mem_observe,
+	.forget = mem_forget,
+	.relist_begin = mem_relist_begin,
+	.relist_end = mem_relist_end,
+	.set_watching = mem_set_watching,
+	.expire = mem_expire,
+	.used = mem_used,
+	.entries = mem_entries,
+	.foreach = mem_foreach,
+	.free = mem_free,
+};
+
+struct usage_store *usage_memory_new(const struct usage_memory_config *cfg)
+{
+	struct ledger *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->store.be = &memory_backend;
+	if (cfg)
+		l->cfg = *cfg;
+	if (!l->cfg.now_ms)
+		l->cfg.now_ms = monotonic_ms;
+	l->watching = true;
+	pthread_mutex_init(&l->mu, NULL);
+	return &l->store;
+}

@@ -1,0 +1,139 @@
+/*
+ * usage: who holds which quota right now (SPEC section 5), behind one seam.
+ *
+ * The admission pipeline asks a usage store to decide a claim (peek at
+ * /mutate, reserve at /validate) and to release a deleted workload; the
+ * Kubernetes feed (kube/feed.c) tells it what the cluster shows (observe,
+ * forget, relists, whether the watch is up); metrics read the sums.  Every
+ * call goes through a struct usage_store, whose backend does the work:
+ *
+ *   usage/memory-backend.c   this process's ledger: reservations, Job gangs,
+ *                            running sums, one lock (usage_memory_new)
+ *
+ * A backend implements struct usage_backend (usage/backend.h), the way
+ * git's refs/files-backend.c and refs/packed-backend.c implement its ref
+ * storage; a second one (quota reservations shared between replicas
+ * through the Kubernetes API) goes beside the first without changing a
+ * caller.  Operations a backend leaves
+ * out (NULL) do nothing, or answer "nothing in use".
+ *
+ * All functions are thread-safe when the backend's are (the memory
+ * backend's are).  Names, not policy indices, key the sums, so a policy
+ * reload keeps usage.
+ */
+#ifndef GPUGATE_USAGE_H
+#define GPUGATE_USAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct policy;
+struct quota_claim;
+struct quota_result;
+struct workload;
+
+struct usage_store;
+
+/* What one object holds, as the API shows it (the charge rule's answer). */
+struct usage_item {
+	const char *uid;
+	bool is_job;
+	const char *namespace;
+	const char *name;
+	const char *tenant;        /* from the namespace, by the policy */
+	const char *flavor;        /* from the resources and node selector */
+	int64_t units;             /* what it holds while active */
+	bool active;               /* false: terminal pod or finished Job */
+	const char *owner_job_uid; /* a Job's pod: its Job, else NULL */
+};
+
+/* ---- admission ---------------------------------------------------------- */
+
+/*
+ * Answers a claim: a peek when reserve is false (/mutate, dry runs); else
+ * decides and holds the units at once, so that concurrent requests never
+ * over-admit.  force holds the units even when over quota (warn and audit
+ * modes admit anyway).  u NULL: nothing in use.
+ */
+void usage_decide(struct usage_store *u, const struct policy *p,
+		  const struct workload *wl, const struct quota_claim *claim,
+		  bool reserve, bool force, struct quota_result *out);
+
+/* A DELETE at /validate (not a dry run).  u may be NULL. */
+void usage_release(struct usage_store *u, const struct policy *p,
+		   const struct workload *wl);
+
+/* ---- what the cluster shows ------------------------------------------- */
+
+/* ADDED/MODIFIED (or a listed object). */
+void usage_observe(struct usage_store *u, const struct usage_item *it);
+/* DELETED. */
+void usage_forget(struct usage_store *u, const char *uid);
+
+/*
+ * A relist of one kind (pods or jobs): observations not repeated between
+ * begin and end were deleted while nobody watched, and are forgotten.
+ * Reservations not yet observed are kept (they expire on their own).
+ */
+void usage_relist_begin(struct usage_store *u, bool jobs);
+void usage_relist_end(struct usage_store *u, bool jobs);
+
+/*
+ * The API watch is up (true) or down.  Only a watch that is up can tell a
+ * create that failed after /validate from one that is slow to show, so a
+ * reservation expires once the watch has been up for the whole TTL since
+ * the reservation was made: while it is down nothing expires, and when it
+ * comes back every pending reservation has a whole TTL again.  A new store
+ * counts as up; the feed says when it is not.
+ */
+void usage_set_watching(struct usage_store *u, bool up);
+
+/* Drops reservations whose object never showed up (see above); returns how
+ * many.  Called about once a second. */
+size_t usage_expire(struct usage_store *u);
+
+/* ---- reading ------------------------------------------------------------ */
+
+int64_t usage_used(struct usage_store *u, const char *tenant,
+		   const char *flavor);
+/* Workloads holding quota. */
+size_t usage_entries(struct usage_store *u);
+typedef void (*usage_sum_fn)(void *ctx, const char *tenant, const char *flavor,
+			     int64_t used);
+void usage_foreach(struct usage_store *u, usage_sum_fn fn, void *ctx);
+
+/* The backend's name ("memory"), for logs. */
+const char *usage_backend_name(const struct usage_store *u);
+
+/* NULL is a no-op. */
+void usage_free(struct usage_store *u);
+
+/* ---- the memory backend ------------------------------------------------- */
+
+/*
+ * Every workload that holds quota is one entry, keyed by its uid: a bare
+ * Pod holds its units, a Job holds parallelism x units for all its pods,
+ * and the pods of a Job the store knows are not charged again.  Usage per
+ * (tenant, flavor) is kept as a running sum, so a decision costs O(cohort
+ * size), not O(workloads).
+ *
+ * Entries come from two places: reservations at /validate (the quota
+ * arithmetic and the reservation happen under one lock) and observations
+ * from the feed (a reservation becomes an observation when its object
+ * shows up, and expires if it never does).  Without an API (embedded mode)
+ * reservations never expire and DELETE admissions release them.
+ */
+struct usage_memory_config {
+	/* API mode: reservations expire unless observed within this many
+	 * milliseconds; DELETE admissions are left to the watch.  0: embedded
+	 * mode. */
+	uint64_t reservation_ttl_ms;
+	/* Milliseconds on a monotonic clock; NULL: CLOCK_MONOTONIC. */
+	uint64_t (*now_ms)(void);
+};
+
+/* cfg may be NULL (embedded, the real clock).  NULL when out of memory. */
+struct usage_store *usage_memory_new(const struct usage_memory_config *cfg);
+
+#endif
