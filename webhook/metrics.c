@@ -1,7 +1,10 @@
 #include "webhook/metrics.h"
 
 #include "base/strbuf.h"
+#include "policy/policy.h"
+#include "usage/usage.h"
 
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -78,7 +81,73 @@ static uint64_t load(atomic_uint_fast64_t *v)
 	return (uint64_t)atomic_load_explicit(v, memory_order_relaxed);
 }
 
-int metrics_render(struct metrics *m, metrics_extra_fn extra, void *ctx,
+/* Quota per tenant and flavor, the usage store, the feed, the certificate. */
+static void render_state(struct strbuf *sb, const struct metrics_state *st)
+{
+	const struct policy *p = st->policy;
+
+	strbuf_addf(sb, "# HELP gpugate_quota_nominal Nominal quota, in units of "
+			"the flavor's resource.\n"
+			"# TYPE gpugate_quota_nominal gauge\n");
+	for (size_t t = 0; p && t < policy_tenant_count(p); t++) {
+		const struct policy_tenant *te = policy_tenant_at(p, t);
+
+		for (size_t q = 0; q < te->n_quota; q++)
+			strbuf_addf(sb,
+				    "gpugate_quota_nominal{tenant=\"%s\",flavor=\"%s\"} "
+				    "%" PRId64 "\n",
+				    te->name, te->quota[q].flavor->name,
+				    te->quota[q].nominal);
+	}
+	strbuf_addf(sb, "# HELP gpugate_quota_used Quota in use (reserved or "
+			"observed), in units of the flavor's resource.\n"
+			"# TYPE gpugate_quota_used gauge\n");
+	for (size_t t = 0; p && t < policy_tenant_count(p); t++) {
+		const struct policy_tenant *te = policy_tenant_at(p, t);
+
+		for (size_t q = 0; q < te->n_quota; q++)
+			strbuf_addf(sb,
+				    "gpugate_quota_used{tenant=\"%s\",flavor=\"%s\"} "
+				    "%" PRId64 "\n",
+				    te->name, te->quota[q].flavor->name,
+				    usage_used(st->usage, te->name,
+					       te->quota[q].flavor->name));
+	}
+	strbuf_addf(sb, "# HELP gpugate_ledger_entries Workloads holding quota.\n"
+			"# TYPE gpugate_ledger_entries gauge\n"
+			"gpugate_ledger_entries %zu\n",
+		    usage_entries(st->usage));
+	if (st->api)
+		strbuf_addf(sb, "# HELP gpugate_kube_watch_connected 1 while the "
+				"Pod and Job watches are connected.\n"
+				"# TYPE gpugate_kube_watch_connected gauge\n"
+				"gpugate_kube_watch_connected %d\n"
+				"# HELP gpugate_kube_synced 1 once usage was listed "
+				"from the API.\n"
+				"# TYPE gpugate_kube_synced gauge\n"
+				"gpugate_kube_synced %d\n",
+			    st->api_connected, st->api_synced);
+	strbuf_addf(sb, "# HELP gpugate_certificate_expiry_seconds Unix time at "
+			"which the serving certificate expires.\n"
+			"# TYPE gpugate_certificate_expiry_seconds gauge\n"
+			"gpugate_certificate_expiry_seconds %lld\n",
+		    st->cert_not_after);
+}
+
+/* How evenly the connections are spread over the server's workers. */
+static void render_workers(struct strbuf *sb, const struct metrics_state *st)
+{
+	strbuf_addf(sb, "# HELP gpugate_http_worker_requests_total HTTP requests "
+			"begun on each server worker thread (workers numbered in "
+			"the order they first served).\n"
+			"# TYPE gpugate_http_worker_requests_total counter\n");
+	for (unsigned i = 0; i < st->workers; i++)
+		strbuf_addf(sb, "gpugate_http_worker_requests_total{worker=\"%u\"} "
+				"%" PRIu64 "\n",
+			    i, st->worker_requests[i]);
+}
+
+int metrics_render(struct metrics *m, const struct metrics_state *st,
 		   char **out, size_t *len)
 {
 	struct strbuf sb;
@@ -136,8 +205,11 @@ int metrics_render(struct metrics *m, metrics_extra_fn extra, void *ctx,
 		    (unsigned long long)load(&m->policy_reloads[0]),
 		    (unsigned long long)load(&m->cert_reloads[1]),
 		    (unsigned long long)load(&m->cert_reloads[0]));
-	if (extra)
-		extra(ctx, &sb);
+	if (st) {
+		render_state(&sb, st);
+		if (st->workers)
+			render_workers(&sb, st);
+	}
 	if (strbuf_failed(&sb)) {
 		strbuf_release(&sb);
 		return -1;

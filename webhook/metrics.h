@@ -1,16 +1,20 @@
 /*
- * metrics: counters and histograms in Prometheus text format.
+ * metrics: every line of Prometheus text gpugate writes (GET /metrics).
  *
- * Lock-free: every counter is an atomic, updated from any server thread.
- * Label sets are small and fixed (endpoint x kind x result), so they are
- * plain arrays, not maps.  Gauges that come from elsewhere (quota) are
- * appended at scrape time by a callback.
+ * Counters and histograms of the admission pipeline live here, lock-free:
+ * every counter is an atomic, updated from any server thread.  Label sets
+ * are small and fixed (endpoint x kind x result), so they are plain
+ * arrays, not maps.  What other modules know (quota from the policy and the
+ * usage store, the feed's state, the certificate, the server's workers) is
+ * handed over as plain values at scrape time (struct metrics_state) and
+ * written here too: no other file writes exposition text.
  */
 #ifndef GPUGATE_METRICS_H
 #define GPUGATE_METRICS_H
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum metrics_endpoint { METRICS_MUTATE, METRICS_VALIDATE, METRICS__ENDPOINTS };
 enum metrics_kind { METRICS_POD, METRICS_JOB, METRICS_OTHER, METRICS__KINDS };
@@ -35,11 +39,31 @@ void metrics_admission(struct metrics *m, enum metrics_endpoint ep,
 void metrics_policy_reload(struct metrics *m, bool ok);
 void metrics_cert_reload(struct metrics *m, bool ok);
 
-/* Extra lines (already in exposition format) appended to a scrape. */
-typedef void (*metrics_extra_fn)(void *ctx, struct strbuf *out);
+struct policy;
+struct usage_store;
 
-/* The whole exposition; caller frees *out.  -1 when out of memory. */
-int metrics_render(struct metrics *m, metrics_extra_fn extra, void *ctx,
+/* What a scrape shows beside the counters, gathered by its caller. */
+struct metrics_state {
+	/* gpugate_quota_nominal and gpugate_quota_used for every quota entry
+	 * of this policy, used read from usage (may be NULL: 0); no quota
+	 * lines when policy is NULL. */
+	const struct policy *policy;
+	struct usage_store *usage;
+	/* gpugate_kube_watch_connected and gpugate_kube_synced, in API mode. */
+	bool api;
+	bool api_connected;
+	bool api_synced;
+	/* gpugate_certificate_expiry_seconds (Unix time). */
+	long long cert_not_after;
+	/* gpugate_http_worker_requests_total: requests begun on each server
+	 * worker, in the order the workers first served; none when 0. */
+	const uint64_t *worker_requests;
+	unsigned workers;
+};
+
+/* The whole exposition; caller frees *out.  st may be NULL (counters
+ * only).  -1 when out of memory. */
+int metrics_render(struct metrics *m, const struct metrics_state *st,
 		   char **out, size_t *len);
 
 #endif

@@ -1,0 +1,412 @@
+/*
+ * daemon: load the policy and certificate, serve HTTPS, reload both when
+ * they change on disk, stop gracefully (webhook/daemon.h).
+ *
+ * daemon_run() blocks the signals in every thread and takes them on the
+ * calling thread with sigtimedwait(), which also ticks once a second to
+ * look at the files.
+ */
+#include "webhook/daemon.h"
+
+#include "base/diag.h"
+#include "base/file.h"
+#include "base/log.h"
+#include "base/strbuf.h"
+#include "certs/certs.h"
+#include "codec/jsonmem.h"
+#include "http/server.h"
+#include "kube/client.h"
+#include "kube/watch.h"
+#include "policy/policy.h"
+#include "usage/usage.h"
+#include "webhook/handler.h"
+#include "webhook/holder.h"
+#include "webhook/metrics.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct watched {
+	const char *path;
+	struct stat st;
+	bool known;
+};
+
+struct daemon {
+	struct daemon_config cfg;
+	char host[64];
+	struct kube_config kube;
+	bool have_api;
+	struct usage_store *usage;
+	struct watch *watch;
+	struct watched policy_file, cert_file, key_file;
+	struct holder *holder;
+	struct metrics *metrics;
+	struct server *server;
+	struct handler handler;
+	time_t cert_not_after;
+	char cert_subject[256];
+};
+
+/* True when the file looks different from last time (a Secret or ConfigMap
+ * volume update swaps a symlink: stat() follows it to a new inode). */
+static bool changed(struct watched *w)
+{
+	struct stat st;
+	bool diff;
+
+	if (stat(w->path, &st) < 0)
+		return false; /* gone for a moment during a swap: wait */
+	diff = !w->known || st.st_ino != w->st.st_ino || st.st_dev != w->st.st_dev ||
+	       st.st_size != w->st.st_size ||
+	       st.st_mtim.tv_sec != w->st.st_mtim.tv_sec ||
+	       st.st_mtim.tv_nsec != w->st.st_mtim.tv_nsec;
+	w->st = st;
+	w->known = true;
+	return diff;
+}
+
+/* ---- the certificate pair ---------------------------------------------- */
+
+struct pem_pair {
+	char *cert, *key;
+	size_t cert_len, key_len;
+};
+
+static void pair_release(struct pem_pair *pp)
+{
+	free(pp->cert);
+	file_free_secret(pp->key, pp->key_len);
+	memset(pp, 0, sizeof(*pp));
+}
+
+/*
+ * Reads the pair once and checks those very bytes.  A rotation in the
+ * middle (a Secret volume flips both files at once) yields a mismatched
+ * pair, which is refused: the next tick reads the new pair whole.
+ */
+static int load_pair(struct daemon *dm, struct pem_pair *pp, struct diag *d)
+{
+	struct certs_info info;
+
+	memset(pp, 0, sizeof(*pp));
+	if (file_read(dm->cfg.cert_path, CERTS_MAX_FILE_BYTES, 0, &pp->cert,
+		      &pp->cert_len, d) < 0 ||
+	    file_read(dm->cfg.key_path, CERTS_MAX_FILE_BYTES, FILE_SECRET, &pp->key,
+		      &pp->key_len, d) < 0 ||
+	    certs_check_pem(dm->cfg.cert_path, pp->cert, dm->cfg.key_path, pp->key,
+			    time(NULL), &info, d) < 0) {
+		pair_release(pp);
+		return -1;
+	}
+	dm->cert_not_after = info.not_after;
+	snprintf(dm->cert_subject, sizeof(dm->cert_subject), "%s", info.subject);
+	return 0;
+}
+
+/* ---- reloads ------------------------------------------------------------ */
+
+static void log_diag(enum log_level level, const char *what, struct diag *d)
+{
+	char q[DIAG_CAP];
+	const char *text = diag_text(d);
+
+	log_event(level, "msg=\"%s\" error=\"%s\"", what, log_quote(text, q, sizeof(q)));
+}
+
+static void reload_policy(struct daemon *dm)
+{
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	if (policy_load(dm->cfg.policy_path, &p, &d) < 0) {
+		metrics_policy_reload(dm->metrics, false);
+		log_diag(LOG_ERROR, "policy reload refused, keeping the old policy", &d);
+		return;
+	}
+	holder_swap(dm->holder, p);
+	metrics_policy_reload(dm->metrics, true);
+	log_event(LOG_INFO, "msg=\"policy reloaded\" file=%s flavors=%zu classes=%zu "
+			    "tenants=%zu",
+		  dm->cfg.policy_path, policy_flavor_count(p), policy_class_count(p),
+		  policy_tenant_count(p));
+}
+
+static void reload_cert(struct daemon *dm)
+{
+	struct pem_pair pp;
+	struct diag d;
+
+	diag_init(&d);
+	if (load_pair(dm, &pp, &d) < 0 ||
+	    server_set_certificate(dm->server, pp.cert, pp.key, &d) < 0) {
+		metrics_cert_reload(dm->metrics, false);
+		log_diag(LOG_WARN, "certificate reload refused, keeping the old one", &d);
+	} else {
+		metrics_cert_reload(dm->metrics, true);
+		log_event(LOG_INFO, "msg=\"certificate reloaded\" subject=\"%s\" "
+				    "not_after=%lld",
+			  dm->cert_subject, (long long)dm->cert_not_after);
+	}
+	pair_release(&pp);
+}
+
+void daemon_reload(struct daemon *dm)
+{
+	reload_policy(dm);
+	reload_cert(dm);
+}
+
+/* The store knows whether the watch is up: reservations do not expire
+ * while it is down (usage_set_watching). */
+static void expire(struct daemon *dm)
+{
+	if (dm->watch) {
+		size_t n = usage_expire(dm->usage);
+
+		if (n)
+			log_event(LOG_INFO, "msg=\"reservations expired\" count=%zu", n);
+	}
+}
+
+void daemon_tick(struct daemon *dm)
+{
+	expire(dm);
+	if (changed(&dm->policy_file))
+		reload_policy(dm);
+	/* Either file of the pair (both stat()s run, to keep both snapshots
+	 * current): a half-rotated pair is refused and the next change
+	 * retries. */
+	{
+		bool cert_changed = changed(&dm->cert_file);
+		bool key_changed = changed(&dm->key_file);
+
+		if (cert_changed || key_changed)
+			reload_cert(dm);
+	}
+}
+
+/* ---- what the server asks ----------------------------------------------- */
+
+static bool ready(void *ctx, struct strbuf *why)
+{
+	struct daemon *dm = ctx;
+	bool ok = true;
+
+	if (time(NULL) > dm->cert_not_after) {
+		strbuf_addf(why, "certificate expired\n");
+		ok = false;
+	}
+	if (dm->watch && !watch_synced(dm->watch)) {
+		strbuf_addf(why, "quota usage not synced from the Kubernetes API yet\n");
+		ok = false;
+	}
+	return ok;
+}
+
+static int render_metrics(void *ctx, char **out, size_t *len)
+{
+	struct daemon *dm = ctx;
+	uint64_t workers[SERVER_MAX_THREADS];
+	struct holder_ref *ref;
+	struct metrics_state st = {
+		.policy = holder_acquire(dm->holder, &ref),
+		.usage = dm->usage,
+		.api = dm->watch != NULL,
+		.api_connected = dm->watch && watch_connected(dm->watch),
+		.api_synced = dm->watch && watch_synced(dm->watch),
+		.cert_not_after = (long long)dm->cert_not_after,
+		.worker_requests = workers,
+	};
+	int rc;
+
+	if (dm->server) {
+		st.workers = server_worker_count(dm->server);
+		for (unsigned i = 0; i < st.workers; i++)
+			workers[i] = server_worker_requests(dm->server, i);
+	}
+	rc = metrics_render(dm->metrics, &st, out, len);
+	holder_release(ref);
+	return rc;
+}
+
+/* ---- start and stop ---------------------------------------------------- */
+
+/* Where usage comes from: a kubeconfig, the service account, or nowhere. */
+static int open_api(struct daemon *dm, struct diag *d)
+{
+	if (dm->cfg.api == DAEMON_API_KUBECONFIG) {
+		if (kube_config_load(dm->cfg.kubeconfig, &dm->kube, d) < 0)
+			return -1;
+		dm->have_api = true;
+	} else if (dm->cfg.api == DAEMON_API_AUTO &&
+		   getenv("KUBERNETES_SERVICE_HOST")) {
+		if (kube_config_in_cluster(NULL, &dm->kube, d) < 0) {
+			diag_addf(d, "gpugate serve: cannot use the in-cluster service "
+				     "account (use --embedded to run without the API)");
+			return -1;
+		}
+		dm->have_api = true;
+	}
+	return 0;
+}
+
+int daemon_start(const struct daemon_config *cfg, struct daemon **out,
+		 struct diag *d)
+{
+	struct daemon *dm = calloc(1, sizeof(*dm));
+	struct server_config sc = {0};
+	struct pem_pair pp = {0};
+	struct policy *p = NULL;
+	unsigned ttl_s;
+
+	*out = NULL;
+	if (!dm) {
+		diag_addf(d, "gpugate serve: out of memory");
+		return -1;
+	}
+	dm->cfg = *cfg;
+	if (!dm->cfg.grace_ms)
+		dm->cfg.grace_ms = DAEMON_GRACE_MS_DEFAULT;
+	ttl_s = dm->cfg.reservation_ttl_s ? dm->cfg.reservation_ttl_s
+					  : DAEMON_RESERVATION_TTL_S_DEFAULT;
+	snprintf(dm->host, sizeof(dm->host), "%s", cfg->host ? cfg->host : "0.0.0.0");
+	dm->policy_file.path = cfg->policy_path;
+	dm->cert_file.path = cfg->cert_path;
+	dm->key_file.path = cfg->key_path;
+
+	jsonmem_install();
+	if (policy_load(cfg->policy_path, &p, d) < 0) {
+		diag_addf(d, "gpugate serve: the policy is invalid; not starting");
+		goto fail;
+	}
+	if (open_api(dm, d) < 0) {
+		policy_free(p);
+		goto fail;
+	}
+	dm->metrics = metrics_new();
+	dm->holder = holder_new(p);
+	dm->usage = usage_memory_new(&(struct usage_memory_config){
+		.reservation_ttl_ms = dm->have_api ? (uint64_t)ttl_s * 1000u : 0});
+	if (!dm->metrics || !dm->holder || !dm->usage) {
+		diag_addf(d, "gpugate serve: out of memory");
+		policy_free(dm->holder ? NULL : p);
+		goto fail;
+	}
+	if (dm->have_api) {
+		struct watch_config wc = {.kube = &dm->kube, .ledger = dm->usage,
+					  .policy = dm->holder};
+
+		if (watch_start(&wc, &dm->watch, d) < 0)
+			goto fail;
+		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
+				    "credentials=\"%s\" reservation_ttl_s=%u",
+			  dm->kube.server, dm->kube.source, ttl_s);
+	} else {
+		log_event(LOG_INFO, "msg=\"embedded usage\" detail=\"usage is what "
+				    "this process admitted; DELETE admissions release "
+				    "it\"");
+	}
+	if (load_pair(dm, &pp, d) < 0)
+		goto fail;
+	dm->handler.policy = dm->holder;
+	dm->handler.metrics = dm->metrics;
+	dm->handler.usage = dm->usage;
+	sc.host = dm->host;
+	sc.port = cfg->port;
+	sc.threads = cfg->threads;
+	sc.conn_timeout = cfg->conn_timeout;
+	sc.conn_limit = cfg->conn_limit;
+	sc.per_ip_limit = cfg->per_ip_limit;
+	sc.handler = &dm->handler;
+	sc.ready = ready;
+	sc.metrics = render_metrics;
+	sc.ctx = dm;
+	if (server_start(&sc, pp.cert, pp.key, &dm->server, d) < 0)
+		goto fail;
+	pair_release(&pp);
+	changed(&dm->policy_file);
+	changed(&dm->cert_file);
+	changed(&dm->key_file);
+	log_event(LOG_INFO, "msg=\"serving\" listen=%s:%u policy=%s tenants=%zu "
+			    "classes=%zu certificate=\"%s\"",
+		  dm->host, server_port(dm->server), cfg->policy_path,
+		  policy_tenant_count(p), policy_class_count(p), dm->cert_subject);
+	*out = dm;
+	return 0;
+fail:
+	pair_release(&pp);
+	daemon_stop(dm);
+	return -1;
+}
+
+uint16_t daemon_port(const struct daemon *dm)
+{
+	return server_port(dm->server);
+}
+
+void daemon_stop(struct daemon *dm)
+{
+	if (!dm)
+		return;
+	if (dm->server) {
+		log_event(LOG_INFO, "msg=\"stopping\" in_flight=%u",
+			  server_in_flight(dm->server));
+		server_stop(dm->server, dm->cfg.grace_ms);
+		log_event(LOG_INFO, "msg=\"stopped\"");
+	}
+	watch_stop(dm->watch);
+	usage_free(dm->usage);
+	kube_config_release(&dm->kube);
+	holder_free(dm->holder);
+	metrics_free(dm->metrics);
+	free(dm);
+}
+
+/* ---- gpugate serve ------------------------------------------------------ */
+
+int daemon_run(const struct daemon_config *cfg)
+{
+	struct daemon *dm;
+	struct diag d;
+	sigset_t set;
+
+	/* Signals go to this thread only: block them before any thread. */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	diag_init(&d);
+	if (daemon_start(cfg, &dm, &d) < 0) {
+		fputs(diag_text(&d), stderr);
+		return 1;
+	}
+	/* The bound port, on stdout, for scripts that asked for port 0. */
+	printf("listening on https://%s:%u\n", dm->host, daemon_port(dm));
+	fflush(stdout);
+	for (;;) {
+		struct timespec tick = {.tv_sec = 1, .tv_nsec = 0};
+		int sig = sigtimedwait(&set, NULL, &tick);
+
+		if (sig == SIGTERM || sig == SIGINT)
+			break;
+		if (sig == SIGHUP) {
+			expire(dm);
+			daemon_reload(dm);
+			continue;
+		}
+		daemon_tick(dm);
+	}
+	daemon_stop(dm);
+	return 0;
+}

@@ -1,0 +1,97 @@
+/*
+ * daemon: gpugate serve without its command line — the wiring of a running
+ * webhook, its reloads and its signal loop.
+ *
+ *   daemon_start()   load the policy and the certificate pair, make the
+ *                    usage store, start the Kubernetes feed (API mode) and
+ *                    the HTTPS server with gpugate's routes
+ *   daemon_tick()    once a second: expire reservations, reload the policy
+ *                    or the certificate when their files changed
+ *   daemon_reload()  reload both now (SIGHUP)
+ *   daemon_stop()    stop accepting, finish requests in progress (at most
+ *                    grace_ms), stop the feed, free everything
+ *   daemon_run()     all of it with the signals: what `gpugate serve` runs
+ *
+ * The pieces up to daemon_run() take no signals and no argv, so that tests
+ * drive a whole daemon (tests/unit/webhook/daemon_test.c).  A reload that
+ * fails keeps what was loaded (a bad policy never replaces a good one) and
+ * is logged and counted in the metrics.
+ */
+#ifndef GPUGATE_DAEMON_H
+#define GPUGATE_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct diag;
+
+/* Where quota usage comes from. */
+enum daemon_api {
+	/* The in-cluster service account when KUBERNETES_SERVICE_HOST is set,
+	 * else embedded. */
+	DAEMON_API_AUTO,
+	/* The kubeconfig named in daemon_config.kubeconfig. */
+	DAEMON_API_KUBECONFIG,
+	/* Embedded: usage is what this process admitted, released by DELETE
+	 * admissions. */
+	DAEMON_API_NONE,
+};
+
+#define DAEMON_GRACE_MS_DEFAULT 10000
+/* A reservation whose object has not shown up in the watch by then is
+ * dropped (the create failed after /validate). */
+#define DAEMON_RESERVATION_TTL_S_DEFAULT 60
+
+struct daemon_config {
+	const char *policy_path;     /* required */
+	const char *cert_path;       /* required: PEM certificate chain */
+	const char *key_path;        /* required: PEM private key */
+	const char *host;            /* numeric address; NULL: "0.0.0.0" */
+	uint16_t port;               /* 0: an ephemeral port (daemon_port) */
+	unsigned threads;            /* 0: one per CPU */
+	unsigned conn_timeout;       /* seconds; 0: the server's default */
+	unsigned conn_limit;         /* 0: the server's default */
+	unsigned per_ip_limit;       /* 0: the server's default */
+	enum daemon_api api;
+	const char *kubeconfig;      /* with DAEMON_API_KUBECONFIG */
+	unsigned reservation_ttl_s;  /* API mode; 0: the default */
+	unsigned grace_ms;           /* daemon_stop(); 0: the default */
+};
+
+struct daemon;
+
+/*
+ * Starts everything.  Returns 0 with the daemon in *out, or -1 with the
+ * reasons in d (nothing left running), e.g.
+ *
+ *   FILE:LINE: ... (the policy's errors)
+ *   gpugate serve: the policy is invalid; not starting
+ *
+ * Signals are the caller's business: block them before calling, since the
+ * daemon's threads inherit the mask (daemon_run() does).
+ */
+int daemon_start(const struct daemon_config *cfg, struct daemon **out,
+		 struct diag *d);
+
+/* The bound port (the one chosen when cfg.port was 0). */
+uint16_t daemon_port(const struct daemon *dm);
+
+/* Once a second: expiry and reloads of files that changed on disk. */
+void daemon_tick(struct daemon *dm);
+
+/* Reloads the policy and the certificate now. */
+void daemon_reload(struct daemon *dm);
+
+/* NULL is a no-op. */
+void daemon_stop(struct daemon *dm);
+
+/*
+ * gpugate serve: blocks SIGTERM, SIGINT and SIGHUP in every thread and
+ * ignores SIGPIPE, starts, prints "listening on https://HOST:PORT" on
+ * stdout, then ticks once a second; SIGHUP reloads, SIGTERM or SIGINT stop
+ * gracefully.  Returns 0 after a graceful stop, 1 when it could not start
+ * (the reasons on stderr).
+ */
+int daemon_run(const struct daemon_config *cfg);
+
+#endif
