@@ -1,5 +1,5 @@
 /*
- * Differential harness for webhook/jsonfast.c: it must accept exactly what
+ * Differential harness for codec/jsonfast.c: it must accept exactly what
  * json_loadb(JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL | JSON_DECODE_ANY)
  * accepts, and build an equal value.  One known difference: a raw NUL byte
  * is never valid JSON text, which jsonfast always refuses, while jansson

@@ -14,7 +14,7 @@
  * The whole input is also applied as a patch to the fixed Pod.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I. webhook/patch.c \
- *       policy/diag.c tests/fuzz/patch_fuzz.c -ljansson -o /tmp/pf
+ *       base/diag.c tests/fuzz/patch_fuzz.c -ljansson -o /tmp/pf
  *   /tmp/pf -max_total_time=300 /tmp/pf-corpus tests/fuzz/corpus/patch
  *
  * Reproducers of anything it found live in tests/unit/webhook/patch_test.c.

@@ -1,10 +1,10 @@
 /*
- * libFuzzer driver for webhook/yamljson.c.  Any bytes must give either a
+ * libFuzzer driver for codec/yamljson.c.  Any bytes must give either a
  * value or exactly one located message, without crashing, leaking or
  * taking long; a value must read back the same from its own JSON.
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I. \
- *       webhook/yamljson.c policy/diag.c tests/fuzz/yamljson_fuzz.c \
+ *       codec/yamljson.c base/diag.c tests/fuzz/yamljson_fuzz.c \
  *       -lyaml -ljansson -o build/yamljson-fuzz
  *   build/yamljson-fuzz -max_len=65536 -timeout=10 \
  *       tests/fuzz/corpus/yamljson

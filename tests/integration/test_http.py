@@ -25,7 +25,7 @@ from objects import container, job, pod
 MiB = 1 << 20
 SPEC_MIN_CAP = 3 * MiB   # must be accepted
 SPEC_MAX_CAP = 8 * MiB   # above this: 413
-SERVER_BODY_CAP = 6 * MiB  # gpugate's cap (webhook/server.h, docs/operations.md)
+SERVER_BODY_CAP = 6 * MiB  # gpugate's cap (http/server.h, docs/operations.md)
 
 
 def raw_tls(server, host="localhost", timeout=10.0) -> ssl.SSLSocket:

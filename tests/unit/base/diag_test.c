@@ -1,4 +1,4 @@
-/* The bounded diagnostics sink (policy/diag.c). */
+/* The bounded diagnostics sink (base/diag.c). */
 #include "base/diag.h"
 
 #include <criterion/criterion.h>

@@ -1,4 +1,4 @@
-/* Message text helpers (policy/text.c). */
+/* Message text helpers (base/text.c). */
 #include "base/text.h"
 
 #include <criterion/criterion.h>

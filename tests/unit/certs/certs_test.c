@@ -2,7 +2,7 @@
  * certs/certs.c: what certs_generate() writes, checked with the OpenSSL API
  * and with the openssl command line; certs_check_pair() and
  * certs_ca_bundle(); every user-facing message verbatim once.  The last
- * tests drive `gpugate certs` (webhook/certs_cmd.c) for its exit statuses
+ * tests drive `gpugate certs` (cli/cmd_certs.c) for its exit statuses
  * and its stdout.
  *
  * Each test gets its own directory under /tmp (Criterion runs each test in

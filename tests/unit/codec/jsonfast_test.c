@@ -1,5 +1,5 @@
 /*
- * The strict JSON reader (webhook/jsonfast.c): what it builds equals what
+ * The strict JSON reader (codec/jsonfast.c): what it builds equals what
  * jansson builds, and every refusal is one located line.  The differential
  * fuzz harness (tests/fuzz/json_fuzz.c) covers the rest.
  */

@@ -1,4 +1,4 @@
-/* YAML or JSON manifest -> jansson value (webhook/yamljson.c). */
+/* YAML or JSON manifest -> jansson value (codec/yamljson.c). */
 #include "codec/yamljson.h"
 
 #include "base/diag.h"

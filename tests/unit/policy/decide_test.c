@@ -323,7 +323,7 @@ Test(decide, success_line_when_borrowing)
 Test(decide, jobs_pod_is_held_by_its_job)
 {
 	/* The ledger answers QUOTA_COVERED for the pod of a Job that holds
-	 * the units (webhook/ledger.c). */
+	 * the units (usage/memory-backend.c). */
 	const struct quota_result held = {.position = QUOTA_COVERED,
 					  .requested = 8,
 					  .nominal = 16,
