@@ -81,38 +81,36 @@ static uint64_t load(atomic_uint_fast64_t *v)
 	return (uint64_t)atomic_load_explicit(v, memory_order_relaxed);
 }
 
-/* Quota per tenant and flavor, the usage store, the feed, the certificate. */
-static void render_state(struct strbuf *sb, const struct metrics_state *st)
+/* One gauge per quota entry of the policy: its nominal, or what is used. */
+static void render_quota(struct strbuf *sb, const struct metrics_state *st,
+			 const char *name, const char *help, bool used)
 {
 	const struct policy *p = st->policy;
 
-	strbuf_addf(sb, "# HELP gpugate_quota_nominal Nominal quota, in units of "
-			"the flavor's resource.\n"
-			"# TYPE gpugate_quota_nominal gauge\n");
+	strbuf_addf(sb, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
 	for (size_t t = 0; p && t < policy_tenant_count(p); t++) {
 		const struct policy_tenant *te = policy_tenant_at(p, t);
 
-		for (size_t q = 0; q < te->n_quota; q++)
-			strbuf_addf(sb,
-				    "gpugate_quota_nominal{tenant=\"%s\",flavor=\"%s\"} "
-				    "%" PRId64 "\n",
-				    te->name, te->quota[q].flavor->name,
-				    te->quota[q].nominal);
-	}
-	strbuf_addf(sb, "# HELP gpugate_quota_used Quota in use (reserved or "
-			"observed), in units of the flavor's resource.\n"
-			"# TYPE gpugate_quota_used gauge\n");
-	for (size_t t = 0; p && t < policy_tenant_count(p); t++) {
-		const struct policy_tenant *te = policy_tenant_at(p, t);
+		for (size_t q = 0; q < te->n_quota; q++) {
+			const char *flavor = te->quota[q].flavor->name;
 
-		for (size_t q = 0; q < te->n_quota; q++)
-			strbuf_addf(sb,
-				    "gpugate_quota_used{tenant=\"%s\",flavor=\"%s\"} "
-				    "%" PRId64 "\n",
-				    te->name, te->quota[q].flavor->name,
-				    usage_used(st->usage, te->name,
-					       te->quota[q].flavor->name));
+			strbuf_addf(sb, "%s{tenant=\"%s\",flavor=\"%s\"} %" PRId64 "\n",
+				    name, te->name, flavor,
+				    used ? usage_used(st->usage, te->name, flavor)
+					 : te->quota[q].nominal);
+		}
 	}
+}
+
+/* Quota per tenant and flavor, the usage store, the feed, the certificate. */
+static void render_state(struct strbuf *sb, const struct metrics_state *st)
+{
+	render_quota(sb, st, "gpugate_quota_nominal",
+		     "Nominal quota, in units of the flavor's resource.", false);
+	render_quota(sb, st, "gpugate_quota_used",
+		     "Quota in use (reserved or observed), in units of the "
+		     "flavor's resource.",
+		     true);
 	strbuf_addf(sb, "# HELP gpugate_ledger_entries Workloads holding quota.\n"
 			"# TYPE gpugate_ledger_entries gauge\n"
 			"gpugate_ledger_entries %zu\n",

@@ -1,0 +1,109 @@
+/* Every line of Prometheus text gpugate writes (webhook/metrics.c). */
+#include "base/diag.h"
+#include "policy/policy.h"
+#include "webhook/metrics.h"
+
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	"classes: []\n"
+	"tenants:\n"
+	"  - {name: a, namespaces: [a], quota: [{flavor: h100, nominal: 10}]}\n";
+
+static char *render(struct metrics *m, const struct metrics_state *st)
+{
+	char *out = NULL;
+	size_t len = 0;
+
+	cr_assert_eq(metrics_render(m, st, &out, &len), 0);
+	cr_assert_eq(strlen(out), len);
+	return out;
+}
+
+/* The families in the order a scrape shows them. */
+static void assert_families(const char *text, const char *const *want, size_t n)
+{
+	const char *at = text;
+
+	for (size_t i = 0; i < n; i++) {
+		char line[160];
+
+		snprintf(line, sizeof(line), "# TYPE %s ", want[i]);
+		at = strstr(at, line);
+		cr_assert_not_null(at, "family %s missing or out of order", want[i]);
+	}
+}
+
+Test(metrics, counters_quota_feed_certificate_and_workers)
+{
+	static const char *const families[] = {
+		"gpugate_admission_requests_total", "gpugate_admission_duration_seconds",
+		"gpugate_policy_reloads_total", "gpugate_certificate_reloads_total",
+		"gpugate_quota_nominal", "gpugate_quota_used", "gpugate_ledger_entries",
+		"gpugate_kube_watch_connected", "gpugate_kube_synced",
+		"gpugate_certificate_expiry_seconds", "gpugate_http_worker_requests_total",
+	};
+	struct metrics *m = metrics_new();
+	const uint64_t workers[] = {5, 0};
+	struct policy *p = NULL;
+	struct diag d;
+	char *text;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &p, &d), 0,
+		     "%s", diag_text(&d));
+	metrics_admission(m, METRICS_MUTATE, METRICS_POD, METRICS_ALLOWED, 0.0003);
+	metrics_policy_reload(m, false);
+	text = render(m, &(struct metrics_state){
+				 .policy = p, .api = true, .api_connected = true,
+				 .cert_not_after = 1893456000, .worker_requests = workers,
+				 .workers = 2});
+	assert_families(text, families, sizeof(families) / sizeof(families[0]));
+	cr_assert(strstr(text, "gpugate_admission_requests_total{endpoint=\"mutate\","
+			       "kind=\"Pod\",result=\"allowed\"} 1\n"));
+	cr_assert(strstr(text, "gpugate_admission_duration_seconds_bucket{endpoint="
+			       "\"mutate\",le=\"0.0005\"} 1\n"));
+	cr_assert(strstr(text, "gpugate_admission_duration_seconds_bucket{endpoint="
+			       "\"mutate\",le=\"0.00025\"} 0\n"));
+	cr_assert(strstr(text, "gpugate_policy_reloads_total{result=\"failure\"} 1\n"));
+	cr_assert(strstr(text, "# HELP gpugate_quota_nominal Nominal quota, in units "
+			       "of the flavor's resource.\n"
+			       "# TYPE gpugate_quota_nominal gauge\n"
+			       "gpugate_quota_nominal{tenant=\"a\",flavor=\"h100\"} 10\n"));
+	cr_assert(strstr(text, "gpugate_quota_used{tenant=\"a\",flavor=\"h100\"} 0\n"),
+		  "no usage store: nothing in use");
+	cr_assert(strstr(text, "gpugate_ledger_entries 0\n"));
+	cr_assert(strstr(text, "gpugate_kube_watch_connected 1\n# HELP gpugate_kube_synced"));
+	cr_assert(strstr(text, "gpugate_kube_synced 0\n"));
+	cr_assert(strstr(text, "gpugate_certificate_expiry_seconds 1893456000\n"));
+	cr_assert(strstr(text, "gpugate_http_worker_requests_total{worker=\"0\"} 5\n"
+			       "gpugate_http_worker_requests_total{worker=\"1\"} 0\n"));
+	free(text);
+	policy_free(p);
+	metrics_free(m);
+}
+
+Test(metrics, only_what_is_known)
+{
+	struct metrics *m = metrics_new();
+	char *text = render(m, NULL);
+
+	cr_assert(strstr(text, "# TYPE gpugate_admission_requests_total counter\n"));
+	cr_assert_null(strstr(text, "gpugate_quota_nominal"), "no state, no quota");
+	free(text);
+	text = render(m, &(struct metrics_state){0});
+	cr_assert(strstr(text, "# TYPE gpugate_quota_nominal gauge\n# HELP"),
+		  "no policy: the family, no line");
+	cr_assert_null(strstr(text, "gpugate_kube_synced"), "embedded: no feed lines");
+	cr_assert_null(strstr(text, "gpugate_http_worker_requests_total"),
+		       "no workers: no worker lines");
+	free(text);
+	metrics_free(m);
+}
