@@ -24,4 +24,8 @@ void cmd_explain_usage(FILE *out);
 int cmd_certs(int argc, char **argv);
 void cmd_certs_usage(FILE *out);
 
+/* gpugate version: 0, 2 usage. */
+int cmd_version(int argc, char **argv);
+void cmd_version_usage(FILE *out);
+
 #endif

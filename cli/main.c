@@ -4,37 +4,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#ifndef GPUGATE_VERSION
-#define GPUGATE_VERSION "0.0.0"
-#endif
-#ifndef GPUGATE_REV
-#define GPUGATE_REV "unknown"
-#endif
-
 struct command {
 	const char *name;
 	const char *summary;
 	int (*run)(int argc, char **argv);
 	void (*usage)(FILE *out);
 };
-
-static void version_usage(FILE *out)
-{
-	fputs("usage: gpugate version\n\nPrints the version and source revision.\n",
-	      out);
-}
-
-static int cmd_version(int argc, char **argv)
-{
-	if (argc > 1) {
-		fprintf(stderr, "gpugate version: unexpected argument '%s'\n",
-			argv[1]);
-		version_usage(stderr);
-		return 2;
-	}
-	printf("gpugate %s (%s)\n", GPUGATE_VERSION, GPUGATE_REV);
-	return 0;
-}
 
 static const struct command commands[] = {
 	{"serve", "serve the admission webhook over HTTPS", cmd_serve,
@@ -44,7 +19,7 @@ static const struct command commands[] = {
 	 cmd_explain, cmd_explain_usage},
 	{"certs", "write a CA and a serving certificate", cmd_certs,
 	 cmd_certs_usage},
-	{"version", "print the version", cmd_version, version_usage},
+	{"version", "print the version", cmd_version, cmd_version_usage},
 };
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
 
