@@ -4,11 +4,8 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "kube/client.h"
-#include "policy/k8s.h"
-#include "policy/policy.h"
-#include "policy/workload.h"
 #include "usage/usage.h"
-#include "webhook/facts.h"
+#include "webhook/charge.h"
 #include "webhook/holder.h"
 
 #include <curl/curl.h>
@@ -25,114 +22,6 @@
 #define LIST_MAX_BODY (256u << 20)
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
-
-/* ---- object -> ledger item --------------------------------------------- */
-
-static bool selector_matches(const struct policy_flavor *f,
-			     const struct wl_pod *pod)
-{
-	for (size_t i = 0; i < f->n_node_selector; i++) {
-		const char *v = wl_get(pod->node_selector, pod->n_node_selector,
-				       f->node_selector[i].key);
-
-		if (!v || strcmp(v, f->node_selector[i].value) != 0)
-			return false;
-	}
-	return true;
-}
-
-static int64_t container_units(const struct wl_container *ct, const char *res)
-{
-	int64_t v;
-
-	for (size_t i = 0; i < ct->n_limits; i++)
-		if (strcmp(ct->limits[i].name, res) == 0 && ct->limits[i].quantity &&
-		    k8s_quantity_whole(ct->limits[i].quantity, &v) == 0)
-			return v;
-	for (size_t i = 0; i < ct->n_requests; i++)
-		if (strcmp(ct->requests[i].name, res) == 0 && ct->requests[i].quantity &&
-		    k8s_quantity_whole(ct->requests[i].quantity, &v) == 0)
-			return v;
-	return 0;
-}
-
-/* The flavor a pod uses and its units, from its spec alone. */
-static const struct policy_flavor *pod_flavor(const struct policy *p,
-					      const struct wl_pod *pod,
-					      int64_t *units)
-{
-	const struct policy_flavor *cands[16], *f = NULL;
-	const char *res = NULL;
-	size_t n;
-
-	for (size_t c = 0; c < pod->n_containers && !res; c++) {
-		const struct wl_container *ct = &pod->containers[c];
-
-		for (size_t i = 0; i < ct->n_limits && !res; i++)
-			if (policy_is_flavor_resource(p, ct->limits[i].name))
-				res = ct->limits[i].name;
-		for (size_t i = 0; i < ct->n_requests && !res; i++)
-			if (policy_is_flavor_resource(p, ct->requests[i].name))
-				res = ct->requests[i].name;
-	}
-	if (!res)
-		return NULL;
-	n = policy_flavors_for_resource(p, res, cands, 16);
-	if (n > 16)
-		n = 16;
-	for (size_t i = 0; i < n && !f; i++)
-		if (selector_matches(cands[i], pod))
-			f = cands[i];
-	if (!f)
-		f = cands[0];
-	*units = 0;
-	for (size_t c = 0; c < pod->n_containers; c++)
-		*units += container_units(&pod->containers[c], res);
-	return f;
-}
-
-int watch_item(const struct policy *p, const json_t *obj, bool is_job,
-	       struct arena *a, struct usage_item *out)
-{
-	const json_t *meta = json_object_get(obj, "metadata");
-	const char *uid = json_string_value(json_object_get(meta, "uid"));
-	struct workload wl = {.kind = is_job ? WL_JOB : WL_POD, .op = WL_CREATE};
-	const struct policy_tenant *t;
-	const struct policy_flavor *f;
-	int64_t units = 0;
-	struct diag d;
-
-	memset(out, 0, sizeof(*out));
-	if (!json_is_object(obj) || !uid)
-		return -1;
-	out->uid = uid;
-	out->is_job = is_job;
-	out->namespace = json_string_value(json_object_get(meta, "namespace"));
-	out->name = json_string_value(json_object_get(meta, "name"));
-	diag_init(&d);
-	if (!out->namespace || facts_extract(obj, &wl, a, &d) < 0)
-		return 0; /* holds nothing gpugate can read */
-	t = policy_tenant_for_namespace(p, out->namespace);
-	f = t ? pod_flavor(p, &wl.pod, &units) : NULL;
-	if (!t || !f)
-		return 0;
-	out->tenant = t->name;
-	out->flavor = f->name;
-	out->owner_job_uid = wl.owner_job_uid;
-	if (is_job) {
-		out->units = units * wl.parallelism;
-		/* A suspended Job keeps its gang: resuming it is an UPDATE
-		 * nobody judges, so it must still hold what it was admitted
-		 * with (SPEC: until it completes, fails or is deleted). */
-		out->active = !wl.job_finished;
-	} else {
-		out->units = units;
-		out->active = !wl.phase || (strcmp(wl.phase, "Succeeded") != 0 &&
-					    strcmp(wl.phase, "Failed") != 0);
-	}
-	out->active = out->active && out->units > 0;
-	return 0;
-}
 
 /* ---- the loops ---------------------------------------------------------- */
 
@@ -228,7 +117,7 @@ static void apply_object(struct kind *k, const json_t *obj, bool deleted)
 	struct arena a;
 
 	arena_init(&a);
-	if (p && watch_item(p, obj, k->jobs, &a, &it) == 0) {
+	if (p && charge_item(p, obj, k->jobs, &a, &it) == 0) {
 		if (deleted || !it.active)
 			usage_forget(k->w->cfg.ledger, it.uid);
 		else

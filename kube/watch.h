@@ -15,26 +15,18 @@
  * whether both are: reservations expire only while they are.  Stopping
  * interrupts a list or a watch within about a second.
  *
- * What an object holds is derived from its spec, never from its labels:
- * the tenant from its namespace, the flavor from the extended resource it
- * requests (and the flavor's node selector, when several flavors share a
- * resource name), the units from its containers' limits (times parallelism
- * for a Job).  Terminal pods and finished Jobs hold nothing; a suspended Job
- * keeps its gang (resuming it is not judged again).
+ * What an object holds is the charge rule's (policy/charge.h, through
+ * webhook/charge.c).
  */
 #ifndef GPUGATE_WATCH_H
 #define GPUGATE_WATCH_H
 
-#include <jansson.h>
 #include <stdbool.h>
 
-struct arena;
 struct diag;
 struct holder;
 struct kube_config;
 struct usage_store;
-struct usage_item;
-struct policy;
 
 struct watch_config {
 	const struct kube_config *kube; /* copied */
@@ -52,14 +44,5 @@ bool watch_synced(struct watch *w);
 /* True while both watches are connected (answered 200, not ended). */
 bool watch_connected(struct watch *w);
 void watch_stop(struct watch *w);
-
-/*
- * What obj (a Pod, or a Job when is_job) holds under policy p, in *out
- * (strings borrowed from obj and p, arrays from a).  Returns 0; -1 when
- * obj is not an object with metadata.uid.  out->active is false when it
- * holds nothing (terminal, finished, no tenant, no flavor resource).
- */
-int watch_item(const struct policy *p, const json_t *obj, bool is_job,
-	       struct arena *a, struct usage_item *out);
 
 #endif
