@@ -14,9 +14,10 @@
 #include "codec/jsonmem.h"
 #include "http/server.h"
 #include "kube/client.h"
-#include "kube/watch.h"
+#include "kube/feed.h"
 #include "policy/policy.h"
 #include "usage/usage.h"
+#include "webhook/charge.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
 #include "webhook/metrics.h"
@@ -84,7 +85,7 @@ struct watched {
 struct serve {
 	const char *policy_path;
 	struct usage_store *ledger;
-	struct watch *watch;
+	struct feed *feed;
 	struct watched policy_file, cert_file, key_file;
 	struct holder *holder;
 	struct metrics *metrics;
@@ -210,7 +211,7 @@ static bool ready(void *ctx, struct strbuf *why)
 		strbuf_addf(why, "certificate expired\n");
 		ok = false;
 	}
-	if (sv->watch && !watch_synced(sv->watch)) {
+	if (sv->feed && !feed_synced(sv->feed)) {
 		strbuf_addf(why, "quota usage not synced from the Kubernetes API yet\n");
 		ok = false;
 	}
@@ -254,7 +255,7 @@ static void quota_gauges(void *ctx, struct strbuf *out)
 			 "# TYPE gpugate_ledger_entries gauge\n"
 			 "gpugate_ledger_entries %zu\n",
 		    usage_entries(sv->ledger));
-	if (sv->watch)
+	if (sv->feed)
 		strbuf_addf(out, "# HELP gpugate_kube_watch_connected 1 while the "
 				 "Pod and Job watches are connected.\n"
 				 "# TYPE gpugate_kube_watch_connected gauge\n"
@@ -263,7 +264,7 @@ static void quota_gauges(void *ctx, struct strbuf *out)
 				 "from the API.\n"
 				 "# TYPE gpugate_kube_synced gauge\n"
 				 "gpugate_kube_synced %d\n",
-			    watch_connected(sv->watch), watch_synced(sv->watch));
+			    feed_connected(sv->feed), feed_synced(sv->feed));
 	strbuf_addf(out, "# HELP gpugate_certificate_expiry_seconds Unix time at "
 			 "which the serving certificate expires.\n"
 			 "# TYPE gpugate_certificate_expiry_seconds gauge\n"
@@ -494,10 +495,11 @@ int cmd_serve(int argc, char **argv)
 		goto out;
 	}
 	if (have_api) {
-		struct watch_config wc = {.kube = &kc, .ledger = sv.ledger,
-					  .policy = sv.holder};
+		struct feed_config fc = {.kube = &kc, .usage = sv.ledger,
+					 .charge = charge_item_current,
+					 .charge_ctx = sv.holder};
 
-		if (watch_start(&wc, &sv.watch, &d) < 0) {
+		if (feed_start(&fc, &sv.feed, &d) < 0) {
 			fputs(diag_text(&d), stderr);
 			goto out;
 		}
@@ -543,7 +545,7 @@ int cmd_serve(int argc, char **argv)
 			break;
 		/* The ledger knows whether the watch is up: reservations do
 		 * not expire while it is down (ledger_set_watching). */
-		if (sv.watch) {
+		if (sv.feed) {
 			size_t n = usage_expire(sv.ledger);
 
 			if (n)
@@ -574,7 +576,7 @@ int cmd_serve(int argc, char **argv)
 	log_event(LOG_INFO, "msg=\"stopped\"");
 	rc = 0;
 out:
-	watch_stop(sv.watch);
+	feed_stop(sv.feed);
 	usage_free(sv.ledger);
 	kube_config_release(&kc);
 	if (key) {
