@@ -16,9 +16,10 @@
 #include "codec/jsonmem.h"
 #include "http/server.h"
 #include "kube/client.h"
-#include "kube/watch.h"
+#include "kube/feed.h"
 #include "policy/policy.h"
 #include "usage/usage.h"
+#include "webhook/charge.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
 #include "webhook/metrics.h"
@@ -44,7 +45,7 @@ struct daemon {
 	struct kube_config kube;
 	bool have_api;
 	struct usage_store *usage;
-	struct watch *watch;
+	struct feed *feed;
 	struct watched policy_file, cert_file, key_file;
 	struct holder *holder;
 	struct metrics *metrics;
@@ -168,7 +169,7 @@ void daemon_reload(struct daemon *dm)
  * while it is down (usage_set_watching). */
 static void expire(struct daemon *dm)
 {
-	if (dm->watch) {
+	if (dm->feed) {
 		size_t n = usage_expire(dm->usage);
 
 		if (n)
@@ -204,7 +205,7 @@ static bool ready(void *ctx, struct strbuf *why)
 		strbuf_addf(why, "certificate expired\n");
 		ok = false;
 	}
-	if (dm->watch && !watch_synced(dm->watch)) {
+	if (dm->feed && !feed_synced(dm->feed)) {
 		strbuf_addf(why, "quota usage not synced from the Kubernetes API yet\n");
 		ok = false;
 	}
@@ -219,9 +220,9 @@ static int render_metrics(void *ctx, char **out, size_t *len)
 	struct metrics_state st = {
 		.policy = holder_acquire(dm->holder, &ref),
 		.usage = dm->usage,
-		.api = dm->watch != NULL,
-		.api_connected = dm->watch && watch_connected(dm->watch),
-		.api_synced = dm->watch && watch_synced(dm->watch),
+		.api = dm->feed != NULL,
+		.api_connected = dm->feed && feed_connected(dm->feed),
+		.api_synced = dm->feed && feed_synced(dm->feed),
 		.cert_not_after = (long long)dm->cert_not_after,
 		.worker_requests = workers,
 	};
@@ -301,10 +302,11 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		goto fail;
 	}
 	if (dm->have_api) {
-		struct watch_config wc = {.kube = &dm->kube, .ledger = dm->usage,
-					  .policy = dm->holder};
+		struct feed_config fc = {.kube = &dm->kube, .usage = dm->usage,
+					 .charge = charge_item_current,
+					 .charge_ctx = dm->holder};
 
-		if (watch_start(&wc, &dm->watch, d) < 0)
+		if (feed_start(&fc, &dm->feed, d) < 0)
 			goto fail;
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
 				    "credentials=\"%s\" reservation_ttl_s=%u",
@@ -362,7 +364,7 @@ void daemon_stop(struct daemon *dm)
 		server_stop(dm->server, dm->cfg.grace_ms);
 		log_event(LOG_INFO, "msg=\"stopped\"");
 	}
-	watch_stop(dm->watch);
+	feed_stop(dm->feed);
 	usage_free(dm->usage);
 	kube_config_release(&dm->kube);
 	holder_free(dm->holder);

@@ -1,5 +1,6 @@
 """A small scriptable fake of the Kubernetes API, over HTTPS, for the tests of
-gpugate's list and watch (webhook/watch.c, tests/integration/test_watch.py).
+gpugate's list and watch (kube/informer.c and kube/feed.c,
+tests/integration/test_watch.py).
 
 It serves what gpugate asks for and nothing else:
 

@@ -1,5 +1,6 @@
-"""API mode: gpugate lists and watches Pods and Jobs (webhook/watch.c) from a
-scripted fake Kubernetes API (fakekube.py), and its quota follows.
+"""API mode: gpugate lists and watches Pods and Jobs (kube/feed.c on
+kube/informer.c) from a scripted fake Kubernetes API (fakekube.py), and its
+quota follows.
 
 No test asserts a duration except as a generous bound (SIGTERM) or as a
 loose ratio (backoff); everything else polls with a deadline.
@@ -254,6 +255,29 @@ def test_410_relists_and_forgets_what_is_gone(gate, kube):
     poll(lambda: len(kube.requests("pods", watch=False)) == 3, "a third pod list")
     wait_used(srv, 0)
     assert len(kube.requests("jobs", watch=False)) == 1, "jobs were not relisted"
+
+
+def test_log_lines_of_a_sync_and_a_relist(gate, kube):
+    """The lines docs/operations.md shows: the first whole list of each kind
+    is "usage synced" (once), a 410 is a "watch error", every later list a
+    "relisted" with the version it watches from."""
+    kube.put("pods", api_pod("a", "strict", 2))
+    kube.put("jobs", api_job("j", "strict", 1, 1))
+    srv = gate()
+    started(srv, kube)
+    log = srv.stderr_text()
+    assert len(re.findall(r'level=info msg="usage synced" kind=pods entries=\d+\n', log)) == 1, log
+    assert len(re.findall(r'level=info msg="usage synced" kind=jobs entries=\d+\n', log)) == 1, log
+    assert "relisted" not in log, log
+    rv = kube.expire("jobs")
+    poll(lambda: "msg=\"relisted\" kind=jobs" in srv.stderr_text(), "a relist of jobs")
+    log = srv.stderr_text()
+    assert 'level=info msg="watch error" kind=jobs code=410\n' in log, log
+    m = re.search(r'level=info msg="relisted" kind=jobs resource_version=(\d+)\n', log)
+    assert m and int(m.group(1)) >= rv, log
+    assert log.count('msg="usage synced"') == 2, "a relist is not a first sync"
+    assert "kind=pods resource_version" not in log, "pods were not relisted"
+    wait_used(srv, 3)
 
 
 def test_dropped_watch_reconnects_with_backoff_that_resets(gate, kube):

@@ -1,0 +1,156 @@
+#include "kube/feed.h"
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/log.h"
+#include "kube/informer.h"
+#include "usage/usage.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+
+#define SELECTOR "gpugate.io/tenant"
+
+struct feed_kind {
+	struct feed *f;
+	bool jobs;
+	struct informer *inf;
+};
+
+struct feed {
+	struct feed_config cfg;
+	struct feed_kind kinds[2]; /* [0] pods, [1] jobs */
+	pthread_mutex_t mu;        /* up[] and the store's watching state */
+	bool up[2];
+};
+
+static const char *kind_name(const struct feed_kind *k)
+{
+	return k->jobs ? "jobs" : "pods";
+}
+
+static void on_object(void *ctx, const json_t *obj)
+{
+	struct feed_kind *k = ctx;
+	struct feed *f = k->f;
+	struct usage_item it;
+	struct arena a;
+
+	arena_init(&a);
+	if (f->cfg.charge(f->cfg.charge_ctx, obj, k->jobs, &a, &it) == 0) {
+		if (it.active)
+			usage_observe(f->cfg.usage, &it);
+		else
+			usage_forget(f->cfg.usage, it.uid);
+	}
+	arena_release(&a);
+}
+
+static void on_delete(void *ctx, const json_t *obj)
+{
+	struct feed_kind *k = ctx;
+	const char *uid = json_string_value(
+		json_object_get(json_object_get(obj, "metadata"), "uid"));
+
+	if (uid)
+		usage_forget(k->f->cfg.usage, uid);
+}
+
+static void on_relist_begin(void *ctx)
+{
+	struct feed_kind *k = ctx;
+
+	usage_relist_begin(k->f->cfg.usage, k->jobs);
+}
+
+static void on_relist_end(void *ctx, bool first)
+{
+	struct feed_kind *k = ctx;
+
+	usage_relist_end(k->f->cfg.usage, k->jobs);
+	if (first)
+		log_event(LOG_INFO, "msg=\"usage synced\" kind=%s entries=%zu",
+			  kind_name(k), usage_entries(k->f->cfg.usage));
+}
+
+/* The store lets reservations expire only while both watches are open: the
+ * flags and the store change together, under the lock, so that the two
+ * threads never leave the store with a stale state. */
+static void on_connected(void *ctx, bool up)
+{
+	struct feed_kind *k = ctx;
+	struct feed *f = k->f;
+
+	pthread_mutex_lock(&f->mu);
+	f->up[k->jobs] = up;
+	usage_set_watching(f->cfg.usage, f->up[0] && f->up[1]);
+	pthread_mutex_unlock(&f->mu);
+}
+
+int feed_start(const struct feed_config *cfg, struct feed **out,
+	       struct diag *d)
+{
+	struct feed *f;
+
+	if (!cfg->usage || !cfg->charge) {
+		diag_addf(d, "feed: no usage store or no charge rule");
+		return -1;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		diag_addf(d, "out of memory");
+		return -1;
+	}
+	f->cfg = *cfg;
+	pthread_mutex_init(&f->mu, NULL);
+	/* Nothing is watched yet: reservations wait. */
+	usage_set_watching(cfg->usage, false);
+	for (int i = 0; i < 2; i++) {
+		struct feed_kind *k = &f->kinds[i];
+		struct informer_config ic = {
+			.kube = cfg->kube,
+			.name = i ? "jobs" : "pods",
+			.path = i ? "/apis/batch/v1/jobs" : "/api/v1/pods",
+			.label_selector = SELECTOR,
+			.idle_seconds = cfg->idle_seconds,
+			.on = {.object = on_object, .delete = on_delete,
+			       .relist_begin = on_relist_begin,
+			       .relist_end = on_relist_end,
+			       .connected = on_connected, .ctx = k},
+		};
+
+		k->f = f;
+		k->jobs = i == 1;
+		if (informer_start(&ic, &k->inf, d) < 0)
+			goto fail;
+	}
+	*out = f;
+	return 0;
+fail:
+	feed_stop(f);
+	return -1;
+}
+
+bool feed_synced(struct feed *f)
+{
+	return informer_synced(f->kinds[0].inf) && informer_synced(f->kinds[1].inf);
+}
+
+bool feed_connected(struct feed *f)
+{
+	return informer_connected(f->kinds[0].inf) &&
+	       informer_connected(f->kinds[1].inf);
+}
+
+void feed_stop(struct feed *f)
+{
+	if (!f)
+		return;
+	/* Both at once: the stop takes about a second, not two. */
+	for (int i = 0; i < 2; i++)
+		informer_cancel(f->kinds[i].inf);
+	for (int i = 0; i < 2; i++)
+		informer_stop(f->kinds[i].inf);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}

@@ -1,0 +1,178 @@
+/*
+ * What a workload holds of quota (policy/charge.c), from plain facts: the
+ * JSON side is tests/unit/webhook/charge_test.c.
+ */
+#include "base/diag.h"
+#include "policy/charge.h"
+#include "policy/policy.h"
+#include "policy/workload.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+static const char policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+	"     nodeSelector: [\"gpu=h100\"], gpusPerNode: 8}\n"
+	"  - {name: a100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+	"     nodeSelector: [\"gpu=a100\"], gpusPerNode: 8}\n"
+	"  - {name: mig, resource: nvidia.com/mig-1g.10gb, sharing: mig,\n"
+	"     gpusPerNode: 56}\n"
+	"classes: []\n"
+	"tenants:\n"
+	"  - {name: research, namespaces: [research],\n"
+	"     quota: [{flavor: h100, nominal: 8}, {flavor: a100, nominal: 8},\n"
+	"             {flavor: mig, nominal: 8}]}\n";
+
+static struct policy *P;
+
+static void setup(void)
+{
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &P, &d),
+		     0, "%s", diag_text(&d));
+}
+
+static void teardown(void)
+{
+	policy_free(P);
+}
+
+TestSuite(charge, .init = setup, .fini = teardown);
+
+static const struct wl_kv on_h100[] = {{"gpu", "h100"}};
+static const struct wl_kv on_a100[] = {{"gpu", "a100"}};
+static const struct wl_resource two_gpus[] = {{"cpu", "4"}, {"nvidia.com/gpu", "2"}};
+static const struct wl_resource one_gpu[] = {{"nvidia.com/gpu", "1"}};
+static const struct wl_container two_containers[] = {
+	{.name = "a", .limits = two_gpus, .n_limits = 2},
+	{.name = "b", .limits = one_gpu, .n_limits = 1},
+};
+
+/* A running Pod in research: 3 GPUs on h100 nodes. */
+static struct workload pod(void)
+{
+	return (struct workload){
+		.kind = WL_POD,
+		.namespace = "research",
+		.pod = {.containers = two_containers, .n_containers = 2,
+			.node_selector = on_h100, .n_node_selector = 1},
+		.phase = "Running",
+	};
+}
+
+Test(charge, a_running_pod_holds_its_units_on_the_flavor_it_selects)
+{
+	struct workload wl = pod();
+	struct charge ch;
+
+	charge_decide(P, &wl, &ch);
+	cr_assert(ch.active);
+	cr_assert_str_eq(ch.tenant->name, "research");
+	cr_assert_str_eq(ch.flavor->name, "h100");
+	cr_assert_eq(ch.units, 3);
+	wl.pod.node_selector = on_a100;
+	charge_decide(P, &wl, &ch);
+	cr_assert_str_eq(ch.flavor->name, "a100");
+	wl.pod.n_node_selector = 0;
+	charge_decide(P, &wl, &ch);
+	cr_assert_str_eq(ch.flavor->name, "h100",
+			 "no selector matches: the resource's first flavor");
+	cr_assert_eq(ch.units, 3);
+}
+
+Test(charge, limits_count_before_requests_and_fractions_count_nothing)
+{
+	static const struct wl_resource lim[] = {{"nvidia.com/mig-1g.10gb", "2"}};
+	static const struct wl_resource req[] = {{"nvidia.com/mig-1g.10gb", "5"}};
+	static const struct wl_resource half[] = {{"nvidia.com/mig-1g.10gb", "500m"}};
+	struct wl_container ct[] = {
+		{.name = "a", .limits = lim, .n_limits = 1, .requests = req,
+		 .n_requests = 1},
+		{.name = "b", .requests = req, .n_requests = 1},
+		{.name = "c", .limits = half, .n_limits = 1},
+	};
+	struct workload wl = pod();
+	struct charge ch;
+
+	wl.pod.containers = ct;
+	wl.pod.n_containers = 3;
+	charge_decide(P, &wl, &ch);
+	cr_assert_str_eq(ch.flavor->name, "mig");
+	cr_assert_eq(ch.units, 2 + 5 + 0);
+	cr_assert(ch.active);
+}
+
+Test(charge, terminal_pods_hold_nothing_but_keep_their_flavor)
+{
+	static const char *const phases[] = {"Succeeded", "Failed"};
+
+	for (size_t i = 0; i < 2; i++) {
+		struct workload wl = pod();
+		struct charge ch;
+
+		wl.phase = phases[i];
+		charge_decide(P, &wl, &ch);
+		cr_assert_not(ch.active, "%s", phases[i]);
+		cr_assert_str_eq(ch.flavor->name, "h100");
+	}
+	{
+		struct workload wl = pod();
+		struct charge ch;
+
+		wl.phase = NULL;
+		charge_decide(P, &wl, &ch);
+		cr_assert(ch.active, "no phase yet: pending, it holds");
+	}
+}
+
+Test(charge, a_job_holds_its_gang_until_it_finishes)
+{
+	struct workload wl = pod();
+	struct charge ch;
+
+	wl.kind = WL_JOB;
+	wl.phase = NULL;
+	wl.parallelism = 3;
+	charge_decide(P, &wl, &ch);
+	cr_assert(ch.active);
+	cr_assert_eq(ch.units, 9);
+	wl.job_suspended = true;
+	charge_decide(P, &wl, &ch);
+	cr_assert(ch.active, "a suspended Job keeps its gang: resuming is not judged");
+	cr_assert_eq(ch.units, 9);
+	wl.job_finished = true;
+	charge_decide(P, &wl, &ch);
+	cr_assert_not(ch.active);
+	cr_assert_str_eq(ch.tenant->name, "research");
+}
+
+Test(charge, outside_tenants_or_without_gpus_nothing_is_held)
+{
+	static const struct wl_container plain[] = {{.name = "a"}};
+	struct workload wl = pod();
+	struct charge ch;
+
+	wl.namespace = "web";
+	charge_decide(P, &wl, &ch);
+	cr_assert_not(ch.active);
+	cr_assert_null(ch.tenant);
+	cr_assert_null(ch.flavor);
+	cr_assert_eq(ch.units, 0);
+	wl.namespace = NULL;
+	charge_decide(P, &wl, &ch);
+	cr_assert_null(ch.tenant);
+	wl = pod();
+	wl.pod.containers = plain;
+	wl.pod.n_containers = 1;
+	charge_decide(P, &wl, &ch);
+	cr_assert_not(ch.active);
+	cr_assert_null(ch.tenant, "no flavor resource: no tenant either");
+	wl = pod();
+	wl.kind = WL_OTHER;
+	charge_decide(P, &wl, &ch);
+	cr_assert_null(ch.tenant, "only Pods and Jobs hold quota");
+}

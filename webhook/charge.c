@@ -1,0 +1,66 @@
+#include "webhook/charge.h"
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "policy/charge.h"
+#include "policy/policy.h"
+#include "policy/workload.h"
+#include "usage/usage.h"
+#include "webhook/facts.h"
+#include "webhook/holder.h"
+
+#include <string.h>
+
+int charge_item(const struct policy *p, const json_t *obj, bool is_job,
+		struct arena *a, struct usage_item *out)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *uid = json_string_value(json_object_get(meta, "uid"));
+	struct workload wl = {.kind = is_job ? WL_JOB : WL_POD, .op = WL_CREATE};
+	struct charge ch;
+	struct diag d;
+
+	memset(out, 0, sizeof(*out));
+	if (!json_is_object(obj) || !uid)
+		return -1;
+	out->uid = uid;
+	out->is_job = is_job;
+	out->namespace = json_string_value(json_object_get(meta, "namespace"));
+	out->name = json_string_value(json_object_get(meta, "name"));
+	diag_init(&d);
+	wl.namespace = out->namespace;
+	if (!out->namespace || facts_extract(obj, &wl, a, &d) < 0)
+		return 0; /* holds nothing gpugate can read */
+	charge_decide(p, &wl, &ch);
+	if (!ch.tenant)
+		return 0;
+	out->tenant = ch.tenant->name;
+	out->flavor = ch.flavor->name;
+	out->owner_job_uid = wl.owner_job_uid;
+	out->units = ch.units;
+	out->active = ch.active;
+	return 0;
+}
+
+int charge_item_current(void *holder, const json_t *obj, bool is_job,
+			struct arena *a, struct usage_item *out)
+{
+	struct holder_ref *ref;
+	const struct policy *p = holder_acquire(holder, &ref);
+	int rc = -1;
+
+	memset(out, 0, sizeof(*out));
+	if (!p || charge_item(p, obj, is_job, a, out) < 0)
+		goto out;
+	/* The names live in p, which a reload may free once ref is let go. */
+	if (out->tenant) {
+		out->tenant = arena_strdup(a, out->tenant);
+		out->flavor = arena_strdup(a, out->flavor);
+		if (!out->tenant || !out->flavor)
+			goto out;
+	}
+	rc = 0;
+out:
+	holder_release(ref);
+	return rc;
+}

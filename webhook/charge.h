@@ -1,0 +1,40 @@
+/*
+ * charge (JSON): a Pod or Job object as the API shows it -> struct
+ * usage_item, through the facts (webhook/facts.c) and the pure charge rule
+ * (policy/charge.h, which says what an object holds).
+ *
+ * The usage feed (kube/feed.h) calls charge_item_current() on every object
+ * it lists or is told about; kube/ knows neither the policy nor the facts,
+ * so the daemon hands it this function and the policy holder.
+ */
+#ifndef GPUGATE_WEBHOOK_CHARGE_H
+#define GPUGATE_WEBHOOK_CHARGE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+struct arena;
+struct policy;
+struct usage_item;
+
+/*
+ * What obj (a Pod, or a Job when is_job) holds under p, in *out: strings
+ * borrowed from obj and p, arrays from a.  Returns 0; -1 when obj is not an
+ * object with metadata.uid.  An object gpugate cannot read (no namespace, a
+ * field of the wrong type), outside every tenant or without a flavor
+ * resource holds nothing: 0 with out->active false and no tenant.
+ */
+int charge_item(const struct policy *p, const json_t *obj, bool is_job,
+		struct arena *a, struct usage_item *out);
+
+/*
+ * charge_item() under the current policy of holder (a struct holder *):
+ * the feed's charge callback (struct feed_config).  The tenant and flavor
+ * names are copied into a, so that *out stays valid after a policy reload
+ * frees the policy it was computed under.  -1 also when no policy is
+ * loaded or a runs out of memory.
+ */
+int charge_item_current(void *holder, const json_t *obj, bool is_job,
+			struct arena *a, struct usage_item *out);
+
+#endif
