@@ -1,5 +1,5 @@
 /*
- * server: HTTPS with libmicrohttpd (GnuTLS), a thread pool over epoll.  One
+ * server: HTTPS with libmicrohttpd (GnuTLS, tls.c), a thread pool over epoll.  One
  * thread of gpugate's accepts and hands each connection to libmicrohttpd,
  * which spreads them evenly over the workers (server.c, "accepting").
  *
