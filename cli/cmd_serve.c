@@ -278,8 +278,14 @@ static void extra_metrics(void *ctx, struct strbuf *out)
 	struct serve *sv = ctx;
 
 	quota_gauges(sv, out);
-	if (sv->server)
-		server_worker_metrics(sv->server, out);
+	if (sv->server) {
+		uint64_t requests[SERVER_MAX_THREADS];
+		unsigned n = server_worker_count(sv->server);
+
+		for (unsigned i = 0; i < n; i++)
+			requests[i] = server_worker_requests(sv->server, i);
+		metrics_render_workers(out, requests, n);
+	}
 }
 
 static int render_metrics(void *ctx, char **out, size_t *len)

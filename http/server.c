@@ -580,18 +580,18 @@ uint16_t server_port(const struct server *s)
 	return s->port;
 }
 
-void server_worker_metrics(const struct server *s, struct strbuf *out)
+unsigned server_worker_count(const struct server *s)
+{
+	return s->cfg.threads; /* at most SERVER_MAX_THREADS */
+}
+
+uint64_t server_worker_requests(const struct server *s, unsigned i)
 {
 	struct server *m = (struct server *)s; /* atomics are read only */
-	unsigned n = atomic_load(&m->workers_seen);
 
-	strbuf_addf(out, "# HELP gpugate_http_worker_requests_total HTTP requests "
-			 "begun on each server worker thread (workers numbered in "
-			 "the order they first served).\n"
-			 "# TYPE gpugate_http_worker_requests_total counter\n");
-	for (unsigned i = 0; i < s->cfg.threads && i < SERVER_MAX_THREADS; i++)
-		strbuf_addf(out, "gpugate_http_worker_requests_total{worker=\"%u\"} %lu\n",
-			    i, i < n ? atomic_load(&m->worker_requests[i]) : 0UL);
+	if (i >= s->cfg.threads || i >= atomic_load(&m->workers_seen))
+		return 0;
+	return atomic_load(&m->worker_requests[i]);
 }
 
 unsigned server_in_flight(const struct server *s)

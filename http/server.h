@@ -72,9 +72,13 @@ uint16_t server_port(const struct server *s);
 /* Requests in progress right now. */
 unsigned server_in_flight(const struct server *s);
 
-/* gpugate_http_worker_requests_total, one line per worker, for /metrics:
- * how evenly the connections are spread. */
-void server_worker_metrics(const struct server *s, struct strbuf *out);
+/*
+ * Requests begun on each worker thread, to see how evenly the connections
+ * are spread: workers are numbered 0 .. server_worker_count() - 1 in the
+ * order they first served; one that has served nothing counts 0.
+ */
+unsigned server_worker_count(const struct server *s);
+uint64_t server_worker_requests(const struct server *s, unsigned i);
 
 /*
  * Graceful stop: stop accepting, let requests in progress finish (at most

@@ -2,6 +2,7 @@
 
 #include "base/strbuf.h"
 
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -144,4 +145,19 @@ int metrics_render(struct metrics *m, metrics_extra_fn extra, void *ctx,
 	}
 	*out = strbuf_take(&sb, len);
 	return *out ? 0 : -1;
+}
+
+void metrics_render_workers(struct strbuf *out, const uint64_t *requests,
+			    unsigned n)
+{
+	strbuf_addf(out,
+		    "# HELP gpugate_http_worker_requests_total HTTP requests "
+		    "begun on each server worker thread (workers numbered in "
+		    "the order they first served).\n"
+		    "# TYPE gpugate_http_worker_requests_total counter\n");
+	for (unsigned i = 0; i < n; i++)
+		strbuf_addf(out,
+			    "gpugate_http_worker_requests_total{worker=\"%u\"} "
+			    "%" PRIu64 "\n",
+			    i, requests[i]);
 }

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 enum metrics_endpoint { METRICS_MUTATE, METRICS_VALIDATE, METRICS__ENDPOINTS };
 enum metrics_kind { METRICS_POD, METRICS_JOB, METRICS_OTHER, METRICS__KINDS };
@@ -41,5 +42,13 @@ typedef void (*metrics_extra_fn)(void *ctx, struct strbuf *out);
 /* The whole exposition; caller frees *out.  -1 when out of memory. */
 int metrics_render(struct metrics *m, metrics_extra_fn extra, void *ctx,
 		   char **out, size_t *len);
+
+/*
+ * gpugate_http_worker_requests_total, one line per server worker: how
+ * evenly the connections are spread.  requests[i] is what worker i began
+ * (http/server.h, server_worker_requests()), n the number of workers.
+ */
+void metrics_render_workers(struct strbuf *out, const uint64_t *requests,
+			    unsigned n);
 
 #endif
