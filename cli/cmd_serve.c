@@ -288,11 +288,44 @@ static void extra_metrics(void *ctx, struct strbuf *out)
 	}
 }
 
-static int render_metrics(void *ctx, char **out, size_t *len)
+/* The routes besides /mutate and /validate (handler.h). */
+static void route_healthz(void *ctx, const struct http_request *req,
+			  struct http_reply *out)
+{
+	(void)ctx;
+	(void)req;
+	http_reply_text(out, 200, "ok\n");
+}
+
+static void route_readyz(void *ctx, const struct http_request *req,
+			 struct http_reply *out)
+{
+	struct strbuf why;
+	bool ok;
+
+	(void)req;
+	strbuf_init(&why, 8192);
+	ok = ready(ctx, &why);
+	if (ok)
+		strbuf_addf(&why, "ok\n");
+	out->status = ok ? 200 : 503;
+	out->content_type = "text/plain; charset=utf-8";
+	out->body = strbuf_take(&why, &out->len);
+}
+
+static void route_metrics(void *ctx, const struct http_request *req,
+			  struct http_reply *out)
 {
 	struct serve *sv = ctx;
 
-	return metrics_render(sv->metrics, extra_metrics, sv, out, len);
+	(void)req;
+	if (metrics_render(sv->metrics, extra_metrics, sv, &out->body,
+			   &out->len) < 0) {
+		http_reply_text(out, 500, "metrics unavailable\n");
+		return;
+	}
+	out->status = 200;
+	out->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
 /* "HOST:PORT" or "[V6]:PORT" -> host (in buf) and port. */
@@ -522,13 +555,24 @@ int cmd_serve(int argc, char **argv)
 	sv.handler.policy = sv.holder;
 	sv.handler.metrics = sv.metrics;
 	sv.handler.usage = sv.ledger;
-	cfg.handler = &sv.handler;
-	cfg.ready = ready;
-	cfg.metrics = render_metrics;
-	cfg.ctx = &sv;
-	if (server_start(&cfg, cert, key, &sv.server, &d) < 0) {
-		fputs(diag_text(&d), stderr);
-		goto out;
+	{
+		/* SPEC section 8.  Copied by server_start(). */
+		const struct http_route routes[] = {
+		    {"POST", "/mutate", handler_route_mutate, &sv.handler,
+		     HTTP_ROUTE_JSON},
+		    {"POST", "/validate", handler_route_validate, &sv.handler,
+		     HTTP_ROUTE_JSON},
+		    {"GET", "/healthz", route_healthz, NULL, 0},
+		    {"GET", "/readyz", route_readyz, &sv, 0},
+		    {"GET", "/metrics", route_metrics, &sv, 0},
+		};
+
+		cfg.routes = routes;
+		cfg.n_routes = sizeof(routes) / sizeof(routes[0]);
+		if (server_start(&cfg, cert, key, &sv.server, &d) < 0) {
+			fputs(diag_text(&d), stderr);
+			goto out;
+		}
 	}
 	changed(&sv.policy_file);
 	changed(&sv.cert_file);

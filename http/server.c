@@ -4,7 +4,6 @@
 #include "base/log.h"
 #include "base/strbuf.h"
 #include "http/tls.h"
-#include "webhook/handler.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -22,24 +21,28 @@
 #include <time.h>
 #include <unistd.h>
 
-enum route {
-	ROUTE_MUTATE,
-	ROUTE_VALIDATE,
+#define TEXT_PLAIN "text/plain; charset=utf-8"
+
+/* A route of the table, with what its lookup compares first. */
+struct route {
+	struct http_route r;
+	size_t path_len;
+	bool get; /* answers HEAD too */
 };
 
-/* ---- requests ----------------------------------------------------------- */
-
 struct request {
-	enum route route;
+	const struct route *route;
 	char *body;
 	size_t len;
 	size_t cap;
-	bool answered;     /* a response was queued */
+	bool answered; /* a response was queued */
+	bool corked;   /* tls_cork() held it: uncork when it is sent */
 };
 
 struct server {
 	struct MHD_Daemon *daemon;
 	struct server_config cfg;
+	struct route *routes; /* cfg.n_routes, copied */
 	atomic_uint in_flight;
 	uint16_t port;
 	/* gpugate accepts, libmicrohttpd serves (see "accepting" below) */
@@ -65,6 +68,8 @@ static void count_worker_request(struct server *s)
 					  memory_order_relaxed);
 }
 
+/* ---- TLS, through tls.c ------------------------------------------------ */
+
 static void *tls_of(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
@@ -82,8 +87,8 @@ static void on_connection(void *cls, struct MHD_Connection *c,
 	(void)cls;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
 		void *tls = tls_of(c);
-		const union MHD_ConnectionInfo *fd = MHD_get_connection_info(
-		    c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		const union MHD_ConnectionInfo *fd =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 
 		if (tls && fd)
 			*socket_context = tls_in_new(tls, fd->connect_fd);
@@ -93,9 +98,20 @@ static void on_connection(void *cls, struct MHD_Connection *c,
 	*socket_context = NULL;
 }
 
+/* ---- answers ------------------------------------------------------------ */
+
+void http_reply_text(struct http_reply *out, unsigned status, const char *text)
+{
+	out->status = status;
+	out->content_type = TEXT_PLAIN;
+	out->body = strdup(text);
+	out->len = out->body ? strlen(text) : 0;
+}
+
+/* Takes ownership of body.  allow: an Allow header, or NULL. */
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 			       const char *type, char *body, size_t len,
-			       bool close_after)
+			       bool close_after, const char *allow)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -105,7 +121,10 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (type)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
 	if (close_after)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(c, status, r);
@@ -120,43 +139,88 @@ static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status,
 
 	if (!body)
 		return MHD_NO;
-	return respond(c, status, "text/plain; charset=utf-8", body, strlen(body),
-		       close_after);
+	return respond(c, status, TEXT_PLAIN, body, strlen(body), close_after,
+		       NULL);
 }
 
-static enum MHD_Result serve_get(struct server *s, struct MHD_Connection *c,
-				 const char *url)
+/* ---- routes ------------------------------------------------------------- */
+
+static bool is_get_or_head(const char *method)
 {
-	if (strcmp(url, "/healthz") == 0)
-		return respond_text(c, 200, "ok\n", false);
-	if (strcmp(url, "/readyz") == 0) {
-		struct strbuf why;
-		bool ok;
-		char *body;
-		size_t len;
+	return strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+	       strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+}
 
-		if (!s->cfg.ready)
-			return respond_text(c, 200, "ok\n", false);
-		strbuf_init(&why, 8192);
-		ok = s->cfg.ready(s->cfg.ctx, &why);
-		if (ok)
-			strbuf_addf(&why, "ok\n");
-		body = strbuf_take(&why, &len);
-		if (!body)
-			return MHD_NO;
-		return respond(c, ok ? 200 : 503, "text/plain; charset=utf-8", body, len,
-			       false);
-	}
-	if (strcmp(url, "/metrics") == 0) {
-		char *body = NULL;
-		size_t len = 0;
+/*
+ * The first route for path and method, or NULL.  A handful of routes: a
+ * length compare rules out almost every one before any byte is.
+ */
+static const struct route *route_find(const struct server *s, const char *path,
+				      const char *method)
+{
+	size_t n = strlen(path);
 
-		if (!s->cfg.metrics || s->cfg.metrics(s->cfg.ctx, &body, &len) < 0)
-			return respond_text(c, 500, "metrics unavailable\n", false);
-		return respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", body,
-			       len, false);
+	for (size_t i = 0; i < s->cfg.n_routes; i++) {
+		const struct route *e = &s->routes[i];
+
+		if (e->path_len != n || memcmp(e->r.path, path, n) != 0)
+			continue;
+		if (strcmp(e->r.method, method) == 0 ||
+		    (e->get && strcmp(method, MHD_HTTP_METHOD_HEAD) == 0))
+			return e;
 	}
-	return respond_text(c, 404, "not found\n", false);
+	return NULL;
+}
+
+/*
+ * The one place that answers a request no route takes: 404 when no route
+ * has its path, else 405 with the path's methods (RFC 9110: an Allow
+ * header; a GET route also allows HEAD).
+ */
+static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c,
+			      const char *path, bool close_after)
+{
+	struct strbuf allow, use;
+	size_t n = strlen(path), methods = 0;
+	enum MHD_Result ret = MHD_NO;
+	char *body;
+	size_t len;
+
+	strbuf_init(&allow, 1024);
+	strbuf_init(&use, 1024);
+	strbuf_addf(&use, "method not allowed: use ");
+	for (size_t i = 0; i < s->cfg.n_routes; i++) {
+		const struct route *e = &s->routes[i];
+		bool seen = false;
+
+		if (e->path_len != n || memcmp(e->r.path, path, n) != 0)
+			continue;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = s->routes[j].path_len == n &&
+			       memcmp(s->routes[j].r.path, path, n) == 0 &&
+			       strcmp(s->routes[j].r.method, e->r.method) == 0;
+		if (seen)
+			continue;
+		strbuf_addf(&allow, "%s%s%s", methods ? ", " : "", e->r.method,
+			    e->get ? ", " MHD_HTTP_METHOD_HEAD : "");
+		strbuf_addf(&use, "%s%s", methods ? " or " : "", e->r.method);
+		methods++;
+	}
+	strbuf_addf(&use, "\n");
+	if (!methods) {
+		ret = respond_text(c, 404, "not found\n", close_after);
+		goto out;
+	}
+	if (strbuf_failed(&allow) || strbuf_failed(&use))
+		goto out;
+	body = strbuf_take(&use, &len);
+	if (body)
+		ret = respond(c, 405, TEXT_PLAIN, body, len, close_after,
+			      allow.buf);
+out:
+	strbuf_release(&allow);
+	strbuf_release(&use);
+	return ret;
 }
 
 static bool is_json(const char *ct)
@@ -167,15 +231,17 @@ static bool is_json(const char *ct)
 	       (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
-static enum MHD_Result begin_post(struct server *s, struct MHD_Connection *c,
-				  enum route route, void **req_cls)
+/* A JSON route's request, before its body: refused (and the connection
+ * closed) or let in, its body to be read. */
+static enum MHD_Result check_json(struct server *s, struct MHD_Connection *c,
+				  bool *ok)
 {
 	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_TYPE);
-	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						     MHD_HTTP_HEADER_CONTENT_LENGTH);
-	struct request *r;
+	const char *cl = MHD_lookup_connection_value(
+	    c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
+	*ok = false;
 	if (!is_json(ct))
 		return respond_text(c, 415,
 				    "gpugate: bad request: Content-Type must be "
@@ -207,10 +273,43 @@ static enum MHD_Result begin_post(struct server *s, struct MHD_Connection *c,
 			return respond_text(c, 413, msg, true);
 		}
 	}
+	*ok = true;
+	return MHD_YES;
+}
+
+/* *req_cls of a GET or HEAD that no route takes, between its first and its
+ * last call: answering on the first call would make libmicrohttpd close
+ * the connection (it has not seen the end of the request yet), costing
+ * every such probe a TLS handshake. */
+static struct request refused;
+
+/* The first call of a request: its head has been read. */
+static enum MHD_Result begin(struct server *s, struct MHD_Connection *c,
+			     const char *url, const char *method,
+			     void **req_cls)
+{
+	const struct route *e;
+	struct request *r;
+
+	count_worker_request(s);
+	e = route_find(s, url, method);
+	if (!e) {
+		if (!is_get_or_head(method))
+			return refuse(s, c, url, true); /* its body unread */
+		*req_cls = &refused;
+		return MHD_YES;
+	}
+	if (e->r.flags & HTTP_ROUTE_JSON) {
+		bool ok;
+		enum MHD_Result ret = check_json(s, c, &ok);
+
+		if (!ok)
+			return ret;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return MHD_NO;
-	r->route = route;
+	r->route = e;
 	*req_cls = r;
 	atomic_fetch_add(&s->in_flight, 1);
 	return MHD_YES;
@@ -241,10 +340,34 @@ static bool append_body(struct request *r, const char *data, size_t n,
 	return true;
 }
 
-/* *req_cls of a GET between its two calls: answering on the first call
- * would make libmicrohttpd close the connection (it has not seen the end
- * of the request yet), costing every probe a TLS handshake. */
-static struct request get_pending;
+/* The last call of a request taken by a route: the whole of it is read. */
+static enum MHD_Result answer(struct MHD_Connection *c, struct request *r,
+			      const char *url, const char *method)
+{
+	const struct http_route *route = &r->route->r;
+	struct http_request req = {.method = method,
+				   .path = url,
+				   .body = r->body ? r->body : "",
+				   .len = r->len};
+	struct http_reply reply = {0};
+
+	route->handler(route->ctx, &req, &reply);
+	if (!reply.body)
+		return MHD_NO;
+	/*
+	 * One TLS record and one send per answer (tls.c, tls_cork), for JSON
+	 * routes only (the admission reviews), once their body has been read
+	 * whole.  An answer given before the body is read (an error) makes
+	 * libmicrohttpd close the socket right after on_completed(); with
+	 * unread input, that close is a reset, which can reach the client
+	 * before the response it has not read yet.  Health and metrics
+	 * answers are left as they were: they are not worth the care.
+	 */
+	if (route->flags & HTTP_ROUTE_JSON)
+		r->corked = tls_cork(tls_of(c), reply.len);
+	return respond(c, reply.status, reply.content_type, reply.body,
+		       reply.len, false, NULL);
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 				  const char *url, const char *method,
@@ -253,70 +376,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 {
 	struct server *s = cls;
 	struct request *r = *req_cls;
-	struct handler_reply reply;
 
 	(void)version;
-	if (r == &get_pending) {
-		*req_cls = NULL;
-		return serve_get(s, c, url);
-	}
-	if (!r) {
-		bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
-		bool get;
-
-		count_worker_request(s);
-		get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
-		      strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-
-		if (strcmp(url, "/mutate") == 0 || strcmp(url, "/validate") == 0) {
-			if (!post)
-				return respond_text(c, 405, "method not allowed: use POST\n",
-						    false);
-			return begin_post(s, c,
-					  url[1] == 'm' ? ROUTE_MUTATE : ROUTE_VALIDATE,
-					  req_cls);
-		}
-		if (!get)
-			return respond_text(c, strcmp(url, "/healthz") == 0 ||
-						       strcmp(url, "/readyz") == 0 ||
-						       strcmp(url, "/metrics") == 0
-					       ? 405
-					       : 404,
-					    "not found or method not allowed\n", false);
-		*req_cls = &get_pending;
-		return MHD_YES;
-	}
+	if (!r)
+		return begin(s, c, url, method, req_cls);
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 
 		*upload_data_size = 0;
+		if (r == &refused || !(r->route->r.flags & HTTP_ROUTE_JSON))
+			return MHD_YES; /* a body nobody reads: dropped */
 		/* Content-Length was checked against the cap and libmicrohttpd
 		 * reads no more than it: only memory can run out here. */
 		return append_body(r, upload_data, n, s->cfg.body_cap) ? MHD_YES
 								       : MHD_NO;
 	}
+	if (r == &refused) {
+		*req_cls = NULL;
+		return refuse(s, c, url, false);
+	}
 	if (r->answered)
 		return MHD_YES;
 	r->answered = true;
-	handler_admit(s->cfg.handler,
-		      r->route == ROUTE_MUTATE ? HANDLER_MUTATE : HANDLER_VALIDATE,
-		      r->body ? r->body : "", r->len, &reply);
-	if (!reply.body)
-		return MHD_NO;
-	/*
-	 * One TLS record and one send per answer (tls.c, tls_cork), for
-	 * admission reviews only, once their body has been read whole.  An
-	 * answer given before the body is read (an error) makes libmicrohttpd
-	 * close the socket right after on_completed(); with unread input,
-	 * that close is a reset, which can reach the client before the
-	 * response it has not read yet.  Health and metrics answers are left
-	 * as they were: they are not worth the care.
-	 */
-	tls_cork(tls_of(c), reply.len);
-	return respond(c, (unsigned)reply.status, reply.content_type, reply.body,
-		       reply.len, false);
+	return answer(c, r, url, method);
 }
 
+/* Called once an answer has been written whole, before the next request
+ * on the connection is read (or the connection closed). */
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
@@ -324,9 +410,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	struct request *r = *req_cls;
 
 	(void)toe;
-	tls_uncork(tls_of(c));
-	if (!r || r == &get_pending)
+	if (!r || r == &refused)
 		return;
+	if (r->corked)
+		tls_uncork(tls_of(c));
 	free(r->body);
 	free(r);
 	*req_cls = NULL;
@@ -477,6 +564,42 @@ static void accept_free(struct server *s)
 	s->wake[0] = s->wake[1] = -1;
 }
 
+/* Copies the table, with each path's length for route_find(). */
+static int routes_copy(struct server *s, struct diag *d)
+{
+	const struct server_config *cfg = &s->cfg;
+
+	if (!cfg->n_routes)
+		return 0;
+	s->routes = calloc(cfg->n_routes, sizeof(*s->routes));
+	if (!s->routes) {
+		diag_addf(d, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < cfg->n_routes; i++) {
+		const struct http_route *r = &cfg->routes[i];
+
+		if (!r->method || !r->path || !r->handler) {
+			diag_addf(d,
+				  "route %zu: method, path and handler are "
+				  "required",
+				  i);
+			return -1;
+		}
+		s->routes[i].r = *r;
+		s->routes[i].path_len = strlen(r->path);
+		s->routes[i].get = strcmp(r->method, MHD_HTTP_METHOD_GET) == 0;
+	}
+	return 0;
+}
+
+static void server_free(struct server *s)
+{
+	accept_free(s);
+	free(s->routes);
+	free(s);
+}
+
 int server_start(const struct server_config *cfg, const char *cert_pem,
 		 const char *key_pem, struct server **out, struct diag *d)
 {
@@ -484,8 +607,10 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 			 MHD_USE_TLS | MHD_USE_ITC | MHD_USE_ERROR_LOG |
 			 MHD_USE_NO_LISTEN_SOCKET;
+	bool identity = false;
 	long ncpu;
 
+	*out = NULL;
 	if (!s) {
 		diag_addf(d, "out of memory");
 		return -1;
@@ -508,22 +633,18 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		s->cfg.threads = SERVER_MAX_THREADS;
 	atomic_init(&s->in_flight, 0);
 
+	if (routes_copy(s, d) < 0)
+		goto fail;
 	s->listen_fd = listen_open(cfg, &s->port, d);
-	if (s->listen_fd < 0) {
-		free(s);
-		return -1;
-	}
+	if (s->listen_fd < 0)
+		goto fail;
 	if (pipe2(s->wake, O_CLOEXEC) < 0) {
 		diag_addf(d, "cannot create a pipe: %s", strerror(errno));
-		accept_free(s);
-		free(s);
-		return -1;
+		goto fail;
 	}
-	if (tls_identity_set(cert_pem, key_pem, d) < 0) {
-		accept_free(s);
-		free(s);
-		return -1;
-	}
+	if (tls_identity_set(cert_pem, key_pem, d) < 0)
+		goto fail;
+	identity = true;
 
 	/* MHD_USE_EPOLL: tls_in (tls.c) needs it.  One option a line. */
 	/* clang-format off */
@@ -547,25 +668,25 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 	if (!s->daemon) {
 		diag_addf(d, "cannot start the HTTPS server on %s:%u", cfg->host,
 			  s->port);
-		tls_identity_clear();
-		accept_free(s);
-		free(s);
-		return -1;
+		goto fail;
 	}
-	/* Set before the first connection is accepted: a request may read it
-	 * (through cfg.metrics). */
+	/* Set before the first connection is accepted: a route may read it
+	 * (server_worker_requests() for /metrics). */
 	*out = s;
 	if (pthread_create(&s->acceptor, NULL, accept_loop, s) != 0) {
 		*out = NULL;
 		diag_addf(d, "cannot start the accepting thread");
-		MHD_stop_daemon(s->daemon);
-		tls_identity_clear();
-		accept_free(s);
-		free(s);
-		return -1;
+		goto fail;
 	}
 	s->accepting = true;
 	return 0;
+fail:
+	if (s->daemon)
+		MHD_stop_daemon(s->daemon);
+	if (identity)
+		tls_identity_clear();
+	server_free(s);
+	return -1;
 }
 
 int server_set_certificate(struct server *s, const char *cert_pem,
@@ -612,6 +733,5 @@ void server_stop(struct server *s, unsigned grace_ms)
 		nanosleep(&tick, NULL);
 	MHD_stop_daemon(s->daemon);
 	tls_identity_clear();
-	accept_free(s);
-	free(s);
+	server_free(s);
 }
