@@ -77,7 +77,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench fuzz
+.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench fuzz
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -143,7 +143,12 @@ integration: $(GPUGATE)
 	$(Q)GPUGATE_BIN=$(GPUGATE) ASAN_OPTIONS=detect_leaks=1 \
 	    python3 -m pytest -q -p no:cacheprovider tests/integration $(PYTEST_ARGS)
 
-test: unit check-examples integration
+# The layering (docs/internals.md, "The house"): each folder includes only
+# the folders below it.
+check-includes:
+	$(Q)scripts/check-includes.sh
+
+test: check-includes unit check-examples integration
 
 # The integration suite with every server under valgrind (memcheck): any
 # error or definite leak fails the session (tests/integration/conftest.py).

@@ -3,16 +3,13 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "base/strbuf.h"
-#include "webhook/handler.h"
+#include "http/tls.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gnutls/abstract.h>
-#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,155 +21,28 @@
 #include <time.h>
 #include <unistd.h>
 
-/*
- * TLS 1.2 and 1.3 only, AEAD ciphers only, forward-secret key exchange
- * only, server preference.  The kube-apiserver (Go crypto/tls) negotiates
- * TLS 1.3 with any of these.
- */
-#define TLS_PRIORITIES                                                     \
-	"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-128-GCM:" \
-	"+AES-256-GCM:+CHACHA20-POLY1305:-MAC-ALL:+AEAD:-KX-ALL:+ECDHE-ECDSA:" \
-	"+ECDHE-RSA:%SERVER_PRECEDENCE"
+#define TEXT_PLAIN "text/plain; charset=utf-8"
 
-#define MAX_CHAIN 8
-#define RETIRED_KEPT 4
-
-enum route {
-	ROUTE_MUTATE,
-	ROUTE_VALIDATE,
+/* A route of the table, with what its lookup compares first. */
+struct route {
+	struct http_route r;
+	size_t path_len;
+	bool get; /* answers HEAD too */
 };
-
-/* ---- the certificate, swapped at run time ------------------------------ */
-
-struct identity {
-	gnutls_pcert_st pcert[MAX_CHAIN];
-	unsigned n;
-	gnutls_privkey_t key;
-};
-
-/*
- * GnuTLS's retrieve callback carries no user pointer, so the identity is
- * process-wide: one serving certificate per process.  Replaced identities
- * stay allocated for a few more swaps, long after any handshake that may
- * still be reading them has finished (a handshake takes milliseconds,
- * certificate rotations are hours apart).
- */
-static pthread_mutex_t id_mu = PTHREAD_MUTEX_INITIALIZER;
-static struct identity *id_cur;
-static struct identity *id_retired[RETIRED_KEPT];
-
-static void identity_free(struct identity *id)
-{
-	if (!id)
-		return;
-	for (unsigned i = 0; i < id->n; i++)
-		gnutls_pcert_deinit(&id->pcert[i]);
-	if (id->key)
-		gnutls_privkey_deinit(id->key);
-	free(id);
-}
-
-static struct identity *identity_parse(const char *cert_pem, const char *key_pem,
-				       struct diag *d)
-{
-	struct identity *id = calloc(1, sizeof(*id));
-	gnutls_datum_t cd, kd;
-	int rc;
-
-	if (!id) {
-		diag_addf(d, "out of memory");
-		return NULL;
-	}
-	cd.data = (unsigned char *)cert_pem;
-	cd.size = (unsigned)strlen(cert_pem);
-	kd.data = (unsigned char *)key_pem;
-	kd.size = (unsigned)strlen(key_pem);
-	id->n = MAX_CHAIN;
-	rc = gnutls_pcert_list_import_x509_raw(id->pcert, &id->n, &cd,
-					       GNUTLS_X509_FMT_PEM, 0);
-	if (rc < 0 || id->n == 0) {
-		diag_addf(d, "cannot read the certificate: %s", gnutls_strerror(rc));
-		id->n = 0;
-		goto fail;
-	}
-	rc = gnutls_privkey_init(&id->key);
-	if (rc >= 0)
-		rc = gnutls_privkey_import_x509_raw(id->key, &kd, GNUTLS_X509_FMT_PEM,
-						    NULL, 0);
-	if (rc < 0) {
-		diag_addf(d, "cannot read the private key: %s", gnutls_strerror(rc));
-		goto fail;
-	}
-	return id;
-fail:
-	identity_free(id);
-	return NULL;
-}
-
-static void identity_install(struct identity *id)
-{
-	struct identity *old;
-
-	pthread_mutex_lock(&id_mu);
-	old = id_cur;
-	id_cur = id;
-	if (old) {
-		identity_free(id_retired[RETIRED_KEPT - 1]);
-		memmove(&id_retired[1], &id_retired[0],
-			sizeof(id_retired[0]) * (RETIRED_KEPT - 1));
-		id_retired[0] = old;
-	}
-	pthread_mutex_unlock(&id_mu);
-}
-
-static void identity_clear(void)
-{
-	pthread_mutex_lock(&id_mu);
-	identity_free(id_cur);
-	id_cur = NULL;
-	for (int i = 0; i < RETIRED_KEPT; i++) {
-		identity_free(id_retired[i]);
-		id_retired[i] = NULL;
-	}
-	pthread_mutex_unlock(&id_mu);
-}
-
-static int retrieve_cert(gnutls_session_t session, const gnutls_datum_t *req_ca,
-			 int nreqs, const gnutls_pk_algorithm_t *algos,
-			 int nalgos, gnutls_pcert_st **pcert,
-			 unsigned int *pcert_length, gnutls_privkey_t *key)
-{
-	int rc = -1;
-
-	(void)session;
-	(void)req_ca;
-	(void)nreqs;
-	(void)algos;
-	(void)nalgos;
-	pthread_mutex_lock(&id_mu);
-	if (id_cur) {
-		*pcert = id_cur->pcert;
-		*pcert_length = id_cur->n;
-		*key = id_cur->key;
-		rc = 0;
-	}
-	pthread_mutex_unlock(&id_mu);
-	return rc;
-}
-
-/* ---- requests ----------------------------------------------------------- */
 
 struct request {
-	enum route route;
+	const struct route *route;
 	char *body;
 	size_t len;
 	size_t cap;
-	bool answered;     /* a response was queued */
+	bool answered; /* a response was queued */
+	bool corked;   /* tls_cork() held it: uncork when it is sent */
 };
 
 struct server {
 	struct MHD_Daemon *daemon;
 	struct server_config cfg;
+	struct route *routes; /* cfg.n_routes, copied */
 	atomic_uint in_flight;
 	uint16_t port;
 	/* gpugate accepts, libmicrohttpd serves (see "accepting" below) */
@@ -198,184 +68,50 @@ static void count_worker_request(struct server *s)
 					  memory_order_relaxed);
 }
 
-/*
- * One TLS record and one send per response.  libmicrohttpd 0.9.75 hands
- * the header and the body to gnutls_record_send() separately: two records,
- * two sendmsg() calls, and the client wakes up twice.  A small response is
- * corked in GnuTLS when it is queued, and uncorked once libmicrohttpd has
- * written all of it (on_completed(), which it calls before it reads the
- * next request or closes the connection).
- *
- * Only answers to admission reviews are corked, once their body has been
- * read whole.  An answer given before the body is read (an error) makes
- * libmicrohttpd close the socket right after on_completed(); with unread
- * input, that close is a reset, which can reach the client before the
- * response it has not read yet.  Health and metrics answers are left as
- * they were: they are not worth the care.
- *
- * The uncork does not wait.  It can only fall short when the client has
- * left more than a socket buffer of earlier responses unread, which an
- * HTTP/1.1 client that waits for its answers never does: such a
- * connection is shut down rather than left with a response that nothing
- * would flush.
- *
- * What the uncork wrote is then pushed out of the kernel.  For a small
- * answer libmicrohttpd sends header and body in one piece after setting
- * TCP_CORK on the socket, and counts on its TCP_NODELAY after the send to
- * push the data; corked in GnuTLS, the data reaches the socket after that
- * push and would sit in the kernel's cork for its 200 ms ceiling.  Setting
- * TCP_NODELAY again pushes it at once, corked socket or not (tcp(7)).
- */
-#define CORK_MAX 8192
+/* ---- TLS, through tls.c ------------------------------------------------ */
 
-static gnutls_session_t tls_of(struct MHD_Connection *c)
+static void *tls_of(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 
-	return ci ? (gnutls_session_t)ci->tls_session : NULL;
+	return ci ? ci->tls_session : NULL;
 }
 
-static void cork(struct MHD_Connection *c, size_t len)
-{
-	gnutls_session_t tls = len <= CORK_MAX ? tls_of(c) : NULL;
-
-	if (tls)
-		gnutls_record_cork(tls);
-}
-
-static void uncork(struct MHD_Connection *c)
-{
-	gnutls_session_t tls = tls_of(c);
-	const union MHD_ConnectionInfo *fd;
-	ssize_t rc;
-
-	if (!tls)
-		return;
-	rc = gnutls_record_uncork(tls, 0); /* 0 at once when not corked */
-	if (rc == 0)
-		return;
-	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (rc > 0) {
-		int one = 1;
-
-		if (fd)
-			setsockopt(fd->connect_fd, IPPROTO_TCP, TCP_NODELAY, &one,
-				   sizeof(one));
-		return;
-	}
-	log_event(LOG_WARN,
-		  "msg=\"closing a connection whose client does not read its "
-		  "responses\" error=\"%s\"",
-		  gnutls_strerror((int)rc));
-	if (fd)
-		shutdown(fd->connect_fd, SHUT_RDWR);
-}
-
-/*
- * One read per request.  GnuTLS reads a record in two recv() calls, its
- * 5-byte header and then the rest, and a review arrives as one record: two
- * system calls a request where one would do.  gpugate gives GnuTLS a pull
- * function that reads up to a whole record at once and hands it over in
- * the pieces GnuTLS asks for.  The buffer is taken for a read and given
- * back once emptied, so an idle connection holds none.
- *
- * libmicrohttpd still sees every byte in order: it reads through GnuTLS
- * until GnuTLS says "again", which it only does when the buffer is empty
- * and the socket has nothing more.  That holds with MHD_USE_EPOLL, where
- * libmicrohttpd keeps a connection readable until then; with poll() or
- * select() it would wait on the socket for a record already in the buffer.
- * GnuTLS's sends are untouched: its send pointer stays the descriptor
- * libmicrohttpd gave it.  test_hostile.py sends records that arrive
- * together.
- */
-#define TLS_RECORD_MAX (5 + 16384 + 256)
-
-struct tls_in {
-	int fd;
-	char *buf;   /* TLS_RECORD_MAX bytes, or NULL when empty */
-	size_t off;  /* what GnuTLS has taken of buf */
-	size_t len;  /* what buf holds */
-};
-
-static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *data, size_t size)
-{
-	struct tls_in *in = ptr;
-	size_t k;
-
-	if (!in->buf) {
-		ssize_t n;
-
-		in->buf = size < TLS_RECORD_MAX ? malloc(TLS_RECORD_MAX) : NULL;
-		if (!in->buf) /* large, or out of memory: read it directly */
-			return recv(in->fd, data, size, 0);
-		n = recv(in->fd, in->buf, TLS_RECORD_MAX, 0);
-		if (n <= 0) {
-			int e = errno;
-
-			free(in->buf);
-			in->buf = NULL;
-			errno = e;
-			return n;
-		}
-		in->off = 0;
-		in->len = (size_t)n;
-	}
-	k = in->len - in->off < size ? in->len - in->off : size;
-	memcpy(data, in->buf + in->off, k);
-	in->off += k;
-	if (in->off == in->len) {
-		free(in->buf);
-		in->buf = NULL;
-	}
-	return (ssize_t)k;
-}
-
-/* GnuTLS waits with this only for a blocking session; libmicrohttpd's are
- * not, but the answer is kept true. */
-static int tls_pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms)
-{
-	struct tls_in *in = ptr;
-	struct pollfd pfd = {.fd = in->fd, .events = POLLIN};
-
-	if (in->buf)
-		return 1;
-	return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
-}
-
+/* Each connection reads one TLS record with one recv() (tls.c, tls_in;
+ * it needs MHD_USE_EPOLL). */
 static void on_connection(void *cls, struct MHD_Connection *c,
 			  void **socket_context,
 			  enum MHD_ConnectionNotificationCode code)
 {
-	struct tls_in *in = *socket_context;
-
 	(void)cls;
 	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		gnutls_session_t tls = tls_of(c);
+		void *tls = tls_of(c);
 		const union MHD_ConnectionInfo *fd =
 			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 
-		/* Without it (no memory), GnuTLS reads for itself as before. */
-		if (!tls || !fd || !(in = calloc(1, sizeof(*in))))
-			return;
-		in->fd = fd->connect_fd;
-		gnutls_transport_set_ptr2(tls, in,
-					  (gnutls_transport_ptr_t)(long)in->fd);
-		gnutls_transport_set_pull_function(tls, tls_pull);
-		gnutls_transport_set_pull_timeout_function(tls, tls_pull_timeout);
-		*socket_context = in;
+		if (tls && fd)
+			*socket_context = tls_in_new(tls, fd->connect_fd);
 		return;
 	}
-	if (in) {
-		free(in->buf);
-		free(in);
-		*socket_context = NULL;
-	}
+	tls_in_free(*socket_context);
+	*socket_context = NULL;
 }
 
+/* ---- answers ------------------------------------------------------------ */
+
+void http_reply_text(struct http_reply *out, unsigned status, const char *text)
+{
+	out->status = status;
+	out->content_type = TEXT_PLAIN;
+	out->body = strdup(text);
+	out->len = out->body ? strlen(text) : 0;
+}
+
+/* Takes ownership of body.  allow: an Allow header, or NULL. */
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 			       const char *type, char *body, size_t len,
-			       bool close_after)
+			       bool close_after, const char *allow)
 {
 	struct MHD_Response *r;
 	enum MHD_Result ret;
@@ -385,7 +121,10 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status,
 		free(body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (type)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	if (allow)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
 	if (close_after)
 		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
 	ret = MHD_queue_response(c, status, r);
@@ -400,43 +139,88 @@ static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status,
 
 	if (!body)
 		return MHD_NO;
-	return respond(c, status, "text/plain; charset=utf-8", body, strlen(body),
-		       close_after);
+	return respond(c, status, TEXT_PLAIN, body, strlen(body), close_after,
+		       NULL);
 }
 
-static enum MHD_Result serve_get(struct server *s, struct MHD_Connection *c,
-				 const char *url)
+/* ---- routes ------------------------------------------------------------- */
+
+static bool is_get_or_head(const char *method)
 {
-	if (strcmp(url, "/healthz") == 0)
-		return respond_text(c, 200, "ok\n", false);
-	if (strcmp(url, "/readyz") == 0) {
-		struct strbuf why;
-		bool ok;
-		char *body;
-		size_t len;
+	return strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
+	       strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
+}
 
-		if (!s->cfg.ready)
-			return respond_text(c, 200, "ok\n", false);
-		strbuf_init(&why, 8192);
-		ok = s->cfg.ready(s->cfg.ctx, &why);
-		if (ok)
-			strbuf_addf(&why, "ok\n");
-		body = strbuf_take(&why, &len);
-		if (!body)
-			return MHD_NO;
-		return respond(c, ok ? 200 : 503, "text/plain; charset=utf-8", body, len,
-			       false);
-	}
-	if (strcmp(url, "/metrics") == 0) {
-		char *body = NULL;
-		size_t len = 0;
+/*
+ * The first route for path and method, or NULL.  A handful of routes: a
+ * length compare rules out almost every one before any byte is.
+ */
+static const struct route *route_find(const struct server *s, const char *path,
+				      const char *method)
+{
+	size_t n = strlen(path);
 
-		if (!s->cfg.metrics || s->cfg.metrics(s->cfg.ctx, &body, &len) < 0)
-			return respond_text(c, 500, "metrics unavailable\n", false);
-		return respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", body,
-			       len, false);
+	for (size_t i = 0; i < s->cfg.n_routes; i++) {
+		const struct route *e = &s->routes[i];
+
+		if (e->path_len != n || memcmp(e->r.path, path, n) != 0)
+			continue;
+		if (strcmp(e->r.method, method) == 0 ||
+		    (e->get && strcmp(method, MHD_HTTP_METHOD_HEAD) == 0))
+			return e;
 	}
-	return respond_text(c, 404, "not found\n", false);
+	return NULL;
+}
+
+/*
+ * The one place that answers a request no route takes: 404 when no route
+ * has its path, else 405 with the path's methods (RFC 9110: an Allow
+ * header; a GET route also allows HEAD).
+ */
+static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c,
+			      const char *path, bool close_after)
+{
+	struct strbuf allow, use;
+	size_t n = strlen(path), methods = 0;
+	enum MHD_Result ret = MHD_NO;
+	char *body;
+	size_t len;
+
+	strbuf_init(&allow, 1024);
+	strbuf_init(&use, 1024);
+	strbuf_addf(&use, "method not allowed: use ");
+	for (size_t i = 0; i < s->cfg.n_routes; i++) {
+		const struct route *e = &s->routes[i];
+		bool seen = false;
+
+		if (e->path_len != n || memcmp(e->r.path, path, n) != 0)
+			continue;
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = s->routes[j].path_len == n &&
+			       memcmp(s->routes[j].r.path, path, n) == 0 &&
+			       strcmp(s->routes[j].r.method, e->r.method) == 0;
+		if (seen)
+			continue;
+		strbuf_addf(&allow, "%s%s%s", methods ? ", " : "", e->r.method,
+			    e->get ? ", " MHD_HTTP_METHOD_HEAD : "");
+		strbuf_addf(&use, "%s%s", methods ? " or " : "", e->r.method);
+		methods++;
+	}
+	strbuf_addf(&use, "\n");
+	if (!methods) {
+		ret = respond_text(c, 404, "not found\n", close_after);
+		goto out;
+	}
+	if (strbuf_failed(&allow) || strbuf_failed(&use))
+		goto out;
+	body = strbuf_take(&use, &len);
+	if (body)
+		ret = respond(c, 405, TEXT_PLAIN, body, len, close_after,
+			      allow.buf);
+out:
+	strbuf_release(&allow);
+	strbuf_release(&use);
+	return ret;
 }
 
 static bool is_json(const char *ct)
@@ -447,15 +231,17 @@ static bool is_json(const char *ct)
 	       (ct[n] == '\0' || ct[n] == ';' || ct[n] == ' ');
 }
 
-static enum MHD_Result begin_post(struct server *s, struct MHD_Connection *c,
-				  enum route route, void **req_cls)
+/* A JSON route's request, before its body: refused (and the connection
+ * closed) or let in, its body to be read. */
+static enum MHD_Result check_json(struct server *s, struct MHD_Connection *c,
+				  bool *ok)
 {
 	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_CONTENT_TYPE);
-	const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
-						     MHD_HTTP_HEADER_CONTENT_LENGTH);
-	struct request *r;
+	const char *cl = MHD_lookup_connection_value(
+	    c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
+	*ok = false;
 	if (!is_json(ct))
 		return respond_text(c, 415,
 				    "gpugate: bad request: Content-Type must be "
@@ -487,10 +273,43 @@ static enum MHD_Result begin_post(struct server *s, struct MHD_Connection *c,
 			return respond_text(c, 413, msg, true);
 		}
 	}
+	*ok = true;
+	return MHD_YES;
+}
+
+/* *req_cls of a GET or HEAD that no route takes, between its first and its
+ * last call: answering on the first call would make libmicrohttpd close
+ * the connection (it has not seen the end of the request yet), costing
+ * every such probe a TLS handshake. */
+static struct request refused;
+
+/* The first call of a request: its head has been read. */
+static enum MHD_Result begin(struct server *s, struct MHD_Connection *c,
+			     const char *url, const char *method,
+			     void **req_cls)
+{
+	const struct route *e;
+	struct request *r;
+
+	count_worker_request(s);
+	e = route_find(s, url, method);
+	if (!e) {
+		if (!is_get_or_head(method))
+			return refuse(s, c, url, true); /* its body unread */
+		*req_cls = &refused;
+		return MHD_YES;
+	}
+	if (e->r.flags & HTTP_ROUTE_JSON) {
+		bool ok;
+		enum MHD_Result ret = check_json(s, c, &ok);
+
+		if (!ok)
+			return ret;
+	}
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return MHD_NO;
-	r->route = route;
+	r->route = e;
 	*req_cls = r;
 	atomic_fetch_add(&s->in_flight, 1);
 	return MHD_YES;
@@ -521,10 +340,34 @@ static bool append_body(struct request *r, const char *data, size_t n,
 	return true;
 }
 
-/* *req_cls of a GET between its two calls: answering on the first call
- * would make libmicrohttpd close the connection (it has not seen the end
- * of the request yet), costing every probe a TLS handshake. */
-static struct request get_pending;
+/* The last call of a request taken by a route: the whole of it is read. */
+static enum MHD_Result answer(struct MHD_Connection *c, struct request *r,
+			      const char *url, const char *method)
+{
+	const struct http_route *route = &r->route->r;
+	struct http_request req = {.method = method,
+				   .path = url,
+				   .body = r->body ? r->body : "",
+				   .len = r->len};
+	struct http_reply reply = {0};
+
+	route->handler(route->ctx, &req, &reply);
+	if (!reply.body)
+		return MHD_NO;
+	/*
+	 * One TLS record and one send per answer (tls.c, tls_cork), for JSON
+	 * routes only (the admission reviews), once their body has been read
+	 * whole.  An answer given before the body is read (an error) makes
+	 * libmicrohttpd close the socket right after on_completed(); with
+	 * unread input, that close is a reset, which can reach the client
+	 * before the response it has not read yet.  Health and metrics
+	 * answers are left as they were: they are not worth the care.
+	 */
+	if (route->flags & HTTP_ROUTE_JSON)
+		r->corked = tls_cork(tls_of(c), reply.len);
+	return respond(c, reply.status, reply.content_type, reply.body,
+		       reply.len, false, NULL);
+}
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 				  const char *url, const char *method,
@@ -533,61 +376,33 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c,
 {
 	struct server *s = cls;
 	struct request *r = *req_cls;
-	struct handler_reply reply;
 
 	(void)version;
-	if (r == &get_pending) {
-		*req_cls = NULL;
-		return serve_get(s, c, url);
-	}
-	if (!r) {
-		bool post = strcmp(method, MHD_HTTP_METHOD_POST) == 0;
-		bool get;
-
-		count_worker_request(s);
-		get = strcmp(method, MHD_HTTP_METHOD_GET) == 0 ||
-		      strcmp(method, MHD_HTTP_METHOD_HEAD) == 0;
-
-		if (strcmp(url, "/mutate") == 0 || strcmp(url, "/validate") == 0) {
-			if (!post)
-				return respond_text(c, 405, "method not allowed: use POST\n",
-						    false);
-			return begin_post(s, c,
-					  url[1] == 'm' ? ROUTE_MUTATE : ROUTE_VALIDATE,
-					  req_cls);
-		}
-		if (!get)
-			return respond_text(c, strcmp(url, "/healthz") == 0 ||
-						       strcmp(url, "/readyz") == 0 ||
-						       strcmp(url, "/metrics") == 0
-					       ? 405
-					       : 404,
-					    "not found or method not allowed\n", false);
-		*req_cls = &get_pending;
-		return MHD_YES;
-	}
+	if (!r)
+		return begin(s, c, url, method, req_cls);
 	if (*upload_data_size) {
 		size_t n = *upload_data_size;
 
 		*upload_data_size = 0;
+		if (r == &refused || !(r->route->r.flags & HTTP_ROUTE_JSON))
+			return MHD_YES; /* a body nobody reads: dropped */
 		/* Content-Length was checked against the cap and libmicrohttpd
 		 * reads no more than it: only memory can run out here. */
 		return append_body(r, upload_data, n, s->cfg.body_cap) ? MHD_YES
 								       : MHD_NO;
 	}
+	if (r == &refused) {
+		*req_cls = NULL;
+		return refuse(s, c, url, false);
+	}
 	if (r->answered)
 		return MHD_YES;
 	r->answered = true;
-	handler_admit(s->cfg.handler,
-		      r->route == ROUTE_MUTATE ? HANDLER_MUTATE : HANDLER_VALIDATE,
-		      r->body ? r->body : "", r->len, &reply);
-	if (!reply.body)
-		return MHD_NO;
-	cork(c, reply.len);
-	return respond(c, (unsigned)reply.status, reply.content_type, reply.body,
-		       reply.len, false);
+	return answer(c, r, url, method);
 }
 
+/* Called once an answer has been written whole, before the next request
+ * on the connection is read (or the connection closed). */
 static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
@@ -595,9 +410,10 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	struct request *r = *req_cls;
 
 	(void)toe;
-	uncork(c);
-	if (!r || r == &get_pending)
+	if (!r || r == &refused)
 		return;
+	if (r->corked)
+		tls_uncork(tls_of(c));
 	free(r->body);
 	free(r);
 	*req_cls = NULL;
@@ -748,6 +564,42 @@ static void accept_free(struct server *s)
 	s->wake[0] = s->wake[1] = -1;
 }
 
+/* Copies the table, with each path's length for route_find(). */
+static int routes_copy(struct server *s, struct diag *d)
+{
+	const struct server_config *cfg = &s->cfg;
+
+	if (!cfg->n_routes)
+		return 0;
+	s->routes = calloc(cfg->n_routes, sizeof(*s->routes));
+	if (!s->routes) {
+		diag_addf(d, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < cfg->n_routes; i++) {
+		const struct http_route *r = &cfg->routes[i];
+
+		if (!r->method || !r->path || !r->handler) {
+			diag_addf(d,
+				  "route %zu: method, path and handler are "
+				  "required",
+				  i);
+			return -1;
+		}
+		s->routes[i].r = *r;
+		s->routes[i].path_len = strlen(r->path);
+		s->routes[i].get = strcmp(r->method, MHD_HTTP_METHOD_GET) == 0;
+	}
+	return 0;
+}
+
+static void server_free(struct server *s)
+{
+	accept_free(s);
+	free(s->routes);
+	free(s);
+}
+
 int server_start(const struct server_config *cfg, const char *cert_pem,
 		 const char *key_pem, struct server **out, struct diag *d)
 {
@@ -755,9 +607,10 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
 			 MHD_USE_TLS | MHD_USE_ITC | MHD_USE_ERROR_LOG |
 			 MHD_USE_NO_LISTEN_SOCKET;
-	struct identity *id;
+	bool identity = false;
 	long ncpu;
 
+	*out = NULL;
 	if (!s) {
 		diag_addf(d, "out of memory");
 		return -1;
@@ -780,29 +633,25 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		s->cfg.threads = SERVER_MAX_THREADS;
 	atomic_init(&s->in_flight, 0);
 
+	if (routes_copy(s, d) < 0)
+		goto fail;
 	s->listen_fd = listen_open(cfg, &s->port, d);
-	if (s->listen_fd < 0) {
-		free(s);
-		return -1;
-	}
+	if (s->listen_fd < 0)
+		goto fail;
 	if (pipe2(s->wake, O_CLOEXEC) < 0) {
 		diag_addf(d, "cannot create a pipe: %s", strerror(errno));
-		accept_free(s);
-		free(s);
-		return -1;
+		goto fail;
 	}
-	id = identity_parse(cert_pem, key_pem, d);
-	if (!id) {
-		accept_free(s);
-		free(s);
-		return -1;
-	}
-	identity_install(id);
+	if (tls_identity_set(cert_pem, key_pem, d) < 0)
+		goto fail;
+	identity = true;
 
+	/* MHD_USE_EPOLL: tls_in (tls.c) needs it.  One option a line. */
+	/* clang-format off */
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, s,
-		MHD_OPTION_HTTPS_CERT_CALLBACK, retrieve_cert,
-		MHD_OPTION_HTTPS_PRIORITIES, TLS_PRIORITIES,
+		MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback(),
+		MHD_OPTION_HTTPS_PRIORITIES, tls_priorities,
 		MHD_OPTION_THREAD_POOL_SIZE, s->cfg.threads,
 		MHD_OPTION_CONNECTION_TIMEOUT, s->cfg.conn_timeout,
 		MHD_OPTION_CONNECTION_LIMIT, s->cfg.conn_limit,
@@ -815,40 +664,36 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 		MHD_OPTION_END);
+	/* clang-format on */
 	if (!s->daemon) {
 		diag_addf(d, "cannot start the HTTPS server on %s:%u", cfg->host,
 			  s->port);
-		identity_clear();
-		accept_free(s);
-		free(s);
-		return -1;
+		goto fail;
 	}
-	/* Set before the first connection is accepted: a request may read it
-	 * (through cfg.metrics). */
+	/* Set before the first connection is accepted: a route may read it
+	 * (server_worker_requests() for /metrics). */
 	*out = s;
 	if (pthread_create(&s->acceptor, NULL, accept_loop, s) != 0) {
 		*out = NULL;
 		diag_addf(d, "cannot start the accepting thread");
-		MHD_stop_daemon(s->daemon);
-		identity_clear();
-		accept_free(s);
-		free(s);
-		return -1;
+		goto fail;
 	}
 	s->accepting = true;
 	return 0;
+fail:
+	if (s->daemon)
+		MHD_stop_daemon(s->daemon);
+	if (identity)
+		tls_identity_clear();
+	server_free(s);
+	return -1;
 }
 
 int server_set_certificate(struct server *s, const char *cert_pem,
 			   const char *key_pem, struct diag *d)
 {
-	struct identity *id = identity_parse(cert_pem, key_pem, d);
-
 	(void)s;
-	if (!id)
-		return -1;
-	identity_install(id);
-	return 0;
+	return tls_identity_set(cert_pem, key_pem, d);
 }
 
 uint16_t server_port(const struct server *s)
@@ -858,15 +703,14 @@ uint16_t server_port(const struct server *s)
 
 unsigned server_worker_count(const struct server *s)
 {
-	return s->cfg.threads < SERVER_MAX_THREADS ? s->cfg.threads
-						   : SERVER_MAX_THREADS;
+	return s->cfg.threads; /* at most SERVER_MAX_THREADS */
 }
 
 uint64_t server_worker_requests(const struct server *s, unsigned i)
 {
 	struct server *m = (struct server *)s; /* atomics are read only */
 
-	if (i >= server_worker_count(s) || i >= atomic_load(&m->workers_seen))
+	if (i >= s->cfg.threads || i >= atomic_load(&m->workers_seen))
 		return 0;
 	return atomic_load(&m->worker_requests[i]);
 }
@@ -888,7 +732,6 @@ void server_stop(struct server *s, unsigned grace_ms)
 	     atomic_load(&s->in_flight) > 0 && waited < grace_ms; waited += 10)
 		nanosleep(&tick, NULL);
 	MHD_stop_daemon(s->daemon);
-	identity_clear();
-	accept_free(s);
-	free(s);
+	tls_identity_clear();
+	server_free(s);
 }

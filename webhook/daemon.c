@@ -196,9 +196,8 @@ void daemon_tick(struct daemon *dm)
 
 /* ---- what the server asks ----------------------------------------------- */
 
-static bool ready(void *ctx, struct strbuf *why)
+static bool ready(const struct daemon *dm, struct strbuf *why)
 {
-	struct daemon *dm = ctx;
 	bool ok = true;
 
 	if (time(NULL) > dm->cert_not_after) {
@@ -212,7 +211,33 @@ static bool ready(void *ctx, struct strbuf *why)
 	return ok;
 }
 
-static int render_metrics(void *ctx, char **out, size_t *len)
+/* The routes besides /mutate and /validate (webhook/handler.h). */
+static void route_healthz(void *ctx, const struct http_request *req,
+			  struct http_reply *out)
+{
+	(void)ctx;
+	(void)req;
+	http_reply_text(out, 200, "ok\n");
+}
+
+static void route_readyz(void *ctx, const struct http_request *req,
+			 struct http_reply *out)
+{
+	struct strbuf why;
+	bool ok;
+
+	(void)req;
+	strbuf_init(&why, 8192);
+	ok = ready(ctx, &why);
+	if (ok)
+		strbuf_addf(&why, "ok\n");
+	out->status = ok ? 200 : 503;
+	out->content_type = "text/plain; charset=utf-8";
+	out->body = strbuf_take(&why, &out->len);
+}
+
+static void route_metrics(void *ctx, const struct http_request *req,
+			  struct http_reply *out)
 {
 	struct daemon *dm = ctx;
 	uint64_t workers[SERVER_MAX_THREADS];
@@ -228,14 +253,20 @@ static int render_metrics(void *ctx, char **out, size_t *len)
 	};
 	int rc;
 
+	(void)req;
 	if (dm->server) {
 		st.workers = server_worker_count(dm->server);
 		for (unsigned i = 0; i < st.workers; i++)
 			workers[i] = server_worker_requests(dm->server, i);
 	}
-	rc = metrics_render(dm->metrics, &st, out, len);
+	rc = metrics_render(dm->metrics, &st, &out->body, &out->len);
 	holder_release(ref);
-	return rc;
+	if (rc < 0) {
+		http_reply_text(out, 500, "metrics unavailable\n");
+		return;
+	}
+	out->status = 200;
+	out->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -327,12 +358,23 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	sc.conn_timeout = cfg->conn_timeout;
 	sc.conn_limit = cfg->conn_limit;
 	sc.per_ip_limit = cfg->per_ip_limit;
-	sc.handler = &dm->handler;
-	sc.ready = ready;
-	sc.metrics = render_metrics;
-	sc.ctx = dm;
-	if (server_start(&sc, pp.cert, pp.key, &dm->server, d) < 0)
-		goto fail;
+	{
+		/* SPEC section 8.  Copied by server_start(). */
+		const struct http_route routes[] = {
+			{"POST", "/mutate", handler_route_mutate, &dm->handler,
+			 HTTP_ROUTE_JSON},
+			{"POST", "/validate", handler_route_validate, &dm->handler,
+			 HTTP_ROUTE_JSON},
+			{"GET", "/healthz", route_healthz, NULL, 0},
+			{"GET", "/readyz", route_readyz, dm, 0},
+			{"GET", "/metrics", route_metrics, dm, 0},
+		};
+
+		sc.routes = routes;
+		sc.n_routes = sizeof(routes) / sizeof(routes[0]);
+		if (server_start(&sc, pp.cert, pp.key, &dm->server, d) < 0)
+			goto fail;
+	}
 	pair_release(&pp);
 	changed(&dm->policy_file);
 	changed(&dm->cert_file);

@@ -4,6 +4,7 @@
 #include "base/log.h"
 #include "codec/jget.h"
 #include "codec/jsonmem.h"
+#include "http/server.h"
 #include "usage/usage.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
@@ -332,4 +333,28 @@ done:
 	evaluation_release(&ev);
 	review_release(&rv);
 	jsonmem_end();
+}
+
+static void route(void *ctx, enum handler_endpoint ep,
+		  const struct http_request *req, struct http_reply *out)
+{
+	struct handler_reply reply;
+
+	handler_admit(ctx, ep, req->body, req->len, &reply);
+	out->status = (unsigned)reply.status;
+	out->content_type = reply.content_type;
+	out->body = reply.body;
+	out->len = reply.len;
+}
+
+void handler_route_mutate(void *ctx, const struct http_request *req,
+			  struct http_reply *out)
+{
+	route(ctx, HANDLER_MUTATE, req, out);
+}
+
+void handler_route_validate(void *ctx, const struct http_request *req,
+			    struct http_reply *out)
+{
+	route(ctx, HANDLER_VALIDATE, req, out);
 }

@@ -70,4 +70,17 @@ struct handler_reply {
 void handler_admit(struct handler *h, enum handler_endpoint ep,
 		   const char *body, size_t len, struct handler_reply *out);
 
+struct http_request;
+struct http_reply;
+
+/*
+ * handler_admit() as route callbacks (http/server.h, http_handler_fn) for
+ * POST /mutate and POST /validate, routes with HTTP_ROUTE_JSON; ctx is the
+ * struct handler.
+ */
+void handler_route_mutate(void *ctx, const struct http_request *req,
+			  struct http_reply *out);
+void handler_route_validate(void *ctx, const struct http_request *req,
+			    struct http_reply *out);
+
 #endif

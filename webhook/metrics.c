@@ -132,19 +132,6 @@ static void render_state(struct strbuf *sb, const struct metrics_state *st)
 		    st->cert_not_after);
 }
 
-/* How evenly the connections are spread over the server's workers. */
-static void render_workers(struct strbuf *sb, const struct metrics_state *st)
-{
-	strbuf_addf(sb, "# HELP gpugate_http_worker_requests_total HTTP requests "
-			"begun on each server worker thread (workers numbered in "
-			"the order they first served).\n"
-			"# TYPE gpugate_http_worker_requests_total counter\n");
-	for (unsigned i = 0; i < st->workers; i++)
-		strbuf_addf(sb, "gpugate_http_worker_requests_total{worker=\"%u\"} "
-				"%" PRIu64 "\n",
-			    i, st->worker_requests[i]);
-}
-
 int metrics_render(struct metrics *m, const struct metrics_state *st,
 		   char **out, size_t *len)
 {
@@ -206,7 +193,8 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 	if (st) {
 		render_state(&sb, st);
 		if (st->workers)
-			render_workers(&sb, st);
+			metrics_render_workers(&sb, st->worker_requests,
+					       st->workers);
 	}
 	if (strbuf_failed(&sb)) {
 		strbuf_release(&sb);
@@ -214,4 +202,19 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 	}
 	*out = strbuf_take(&sb, len);
 	return *out ? 0 : -1;
+}
+
+void metrics_render_workers(struct strbuf *out, const uint64_t *requests,
+			    unsigned n)
+{
+	strbuf_addf(out,
+		    "# HELP gpugate_http_worker_requests_total HTTP requests "
+		    "begun on each server worker thread (workers numbered in "
+		    "the order they first served).\n"
+		    "# TYPE gpugate_http_worker_requests_total counter\n");
+	for (unsigned i = 0; i < n; i++)
+		strbuf_addf(out,
+			    "gpugate_http_worker_requests_total{worker=\"%u\"} "
+			    "%" PRIu64 "\n",
+			    i, requests[i]);
 }

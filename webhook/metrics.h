@@ -66,4 +66,12 @@ struct metrics_state {
 int metrics_render(struct metrics *m, const struct metrics_state *st,
 		   char **out, size_t *len);
 
+/*
+ * gpugate_http_worker_requests_total, one line per server worker: how
+ * evenly the connections are spread.  requests[i] is what worker i began
+ * (http/server.h, server_worker_requests()), n the number of workers.
+ */
+void metrics_render_workers(struct strbuf *out, const uint64_t *requests,
+			    unsigned n);
+
 #endif

@@ -87,25 +87,48 @@ def test_query_string_is_ignored(client):
 
 def test_unknown_path_is_404(client):
     for path in ("/", "/mutate/", "/Mutate", "/validate/extra", "/metricsx", "/../healthz"):
-        r = client.request("GET", path)
-        assert r.status == 404, (path, r)
-        assert r.text == "not found\n", r
+        for method in ("GET", "HEAD"):
+            r = client.request(method, path)
+            assert r.status == 404, (method, path, r)
+            assert r.text == ("not found\n" if method == "GET" else ""), r
     r = client.post("/admit", make_review(pod()))
-    assert r.status == 404 and r.text == "not found or method not allowed\n", r
+    assert r.status == 404 and r.text == "not found\n", r
+    assert r.headers.get("Connection", "").lower() == "close", r.headers
 
 
-@pytest.mark.parametrize("method", ["GET", "PUT", "DELETE", "PATCH"])
+def test_refused_get_keeps_the_connection(server):
+    # A probe of a wrong path or method is answered once its request is
+    # complete: the keep-alive connection survives it.
+    with server.client() as c:
+        assert c.get("/nope").status == 404
+        assert c.get("/mutate").status == 405
+        assert c.get("/healthz").status == 200
+        assert c.connects == 1
+
+
+@pytest.mark.parametrize("method", ["GET", "HEAD", "PUT", "DELETE", "PATCH", "OPTIONS"])
 def test_wrong_method_on_admission_routes_is_405(client, method):
     for path in ("/mutate", "/validate"):
-        r = client.request(method, path, b"{}" if method != "GET" else None)
+        r = client.request(method, path, b"{}" if method not in ("GET", "HEAD") else None)
         assert r.status == 405, (method, path, r)
-        assert r.text == "method not allowed: use POST\n", r
+        assert r.headers.get("Allow") == "POST", r.headers
+        assert r.text == ("method not allowed: use POST\n" if method != "HEAD" else ""), r
 
 
-def test_post_on_health_routes_is_405(client):
+@pytest.mark.parametrize("method", ["POST", "PUT", "DELETE"])
+def test_wrong_method_on_health_routes_is_405(client, method):
     for path in ("/healthz", "/readyz", "/metrics"):
-        r = client.request("POST", path, b"{}")
-        assert r.status == 405 and r.text == "not found or method not allowed\n", (path, r)
+        r = client.request(method, path, b"{}")
+        assert r.status == 405 and r.text == "method not allowed: use GET\n", (path, r)
+        assert r.headers.get("Allow") == "GET, HEAD", r.headers
+        assert r.headers.get("Connection", "").lower() == "close", r.headers
+
+
+def test_head_on_health_routes(client):
+    for path in ("/healthz", "/readyz", "/metrics"):
+        r = client.request("HEAD", path)
+        assert r.status == 200 and r.body == b"", (path, r)
+        assert int(r.headers["Content-Length"]) > 0, r.headers
 
 
 @pytest.mark.parametrize("ctype", ["text/plain", "application/x-www-form-urlencoded",
