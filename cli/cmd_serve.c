@@ -13,7 +13,7 @@
 #include "cli/cmd.h"
 #include "codec/jsonmem.h"
 #include "http/server.h"
-#include "kube/client.h"
+#include "kube/config.h"
 #include "kube/watch.h"
 #include "policy/policy.h"
 #include "usage/usage.h"

@@ -1,42 +1,19 @@
 /*
- * kube: a small Kubernetes API client on libcurl (OpenSSL).
+ * kube client: a small Kubernetes API client on libcurl (OpenSSL).
  *
- * Reads a kubeconfig (its current context: server, CA, client certificate,
- * token or token file) or the in-cluster service account, and does the two
- * things gpugate needs: GET a JSON document, and stream a watch line by
- * line.  One struct kube per thread (libcurl handles are not shared).
+ * Talks to the API server a struct kube_config (kube/config.h) describes:
+ * GET a JSON document, and stream a watch line by line.  One struct kube
+ * per thread (libcurl handles are not shared).
  */
-#ifndef GPUGATE_KUBE_H
-#define GPUGATE_KUBE_H
+#ifndef GPUGATE_KUBE_CLIENT_H
+#define GPUGATE_KUBE_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 struct diag;
 
-struct kube_config {
-	char *server;          /* "https://host:port", no trailing slash */
-	char *ca_pem;          /* NULL: the system trust store */
-	bool insecure;         /* insecure-skip-tls-verify */
-	char *cert_pem;        /* client certificate, or NULL */
-	char *key_pem;         /* its key */
-	char *token;           /* bearer token, or NULL */
-	char *token_file;      /* re-read on every connection, or NULL */
-	char *source;          /* where it came from, for messages */
-};
-
-/* Loads the current context of a kubeconfig file.  Paths inside it are
- * relative to its directory. */
-int kube_config_load(const char *path, struct kube_config *out, struct diag *d);
-
-/* The pod's service account: KUBERNETES_SERVICE_HOST/PORT and
- * /var/run/secrets/kubernetes.io/serviceaccount (root overrides the
- * directory, for tests; NULL for the real one). */
-int kube_config_in_cluster(const char *root, struct kube_config *out,
-			   struct diag *d);
-
-void kube_config_release(struct kube_config *c);
-
+struct kube_config;
 struct kube;
 
 /* The config is copied. */

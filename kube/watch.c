@@ -4,6 +4,7 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "kube/client.h"
+#include "kube/config.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
 #include "policy/workload.h"

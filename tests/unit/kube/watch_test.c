@@ -7,6 +7,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "kube/client.h"
+#include "kube/config.h"
 #include "kube/watch.h"
 #include "policy/policy.h"
 #include "usage/usage.h"

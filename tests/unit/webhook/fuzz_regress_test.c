@@ -8,7 +8,7 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "codec/jsonmem.h"
-#include "kube/client.h"
+#include "kube/config.h"
 #include "policy/policy.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
