@@ -16,6 +16,7 @@
 #include "codec/jsonmem.h"
 #include "http/server.h"
 #include "kube/client.h"
+#include "kube/config.h"
 #include "kube/feed.h"
 #include "policy/policy.h"
 #include "usage/usage.h"

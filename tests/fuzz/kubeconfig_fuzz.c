@@ -1,5 +1,5 @@
 /*
- * libFuzzer driver for kube_config_load() (kube/client.c): a kubeconfig
+ * libFuzzer driver for kube_config_load() (kube/config.c): a kubeconfig
  * file, YAML read by codec/yamljson.c, its current context resolved to a
  * server, CA, client certificate and key (inline base64 or files next to
  * the kubeconfig) and a token.
@@ -24,7 +24,7 @@
  *   build/fuzz/kubeconfig_fuzz crash-file
  */
 #include "base/diag.h"
-#include "kube/client.h"
+#include "kube/config.h"
 
 #include <stdint.h>
 #include <stdio.h>

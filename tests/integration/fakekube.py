@@ -12,7 +12,12 @@ It serves what gpugate asks for and nothing else:
                                      DELETED, BOOKMARK, ERROR (410 when RV is
                                      older than the last compaction)
 
-Resource versions are one counter for both kinds, as in etcd.  A test
+and, for the tests of the API client's write verbs (kube/client.c), a store
+of namespaced ConfigMaps and Leases with GET, POST, PUT, PATCH and DELETE
+(the "objects" section below; as a program, `python3 fakekube.py --ca ...`,
+see _main at the end).
+
+Resource versions are one counter for all kinds, as in etcd.  A test
 scripts it: objects put in place without events (`put`, `remove`), events
 (`event`, `bookmark`, `expire`: an ERROR 410 on the open watches), faults
 (`fail_lists`, `hang_lists`, `fail_watches`, `hang_watches`, `drop`), and
@@ -26,11 +31,16 @@ the `certs` fixture (`gpugate certs`, valid for 127.0.0.1).
 from __future__ import annotations
 
 import base64
+import copy
+import datetime
 import json
+import re
 import socket
 import ssl
+import sys
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -114,8 +124,402 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):
         self.server.fake._serve(self)
 
+    # The write verbs reach only the object store (see "objects" below).
+    def do_POST(self):
+        self.server.fake._serve(self)
 
-class FakeKube:
+    def do_PUT(self):
+        self.server.fake._serve(self)
+
+    def do_PATCH(self):
+        self.server.fake._serve(self)
+
+    def do_DELETE(self):
+        self.server.fake._serve(self)
+
+
+# ---------------------------------------------------------------------------
+# objects: namespaced ConfigMaps and Leases with the write verbs, for the API
+# client's tests (kube/client.c; tests/unit/kube/client_test.c starts this
+# file as a program, see _main below)
+#
+#   /api/v1/namespaces/NS/configmaps[/NAME]
+#   /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
+#
+#   GET     one object (404 NotFound), or the collection as a list
+#   POST    to the collection: 201 with uid, resourceVersion and
+#           creationTimestamp set; 409 AlreadyExists when the name is taken;
+#           500 when the object carries a resourceVersion (as etcd3 storage)
+#   PUT     404 when absent; 409 Conflict when metadata.resourceVersion is
+#           set and stale (or metadata.uid differs); without a
+#           resourceVersion the write is unconditional (ConfigMaps and
+#           Leases allow that)
+#   PATCH   merge patch (strategic is taken as merge: these kinds hold maps)
+#           or JSON patch; a merge patch's metadata.resourceVersion is a
+#           precondition (409 Conflict when stale)
+#   DELETE  with an optional DeleteOptions body whose preconditions (uid,
+#           then resourceVersion) must hold, else 409 Conflict
+#
+# Every write takes a new resourceVersion from the one counter.  Status
+# bodies are shaped and worded as the apiserver's (k8s.io/apimachinery
+# pkg/api/errors); a failed precondition's message leaves out the storage
+# error the apiserver wraps around it.
+#
+# Faults (`fault()`; from a test that is not Python, POST /_fake/faults with
+# the same fields as JSON, DELETE /_fake/faults to clear): the next matching
+# requests are delayed, answered with a status, or cut before or after they
+# are applied.  GET /_fake/stats counts object requests by verb and by verb
+# and status ("PUT 409").
+
+_OBJECT_ROUTES = (
+    # (path pattern, resource, group, kind, apiVersion)
+    (re.compile(r"^/api/v1/namespaces/([^/]+)/configmaps(?:/([^/]+))?$"),
+     "configmaps", "", "ConfigMap", "v1"),
+    (re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$"),
+     "leases", "coordination.k8s.io", "Lease", "coordination.k8s.io/v1"),
+)
+
+_CONFLICT = ("the object has been modified; please apply your changes to the "
+             "latest version and try again")
+
+
+@dataclass
+class Fault:
+    """What happens to the next object requests that match."""
+    method: str | None = None       # None: any verb
+    path: str | None = None         # a path prefix; None: any object path
+    status: int | None = None       # answer this Status instead
+    reason: str | None = None       # its reason (default: from the status)
+    message: str | None = None
+    retry_after: int | None = None  # Retry-After and details.retryAfterSeconds
+    delay: float = 0.0              # seconds before the request is handled
+    drop: str | None = None         # "before": cut, nothing applied;
+                                    # "after": applied, then cut
+    times: int | None = None        # None: until cleared
+
+
+_REASONS = {400: "BadRequest", 404: "NotFound", 409: "Conflict", 410: "Expired",
+            415: "UnsupportedMediaType", 422: "Invalid",
+            429: "TooManyRequests", 500: "InternalError",
+            503: "ServiceUnavailable", 504: "Timeout"}
+
+
+def _object_status(code: int, reason: str, message: str, **details: Any) -> dict:
+    st = _status(code, reason, message)
+    if details:
+        st["details"] = details
+    return st
+
+
+def _merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = dict(target) if isinstance(target, dict) else {}
+    for k, v in patch.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = _merge_patch(out.get(k), v)
+    return out
+
+
+def _cut(h: _Handler) -> None:
+    """Ends the connection without an answer."""
+    try:
+        h.connection.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    h.close_connection = True
+
+
+class _Objects:
+    """The object store, mixed into FakeKube (which owns the lock, the
+    resourceVersion counter and the request log)."""
+
+    def _objects_init(self) -> None:
+        self._objects: dict[tuple[str, str, str], dict] = {}
+        self._faults: list[Fault] = []
+        self._stats: dict[str, int] = {}
+
+    # -- the state a test scripts --
+
+    def fault(self, **kw: Any) -> Fault:
+        f = Fault(**kw)
+        with self._cond:
+            self._faults.append(f)
+        return f
+
+    def clear_faults(self) -> None:
+        with self._cond:
+            self._faults.clear()
+
+    def object(self, resource: str, namespace: str, name: str) -> dict | None:
+        with self._cond:
+            o = self._objects.get((resource, namespace, name))
+            return copy.deepcopy(o) if o else None
+
+    def stats(self) -> dict[str, int]:
+        with self._cond:
+            return dict(self._stats)
+
+    # -- serving --
+
+    def _objects_serve(self, h: _Handler, path: str) -> bool:
+        """Answers the request when it is for the store (or /_fake/);
+        False when it is for another part of the fake."""
+        if path.startswith("/_fake/"):
+            h.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._control(h, path)
+            return True
+        for rx, *route in _OBJECT_ROUTES:
+            m = rx.match(path)
+            if m:
+                break
+        else:
+            return False
+        # Answers go out as two writes (headers, body): without this the
+        # second waits for the client's delayed ACK, 40 ms a request.
+        h.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        body = _read_body(h)
+        if body is None:
+            _send_json(h, 411, _object_status(411, "BadRequest", "length required"))
+            h.close_connection = True
+            return True
+        f = self._take_fault(h.command, path)
+        if f and f.delay:
+            time.sleep(f.delay)
+        if f and f.drop == "before":
+            _cut(h)
+            return True
+        if f and f.status:
+            status = f.status
+            reason = f.reason or _REASONS.get(status, "InternalError")
+            message = f.message or (f"Operation cannot be fulfilled: {_CONFLICT}"
+                                    if status == 409 else "scripted failure")
+            answer = _object_status(status, reason, message,
+                                    **({"retryAfterSeconds": f.retry_after}
+                                       if f.retry_after is not None else {}))
+        else:
+            ctype = (h.headers.get("Content-Type") or "").split(";")[0].strip()
+            with self._cond:
+                status, answer = self._object_do(h.command, tuple(route),
+                                                 m.group(1), m.group(2), body, ctype)
+        with self._cond:
+            for key in (h.command, f"{h.command} {status}"):
+                self._stats[key] = self._stats.get(key, 0) + 1
+        if f and f.drop == "after":
+            _cut(h)
+            return True
+        headers = {}
+        if f and f.retry_after is not None:
+            headers["Retry-After"] = str(f.retry_after)
+        _send_json_headers(h, status, answer, headers)
+        return True
+
+    def _take_fault(self, method: str, path: str) -> Fault | None:
+        with self._cond:
+            for f in self._faults:
+                if ((f.method is None or f.method == method) and
+                        (f.path is None or path.startswith(f.path))):
+                    if f.times is not None:
+                        f.times -= 1
+                        if f.times <= 0:
+                            self._faults.remove(f)
+                    return f
+        return None
+
+    def _control(self, h: _Handler, path: str) -> None:
+        body = _read_body(h)
+        if path == "/_fake/faults" and h.command == "POST":
+            try:
+                self.fault(**json.loads(body or b"{}"))
+            except (TypeError, ValueError) as e:
+                _send_json(h, 400, _object_status(400, "BadRequest", str(e)))
+                return
+            _send_json(h, 201, {})
+        elif path == "/_fake/faults" and h.command == "DELETE":
+            self.clear_faults()
+            _send_json(h, 200, {})
+        elif path == "/_fake/stats" and h.command == "GET":
+            _send_json(h, 200, self.stats())
+        else:
+            _send_json(h, 404, _object_status(404, "NotFound", f"no {h.command} {path}"))
+
+    def _object_do(self, method: str, route: tuple, ns: str, name: str | None,
+                   body: bytes, ctype: str) -> tuple[int, dict]:
+        """With the lock: the verb on the store; (status, answer)."""
+        resource, group, kind, api_version = route
+        qualified = f"{resource}.{group}" if group else resource
+        det = {"group": group, "kind": resource} if group else {"kind": resource}
+
+        def not_found(n: str) -> tuple[int, dict]:
+            return 404, _object_status(404, "NotFound", f'{qualified} "{n}" not found',
+                                       name=n, **det)
+
+        def conflict(n: str, why: str) -> tuple[int, dict]:
+            return 409, _object_status(409, "Conflict", "Operation cannot be fulfilled "
+                                       f'on {qualified} "{n}": {why}', name=n, **det)
+
+        def bad(msg: str) -> tuple[int, dict]:
+            return 400, _object_status(400, "BadRequest", msg)
+
+        def parsed() -> Any:
+            try:
+                return json.loads(body) if body else None
+            except ValueError as e:
+                return e
+
+        if name is None:
+            if method == "GET":
+                items = [copy.deepcopy(o) for (r, n, _), o in sorted(self._objects.items())
+                         if r == resource and n == ns]
+                return 200, {"kind": f"{kind}List", "apiVersion": api_version,
+                             "metadata": {"resourceVersion": str(self._rv)}, "items": items}
+            if method != "POST":
+                return 405, _object_status(405, "MethodNotAllowed",
+                                           f"{method} is not supported on a collection here")
+            obj = parsed()
+            if not isinstance(obj, dict):
+                return bad(f"the body is not a JSON object: {obj}")
+            meta = obj.setdefault("metadata", {})
+            if not isinstance(meta, dict):
+                return bad("metadata is not an object")
+            new = meta.get("name")
+            if not new and meta.get("generateName"):
+                new = meta["generateName"] + uuid.uuid4().hex[:5]
+            if not new:
+                return 422, _object_status(422, "Invalid", f'{kind} "" is invalid: '
+                                           "metadata.name: Required value: name or "
+                                           "generateName is required", **det)
+            if meta.get("namespace", ns) != ns:
+                return bad("the namespace of the provided object does not match the "
+                           "namespace sent on the request")
+            if meta.get("resourceVersion"):
+                return 500, _object_status(500, "InternalError", "Internal error "
+                                           "occurred: resourceVersion should not be "
+                                           "set on objects to be created")
+            if (resource, ns, new) in self._objects:
+                return 409, _object_status(409, "AlreadyExists",
+                                           f'{qualified} "{new}" already exists',
+                                           name=new, **det)
+            meta.update(name=new, namespace=ns, uid=str(uuid.uuid4()),
+                        resourceVersion=str(self._next_rv()),
+                        creationTimestamp=datetime.datetime.now(datetime.timezone.utc)
+                        .strftime("%Y-%m-%dT%H:%M:%SZ"))
+            obj["apiVersion"], obj["kind"] = api_version, kind
+            self._objects[(resource, ns, new)] = obj
+            return 201, copy.deepcopy(obj)
+
+        key = (resource, ns, name)
+        cur = self._objects.get(key)
+        if method == "POST":
+            return 405, _object_status(405, "MethodNotAllowed",
+                                       "POST is not supported on an object")
+        if method not in ("GET", "PUT", "PATCH", "DELETE"):
+            return 405, _object_status(405, "MethodNotAllowed", f"{method} is not supported")
+        if cur is None:
+            return not_found(name)
+        cmeta = cur["metadata"]
+        if method == "GET":
+            return 200, copy.deepcopy(cur)
+        if method == "DELETE":
+            opts = parsed()
+            if isinstance(opts, ValueError):
+                return bad(f"the DeleteOptions are not JSON: {opts}")
+            pre = (opts or {}).get("preconditions") or {}
+            if pre.get("uid") is not None and pre["uid"] != cmeta["uid"]:
+                return conflict(name, f"Precondition failed: UID in precondition: "
+                                f"{pre['uid']}, UID in object meta: {cmeta['uid']}")
+            if (pre.get("resourceVersion") is not None and
+                    pre["resourceVersion"] != cmeta["resourceVersion"]):
+                return conflict(name, "Precondition failed: ResourceVersion in "
+                                f"precondition: {pre['resourceVersion']}, "
+                                f"ResourceVersion in object meta: {cmeta['resourceVersion']}")
+            del self._objects[key]
+            self._next_rv()
+            return 200, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                         "status": "Success",
+                         "details": {"name": name, "uid": cmeta["uid"], **det}}
+        doc = parsed()
+        if isinstance(doc, ValueError):
+            return bad(f"the body is not JSON: {doc}")
+        if method == "PUT":
+            new = doc
+            if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
+                return bad("the body is not an object with metadata")
+        elif ctype in ("application/merge-patch+json",
+                       "application/strategic-merge-patch+json"):
+            if not isinstance(doc, dict):
+                return bad("a merge patch must be a JSON object")
+            new = _merge_patch(cur, doc)
+            # A resourceVersion in the patch is a precondition; without
+            # one the patch applies to whatever is there.
+            want = (doc.get("metadata") or {}).get("resourceVersion") \
+                if isinstance(doc.get("metadata"), dict) else None
+            new.setdefault("metadata", {})["resourceVersion"] = \
+                want if want else cmeta["resourceVersion"]
+        elif ctype == "application/json-patch+json":
+            from jsonpatch_strict import PatchError, apply
+            try:
+                new = apply(cur, doc)
+            except PatchError as e:
+                return 422, _object_status(422, "Invalid", str(e), name=name, **det)
+            if not isinstance(new, dict) or not isinstance(new.get("metadata"), dict):
+                return 422, _object_status(422, "Invalid", "metadata is gone",
+                                           name=name, **det)
+        else:
+            return 415, _object_status(415, "UnsupportedMediaType",
+                                       f"the body of the request was in an unknown "
+                                       f"format ({ctype or 'no Content-Type'}) - accepted "
+                                       "media types include: application/json-patch+json, "
+                                       "application/merge-patch+json")
+        meta = new["metadata"]
+        if meta.get("name", name) != name:
+            return bad(f"the name of the object ({meta.get('name')}) does not match "
+                       f"the name on the URL ({name})")
+        if meta.get("namespace", ns) != ns:
+            return bad("the namespace of the provided object does not match the "
+                       "namespace sent on the request")
+        if meta.get("uid") and meta["uid"] != cmeta["uid"]:
+            return conflict(name, f"Precondition failed: UID in precondition: "
+                            f"{meta['uid']}, UID in object meta: {cmeta['uid']}")
+        if meta.get("resourceVersion") and meta["resourceVersion"] != cmeta["resourceVersion"]:
+            return conflict(name, _CONFLICT)
+        meta.update(name=name, namespace=ns, uid=cmeta["uid"],
+                    creationTimestamp=cmeta.get("creationTimestamp"),
+                    resourceVersion=str(self._next_rv()))
+        new["apiVersion"], new["kind"] = api_version, kind
+        self._objects[key] = new
+        return 200, copy.deepcopy(new)
+
+
+def _read_body(h: _Handler) -> bytes | None:
+    """The request body (b"" when none); None when it is chunked (not
+    supported: gpugate always sends a Content-Length)."""
+    if "chunked" in (h.headers.get("Transfer-Encoding") or ""):
+        return None
+    n = int(h.headers.get("Content-Length") or 0)
+    return h.rfile.read(n) if n else b""
+
+
+def _send_json_headers(h: _Handler, status: int, body: dict,
+                       headers: dict[str, str]) -> None:
+    data = json.dumps(body).encode()
+    try:
+        h.send_response(status)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            h.send_header(k, v)
+        h.end_headers()
+        h.wfile.write(data)
+        h.wfile.flush()
+    except (OSError, ssl.SSLError):
+        pass
+
+
+class FakeKube(_Objects):
     def __init__(self, ca: Path, cert: Path, key: Path, workdir: Path):
         self.ca = Path(ca)
         self.workdir = Path(workdir)
@@ -132,6 +536,7 @@ class FakeKube:
                               "batch/v1"),
         }
         self._by_path = {r.path: r for r in self._res.values()}
+        self._objects_init()
         self._httpd = _Server(self, ctx)
         self.port = self._httpd.server_address[1]
         self.url = f"https://127.0.0.1:{self.port}"
@@ -294,6 +699,12 @@ class FakeKube:
             self._requests.append(req)
         if h.headers.get("Authorization") != f"Bearer {TOKEN}":
             _send_json(h, 401, _status(401, "Unauthorized", "Unauthorized"))
+            return
+        if self._objects_serve(h, u.path):
+            return
+        if h.command != "GET":
+            _send_json(h, 405, _status(405, "MethodNotAllowed",
+                                       f"{h.command} is not supported here"))
             return
         if r is None:
             _send_json(h, 404, _status(404, "NotFound", "the server could not "
@@ -491,3 +902,34 @@ def api_job(name: str, namespace: str, parallelism: int, gpus: int, *,
                          "containers": [{"name": "main", "image": "x", "resources": {
                              "limits": {"nvidia.com/gpu": str(gpus)}}}]}}},
             "status": status}
+
+
+# ---------------------------------------------------------------------------
+# as a program, for tests in other languages (tests/unit/kube/fakekube_proc.c)
+
+
+def _main(argv: list[str]) -> int:
+    """Serves until stdin closes (the parent went away or is done); prints
+    "ready PORT KUBECONFIG" once listening."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description="The fake Kubernetes API over "
+                                 "HTTPS, until stdin closes.")
+    ap.add_argument("--ca", required=True, type=Path)
+    ap.add_argument("--cert", required=True, type=Path)
+    ap.add_argument("--key", required=True, type=Path)
+    ap.add_argument("--workdir", required=True, type=Path)
+    a = ap.parse_args(argv)
+    k = FakeKube(a.ca, a.cert, a.key, a.workdir).start()
+    print(f"ready {k.port} {k.kubeconfig}", flush=True)
+    try:
+        while sys.stdin.buffer.read(4096):
+            pass
+    except KeyboardInterrupt:
+        pass
+    k.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))

@@ -3,7 +3,7 @@
  * account (kube/client.c).
  */
 #include "base/diag.h"
-#include "kube/client.h"
+#include "kube/config.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

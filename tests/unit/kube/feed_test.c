@@ -5,6 +5,7 @@
  */
 #include "base/diag.h"
 #include "kube/client.h"
+#include "kube/config.h"
 #include "kube/feed.h"
 #include "usage/backend.h"
 

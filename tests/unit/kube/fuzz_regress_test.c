@@ -5,7 +5,7 @@
  * replays them.
  */
 #include "base/diag.h"
-#include "kube/client.h"
+#include "kube/config.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>

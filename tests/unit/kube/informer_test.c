@@ -6,6 +6,7 @@
  */
 #include "base/diag.h"
 #include "kube/client.h"
+#include "kube/config.h"
 #include "kube/informer.h"
 
 #include <arpa/inet.h>

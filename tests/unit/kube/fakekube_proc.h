@@ -1,0 +1,60 @@
+/*
+ * fakekube_proc: tests/integration/fakekube.py as a child process, for the
+ * C tests that need a Kubernetes API to talk to.
+ *
+ * fakekube_start() makes throw-away certificates (certs_generate(), valid
+ * for 127.0.0.1) in a new temporary directory, starts
+ *
+ *   python3 tests/integration/fakekube.py --ca ... --workdir DIR
+ *
+ * ($FAKEKUBE_PY overrides the script; the path is relative to the
+ * repository root, where the unit tests run), waits for its "ready PORT
+ * KUBECONFIG" line and loads that kubeconfig into f->cfg (server
+ * https://127.0.0.1:PORT, the CA, a bearer token).  The fake serves until
+ * its stdin closes: fakekube_stop(), or the test process dying, ends it.
+ *
+ * There is no skipping: when python3 or the fake cannot start (or is not
+ * ready within FAKEKUBE_START_MS), fakekube_start() returns -1 with the
+ * reason in d, and the test is meant to fail with it.
+ *
+ * It sets SIGPIPE to be ignored in the calling process: a test that writes
+ * to a connection the fake cut must see EPIPE, not die.
+ */
+#ifndef GPUGATE_TEST_FAKEKUBE_PROC_H
+#define GPUGATE_TEST_FAKEKUBE_PROC_H
+
+#include "kube/config.h"
+
+#include <sys/types.h>
+
+struct diag;
+
+#define FAKEKUBE_START_MS 20000
+
+struct fakekube {
+	pid_t pid;              /* 0 when not running */
+	int to_child;           /* the fake's stdin; -1 when closed */
+	int port;
+	char dir[256];          /* certificates, kubeconfig; removed by stop */
+	char kubeconfig[512];
+	struct kube_config cfg; /* the fake's kubeconfig, loaded */
+};
+
+int fakekube_start(struct fakekube *f, struct diag *d);
+
+/* Stops the fake (stdin closed, then SIGKILL after 5 s), removes the
+ * directory, releases cfg.  Safe on a fakekube that did not start. */
+void fakekube_stop(struct fakekube *f);
+
+/* Adds a fault: json holds the fields of fakekube.py's Fault, e.g.
+ * {"method": "PUT", "status": 409} or {"path": "/api/...", "delay": 2}. */
+int fakekube_fault(struct fakekube *f, const char *json, struct diag *d);
+
+/* Removes every fault. */
+int fakekube_clear_faults(struct fakekube *f, struct diag *d);
+
+/* A counter of the object requests the fake answered: "PUT" (all PUTs),
+ * "PUT 409" (those answered 409), ...; 0 when none, -1 on error. */
+long fakekube_stat(struct fakekube *f, const char *key, struct diag *d);
+
+#endif
