@@ -7,8 +7,9 @@
 #
 # Options:
 #   --rounds N        interleaved rounds, one wrk run of each binary a round,
-#                     the order alternating: A B, B A, A B, ... (default 8)
-#   --duration S      seconds a measured wrk run (default 3)
+#                     the order alternating: A B, B A, A B, ... (default 40)
+#   --duration S      seconds a measured wrk run (default 1; many short rounds
+#                     beat a few long ones on a shared machine: see the docs)
 #   --warmup S        seconds of the one warm-up run of each (default 2)
 #   --connections C   wrk connections (default 16, as make bench)
 #   --threads T       gpugate --threads of both servers (default: nproc,
@@ -21,9 +22,13 @@
 # Both servers run at once, with the same policy (bench/policy-bench.yaml,
 # --embedded), the same certificate and distinct ephemeral ports; the one not
 # measured is idle.  wrk -t1 (bench/ab.lua) checks that every answer is a 200
-# holding "allowed":true.  The report goes to stdout and build/bench/ab.txt,
-# progress to stderr.  Exit status 0 when the comparison ran, whatever the
-# verdict; 1 when it could not (a tool missing, a server died, a bad answer).
+# holding "allowed":true.  The verdict is on the median of the per-round
+# ratios B/A of req/s; the report gives their spread and a confidence interval
+# of that median, and the same for CPU per request, a figure that other load
+# moves less.  About 2 minutes with the defaults.  The report goes to stdout
+# and build/bench/ab.txt, progress to stderr.  Exit status 0 when the
+# comparison ran, whatever the verdict; 1 when it could not (a tool missing,
+# a server died, a bad answer).
 # How to read it: docs/benchmarks.md, "A/B against the previous main".
 set -euo pipefail
 
@@ -31,15 +36,15 @@ ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 OUT_DIR="$ROOT/build/bench"
 REPORT_FILE="$OUT_DIR/ab.txt"
 
-rounds=8
-seconds=3
+rounds=40
+seconds=1
 warmup=2
 conns=16
 threads=$(nproc)
 body_name=mutate-pod-train-small
 keep=0
 
-usage() { sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
 bins=()
 while [ $# -gt 0 ]; do
@@ -154,19 +159,30 @@ alive() { # alive NAME: dies loudly when server NAME has exited
 }
 
 ticks() { awk '{print $14 + $15}' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# snapshot -> "ours busy steal total": CPU ticks of both servers and of this
+# shell's reaped children (wrk), then the machine's busy, steal and total
+# ticks (/proc/stat; on a VM, steal is CPU time the hypervisor gave others).
+snapshot() {
+  echo "$(($(ticks "$PID_A") + $(ticks "$PID_B") + $(awk '{print $16 + $17}' "/proc/$$/stat")))" \
+    "$(awk '$1 == "cpu" {print $2 + $3 + $4 + $7 + $8, $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9}' /proc/stat)"
+}
 
-# measure NAME SECONDS: one wrk run against NAME; sets M_RPS and M_CPU (server
-# CPU us per request).  It runs in this shell, not in $(...), so that a
-# signal's trap runs at once and stops the wrk in progress.
+# measure NAME SECONDS: one wrk run against NAME; sets M_RPS, M_CPU (the
+# server's CPU us per request) and M_ELSE (CPUs that other processes and the
+# hypervisor took meanwhile).  It runs in this shell, not in $(...), so that
+# a signal's trap runs at once and stops the wrk in progress.
 measure() {
   local name=$1 secs=$2 pid_var="PID_$1" port_var="PORT_$1" t0 t1 out n rps non2xx errs checked bad
+  local o0 b0 st0 tt0 o1 b1 st1 tt1
   alive "$name"
   t0=$(ticks "${!pid_var}")
+  read -r o0 b0 st0 tt0 <<<"$(snapshot)"
   BODY="$BODY" EXPECT="$EXPECT" wrk -t1 -c"$conns" -d"${secs}s" -s "$LUA" "https://127.0.0.1:${!port_var}/$ENDPOINT" \
     >"$TMP/wrk.out" 2>&1 &
   WRK_PID=$!
   wait "$WRK_PID" || { WRK_PID=""; cat "$TMP/wrk.out" >&2; die "wrk against $name failed"; }
   WRK_PID=""
+  read -r o1 b1 st1 tt1 <<<"$(snapshot)"
   t1=$(ticks "${!pid_var}")
   alive "$name"
   out=$(cat "$TMP/wrk.out")
@@ -182,6 +198,8 @@ measure() {
     { printf '%s\n' "$out" >&2; die "gpugate $name: $checked answers checked, $bad not 200 with $EXPECT, non-2xx ${non2xx:-0}, socket errors ${errs:-0}"; }
   M_RPS=$(awk -v rps="$rps" 'BEGIN {printf "%.0f", rps}')
   M_CPU=$(awk -v n="$n" -v dt=$((t1 - t0)) -v hz="$CLK_TCK" 'BEGIN {printf "%.1f", n ? dt / hz * 1e6 / n : 0}')
+  M_ELSE=$(awk -v o=$((o1 - o0)) -v b=$((b1 - b0)) -v st=$((st1 - st0)) -v t=$((tt1 - tt0)) -v n="$(nproc)" \
+    'BEGIN {e = b - o; if (e < 0) e = 0; printf "%.2f", t ? (e + st) / t * n : 0}')
 }
 
 # ---- the servers ------------------------------------------------------------------
@@ -224,53 +242,82 @@ measure B "$warmup"
 
 # ---- interleaved rounds ---------------------------------------------------------------
 
-declare -A RPS CPU
-log "$rounds rounds of ${seconds}s runs, about $((rounds * 2 * (seconds + 1))) s"
-printf '   %-6s %-6s %10s %10s %9s %9s %8s\n' round order "A req/s" "B req/s" "A us/req" "B us/req" "B/A" | tee -a "$REPORT"
+declare -A RPS CPU ELSE
+log "$rounds rounds of ${seconds}s runs"
+row() { printf '   %-7s %-5s %9s %9s %7s %9s %9s %7s %9s\n' "$@" | tee -a "$REPORT"; }
+row round order "A req/s" "B req/s" "B/A" "A us/req" "B us/req" "B/A" elsewhere
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a ? b / a : 0}'; }
 for r in $(seq "$rounds"); do
   if [ $((r % 2)) = 1 ]; then order="A B"; else order="B A"; fi
   for s in $order; do
     measure "$s" "$seconds"
     RPS[$s$r]=$M_RPS
     CPU[$s$r]=$M_CPU
+    ELSE[$s$r]=$M_ELSE
   done
-  printf '   %-6s %-6s %10s %10s %9s %9s %8s\n' "$r" "${order/ /}" "${RPS[A$r]}" "${RPS[B$r]}" \
-    "${CPU[A$r]}" "${CPU[B$r]}" "$(awk -v a="${RPS[A$r]}" -v b="${RPS[B$r]}" 'BEGIN {printf "%.3f", b / a}')" |
-    tee -a "$REPORT"
+  row "$r" "${order/ /}" "${RPS[A$r]}" "${RPS[B$r]}" "$(ratio "${RPS[A$r]}" "${RPS[B$r]}")" \
+    "${CPU[A$r]}" "${CPU[B$r]}" "$(ratio "${CPU[A$r]}" "${CPU[B$r]}")" \
+    "$(awk -v a="${ELSE[A$r]}" -v b="${ELSE[B$r]}" 'BEGIN {printf "%.2f", (a + b) / 2}')"
 done
 
 # ---- figures --------------------------------------------------------------------------
 
-col() { # col PREFIX ARRAY -> the values, one a line
-  local -n arr=$2
+# per_round WHAT: one value a round; WHAT is A or B (req/s), ratio (B/A
+# req/s), A_cpu, B_cpu, cpu_ratio (B/A CPU per request) or else.
+per_round() {
   local r
-  for r in $(seq "$rounds"); do echo "${arr[$1$r]}"; done
+  for r in $(seq "$rounds"); do
+    case "$1" in
+      A | B) echo "${RPS[$1$r]}" ;;
+      ratio) ratio "${RPS[A$r]}" "${RPS[B$r]}"; echo ;;
+      A_cpu | B_cpu) echo "${CPU[${1%_cpu}$r]}" ;;
+      cpu_ratio) ratio "${CPU[A$r]}" "${CPU[B$r]}"; echo ;;
+      else) awk -v a="${ELSE[A$r]}" -v b="${ELSE[B$r]}" 'BEGIN {print (a + b) / 2}' ;;
+    esac
+  done
 }
-ratios() { local r; for r in $(seq "$rounds"); do awk -v a="${RPS[A$r]}" -v b="${RPS[B$r]}" 'BEGIN {print b / a}'; done; }
-# stats -> "median mean min max" of numbers on stdin
+# stats -> "median mean min max q1 q3 lo hi coverage" of the numbers on stdin.
+# lo..hi is the distribution-free interval of the median from the order
+# statistics: the k-th smallest and largest, with k the largest number such
+# that P(Binomial(n, 1/2) < k) <= 2.5 % (at least 1); coverage is its
+# confidence, 1 - 2 P(Binomial(n, 1/2) < k), in percent.
 stats() {
   sort -g | awk '{v[NR] = $1; s += $1}
-    END {m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-         printf "%s %s %s %s\n", m, s / NR, v[1], v[NR]}'
+    END {
+      n = NR
+      m = (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2
+      k = 0; cum = 0; lp = n * log(0.5)
+      for (i = 0; i < n; i++) {
+        if (cum + exp(lp) > 0.025) break
+        cum += exp(lp); k = i + 1
+        lp += log(n - i) - log(i + 1)
+      }
+      if (k < 1) { k = 1; cum = exp(n * log(0.5)) }
+      printf "%s %s %s %s %s %s %s %s %.0f\n", m, s / n, v[1], v[n], v[int((n + 3) / 4)], v[n + 1 - int((n + 3) / 4)],
+        v[k], v[n + 1 - k], (1 - 2 * cum) * 100 }'
 }
-read -r a_med a_mean _ _ <<<"$(col A RPS | stats)"
-read -r b_med b_mean _ _ <<<"$(col B RPS | stats)"
-read -r ac_med _ _ _ <<<"$(col A CPU | stats)"
-read -r bc_med _ _ _ <<<"$(col B CPU | stats)"
-read -r q_med q_mean q_min q_max <<<"$(ratios | stats)"
+read -r a_med a_mean _ <<<"$(per_round A | stats)"
+read -r b_med b_mean _ <<<"$(per_round B | stats)"
+read -r ac_med _ <<<"$(per_round A_cpu | stats)"
+read -r bc_med _ <<<"$(per_round B_cpu | stats)"
+read -r q_med q_mean q_min q_max q_q1 q_q3 q_lo q_hi q_cov <<<"$(per_round ratio | stats)"
+read -r c_med _ c_min c_max c_q1 c_q3 c_lo c_hi c_cov <<<"$(per_round cpu_ratio | stats)"
+read -r e_med _ _ e_max _ <<<"$(per_round else | stats)"
+f3() { printf '%.3f' "$1"; }
 
+row median "" "$(printf "%.0f" "$a_med")" "$(printf "%.0f" "$b_med")" "$(f3 "$q_med")" "$(printf "%.1f" "$ac_med")" "$(printf "%.1f" "$bc_med")" "$(f3 "$c_med")" "$(printf '%.2f' "$e_med")"
+row mean "" "$(printf '%.0f' "$a_mean")" "$(printf '%.0f' "$b_mean")" "$(f3 "$q_mean")" "" "" "" ""
+say "   (B/A: of the same round; median and mean of the columns; us/req: the server's CPU time per request;"
+say "   elsewhere: CPUs taken by other processes and by the hypervisor (steal) meanwhile, of $(nproc))"
 say ""
-printf '   %-6s %-6s %10.0f %10.0f %9.1f %9.1f %8.3f\n' median "" "$a_med" "$b_med" "$ac_med" "$bc_med" "$q_med" | tee -a "$REPORT"
-printf '   %-6s %-6s %10.0f %10.0f %9s %9s %8.3f\n' mean "" "$a_mean" "$b_mean" "" "" "$q_mean" | tee -a "$REPORT"
-say ""
-say "B/A req/s: $(printf '%.3f' "$q_med") (median of the $rounds per-round ratios); per-round min $(printf '%.3f' "$q_min"), max $(printf '%.3f' "$q_max");"
-say "           ratio of the medians $(awk -v a="$a_med" -v b="$b_med" 'BEGIN {printf "%.3f", b / a}'), of the means $(awk -v a="$a_mean" -v b="$b_mean" 'BEGIN {printf "%.3f", b / a}')"
-say "B/A server CPU per request: $(awk -v a="$ac_med" -v b="$bc_med" 'BEGIN {printf "%.3f", b / a}') (medians; above 1: B spends more CPU a request)"
-if awk -v lo="$q_min" -v hi="$q_max" 'BEGIN {exit !(lo < 0.95 || hi > 1.05)}'; then
-  say "NOTE: per-round ratios outside 0.95-1.05: the machine's speed moved during rounds; the median"
-  say "      stands if most rounds agree, otherwise run again with more --rounds"
+say "B/A req/s:            $(f3 "$q_med"), median of the $rounds per-round ratios; the middle half $(f3 "$q_q1")-$(f3 "$q_q3"),"
+say "                      all $(f3 "$q_min")-$(f3 "$q_max"); $q_cov % interval of the median $(f3 "$q_lo")-$(f3 "$q_hi")"
+say "B/A CPU per request:  $(f3 "$c_med") (above 1: B spends more), middle half $(f3 "$c_q1")-$(f3 "$c_q3"); $c_cov % interval $(f3 "$c_lo")-$(f3 "$c_hi")"
+say "load avg at end:      $(cut -d' ' -f1-3 /proc/loadavg); other work took up to $(printf '%.2f' "$e_max") of $(nproc) CPUs in a round"
+if awk -v lo="$q_lo" -v hi="$q_hi" 'BEGIN {exit !(lo < 0.95 && hi >= 0.95)}'; then
+  say "NOTE: the interval of the median straddles 0.95: the verdict below is not settled;"
+  say "      run again with more --rounds, or when the machine is quieter"
 fi
-say "load avg at end: $(cut -d' ' -f1-3 /proc/loadavg)"
 say ""
 verdict=$(awk -v q="$q_med" 'BEGIN {
   if (q < 0.95) printf "B is %.1f %% slower than A", (1 - q) * 100
