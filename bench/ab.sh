@@ -7,7 +7,7 @@
 #
 # Options:
 #   --rounds N        interleaved rounds, one wrk run of each binary a round,
-#                     the order alternating: A B, B A, A B, ... (default 40)
+#                     the order alternating: A B, B A, A B, ... (default 80)
 #   --duration S      seconds a measured wrk run (default 1; many short rounds
 #                     beat a few long ones on a shared machine: see the docs)
 #   --warmup S        seconds of the one warm-up run of each (default 2)
@@ -23,10 +23,10 @@
 # --embedded), the same certificate and distinct ephemeral ports; the one not
 # measured is idle.  wrk -t1 (bench/ab.lua) checks that every answer is a 200
 # holding "allowed":true.  The verdict is on the median of the per-round
-# ratios B/A of req/s; the report gives their spread and a confidence interval
-# of that median, and the same for CPU per request, a figure that other load
-# moves less.  About 2 minutes with the defaults.  The report goes to stdout
-# and build/bench/ab.txt, progress to stderr.  Exit status 0 when the
+# ratios B/A of req/s; the report gives their spread and a confidence
+# interval of that median, and the same for the servers' CPU per request, a
+# second opinion.  About 3 minutes with the defaults.  The report goes to
+# stdout and build/bench/ab.txt, progress to stderr.  Exit status 0 when the
 # comparison ran, whatever the verdict; 1 when it could not (a tool missing,
 # a server died, a bad answer).
 # How to read it: docs/benchmarks.md, "A/B against the previous main".
@@ -36,7 +36,7 @@ ROOT=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")/.." && pwd)
 OUT_DIR="$ROOT/build/bench"
 REPORT_FILE="$OUT_DIR/ab.txt"
 
-rounds=40
+rounds=80
 seconds=1
 warmup=2
 conns=16
