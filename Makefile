@@ -6,6 +6,10 @@
 #   make SANITIZER=address,undefined test    the same under ASan+UBSan
 #   make WERROR=1        warnings are errors (CI)
 #   make V=1             show full command lines
+#   make bench           benchmark report (docs/benchmarks.md)
+#   make bench-ab [BASE=REV]   class Pod /mutate req/s of REV's build against
+#                        this tree's, side by side (default BASE: the merge
+#                        base with main)
 #   make format | clean
 #
 # The first make on a fresh machine installs the Debian packages it needs
@@ -77,7 +81,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench fuzz
+.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab fuzz
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -176,6 +180,19 @@ bench: $(GPUGATE)
 	$(Q)scripts/deps.sh --bench
 	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) bench/run.sh $(BENCH_ARGS)
 
+# A/B against the previous main: BASE's gpugate, built by BASE's own Makefile
+# in a detached worktree (reused while BASE stays the same), with the same CC
+# and CFLAGS, against this tree's; AB_ARGS go to bench/ab.sh (--rounds N,
+# --duration S, ...).  BASE defaults to where this branch left main; on main
+# itself that is HEAD, which measures uncommitted changes: BASE=HEAD~1 there.
+BASE ?= $(shell git merge-base HEAD main 2>/dev/null || git merge-base HEAD origin/main 2>/dev/null)
+AB_DIR := build/ab-base
+
+bench-ab: $(GPUGATE)
+	$(Q)scripts/deps.sh --bench
+	$(Q)bench/ab-base.sh "$(BASE)" $(AB_DIR) BUILD=build SANITIZER= CC="$(CC)" CFLAGS="$(CFLAGS)"
+	$(Q)bench/ab.sh $(AB_ARGS) $(AB_DIR)/build/gpugate $(GPUGATE)
+
 # libFuzzer harnesses (clang); FUZZ_SECONDS per harness, default 60.
 fuzz:
 	$(Q)scripts/deps.sh --fuzz
@@ -201,6 +218,7 @@ format:
 	    $(foreach d,$(CORE_DIRS) $(SHELL_DIRS),$(wildcard $(d)/*.h)) $(wildcard tests/unit/*.h)
 
 clean:
+	$(Q)if [ -e $(AB_DIR)/.git ]; then git worktree remove --force $(AB_DIR); fi
 	rm -rf build
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
