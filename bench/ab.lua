@@ -4,16 +4,8 @@
 --   ab-checked N    answers seen by response()
 --   ab-bad N FIRST  answers that failed the check, and the first of them
 -- Checking costs wrk a little CPU per answer, the same for both servers.
-local path = os.getenv("BODY")
-if not path then
-  error("bench/ab.lua: set BODY to the request body file")
-end
-local f = assert(io.open(path, "rb"))
-wrk.method = "POST"
-wrk.body = f:read("*a")
-f:close()
-wrk.headers["Content-Type"] = "application/json"
-wrk.headers["Accept"] = "application/json, */*"
+-- The request itself: bench/post.lua, next to this file.
+dofile((debug.getinfo(1, "S").source:match("^@(.*/)") or "./") .. "post.lua")
 
 local expect = os.getenv("EXPECT") or '"allowed":true'
 

@@ -101,17 +101,8 @@ TMP=$(mktemp -d /tmp/gpugate-ab.XXXXXX)
 PIDS=()    # the two servers
 WRK_PID="" # the wrk run in progress
 
-stop_pid() {
-  local pid=$1 i
-  kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
-  kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 50); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null || true
-}
+# stop_pid
+. "$ROOT/bench/lib.sh"
 
 cleanup() {
   local rc=$?

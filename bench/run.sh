@@ -96,17 +96,8 @@ cd "$TMP" # nothing is written into the source tree but build/bench/
 PIDS=()          # every server started here
 CLUSTER_DIR=""   # set once cluster.sh up was called
 
-stop_pid() {
-  local pid=$1 i
-  kill -0 "$pid" 2>/dev/null || return 0
-  kill -TERM "$pid" 2>/dev/null || true
-  for i in $(seq 100); do
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -0 "$pid" 2>/dev/null && kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null || true
-}
+# stop_pid
+. "$ROOT/bench/lib.sh"
 
 cleanup() {
   local rc=$?
