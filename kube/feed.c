@@ -9,8 +9,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#define SELECTOR "gpugate.io/tenant"
-
 struct feed_kind {
 	struct feed *f;
 	bool jobs;
@@ -111,7 +109,6 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 			.kube = cfg->kube,
 			.name = i ? "jobs" : "pods",
 			.path = i ? "/apis/batch/v1/jobs" : "/api/v1/pods",
-			.label_selector = SELECTOR,
 			.idle_seconds = cfg->idle_seconds,
 			.on = {.object = on_object, .delete = on_delete,
 			       .relist_begin = on_relist_begin,

@@ -1,9 +1,12 @@
 /*
  * feed: keeps a usage store true to the cluster (SPEC section 5).
  *
- * Two informers (kube/informer.h), two threads: Pods (/api/v1/pods) and
- * Jobs (/apis/batch/v1/jobs), each only the objects gpugate stamped (label
- * selector gpugate.io/tenant).  What they see goes into the store:
+ * Two informers (kube/informer.h), two threads: all Pods (/api/v1/pods)
+ * and all Jobs (/apis/batch/v1/jobs).  No label selector: what the store
+ * counts must not depend on a label that a status writer (pods/status,
+ * jobs/status) can remove, so every object is read and the charge rule,
+ * from the spec, decides what it holds; objects that hold nothing cost a
+ * lookup and are not kept.  What they see goes into the store:
  *
  *   listed, ADDED, MODIFIED   the charge callback says what the object
  *                             holds: usage_observe() while it is active,

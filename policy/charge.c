@@ -22,54 +22,128 @@ static bool selector_matches(const struct policy_flavor *f,
 	return true;
 }
 
+/* A container's units of res: its limit, else its request. */
 static int64_t container_units(const struct wl_container *ct, const char *res)
 {
 	int64_t v;
 
 	for (size_t i = 0; i < ct->n_limits; i++)
-		if (strcmp(ct->limits[i].name, res) == 0 && ct->limits[i].quantity &&
-		    k8s_quantity_whole(ct->limits[i].quantity, &v) == 0)
-			return v;
+		if (strcmp(ct->limits[i].name, res) == 0)
+			return ct->limits[i].quantity &&
+					       k8s_quantity_whole(ct->limits[i].quantity, &v) == 0 &&
+					       v > 0
+				       ? v
+				       : 0;
 	for (size_t i = 0; i < ct->n_requests; i++)
-		if (strcmp(ct->requests[i].name, res) == 0 && ct->requests[i].quantity &&
-		    k8s_quantity_whole(ct->requests[i].quantity, &v) == 0)
-			return v;
+		if (strcmp(ct->requests[i].name, res) == 0)
+			return ct->requests[i].quantity &&
+					       k8s_quantity_whole(ct->requests[i].quantity, &v) == 0 &&
+					       v > 0
+				       ? v
+				       : 0;
 	return 0;
 }
 
-/* The flavor a pod uses and its units, from its spec alone. */
-static const struct policy_flavor *pod_flavor(const struct policy *p,
-					      const struct wl_pod *pod,
-					      int64_t *units)
+static bool is_sidecar(const struct wl_container *ct)
 {
-	const struct policy_flavor *cands[CANDIDATES], *f = NULL;
-	const char *res = NULL;
-	size_t n;
+	return ct->restart_policy && strcmp(ct->restart_policy, "Always") == 0;
+}
 
-	for (size_t c = 0; c < pod->n_containers && !res; c++) {
-		const struct wl_container *ct = &pod->containers[c];
+int64_t charge_pod_units(const struct wl_pod *pod, const char *res)
+{
+	int64_t regular = 0, sidecars = 0, init = 0;
 
-		for (size_t i = 0; i < ct->n_limits && !res; i++)
-			if (policy_is_flavor_resource(p, ct->limits[i].name))
-				res = ct->limits[i].name;
-		for (size_t i = 0; i < ct->n_requests && !res; i++)
-			if (policy_is_flavor_resource(p, ct->requests[i].name))
-				res = ct->requests[i].name;
+	for (size_t i = 0; i < pod->n_containers; i++)
+		regular += container_units(&pod->containers[i], res);
+	for (size_t i = 0; i < pod->n_init_containers; i++) {
+		const struct wl_container *ct = &pod->init_containers[i];
+		int64_t u = container_units(ct, res), peak;
+
+		if (is_sidecar(ct)) {
+			sidecars += u;
+			peak = sidecars;
+		} else {
+			peak = u + sidecars;
+		}
+		if (peak > init)
+			init = peak;
 	}
-	if (!res)
-		return NULL;
-	n = policy_flavors_for_resource(p, res, cands, CANDIDATES);
+	return regular + sidecars > init ? regular + sidecars : init;
+}
+
+/* The first flavor resource a container names (limits, then requests)
+ * other than `other_than` (NULL: any). */
+static const char *flavor_resource(const struct policy *p,
+				   const struct wl_container *ct,
+				   const char *other_than)
+{
+	for (size_t i = 0; i < ct->n_limits; i++)
+		if (policy_is_flavor_resource(p, ct->limits[i].name) &&
+		    (!other_than || strcmp(ct->limits[i].name, other_than) != 0))
+			return ct->limits[i].name;
+	for (size_t i = 0; i < ct->n_requests; i++)
+		if (policy_is_flavor_resource(p, ct->requests[i].name) &&
+		    (!other_than || strcmp(ct->requests[i].name, other_than) != 0))
+			return ct->requests[i].name;
+	return NULL;
+}
+
+/* The first flavor resource of the pod other than `other_than`. */
+static const char *pod_resource(const struct policy *p, const struct wl_pod *pod,
+				const char *other_than)
+{
+	const char *res = NULL;
+
+	for (size_t c = 0; c < pod->n_containers && !res; c++)
+		res = flavor_resource(p, &pod->containers[c], other_than);
+	for (size_t c = 0; c < pod->n_init_containers && !res; c++)
+		res = flavor_resource(p, &pod->init_containers[c], other_than);
+	return res;
+}
+
+static const struct policy_flavor *pick_flavor(const struct policy *p,
+					       const struct wl_pod *pod,
+					       const char *res)
+{
+	const struct policy_flavor *cands[CANDIDATES], *best = NULL;
+	size_t n = policy_flavors_for_resource(p, res, cands, CANDIDATES);
+
 	if (n > CANDIDATES)
 		n = CANDIDATES;
-	for (size_t i = 0; i < n && !f; i++)
-		if (selector_matches(cands[i], pod))
-			f = cands[i];
-	if (!f)
-		f = cands[0];
-	*units = 0;
-	for (size_t c = 0; c < pod->n_containers; c++)
-		*units += container_units(&pod->containers[c], res);
-	return f;
+	/* The most specific flavor whose nodes the pod selects: the one the
+	 * class mapping gave it, when another flavor's selector is a subset. */
+	for (size_t i = 0; i < n; i++)
+		if (selector_matches(cands[i], pod) &&
+		    (!best || cands[i]->n_node_selector > best->n_node_selector))
+			best = cands[i];
+	return best ? best : n ? cands[0] : NULL;
+}
+
+/* The Job a pod may ride on: its controller ownerReference, confirmed by
+ * the job controller's label. */
+static const char *owner_job_uid(const struct workload *wl)
+{
+	const char *label = wl_get(wl->pod.labels, wl->pod.n_labels,
+				   CHARGE_CONTROLLER_UID_LABEL);
+
+	if (!wl->owner_job_uid || !wl->owner_job_uid[0] || !label ||
+	    strcmp(label, wl->owner_job_uid) != 0)
+		return NULL;
+	return wl->owner_job_uid;
+}
+
+static bool pod_terminal(const char *phase)
+{
+	return phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+}
+
+int64_t charge_job_slots(const struct workload *wl)
+{
+	int64_t slots = wl->parallelism;
+
+	if (wl->has_completions && wl->completions < slots)
+		slots = wl->completions;
+	return slots > 0 ? slots : 0;
 }
 
 void charge_decide(const struct policy *p, const struct workload *wl,
@@ -77,25 +151,28 @@ void charge_decide(const struct policy *p, const struct workload *wl,
 {
 	const struct policy_tenant *t;
 	const struct policy_flavor *f;
-	int64_t units = 0;
+	const char *res;
 
 	memset(out, 0, sizeof(*out));
 	if (!wl->namespace || (wl->kind != WL_POD && wl->kind != WL_JOB))
 		return;
 	t = policy_tenant_for_namespace(p, wl->namespace);
-	f = t ? pod_flavor(p, &wl->pod, &units) : NULL;
-	if (!t || !f)
+	res = t ? pod_resource(p, &wl->pod, NULL) : NULL;
+	f = res ? pick_flavor(p, &wl->pod, res) : NULL;
+	if (!f)
 		return;
 	out->tenant = t;
 	out->flavor = f;
+	out->per_pod = charge_pod_units(&wl->pod, res);
+	out->two_flavors = pod_resource(p, &wl->pod, res) != NULL;
 	if (wl->kind == WL_JOB) {
-		out->units = units * wl->parallelism;
-		/* A suspended Job keeps its gang (see the header). */
-		out->active = !wl->job_finished;
+		out->slots = charge_job_slots(wl);
+		out->active = !wl->job_finished && !wl->job_suspended;
 	} else {
-		out->units = units;
-		out->active = !wl->phase || (strcmp(wl->phase, "Succeeded") != 0 &&
-					     strcmp(wl->phase, "Failed") != 0);
+		out->slots = 1;
+		out->active = !pod_terminal(wl->phase);
+		out->owner_job_uid = owner_job_uid(wl);
 	}
+	out->units = out->per_pod * out->slots;
 	out->active = out->active && out->units > 0;
 }

@@ -1,21 +1,40 @@
 /*
  * charge: what a Pod or Job holds of quota, from its spec alone (SPEC
- * section 5).
+ * section 5).  The one home of the rule: admission (decide.c, at
+ * /validate), the usage feed (kube/feed.c through webhook/charge.c) and
+ * explain all ask it, so that what gpugate reserves and what it counts
+ * from the watch can never disagree.
  *
- * Pure: the policy and the workload facts in, the charge out.  The usage
- * feed (kube/feed.c, through webhook/charge.c) asks it about every object
- * the API shows; it is the one home of the rule, so that admission can ask
- * it too.
+ * Pure: the policy and the workload facts in, the charge out.
  *
- * What an object holds is derived from its spec, never from its labels
- * (the user could forge those): the tenant from its namespace, the flavor
- * from the first extended resource its containers name that some flavor
- * uses (the first of that resource's flavors whose node selector the pod
- * matches, else the first one), the units from its containers' limits
- * (else requests) of that resource, times parallelism for a Job.  Terminal
- * pods (Succeeded, Failed) and finished Jobs (a Complete or Failed
- * condition) hold nothing; a suspended Job keeps its gang: resuming it is
- * an UPDATE nobody judges, so it must still hold what it was admitted with.
+ * What an object holds is derived from its spec, never from labels a user
+ * or a status writer could set or remove:
+ *
+ *   tenant   from its namespace;
+ *   flavor   from the first extended resource its containers, then its
+ *            init containers, name that some flavor uses (of that
+ *            resource's flavors, the one with the most node selector
+ *            entries that the pod's nodeSelector all matches, else the
+ *            first one), whether or not it has a class;
+ *   per pod  that resource as the scheduler counts it: for each container
+ *            its limit, else its request; then the larger of the sum of
+ *            the regular containers and native sidecars (init containers
+ *            with restartPolicy Always, which run for the pod's life) and,
+ *            for each classic init container, its own units plus the
+ *            sidecars started before it;
+ *   slots    1 for a Pod; min(parallelism, completions) for a Job;
+ *   active   a Pod until it is Succeeded or Failed (terminating pods still
+ *            hold their GPUs); a Job while it is neither suspended (its pods
+ *            are deleted; resuming it is an admission point) nor finished (a
+ *            Complete or Failed condition), and only when units > 0.
+ *
+ * A pod may ride on its Job's gang (owner_job_uid) only when its
+ * controller ownerReference names a Job and the job controller's label
+ * batch.kubernetes.io/controller-uid says the same uid: anybody can write
+ * an ownerReference, the label is what the job controller's own selector
+ * matches.  Whether the gang really covers it (same namespace, flavor and
+ * per-pod units, within the Job's slots) is the ledger's to decide, since
+ * it needs the Job and its other pods.
  */
 #ifndef GPUGATE_POLICY_CHARGE_H
 #define GPUGATE_POLICY_CHARGE_H
@@ -28,22 +47,41 @@ struct policy_flavor;
 struct policy_tenant;
 struct workload;
 
+/* The job controller's label on the pods it creates: the Job's uid. */
+#define CHARGE_CONTROLLER_UID_LABEL "batch.kubernetes.io/controller-uid"
+
 struct charge {
 	/* Both set, or both NULL: outside every tenant, or no flavor
-	 * resource (then units is 0 and active false). */
+	 * resource (then the rest is 0 and active false). */
 	const struct policy_tenant *tenant;
 	const struct policy_flavor *flavor;
-	int64_t units;  /* what it holds while active */
-	bool active;    /* it holds units now: not terminal, units > 0 */
+	int64_t per_pod;   /* units one pod holds */
+	int64_t slots;     /* pods: 1 for a Pod, the gang's size for a Job */
+	int64_t units;     /* per_pod x slots: what it holds while active */
+	bool active;       /* it holds units now */
+	/* It also names a flavor resource of another flavor (denied at
+	 * admission; charged for the first one only). */
+	bool two_flavors;
+	const char *owner_job_uid; /* a pod that may ride on its Job's gang */
 };
 
 /*
  * The charge of wl (kind WL_POD or WL_JOB; any other kind holds nothing)
- * under p, in *out.  Reads wl->namespace, the pod's containers and node
- * selector, the phase (Pod) and parallelism and job_finished (Job).  The
- * tenant and flavor point into p.
+ * under p, in *out.  The tenant and flavor point into p, owner_job_uid
+ * into wl's strings.
  */
 void charge_decide(const struct policy *p, const struct workload *wl,
 		   struct charge *out);
+
+/* The pods a Job's gang covers: min(parallelism, completions), >= 0. */
+int64_t charge_job_slots(const struct workload *wl);
+
+/*
+ * The units of resource res one pod of spec pod holds, by the scheduler's
+ * rule above; 0 when it asks for none.  Malformed quantities count 0 (the
+ * apiserver rejects them before any pod exists).
+ */
+struct wl_pod;
+int64_t charge_pod_units(const struct wl_pod *pod, const char *res);
 
 #endif

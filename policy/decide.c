@@ -16,6 +16,7 @@
 
 #include "base/hash.h"
 #include "base/text.h"
+#include "policy/charge.h"
 #include "policy/k8s.h"
 
 #include <inttypes.h>
@@ -32,6 +33,7 @@ struct ctx {
 	const struct policy *p;
 	const struct workload *wl;
 	struct decision *out;
+	struct charge charge; /* what wl holds (policy/charge.h) */
 };
 
 const char *wl_get(const struct wl_kv *kv, size_t n, const char *key)
@@ -458,10 +460,9 @@ static void decide_raw(struct ctx *c, const char *resource)
 {
 	const struct workload *wl = c->wl;
 	const struct policy_tenant *t = c->out->tenant;
-	const struct policy_flavor *flavors[2];
 	const struct policy_flavor *f;
 	char classes[600];
-	int64_t units = 0;
+	int64_t units;
 
 	if (!t) {
 		violate(c, "no-tenant",
@@ -480,14 +481,13 @@ static void decide_raw(struct ctx *c, const char *resource)
 		return;
 	}
 	/* Allowed raw requests still follow the one-flavor, sharing and
-	 * security rules, and are charged when the resource is one flavor. */
+	 * security rules, and are charged by the charge rule. */
 	for (size_t i = 0; i < wl->pod.n_containers + wl->pod.n_init_containers; i++) {
 		const struct wl_container *ct =
 			i < wl->pod.n_containers
 				? &wl->pod.containers[i]
 				: &wl->pod.init_containers[i - wl->pod.n_containers];
 		const char *other = first_flavor_resource(c->p, ct, resource);
-		int64_t u;
 
 		if (other) {
 			if (violate(c, "two-flavors",
@@ -497,14 +497,11 @@ static void decide_raw(struct ctx *c, const char *resource)
 				return;
 			break;
 		}
-		if (i < wl->pod.n_containers && container_units(ct, resource, &u, NULL) &&
-		    u > 0)
-			units += u;
 	}
-	if (policy_flavors_for_resource(c->p, resource, flavors, 2) != 1)
-		f = NULL; /* shared by several flavors: cannot attribute it */
-	else
-		f = flavors[0];
+	/* The flavor of a resource several flavors share is the one whose
+	 * nodes the pod selects, else the first (policy/charge.h). */
+	f = c->charge.flavor;
+	units = c->charge.per_pod;
 	if (f && !policy_tenant_allows_sharing(t, f->sharing)) {
 		char allowed[128];
 
@@ -525,7 +522,7 @@ static void decide_raw(struct ctx *c, const char *resource)
 			.tenant = t,
 			.flavor = f,
 			.per_pod = (unsigned)(units > UINT32_MAX ? UINT32_MAX : units),
-			.pods = wl->kind == WL_JOB ? wl->parallelism : 1,
+			.pods = wl->kind == WL_JOB ? charge_job_slots(wl) : 1,
 			.may_borrow = false,
 		};
 		c->out->claim.units = units * c->out->claim.pods;
@@ -632,6 +629,34 @@ static bool check_mutated_resources(struct ctx *c, size_t gpu)
 }
 
 /*
+ * At /mutate: a GPU count the user wrote on the GPU container must be the
+ * class's.  gpugate never removes what the user wrote, so a different one
+ * is denied rather than replaced without a word.
+ */
+static bool check_user_count(struct ctx *c, size_t gpu, unsigned count)
+{
+	const struct wl_container *ct = &c->wl->pod.containers[gpu];
+	const struct policy_class *cls = c->out->cls;
+	const char *res = cls->flavor->resource, *label = policy_settings(c->p)->gpus_label;
+	const char *raw = NULL;
+	int64_t units = -1;
+
+	if (!container_units(ct, res, &units, &raw) || units == (int64_t)count)
+		return false;
+	if (units >= 1 && units <= (int64_t)cls->max_gpus)
+		return violate(c, "gpus-conflict",
+			       "container \"%s\" asks for %s %s but class %s gives %u: "
+			       "remove that request, or set label %s: \"%s\"",
+			       ct->name ? ct->name : "", raw, res, cls->name, count,
+			       label, raw);
+	return violate(c, "gpus-conflict",
+		       "container \"%s\" asks for %s %s but class %s gives %u "
+		       "(at most %u with label %s): remove that request",
+		       ct->name ? ct->name : "", raw && raw[0] ? raw : "(invalid)", res,
+		       cls->name, count, cls->max_gpus, label);
+}
+
+/*
  * After a violation that leaves nothing to map (warn or audit mode): the
  * workload is admitted as it is.
  */
@@ -733,6 +758,8 @@ static void decide_class(struct ctx *c, const char *class_name)
 	}
 	c->out->plan.gpu_container = gpu;
 
+	if (c->in->phase == DECIDE_MUTATE && check_user_count(c, gpu, count))
+		return;
 	if (check_class_resources(c, gpu) || check_security(c, (long)gpu) ||
 	    check_node_selector(c))
 		return;
@@ -744,7 +771,7 @@ static void decide_class(struct ctx *c, const char *class_name)
 		.tenant = t,
 		.flavor = cls->flavor,
 		.per_pod = count,
-		.pods = wl->kind == WL_JOB ? wl->parallelism : 1,
+		.pods = wl->kind == WL_JOB ? charge_job_slots(wl) : 1,
 	};
 	c->out->claim.units = (int64_t)count * c->out->claim.pods;
 	/* At /mutate the workload will be made preemptible if it borrows; at
@@ -836,12 +863,16 @@ static void plan_checkpoint(struct ctx *c)
 }
 
 /* "24/32 in use" and, when borrowing, the borrowed part. */
-static void position_text(const struct decision *out, char *buf, size_t size)
+static void position_text(const struct ctx *c, char *buf, size_t size)
 {
+	const struct decision *out = c->out;
 	const struct quota_result *q = &out->quota;
 
 	if (!out->has_quota) {
-		snprintf(buf, size, "not charged");
+		snprintf(buf, size, "%s",
+			 c->wl->kind == WL_JOB && c->wl->job_suspended
+				 ? "suspended: quota is checked when it is resumed"
+				 : "not charged");
 		return;
 	}
 	switch (q->position) {
@@ -899,7 +930,7 @@ static void plan_mapping(struct ctx *c)
 			pl->gpus_value = pod_or_job_label(wl, s->gpus_label);
 		}
 	}
-	position_text(c->out, pos, sizeof(pos));
+	position_text(c, pos, sizeof(pos));
 	if (c->out->violation && c->out->mode != POLICY_MODE_ENFORCE)
 		snprintf(pl->decision, sizeof(pl->decision), "%s: %s",
 			 c->out->mode == POLICY_MODE_AUDIT ? "audit: would deny"
@@ -940,7 +971,7 @@ static void success_line(struct ctx *c)
 	char pos[160], head[DECIDE_WARNING_LEN], tail[200];
 	char pods[TEXT_DECIMAL_MAX + 1], count[TEXT_DECIMAL_MAX];
 
-	position_text(out, pos, sizeof(pos));
+	position_text(c, pos, sizeof(pos));
 	if (c->wl->kind == WL_JOB)
 		text_cat(head, sizeof(head), "gpugate: ", out->cls->name, " -> ",
 			 text_int(pods, out->claim.pods),
@@ -1028,7 +1059,7 @@ static void plan_raw(struct ctx *c)
 	pl->tenant = c->out->tenant->name;
 	pl->flavor = c->out->flavor;
 	pl->remove_gang = c->wl->kind == WL_POD && !c->wl->owner_job;
-	position_text(c->out, pos, sizeof(pos));
+	position_text(c, pos, sizeof(pos));
 	snprintf(pl->decision, sizeof(pl->decision),
 		 "no class: %" PRId64 " x %s (%s) for tenant %s; %s",
 		 c->out->claim.units, c->out->flavor->name, c->out->flavor->resource,
@@ -1133,44 +1164,181 @@ static void check_parallelism_not_raised(struct ctx *c)
 		old->parallelism, now->parallelism, old->parallelism);
 }
 
+/*
+ * At /validate: the claim is what the object holds by the charge rule, so
+ * that what is reserved is what the watch will count, whatever the mode
+ * (warn and audit relax the verdict, never the accounting).  A pod that
+ * names two flavors' resources could be charged for one only: denied in
+ * every mode.
+ */
+static void claim_from_charge(struct ctx *c)
+{
+	const struct charge *ch = &c->charge;
+	struct decision *out = c->out;
+	bool may_borrow = out->claim.needed && out->claim.may_borrow;
+
+	if (ch->two_flavors) {
+		out->mode = POLICY_MODE_ENFORCE;
+		out->violation = false;
+		violate(c, "two-flavors",
+			"this workload asks for resources of two flavors (%s and "
+			"another); a pod may use one flavor only",
+			ch->flavor->resource);
+		return;
+	}
+	memset(&out->claim, 0, sizeof(out->claim));
+	if (!ch->active)
+		return;
+	out->claim = (struct quota_claim){
+		.needed = true,
+		.tenant = ch->tenant,
+		.flavor = ch->flavor,
+		.units = ch->units,
+		.per_pod = (unsigned)(ch->per_pod > UINT32_MAX ? UINT32_MAX : ch->per_pod),
+		.pods = ch->slots,
+		.may_borrow = may_borrow,
+		.owner_job_uid = ch->owner_job_uid,
+	};
+	if (!out->flavor)
+		out->flavor = ch->flavor;
+}
+
+/* The rules of a CREATE (or of a Job being resumed), then the claim. */
+static void judge(struct ctx *c)
+{
+	const struct workload *wl = c->wl;
+	struct decision *out = c->out;
+	const char *class_name, *raw = NULL;
+
+	class_name = class_of(c);
+	if (out->violation) {
+		/* class-conflict: nothing to map */
+	} else if (class_name) {
+		decide_class(c, class_name);
+	} else {
+		for (size_t i = 0; i < wl->pod.n_containers && !raw; i++)
+			raw = first_flavor_resource(c->p, &wl->pod.containers[i], NULL);
+		for (size_t i = 0; i < wl->pod.n_init_containers && !raw; i++)
+			raw = first_flavor_resource(c->p, &wl->pod.init_containers[i],
+						    NULL);
+		if (raw)
+			decide_raw(c, raw);
+		else if (out->tenant)
+			check_security(c, -1);
+	}
+	if (!out->allowed)
+		return;
+	if (c->in->phase == DECIDE_VALIDATE)
+		claim_from_charge(c);
+	else if (wl->kind == WL_JOB && wl->job_suspended)
+		out->claim.needed = false; /* judged when it is resumed */
+	else if (out->claim.needed)
+		out->claim.owner_job_uid = c->charge.owner_job_uid;
+}
+
+/*
+ * UPDATE of a Job: the GPU request of its pod template (class, count,
+ * flavor, per-pod units) is what its gang was judged for; a change would
+ * give its pods what nobody judged.  (Suspended, a Job's template is
+ * mutable; it still cannot change what its pods ask for.)
+ */
+static void check_template_unchanged(struct ctx *c)
+{
+	const struct workload *now = c->wl, *old = c->in->old;
+	const struct policy_settings *s = policy_settings(c->p);
+	struct charge was;
+	const char *keys[2] = {s->class_label, s->gpus_label};
+
+	charge_decide(c->p, old, &was);
+	for (size_t i = 0; i < 2; i++) {
+		const char *a = pod_or_job_label(old, keys[i]);
+		const char *b = pod_or_job_label(now, keys[i]);
+
+		if ((a || b) && (!a || !b || strcmp(a, b) != 0)) {
+			violate(c, "job-template-changed",
+				"label %s of a Job cannot be changed by an update (it "
+				"is \"%.63s\"): its gang was judged for it; create a new "
+				"Job instead",
+				keys[i], a ? a : "");
+			return;
+		}
+	}
+	if (was.flavor != c->charge.flavor || was.per_pod != c->charge.per_pod)
+		violate(c, "job-template-changed",
+			"the pod template's GPU request cannot be changed by an update "
+			"(it is %" PRId64 " %s per pod, now %" PRId64 " %s): its gang "
+			"was judged for it; create a new Job instead",
+			was.per_pod, was.flavor ? was.flavor->resource : "GPUs",
+			c->charge.per_pod,
+			c->charge.flavor ? c->charge.flavor->resource : "GPUs");
+}
+
+/*
+ * UPDATE of a Pod: the job controller's label says which Job's gang the
+ * pod rides on; a pod that dropped it would leave the gang (and be
+ * replaced by the job controller) while it still holds its GPUs.
+ */
+static void check_controller_uid_unchanged(struct ctx *c)
+{
+	const struct workload *now = c->wl, *old = c->in->old;
+	const char *a = wl_get(old->labels, old->n_labels, CHARGE_CONTROLLER_UID_LABEL);
+	const char *b = wl_get(now->labels, now->n_labels, CHARGE_CONTROLLER_UID_LABEL);
+
+	if (a && (!b || strcmp(a, b) != 0))
+		violate(c, "stamp-changed",
+			"label " CHARGE_CONTROLLER_UID_LABEL " is set by the job "
+			"controller and cannot be changed or removed (it is "
+			"\"%.63s\"): it says which Job's quota holds the pod",
+			a);
+}
+
+/* UPDATE at /validate (see decide.h). */
+static void decide_update(struct ctx *c)
+{
+	const struct workload *wl = c->wl, *old = c->in->old;
+	struct decision *out = c->out;
+
+	out->tenant = policy_tenant_for_namespace(c->p, wl->namespace);
+	if (out->tenant)
+		out->mode = out->tenant->mode;
+	check_stamps_unchanged(c);
+	if (!out->violation && wl->kind == WL_POD)
+		check_controller_uid_unchanged(c);
+	if (wl->kind != WL_JOB || out->violation)
+		return;
+	check_parallelism_not_raised(c);
+	if (!out->violation)
+		check_template_unchanged(c);
+	if (out->violation)
+		return;
+	/* Resuming a suspended Job is an admission point: its gang is judged
+	 * and reserved now.  A suspended Job's other updates are judged by
+	 * the rules (no quota: it holds nothing). */
+	if (wl->job_suspended || (old->job_suspended && !wl->job_finished))
+		judge(c);
+}
+
 void decide_prepare(const struct decide_input *in, struct decision *out)
 {
 	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
 	const struct workload *wl = in->wl;
-	const char *class_name, *raw = NULL;
 
 	init_decision(in, out);
-	if (wl->kind != WL_OTHER && wl->op == WL_UPDATE && in->old &&
-	    in->phase == DECIDE_VALIDATE) {
+	if (wl->kind == WL_OTHER)
+		return;
+	if (wl->op == WL_UPDATE && in->old && in->phase == DECIDE_VALIDATE) {
+		charge_decide(in->policy, wl, &c.charge);
+		decide_update(&c);
+		if (!out->claim.needed && wl->job_suspended)
+			return; /* no word on every update of a suspended Job */
+	} else if (wl->op == WL_CREATE) {
+		charge_decide(in->policy, wl, &c.charge);
 		out->tenant = policy_tenant_for_namespace(in->policy, wl->namespace);
 		if (out->tenant)
 			out->mode = out->tenant->mode;
-		check_stamps_unchanged(&c);
-		if (!out->violation)
-			check_parallelism_not_raised(&c);
-		return;
-	}
-	if (wl->kind == WL_OTHER || wl->op != WL_CREATE)
-		return;
-	out->tenant = policy_tenant_for_namespace(in->policy, wl->namespace);
-	if (out->tenant)
-		out->mode = out->tenant->mode;
-
-	class_name = class_of(&c);
-	if (out->violation)
-		return;
-	if (class_name) {
-		decide_class(&c, class_name);
+		judge(&c);
 	} else {
-		for (size_t i = 0; i < wl->pod.n_containers && !raw; i++)
-			raw = first_flavor_resource(in->policy, &wl->pod.containers[i], NULL);
-		for (size_t i = 0; i < wl->pod.n_init_containers && !raw; i++)
-			raw = first_flavor_resource(in->policy,
-						    &wl->pod.init_containers[i], NULL);
-		if (raw)
-			decide_raw(&c, raw);
-		else if (out->tenant)
-			check_security(&c, -1);
+		return;
 	}
 	if (!out->claim.needed)
 		finish(&c);

@@ -67,6 +67,8 @@ struct quota_claim {
 	unsigned per_pod;
 	int64_t pods;       /* 1 for a Pod, parallelism for a Job */
 	bool may_borrow;    /* the workload is (or will be made) preemptible */
+	/* A pod that may ride on its Job's gang (policy/charge.h). */
+	const char *owner_job_uid;
 };
 
 /*

@@ -57,6 +57,7 @@ struct wl_container {
 	bool has_pre_stop;
 	const char *const *pre_stop_exec; /* lifecycle.preStop.exec.command */
 	size_t n_pre_stop_exec;
+	const char *restart_policy;  /* init containers: "Always" is a sidecar */
 };
 
 struct wl_volume {
@@ -93,6 +94,7 @@ struct workload {
 	const char *namespace;
 	const char *name;          /* "" on CREATE with generateName */
 	const char *uid;           /* metadata.uid; "" at /mutate on CREATE */
+	int64_t generation;        /* metadata.generation, 0 when absent */
 
 	/* The object's own metadata (for a Pod, the same as pod.labels). */
 	const struct wl_kv *labels;
@@ -104,6 +106,8 @@ struct workload {
 
 	/* Job only. */
 	int64_t parallelism;       /* 1 when absent */
+	bool has_completions;      /* spec.completions is set */
+	int64_t completions;
 	bool job_finished;         /* a Complete or Failed condition is True */
 	bool job_suspended;        /* spec.suspend: its pods are gone */
 	size_t n_failure_rules;    /* spec.podFailurePolicy.rules */

@@ -64,19 +64,32 @@ struct entry {
 	struct sum *sum;
 	struct family *family;         /* a Job's own family, or a pod's Job's */
 	struct entry *prev, *next;     /* siblings: the pods of one Job */
-	int64_t units;
+	int64_t per_pod;               /* a pod's units; a Job's per pod */
+	int64_t slots;                 /* a Job's gang; 1 for a pod */
+	int64_t charged;               /* what it adds to sum->used now */
+	int64_t generation;            /* a reservation's metadata.generation */
 	uint64_t expires_ms;           /* 0: never (observed, or embedded) */
 	uint64_t seen;                 /* relist generation it was seen in */
 	bool is_job;
-	bool charged;
+	bool rides;                    /* a pod its Job's gang covers */
 	bool observed;
-	const char *name;              /* into strings */
-	char uid[];                    /* then the name */
+	const char *name;              /* into uid[] */
+	const char *namespace;         /* into uid[] */
+	char uid[];                    /* then the name, then the namespace */
 };
 
+/*
+ * A Job and the pods that name it (charge rule: controller ownerReference
+ * and controller-uid label).  A pod rides on the gang when it is in the
+ * Job's namespace and holds the Job's flavor and per-pod units; the Job
+ * then holds max(slots, riders) x per_pod for all of them, so that pods
+ * beyond the gang (a replacement while the old pod terminates, a lowered
+ * parallelism, a forged ownerReference) are charged, and nothing more.
+ */
 struct family {
 	struct entry *job;             /* NULL until the Job is known */
 	struct entry *pods;            /* its pods the ledger holds */
+	int64_t riders;                /* pods that ride on the gang */
 	char job_uid[];
 };
 
@@ -145,20 +158,11 @@ static void sum_unref(struct ledger *l, struct sum *u)
 	}
 }
 
-static void charge(struct entry *e)
+/* Makes e add `units` to its sum. */
+static void set_charge(struct entry *e, int64_t units)
 {
-	if (!e->charged) {
-		e->sum->used += e->units;
-		e->charged = true;
-	}
-}
-
-static void uncharge(struct entry *e)
-{
-	if (e->charged) {
-		e->sum->used -= e->units;
-		e->charged = false;
-	}
+	e->sum->used += units - e->charged;
+	e->charged = units;
 }
 
 static struct family *family_get(struct ledger *l, const char *job_uid)
@@ -187,30 +191,54 @@ static void family_maybe_free(struct ledger *l, struct family *f)
 	}
 }
 
-/* A pod is charged unless its Job holds the quota for it. */
-static void place(struct entry *e)
+/* Whether a pod of (namespace, sum, per_pod) rides on Job entry job. */
+static bool fits_gang(const struct entry *job, const char *ns,
+		      const struct sum *sum, int64_t per_pod)
 {
-	if (e->is_job || !e->family || !e->family->job)
-		charge(e);
-	else
-		uncharge(e);
+	return job && job->sum == sum && job->per_pod == per_pod &&
+	       strcmp(job->namespace, ns) == 0;
+}
+
+static void charge_job(struct family *f)
+{
+	struct entry *j = f->job;
+
+	if (j)
+		set_charge(j, (f->riders > j->slots ? f->riders : j->slots) * j->per_pod);
+}
+
+/* Who rides, and what each entry of f adds: after the Job came or went. */
+static void family_settle(struct family *f)
+{
+	f->riders = 0;
+	for (struct entry *k = f->pods; k; k = k->next) {
+		k->rides = fits_gang(f->job, k->namespace, k->sum, k->per_pod);
+		f->riders += k->rides;
+		set_charge(k, k->rides ? 0 : k->per_pod);
+	}
+	charge_job(f);
 }
 
 static struct entry *entry_add(struct ledger *l, const char *uid, bool is_job,
-			       const char *name, const char *tenant,
-			       const char *flavor, int64_t units,
+			       const char *name, const char *ns,
+			       const char *tenant, const char *flavor,
+			       int64_t per_pod, int64_t slots,
 			       const char *owner_job_uid)
 {
-	size_t ul = strlen(uid), nl = strlen(name ? name : "");
-	struct entry *e = calloc(1, sizeof(*e) + ul + nl + 2);
+	size_t ul = strlen(uid), nl = strlen(name ? name : ""),
+	       sl = strlen(ns ? ns : "");
+	struct entry *e = calloc(1, sizeof(*e) + ul + nl + sl + 3);
 
 	if (!e)
 		return NULL;
 	memcpy(e->uid, uid, ul + 1);
-	memcpy(e->uid + ul + 1, name ? name : "", nl + 1);
 	e->name = e->uid + ul + 1;
+	memcpy(e->uid + ul + 1, name ? name : "", nl + 1);
+	e->namespace = e->name + nl + 1;
+	memcpy(e->uid + ul + nl + 2, ns ? ns : "", sl + 1);
 	e->is_job = is_job;
-	e->units = units > 0 ? units : 0;
+	e->per_pod = per_pod > 0 ? per_pod : 0;
+	e->slots = is_job ? (slots > 0 ? slots : 0) : 1;
 	e->sum = sum_ref(l, tenant, flavor);
 	if (!e->sum || table_put(&l->entries, e->uid, e) < 0) {
 		if (e->sum)
@@ -222,8 +250,8 @@ static struct entry *entry_add(struct ledger *l, const char *uid, bool is_job,
 		e->family = family_get(l, uid);
 		if (e->family) {
 			e->family->job = e;
-			for (struct entry *k = e->family->pods; k; k = k->next)
-				uncharge(k);
+			family_settle(e->family);
+			return e;
 		}
 	} else if (owner_job_uid && owner_job_uid[0]) {
 		e->family = family_get(l, owner_job_uid);
@@ -232,9 +260,13 @@ static struct entry *entry_add(struct ledger *l, const char *uid, bool is_job,
 			if (e->next)
 				e->next->prev = e;
 			e->family->pods = e;
+			e->rides = fits_gang(e->family->job, e->namespace, e->sum,
+					     e->per_pod);
+			e->family->riders += e->rides;
+			charge_job(e->family);
 		}
 	}
-	place(e);
+	set_charge(e, e->rides ? 0 : e->per_pod * e->slots);
 	return e;
 }
 
@@ -242,11 +274,10 @@ static void entry_remove(struct ledger *l, struct entry *e)
 {
 	struct family *f = e->family;
 
-	uncharge(e);
+	set_charge(e, 0);
 	if (f && e->is_job) {
 		f->job = NULL;
-		for (struct entry *k = f->pods; k; k = k->next)
-			place(k); /* its pods still run: they hold quota now */
+		family_settle(f); /* its pods may still run: they hold quota now */
 	} else if (f) {
 		if (e->prev)
 			e->prev->next = e->next;
@@ -254,6 +285,8 @@ static void entry_remove(struct ledger *l, struct entry *e)
 			f->pods = e->next;
 		if (e->next)
 			e->next->prev = e->prev;
+		f->riders -= e->rides;
+		charge_job(f);
 	}
 	family_maybe_free(l, f);
 	table_del(&l->entries, e->uid);
@@ -300,6 +333,22 @@ static bool admitted(enum quota_position pos)
 	return pos == QUOTA_NOMINAL || pos == QUOTA_BORROWED || pos == QUOTA_COVERED;
 }
 
+/* Whether a new pod of claim c in namespace ns would ride on the gang of
+ * its Job (which must be known and have a free slot). */
+static bool covered(struct ledger *l, const struct family *f, const char *ns,
+		    const struct quota_claim *c)
+{
+	char key[600];
+
+	if (!f || !f->job || f->riders >= f->job->slots)
+		return false;
+	sum_key(key, sizeof(key), c->tenant->name, c->flavor->name);
+	(void)l;
+	return strcmp(f->job->sum->key, key) == 0 &&
+	       f->job->per_pod == (int64_t)c->per_pod &&
+	       strcmp(f->job->namespace, ns) == 0;
+}
+
 static void mem_decide(struct usage_store *u, const struct policy *p,
 		       const struct workload *wl, const struct quota_claim *c,
 		       bool reserve, bool force, struct quota_result *out)
@@ -309,36 +358,44 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 	struct usage_view view = {.ctx = &vc, .used = view_used};
 	struct family *fam = NULL;
 	struct entry *have;
+	bool is_job = wl->kind == WL_JOB;
 	char key[400];
 
 	workload_key(wl, key, sizeof(key));
 	pthread_mutex_lock(&l->mu);
 	have = table_get(&l->entries, key);
-	/* Asked again for what it already holds (a retried request): judge it
-	 * without its own units, and do not count it twice. */
-	if (have)
-		uncharge(have);
-	if (wl->kind == WL_POD && wl->owner_job_uid)
-		fam = table_get(&l->families, wl->owner_job_uid);
-	quota_decide(p, c->tenant, c->flavor, c->units, c->may_borrow, &view, out);
-	if (fam && fam->job) {
-		/* A pod of a Job that holds its gang's quota. */
+	if (!is_job && c->owner_job_uid)
+		fam = table_get(&l->families, c->owner_job_uid);
+	if ((have && have->rides) || (!have && covered(l, fam, wl->namespace, c))) {
+		/* A pod its Job's gang holds: nothing more to charge. */
+		memset(out, 0, sizeof(*out));
 		out->position = QUOTA_COVERED;
-		out->requested = 0;
-	}
-	if (have) {
-		place(have);
-	} else if (reserve && (admitted(out->position) || force)) {
-		struct entry *e = entry_add(l, key, wl->kind == WL_JOB, wl->name,
-					    c->tenant->name, c->flavor->name, c->units,
-					    wl->owner_job_uid);
+		out->holder = wl->owner_job;
+	} else {
+		/* Asked again for what it already holds (a retried request):
+		 * judge it without its own units, and do not count it twice. */
+		int64_t held = have ? have->charged : 0;
 
-		if (e && l->cfg.reservation_ttl_ms)
-			e->expires_ms = l->cfg.now_ms() + l->cfg.reservation_ttl_ms;
+		if (have)
+			set_charge(have, 0);
+		quota_decide(p, c->tenant, c->flavor, c->units, c->may_borrow, &view,
+			     out);
+		if (have)
+			set_charge(have, held);
+	}
+	if (!have && reserve && (admitted(out->position) || force)) {
+		struct entry *e = entry_add(l, key, is_job, wl->name, wl->namespace,
+					    c->tenant->name, c->flavor->name,
+					    c->per_pod, is_job ? c->pods : 1,
+					    is_job ? NULL : c->owner_job_uid);
+
+		if (e) {
+			e->generation = wl->generation;
+			if (l->cfg.reservation_ttl_ms)
+				e->expires_ms = l->cfg.now_ms() + l->cfg.reservation_ttl_ms;
+		}
 	}
 	pthread_mutex_unlock(&l->mu);
-	if (out->position == QUOTA_COVERED)
-		out->holder = wl->owner_job;
 }
 
 static void mem_release(struct usage_store *u, const struct policy *p,
@@ -363,6 +420,21 @@ static void mem_release(struct usage_store *u, const struct policy *p,
 
 /* ---- what the cluster shows ------------------------------------------------------------- */
 
+/* Whether entry e holds what observation it says. */
+static bool same_holding(const struct entry *e, const struct usage_item *it)
+{
+	char key[600];
+	const char *fam = e->family && !e->is_job ? e->family->job_uid : NULL;
+	const char *owner = it->is_job ? NULL : it->owner_job_uid;
+
+	sum_key(key, sizeof(key), it->tenant, it->flavor);
+	return strcmp(key, e->sum->key) == 0 && e->is_job == it->is_job &&
+	       e->per_pod == it->per_pod &&
+	       e->slots == (it->is_job ? it->slots : 1) &&
+	       strcmp(e->namespace, it->namespace ? it->namespace : "") == 0 &&
+	       (fam && owner ? strcmp(fam, owner) == 0 : !fam == !(owner && owner[0]));
+}
+
 static void mem_observe(struct usage_store *u, const struct usage_item *it)
 {
 	struct ledger *l = ledger_of(u);
@@ -370,23 +442,23 @@ static void mem_observe(struct usage_store *u, const struct usage_item *it)
 
 	pthread_mutex_lock(&l->mu);
 	e = table_get(&l->entries, it->uid);
-	if (e && !it->active) {
+	if (e && !e->observed && it->generation < e->generation) {
+		/* Older than what was reserved (a Job resumed at /validate, the
+		 * watch still shows it suspended): the reservation stands. */
+		pthread_mutex_unlock(&l->mu);
+		return;
+	}
+	if (e && (!it->active || !same_holding(e, it))) {
+		/* Gone out of use, or what it holds changed: re-add it from the
+		 * observation. */
 		entry_remove(l, e);
 		e = NULL;
-	} else if (e) {
-		char key[600];
-
-		sum_key(key, sizeof(key), it->tenant, it->flavor);
-		if (strcmp(key, e->sum->key) != 0 || e->units != it->units ||
-		    e->is_job != it->is_job) {
-			/* What it holds changed: re-add it from the observation. */
-			entry_remove(l, e);
-			e = NULL;
-		}
 	}
 	if (!e && it->active)
-		e = entry_add(l, it->uid, it->is_job, it->name, it->tenant,
-			      it->flavor, it->units, it->owner_job_uid);
+		e = entry_add(l, it->uid, it->is_job, it->name, it->namespace,
+			      it->tenant, it->flavor, it->per_pod,
+			      it->is_job ? it->slots : 1,
+			      it->is_job ? NULL : it->owner_job_uid);
 	if (e) {
 		e->observed = true;
 		e->expires_ms = 0;

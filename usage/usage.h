@@ -43,9 +43,12 @@ struct usage_item {
 	const char *name;
 	const char *tenant;        /* from the namespace, by the policy */
 	const char *flavor;        /* from the resources and node selector */
-	int64_t units;             /* what it holds while active */
-	bool active;               /* false: terminal pod or finished Job */
-	const char *owner_job_uid; /* a Job's pod: its Job, else NULL */
+	int64_t per_pod;           /* units one pod holds */
+	int64_t slots;             /* a Job's gang (pods); 1 for a pod */
+	int64_t units;             /* per_pod x slots: what it holds while active */
+	bool active;               /* false: terminal pod, suspended or finished Job */
+	const char *owner_job_uid; /* a pod that may ride on its Job's gang */
+	int64_t generation;        /* metadata.generation */
 };
 
 /* ---- admission ---------------------------------------------------------- */
@@ -113,8 +116,12 @@ void usage_free(struct usage_store *u);
 
 /*
  * Every workload that holds quota is one entry, keyed by its uid: a bare
- * Pod holds its units, a Job holds parallelism x units for all its pods,
- * and the pods of a Job the store knows are not charged again.  Usage per
+ * Pod holds its units, a Job holds slots x per-pod units for all its pods,
+ * and the pods of a Job the store knows ride on its gang (are not charged
+ * again) when they are in its namespace and hold its flavor and per-pod
+ * units; the Job then holds max(slots, riders) x per-pod units, so that
+ * pods beyond the gang (a replacement while the old pod terminates, a
+ * lowered parallelism, a forged ownerReference) are charged.  Usage per
  * (tenant, flavor) is kept as a running sum, so a decision costs O(cohort
  * size), not O(workloads).
  *

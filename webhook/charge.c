@@ -36,9 +36,12 @@ int charge_item(const struct policy *p, const json_t *obj, bool is_job,
 		return 0;
 	out->tenant = ch.tenant->name;
 	out->flavor = ch.flavor->name;
-	out->owner_job_uid = wl.owner_job_uid;
+	out->owner_job_uid = ch.owner_job_uid;
+	out->per_pod = ch.per_pod;
+	out->slots = ch.slots;
 	out->units = ch.units;
 	out->active = ch.active;
+	out->generation = wl.generation;
 	return 0;
 }
 

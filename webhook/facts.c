@@ -178,6 +178,7 @@ static void container(struct fx *x, const json_t *c, const char *path,
 		return;
 	}
 	out->name = string(x, c, "name", path);
+	out->restart_policy = string(x, c, "restartPolicy", path);
 	res = member(x, c, "resources", JSON_OBJECT, path);
 	if (res) {
 		char rp[256];
@@ -384,6 +385,15 @@ static void job_facts(struct fx *x, const json_t *spec, const json_t *status,
 		else
 			wl->parallelism = json_integer_value(par);
 	}
+	par = spec ? jget(spec, "completions") : NULL;
+	if (par && !json_is_null(par)) {
+		if (!json_is_integer(par) || json_integer_value(par) < 0)
+			bad(x, "spec.completions", "is not a whole number");
+		else {
+			wl->has_completions = true;
+			wl->completions = json_integer_value(par);
+		}
+	}
 	wl->job_suspended = spec && json_is_true(jget(spec, "suspend"));
 	pfp = member(x, spec, "podFailurePolicy", JSON_OBJECT, "spec");
 	rules = member(x, pfp, "rules", JSON_ARRAY, "spec.podFailurePolicy");
@@ -437,8 +447,12 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 
 		if (name)
 			wl->name = name;
+		const json_t *gen = jget(meta, "generation");
+
 		if (uid)
 			wl->uid = uid;
+		if (gen && json_is_integer(gen))
+			wl->generation = json_integer_value(gen);
 		if (!wl->namespace || !wl->namespace[0]) {
 			const char *ns = string(&x, meta, "namespace", "metadata");
 

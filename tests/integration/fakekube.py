@@ -868,9 +868,11 @@ H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
 
 def api_pod(name: str, namespace: str, gpus: int, *, uid: str | None = None,
             phase: str = "Running", owner_job_uid: str | None = None,
-            tenant: str | None = None) -> dict:
+            tenant: str | None = None, controller_label: bool = True) -> dict:
     """A Pod gpugate stamped, as the API shows it: GPU limit, the flavor's
-    node selector, a phase."""
+    node selector, a phase.  A Job's pod (owner_job_uid) carries the job
+    controller's label too, unless controller_label is false (a forged
+    ownerReference)."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace,
                             "uid": uid or f"uid-pod-{namespace}-{name}",
                             "labels": {SELECTOR_KEY: tenant or namespace}}
@@ -878,6 +880,8 @@ def api_pod(name: str, namespace: str, gpus: int, *, uid: str | None = None,
         meta["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
                                     "name": "job", "uid": owner_job_uid,
                                     "controller": True}]
+        if controller_label:
+            meta["labels"]["batch.kubernetes.io/controller-uid"] = owner_job_uid
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
             "spec": {"nodeSelector": dict(H100), "containers": [
                 {"name": "main", "image": "x",

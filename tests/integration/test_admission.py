@@ -278,14 +278,31 @@ def test_gpu_container_named_by_annotation(client):
 
 
 def test_request_equal_to_limit_is_kept_in_step(client):
-    # An extended resource's request must equal its limit.
+    # An extended resource's request must equal its limit; what the user
+    # wrote, when it is the class's count, stays as it is.
     obj = pod(cls="train-small", gpus="3",
-              containers=[container(resources={"requests": {"nvidia.com/gpu": "1"},
-                                               "limits": {"nvidia.com/gpu": "1"}})])
+              containers=[container(resources={"requests": {"nvidia.com/gpu": "3"},
+                                               "limits": {"nvidia.com/gpu": "3"}})])
     p = client.admit("mutate", obj).patched()
     res = gpu_container(p)["resources"]
     assert res["limits"]["nvidia.com/gpu"] == "3" and res["requests"]["nvidia.com/gpu"] == "3"
     assert client.admit("validate", p, dry_run=True).allowed
+
+
+def test_a_user_count_other_than_the_class_is_denied_with_both_numbers(client):
+    # gpugate never replaces what the user wrote without a word (#13).
+    obj = pod(cls="train-small", gpus="3",
+              containers=[container(resources={"requests": {"nvidia.com/gpu": "1"},
+                                               "limits": {"nvidia.com/gpu": "1"}})])
+    r = client.admit("mutate", obj)
+    assert not r.allowed
+    assert r.message == ('gpugate: container "main" asks for 1 nvidia.com/gpu but class '
+                         'train-small gives 3: remove that request, or set label '
+                         'gpugate.io/gpus: "1"'), r.message
+    obj = pod(cls="train-small",
+              containers=[container(resources={"limits": {"nvidia.com/gpu": "64"}})])
+    r = client.admit("mutate", obj)
+    assert not r.allowed and "64 nvidia.com/gpu" in r.message and "at most" in r.message, r.message
 
 
 # ---------------------------------------------------------------------------

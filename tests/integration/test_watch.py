@@ -121,13 +121,14 @@ def test_readyz_waits_for_both_lists(gate, kube):
     assert readyz(srv).text == "ok\n"
     assert srv_metrics(srv)["gpugate_kube_synced"] == 1
     wait_connected(srv)
-    # What gpugate asked for: its own objects, bookmarks, from the list.
+    # What gpugate asked for: every object (no label a status writer could
+    # remove decides what is counted, #13), bookmarks, from the list.
     for kind in ("pods", "jobs"):
         lists = kube.requests(kind, watch=False)
-        assert all(q.query.get("labelSelector") == "gpugate.io/tenant" for q in lists)
+        assert all("labelSelector" not in q.query for q in lists)
         assert all(q.query.get("limit") == "500" for q in lists)
         w = kube.requests(kind, watch=True)[0]
-        assert w.query["labelSelector"] == "gpugate.io/tenant"
+        assert "labelSelector" not in w.query
         assert w.query["allowWatchBookmarks"] == "true"
         assert int(w.query["resourceVersion"]) > 0
 
@@ -216,6 +217,50 @@ def test_watch_events_add_and_release(gate, kube):
     wait_used(srv, 0)
     m = admit(srv, "most", 4)
     assert m.allowed, m
+
+
+def test_what_pods_hold_not_their_labels_decides_usage(gate, kube):
+    # #13: membership no status writer can move, ownership nobody can forge.
+    srv = gate()
+    started(srv, kube)
+    # A pod whose gpugate.io/tenant label a status writer removed still
+    # holds its GPUs (the watch has no label selector).
+    p = api_pod("a", "strict", 2)
+    del p["metadata"]["labels"]["gpugate.io/tenant"]
+    kube.event("pods", "ADDED", p)
+    wait_used(srv, 2)
+    # A Job of 1 pod x 1 GPU; a bare pod of 4 GPUs that forges its
+    # ownerReference (without the job controller's label) is charged;
+    # with the label too but another count it is charged as well.
+    j = api_job("j", "strict", 1, 1)
+    kube.event("jobs", "ADDED", j)
+    wait_used(srv, 3)
+    uid = j["metadata"]["uid"]
+    kube.event("pods", "ADDED", api_pod("forged", "strict", 4, owner_job_uid=uid,
+                                        controller_label=False))
+    wait_used(srv, 7)
+    kube.event("pods", "ADDED", api_pod("forged2", "strict", 2, owner_job_uid=uid))
+    wait_used(srv, 9)
+    # Its real pod rides on the gang; a second matching one (a replacement
+    # while the first terminates) is beyond the gang: charged.
+    kube.event("pods", "ADDED", api_pod("j-0", "strict", 1, owner_job_uid=uid))
+    wait_used(srv, 9)
+    j0b = api_pod("j-0b", "strict", 1, owner_job_uid=uid)
+    kube.event("pods", "ADDED", j0b)
+    wait_used(srv, 10)
+    # Suspended, the Job holds nothing; its pods hold what they hold until
+    # they are gone.
+    j["spec"]["suspend"] = True
+    kube.event("jobs", "MODIFIED", j)
+    wait_used(srv, 10)
+    kube.event("pods", "DELETED", j0b)
+    wait_used(srv, 9)
+    kube.event("pods", "DELETED", api_pod("j-0", "strict", 1))
+    wait_used(srv, 8)
+    # The forged ones go: what is left is the pod without its label.
+    for name in ("forged", "forged2"):
+        kube.event("pods", "DELETED", api_pod(name, "strict", 1))
+    wait_used(srv, 2)
 
 
 def test_bookmark_sets_where_the_next_watch_resumes(gate, kube):

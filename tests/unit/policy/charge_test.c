@@ -140,10 +140,17 @@ Test(charge, a_job_holds_its_gang_until_it_finishes)
 	charge_decide(P, &wl, &ch);
 	cr_assert(ch.active);
 	cr_assert_eq(ch.units, 9);
+	cr_assert_eq(ch.per_pod, 3);
+	cr_assert_eq(ch.slots, 3);
+	wl.has_completions = true;
+	wl.completions = 2;
+	charge_decide(P, &wl, &ch);
+	cr_assert_eq(ch.units, 6, "no more pods run at once than completions");
 	wl.job_suspended = true;
 	charge_decide(P, &wl, &ch);
-	cr_assert(ch.active, "a suspended Job keeps its gang: resuming is not judged");
-	cr_assert_eq(ch.units, 9);
+	cr_assert_not(ch.active, "suspended: its pods are gone, resuming is judged");
+	cr_assert_eq(ch.per_pod, 3);
+	wl.job_suspended = false;
 	wl.job_finished = true;
 	charge_decide(P, &wl, &ch);
 	cr_assert_not(ch.active);
@@ -175,4 +182,75 @@ Test(charge, outside_tenants_or_without_gpus_nothing_is_held)
 	wl.kind = WL_OTHER;
 	charge_decide(P, &wl, &ch);
 	cr_assert_null(ch.tenant, "only Pods and Jobs hold quota");
+}
+
+Test(charge, init_containers_count_the_way_the_scheduler_counts_them)
+{
+	static const struct wl_resource g1[] = {{"nvidia.com/gpu", "1"}};
+	static const struct wl_resource g2[] = {{"nvidia.com/gpu", "2"}};
+	static const struct wl_resource g6[] = {{"nvidia.com/gpu", "6"}};
+	const struct wl_container main1[] = {{.name = "m", .limits = g1, .n_limits = 1}};
+	struct wl_container init[] = {
+		{.name = "side", .limits = g2, .n_limits = 1, .restart_policy = "Always"},
+		{.name = "setup", .limits = g6, .n_limits = 1},
+	};
+	struct workload wl = pod();
+	struct charge ch;
+
+	wl.pod.containers = main1;
+	wl.pod.n_containers = 1;
+	wl.pod.init_containers = init;
+	wl.pod.n_init_containers = 2;
+	charge_decide(P, &wl, &ch);
+	/* setup runs beside the sidecar: 6 + 2 > 1 + 2 */
+	cr_assert_eq(ch.units, 8);
+	init[1].limits = g1;
+	charge_decide(P, &wl, &ch);
+	cr_assert_eq(ch.units, 3, "the sidecar runs for the pod's life: 1 + 2");
+	init[0].restart_policy = NULL;
+	charge_decide(P, &wl, &ch);
+	cr_assert_eq(ch.units, 2, "two classic init containers, one at a time");
+	/* Only init containers ask for GPUs: still charged, whatever the class. */
+	wl.pod.containers = two_containers + 0;
+	wl.pod.n_containers = 0;
+	charge_decide(P, &wl, &ch);
+	cr_assert(ch.active);
+	cr_assert_eq(ch.units, 2);
+}
+
+Test(charge, a_pod_rides_on_a_job_only_with_the_job_controllers_label)
+{
+	struct wl_kv labels[] = {{CHARGE_CONTROLLER_UID_LABEL, "uid-j"}};
+	struct workload wl = pod();
+	struct charge ch;
+
+	wl.owner_job = "j";
+	wl.owner_job_uid = "uid-j";
+	charge_decide(P, &wl, &ch);
+	cr_assert_null(ch.owner_job_uid, "an ownerReference alone is forged");
+	wl.pod.labels = labels;
+	wl.pod.n_labels = 1;
+	charge_decide(P, &wl, &ch);
+	cr_assert_str_eq(ch.owner_job_uid, "uid-j");
+	labels[0].value = "uid-k";
+	charge_decide(P, &wl, &ch);
+	cr_assert_null(ch.owner_job_uid, "the label names another Job");
+}
+
+Test(charge, two_flavors_resources_are_flagged)
+{
+	static const struct wl_resource mig[] = {{"nvidia.com/mig-1g.10gb", "1"}};
+	struct wl_container ct[] = {
+		{.name = "a", .limits = one_gpu, .n_limits = 1},
+		{.name = "b", .limits = mig, .n_limits = 1},
+	};
+	struct workload wl = pod();
+	struct charge ch;
+
+	charge_decide(P, &wl, &ch);
+	cr_assert_not(ch.two_flavors);
+	wl.pod.containers = ct;
+	charge_decide(P, &wl, &ch);
+	cr_assert(ch.two_flavors);
+	cr_assert_str_eq(ch.flavor->name, "h100", "charged for the first");
 }

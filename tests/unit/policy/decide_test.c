@@ -1462,3 +1462,192 @@ Test(decide, update_may_not_raise_a_gpu_jobs_parallelism)
 	done(&old);
 	done(&now);
 }
+
+/* ---- accounting integrity (#13) ------------------------------------------ */
+
+Test(decide, a_user_count_other_than_the_class_is_denied_not_replaced)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"4\"}}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "gpus-conflict",
+		      "gpugate: container \"main\" asks for 4 nvidia.com/gpu but class "
+		      "small gives 1: remove that request, or set label "
+		      "gpugate.io/gpus: \"4\"");
+	done(&r);
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"5\"}}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "gpus-conflict",
+		      "gpugate: container \"main\" asks for 5 nvidia.com/gpu but class "
+		      "small gives 1 (at most 4 with label gpugate.io/gpus): remove "
+		      "that request");
+	done(&r);
+	/* The class's own count, written by the user: kept. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"4\"",
+		"{\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"4\"}}}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+}
+
+Test(decide, warn_mode_relaxes_the_verdict_never_the_accounting)
+{
+	struct run r;
+
+	/* sandbox is in warn mode; raw requests are rejected by default. */
+	run(&r, "sandbox", RAW_POD("\"nvidia.com/gpu\":\"8\""), DECIDE_VALIDATE);
+	cr_assert(r.dec.allowed);
+	cr_assert(r.dec.violation);
+	cr_assert(r.dec.claim.needed, "admitted with GPUs: charged");
+	cr_assert_eq(r.dec.claim.units, 8);
+	cr_assert_str_eq(r.dec.claim.flavor->name, "h100");
+	done(&r);
+	/* A pod of two flavors could be charged for one: denied in any mode. */
+	run(&r, "sandbox",
+	    POD("\"app\":\"x\"",
+		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"1\",\"nvidia.com/gpu.shared\":\"1\"}}}]}"),
+	    DECIDE_VALIDATE);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.rule, "two-flavors");
+	done(&r);
+}
+
+Test(decide, init_containers_and_sidecars_are_charged_at_validate)
+{
+	struct policy *saved = use_policy(
+		"version: 1\n"
+		"settings: {rawGpuRequests: allow}\n"
+		"flavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+		"classes:\n"
+		"  - {name: one, flavor: h100, gpus: 1}\n"
+		"tenants:\n"
+		"  - {name: t, namespaces: [t], quota: [{flavor: h100, nominal: 8}]}\n");
+	struct run r;
+
+	run(&r, "t",
+	    POD("\"app\":\"x\"",
+		"{\"initContainers\":[{\"name\":\"side\",\"restartPolicy\":\"Always\","
+		"\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"4\"}}}],"
+		"\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"2\"}}}]}"),
+	    DECIDE_VALIDATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.claim.units, 6);
+	done(&r);
+	run(&r, "t",
+	    POD("\"app\":\"x\"",
+		"{\"initContainers\":[{\"name\":\"side\",\"restartPolicy\":\"Always\","
+		"\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"8\"}}}],"
+		"\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"2\"}}}]}"),
+	    DECIDE_VALIDATE);
+	expect_denied(&r, "quota",
+		      "gpugate: pod can never be admitted: needs 10 h100, tenant \"t\" "
+		      "may hold at most 8 (nominal 8)");
+	done(&r);
+	restore(saved);
+}
+
+#define SUSPENDED_JOB(labels, count)                                       \
+	"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":"  \
+	"\"train\",\"generation\":1,\"labels\":{\"gpugate.io/tenant\":"         \
+	"\"research\"}},\"spec\":{\"parallelism\":2,\"suspend\":%s,"            \
+	"\"template\":{\"metadata\":{\"labels\":{" labels "}},\"spec\":{"       \
+	"\"restartPolicy\":\"Never\",\"nodeSelector\":{\"gpu\":\"h100\"},"    \
+	"\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":"          \
+	"{\"nvidia.com/gpu\":\"" count "\"},\"requests\":{\"nvidia.com/gpu\":"  \
+	"\"" count "\"}}}]}}}}"
+
+static void run_job_update(struct run *old, struct run *now, const char *was,
+			   const char *is)
+{
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+
+	run(old, "research", was, DECIDE_VALIDATE);
+	run(now, "research", is, DECIDE_VALIDATE);
+	now->wl.op = WL_UPDATE;
+	in.wl = &now->wl;
+	in.old = &old->wl;
+	decide_prepare(&in, &now->dec);
+}
+
+Test(decide, a_suspended_job_holds_nothing_and_its_resume_is_judged)
+{
+	char sus[2048], go[2048], big[2048];
+	struct run old, now;
+
+	snprintf(sus, sizeof(sus), SUSPENDED_JOB("\"gpugate.io/class\":\"small\"", "1"),
+		 "true");
+	snprintf(go, sizeof(go), SUSPENDED_JOB("\"gpugate.io/class\":\"small\"", "1"),
+		 "false");
+	run(&now, "research", sus, DECIDE_VALIDATE);
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	cr_assert_not(now.dec.claim.needed, "suspended: nothing to reserve");
+	done(&now);
+	run(&now, "research", sus, DECIDE_MUTATE);
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	cr_assert_not(now.dec.claim.needed);
+	cr_assert(strstr(now.dec.plan.decision, "suspended: quota is checked when it "
+						"is resumed"),
+		  "%s", now.dec.plan.decision);
+	done(&now);
+	/* Resuming: its gang is a claim, like a create. */
+	run_job_update(&old, &now, sus, go);
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	cr_assert(now.dec.claim.needed);
+	cr_assert_eq(now.dec.claim.units, 2);
+	cr_assert_eq(now.dec.claim.pods, 2);
+	done(&old);
+	done(&now);
+	/* Its template's GPU request cannot change, suspended or not. */
+	snprintf(big, sizeof(big), SUSPENDED_JOB("\"gpugate.io/class\":\"big\"", "1"),
+		 "true");
+	run_job_update(&old, &now, sus, big);
+	expect_denied(&now, "job-template-changed",
+		      "gpugate: label gpugate.io/class of a Job cannot be changed by an "
+		      "update (it is \"small\"): its gang was judged for it; create a "
+		      "new Job instead");
+	done(&old);
+	done(&now);
+	snprintf(big, sizeof(big), SUSPENDED_JOB("\"gpugate.io/class\":\"small\"", "4"),
+		 "true");
+	run_job_update(&old, &now, sus, big);
+	expect_denied(&now, "job-template-changed",
+		      "gpugate: the pod template's GPU request cannot be changed by an "
+		      "update (it is 1 nvidia.com/gpu per pod, now 4 nvidia.com/gpu): "
+		      "its gang was judged for it; create a new Job instead");
+	done(&old);
+	done(&now);
+}
+
+Test(decide, the_job_controllers_label_cannot_be_removed_from_a_pod)
+{
+	struct run old, now;
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+
+	run(&old, "research",
+	    POD("\"batch.kubernetes.io/controller-uid\":\"u1\"", ONE_CONTAINER),
+	    DECIDE_VALIDATE);
+	run(&now, "research", POD("\"app\":\"x\"", ONE_CONTAINER), DECIDE_VALIDATE);
+	now.wl.op = WL_UPDATE;
+	in.wl = &now.wl;
+	in.old = &old.wl;
+	decide_prepare(&in, &now.dec);
+	expect_denied(&now, "stamp-changed",
+		      "gpugate: label batch.kubernetes.io/controller-uid is set by the "
+		      "job controller and cannot be changed or removed (it is \"u1\"): "
+		      "it says which Job's quota holds the pod");
+	done(&old);
+	done(&now);
+}

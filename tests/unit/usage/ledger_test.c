@@ -71,6 +71,7 @@ static void make_req(struct req *r, const char *ns, const char *uid,
 	r->wl.request_uid = "r";
 	r->wl.owner_job_uid = owner_uid;
 	r->wl.owner_job = owner_uid ? "the-job" : NULL;
+	r->claim.owner_job_uid = owner_uid;
 	r->claim.needed = true;
 	r->claim.tenant = policy_tenant_for_namespace(P, ns);
 	r->claim.flavor = policy_flavor_find(P, "h100");
@@ -88,6 +89,21 @@ static enum quota_position reserve(struct usage_store *l, const char *ns,
 	struct req r;
 
 	make_req(&r, ns, uid, kind, units, owner);
+	usage_decide(l, P, &r.wl, &r.claim, true, false, &out);
+	return out.position;
+}
+
+/* A Job of `pods` pods of per_pod units each. */
+static enum quota_position reserve_job(struct usage_store *l, const char *ns,
+				       const char *uid, int64_t pods,
+				       int64_t per_pod)
+{
+	struct quota_result out;
+	struct req r;
+
+	make_req(&r, ns, uid, WL_JOB, pods * per_pod, NULL);
+	r.claim.per_pod = (unsigned)per_pod;
+	r.claim.pods = pods;
 	usage_decide(l, P, &r.wl, &r.claim, true, false, &out);
 	return out.position;
 }
@@ -148,7 +164,7 @@ Test(ledger, job_pods_are_admitted_against_the_job)
 {
 	struct usage_store *l = usage_memory_new(NULL);
 
-	cr_assert_eq(reserve(l, "a", "job-1", WL_JOB, 8, NULL), QUOTA_NOMINAL);
+	cr_assert_eq(reserve_job(l, "a", "job-1", 2, 4), QUOTA_NOMINAL);
 	cr_assert_eq(reserve(l, "a", "pod-1", WL_POD, 4, "job-1"), QUOTA_COVERED);
 	cr_assert_eq(reserve(l, "a", "pod-2", WL_POD, 4, "job-1"), QUOTA_COVERED);
 	cr_assert_eq(usage_used(l, "a", "h100"), 8, "the gang is charged once");
@@ -159,6 +175,101 @@ Test(ledger, job_pods_are_admitted_against_the_job)
 	release(l, "a", "pod-2", WL_POD);
 	cr_assert_eq(usage_used(l, "a", "h100"), 0);
 	cr_assert_eq(usage_entries(l), 0);
+	usage_free(l);
+}
+
+Test(ledger, a_gang_covers_its_slots_of_its_own_size_in_its_namespace_only)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+
+	cr_assert_eq(reserve_job(l, "a", "job-1", 2, 1), QUOTA_NOMINAL);
+	cr_assert_eq(usage_used(l, "a", "h100"), 2);
+	/* Another count than the gang's: a bare pod, whoever it names. */
+	cr_assert_eq(reserve(l, "a", "big", WL_POD, 8, "job-1"), QUOTA_NOMINAL);
+	cr_assert_eq(usage_used(l, "a", "h100"), 10);
+	cr_assert_eq(reserve(l, "a", "pod-1", WL_POD, 1, "job-1"), QUOTA_COVERED);
+	cr_assert_eq(reserve(l, "a", "pod-2", WL_POD, 1, "job-1"), QUOTA_COVERED);
+	cr_assert_eq(usage_used(l, "a", "h100"), 10);
+	/* Beyond the gang (a replacement while pod-1 terminates): charged. */
+	cr_assert_eq(reserve(l, "a", "pod-3", WL_POD, 1, "job-1"), QUOTA_BORROWED);
+	cr_assert_eq(usage_used(l, "a", "h100"), 11);
+	/* Another namespace naming the Job: its own tenant pays. */
+	cr_assert_eq(reserve(l, "b", "theirs", WL_POD, 1, "job-1"), QUOTA_NOMINAL);
+	cr_assert_eq(usage_used(l, "b", "h100"), 1);
+	/* pod-1 is gone: pod-3 takes its slot. */
+	release(l, "a", "pod-1", WL_POD);
+	cr_assert_eq(usage_used(l, "a", "h100"), 10);
+	release(l, "a", "pod-3", WL_POD);
+	cr_assert_eq(usage_used(l, "a", "h100"), 10, "the gang still holds 2");
+	usage_free(l);
+}
+
+Test(ledger, lowering_a_gang_frees_units_only_when_its_pods_are_gone)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+	struct usage_item j = {.uid = "j", .is_job = true, .namespace = "a",
+			       .name = "j", .tenant = "a", .flavor = "h100",
+			       .per_pod = 2, .slots = 4, .units = 8, .active = true};
+	struct usage_item pods[4];
+
+	usage_observe(l, &j);
+	for (int i = 0; i < 4; i++) {
+		static const char *const uids[] = {"p0", "p1", "p2", "p3"};
+
+		pods[i] = (struct usage_item){.uid = uids[i], .namespace = "a",
+					      .name = uids[i], .tenant = "a",
+					      .flavor = "h100", .per_pod = 2,
+					      .slots = 1, .units = 2, .active = true,
+					      .owner_job_uid = "j"};
+		usage_observe(l, &pods[i]);
+	}
+	cr_assert_eq(usage_used(l, "a", "h100"), 8);
+	j.slots = 2;
+	j.units = 4;
+	usage_observe(l, &j);
+	cr_assert_eq(usage_used(l, "a", "h100"), 8, "four pods still run");
+	usage_forget(l, "p3");
+	cr_assert_eq(usage_used(l, "a", "h100"), 6);
+	usage_forget(l, "p2");
+	cr_assert_eq(usage_used(l, "a", "h100"), 4);
+	/* Suspended: the Job holds nothing, its terminating pods do. */
+	j.active = false;
+	usage_observe(l, &j);
+	cr_assert_eq(usage_used(l, "a", "h100"), 4);
+	usage_forget(l, "p0");
+	usage_forget(l, "p1");
+	cr_assert_eq(usage_used(l, "a", "h100"), 0);
+	cr_assert_eq(usage_entries(l), 0);
+	usage_free(l);
+}
+
+Test(ledger, a_resumed_job_is_not_undone_by_an_older_suspended_observation)
+{
+	struct usage_memory_config cfg = {.reservation_ttl_ms = 30000, .now_ms = now_ms};
+	struct usage_store *l = usage_memory_new(&cfg);
+	struct usage_item old = {.uid = "job-1", .is_job = true, .namespace = "a",
+				 .name = "job-1", .tenant = "a", .flavor = "h100",
+				 .per_pod = 4, .slots = 2, .units = 8,
+				 .active = false, .generation = 1};
+	struct quota_result out;
+	struct req r;
+
+	make_req(&r, "a", "job-1", WL_JOB, 8, NULL);
+	r.claim.per_pod = 4;
+	r.claim.pods = 2;
+	r.wl.generation = 2; /* the resume */
+	usage_decide(l, P, &r.wl, &r.claim, true, false, &out);
+	cr_assert_eq(out.position, QUOTA_NOMINAL);
+	usage_observe(l, &old);
+	cr_assert_eq(usage_used(l, "a", "h100"), 8, "the resume's reservation stands");
+	old.generation = 2;
+	old.active = true;
+	usage_observe(l, &old);
+	cr_assert_eq(usage_used(l, "a", "h100"), 8);
+	old.generation = 3;
+	old.active = false; /* suspended again */
+	usage_observe(l, &old);
+	cr_assert_eq(usage_used(l, "a", "h100"), 0);
 	usage_free(l);
 }
 
@@ -176,8 +287,8 @@ static struct usage_item item(const char *uid, bool job, const char *tenant,
 {
 	struct usage_item it = {
 		.uid = uid, .is_job = job, .namespace = tenant, .name = uid,
-		.tenant = tenant, .flavor = "h100", .units = units,
-		.active = active, .owner_job_uid = owner,
+		.tenant = tenant, .flavor = "h100", .per_pod = units, .slots = 1,
+		.units = units, .active = active, .owner_job_uid = owner,
 	};
 	return it;
 }
@@ -201,7 +312,9 @@ Test(ledger, observations_track_the_cluster)
 	usage_observe(l, &it);
 	cr_assert_eq(usage_used(l, "a", "h100"), 0);
 	/* A Job observed before gpugate knew it (restart), then its pods. */
-	it = item("j1", true, "a", 8, true, NULL);
+	it = item("j1", true, "a", 4, true, NULL);
+	it.slots = 2;
+	it.units = 8;
 	usage_observe(l, &it);
 	it = item("j1-a", false, "a", 4, true, "j1");
 	usage_observe(l, &it);
@@ -273,10 +386,12 @@ Test(ledger, relist_forgets_objects_deleted_while_unwatched)
 Test(ledger, observation_with_new_units_replaces_the_old)
 {
 	struct usage_store *l = usage_memory_new(NULL);
-	struct usage_item it = item("j", true, "a", 8, true, NULL);
+	struct usage_item it = item("j", true, "a", 4, true, NULL);
 
+	it.slots = 2;
 	usage_observe(l, &it);
-	it.units = 4; /* parallelism scaled down */
+	cr_assert_eq(usage_used(l, "a", "h100"), 8);
+	it.slots = 1; /* parallelism scaled down, no pod left */
 	usage_observe(l, &it);
 	cr_assert_eq(usage_used(l, "a", "h100"), 4);
 	usage_free(l);

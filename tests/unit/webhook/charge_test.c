@@ -129,8 +129,8 @@ Test(charge_item, a_job_holds_its_gang_until_it_finishes)
 		"{\"suspend\":true,\"template\":{\"spec\":{\"containers\":[{\"name\":"
 		"\"a\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"2\"}}}]}}}}",
 		true, &it, &a, &obj);
-	cr_assert(it.active, "a suspended Job keeps its gang: resuming is not judged");
-	cr_assert_eq(it.units, 2);
+	cr_assert_not(it.active, "suspended: its pods are gone, resuming is judged");
+	cr_assert_eq(it.per_pod, 2);
 	arena_release(&a);
 	json_decref(obj);
 }
@@ -186,22 +186,35 @@ Test(charge_item, a_field_gpugate_cannot_read_holds_nothing)
 	json_decref(obj);
 }
 
-Test(charge_item, a_job_pod_names_its_job)
+Test(charge_item, a_job_pod_names_its_job_only_with_the_controllers_label)
 {
+	static const char tmpl[] =
+		"{\"metadata\":{\"uid\":\"p\",\"namespace\":\"research\","
+		"\"labels\":{\"batch.kubernetes.io/controller-uid\":\"%s\"},"
+		"\"ownerReferences\":[{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\","
+		"\"name\":\"j\",\"uid\":\"uid-j\",\"controller\":true}]},\"spec\":"
+		"{\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"2\"}}}]}}";
+	static const char *const labels[] = {"uid-j", "uid-other", ""};
 	struct usage_item it;
 	struct arena a;
 	json_t *obj;
 
-	item_of("{\"metadata\":{\"uid\":\"p\",\"namespace\":\"research\","
-		"\"ownerReferences\":[{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\","
-		"\"name\":\"j\",\"uid\":\"uid-j\",\"controller\":true}]},\"spec\":"
-		"{\"containers\":[{\"name\":\"a\",\"resources\":{\"limits\":"
-		"{\"nvidia.com/gpu\":\"2\"}}}]}}",
-		false, &it, &a, &obj);
-	cr_assert(it.active);
-	cr_assert_str_eq(it.owner_job_uid, "uid-j");
-	arena_release(&a);
-	json_decref(obj);
+	for (size_t i = 0; i < 3; i++) {
+		char json[1024];
+
+		snprintf(json, sizeof(json), tmpl, labels[i]);
+		item_of(json, false, &it, &a, &obj);
+		cr_assert(it.active);
+		cr_assert_eq(it.per_pod, 2);
+		if (i == 0)
+			cr_assert_str_eq(it.owner_job_uid, "uid-j");
+		else
+			cr_assert_null(it.owner_job_uid,
+				       "an ownerReference alone is forged: %s", labels[i]);
+		arena_release(&a);
+		json_decref(obj);
+	}
 }
 
 /* ---- under the holder's policy (the feed's charge callback) ------------- */
