@@ -923,6 +923,7 @@ static void plan_mapping(struct ctx *c)
 		pl->topology_key = cls->topology_key;
 	}
 	if (wl->kind == WL_JOB) {
+		pl->replace_when_failed = true;
 		pl->class_label = s->class_label;
 		pl->class_name = cls->name;
 		if (pod_or_job_label(wl, s->gpus_label)) {

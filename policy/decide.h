@@ -117,6 +117,11 @@ struct plan {
 	bool set_pre_stop;
 	int64_t grace;               /* terminationGracePeriodSeconds at least */
 	bool add_failure_rule;       /* Job podFailurePolicy Ignore rule */
+	/* Job: spec.podReplacementPolicy Failed when the user set none, so
+	 * that a replacement pod waits until its predecessor has really
+	 * stopped (and given back its GPUs) rather than being charged beside
+	 * it while it terminates. */
+	bool replace_when_failed;
 };
 
 struct decision {

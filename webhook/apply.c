@@ -484,6 +484,10 @@ int apply_plan(json_t *object, const struct workload *wl,
 		map_topology(&a, spec, pl);
 	if (pl->checkpoint)
 		checkpoint(&a, spec, gpu_ct, pl, p);
+	if (pl->replace_when_failed && wl->kind == WL_JOB &&
+	    json_is_object(jget(object, "spec")) &&
+	    !jget(jget(object, "spec"), "podReplacementPolicy"))
+		set_string(&a, jget(object, "spec"), "podReplacementPolicy", "Failed");
 	if (pl->add_failure_rule)
 		failure_rule(&a, jget(object, "spec"));
 	return a.failed ? -1 : 0;
