@@ -237,9 +237,9 @@ def test_orphaned_job_pods_stay_counted(kubectl, quota, clean, files):
 
 
 def test_resuming_suspended_jobs_cannot_exceed_quota(kubectl, quota, clean, files):
-    """A suspended Job keeps its gang (resuming it is an UPDATE nobody
-    judges), so a second one cannot be admitted on the same GPUs.  (Found by
-    this suite: suspended Jobs used to be released, and both ran.)"""
+    """A suspended Job holds nothing, and resuming it is judged like a
+    create: the second resume is denied over quota.  (Found by this suite:
+    suspended Jobs used to be released unjudged, and both ran.)"""
     clean("dry")
     results = []
     for name in ("held-a", "held-b"):
