@@ -383,7 +383,16 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 		if (have)
 			set_charge(have, held);
 	}
-	if (!have && reserve && (admitted(out->position) || force)) {
+	if (have && reserve && (admitted(out->position) || force) &&
+	    wl->generation > have->generation) {
+		/* A Job resumed before the watch showed it suspended: its
+		 * entry stands for the new generation, and the older
+		 * observations on their way must not remove it. */
+		have->generation = wl->generation;
+		have->observed = false;
+		if (l->cfg.reservation_ttl_ms)
+			have->expires_ms = l->cfg.now_ms() + l->cfg.reservation_ttl_ms;
+	} else if (!have && reserve && (admitted(out->position) || force)) {
 		struct entry *e = entry_add(l, key, is_job, wl->name, wl->namespace,
 					    c->tenant->name, c->flavor->name,
 					    c->per_pod, is_job ? c->pods : 1,
@@ -462,6 +471,7 @@ static void mem_observe(struct usage_store *u, const struct usage_item *it)
 	if (e) {
 		e->observed = true;
 		e->expires_ms = 0;
+		e->generation = it->generation;
 		e->seen = l->generation[it->is_job];
 	}
 	pthread_mutex_unlock(&l->mu);

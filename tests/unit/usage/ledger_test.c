@@ -270,6 +270,18 @@ Test(ledger, a_resumed_job_is_not_undone_by_an_older_suspended_observation)
 	old.active = false; /* suspended again */
 	usage_observe(l, &old);
 	cr_assert_eq(usage_used(l, "a", "h100"), 0);
+	/* Resumed again (generation 5) while the watch still shows it active
+	 * (3 was never seen: say 2), then suspended (4): the resume stands. */
+	old.generation = 2;
+	old.active = true;
+	usage_observe(l, &old);
+	r.wl.generation = 5;
+	usage_decide(l, P, &r.wl, &r.claim, true, false, &out);
+	cr_assert_eq(out.position, QUOTA_NOMINAL);
+	old.generation = 4;
+	old.active = false;
+	usage_observe(l, &old);
+	cr_assert_eq(usage_used(l, "a", "h100"), 8, "the watch is behind the resume");
 	usage_free(l);
 }
 
