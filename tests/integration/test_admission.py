@@ -606,9 +606,9 @@ def test_privileged_pod_that_selects_gpu_nodes_outside_tenants(client):
     assert client.admit("mutate", obj).allowed
 
 
-def env_from_message(container_name: str, source: str, prefix: str | None, why: str) -> str:
+def env_from_message(who: str, source: str, prefix: str | None, why: str) -> str:
     pre = f'with prefix "{prefix}"' if prefix else "without a prefix"
-    return (f'gpugate: container "{container_name}" takes env from {source} {pre} '
+    return (f'gpugate: {who} takes env from {source} {pre} '
             f'{reaches(why)}; its keys could make variables that start with NVIDIA_, such as '
             "NVIDIA_VISIBLE_DEVICES, which bypasses the device plugin's GPU isolation: set a "
             "prefix that does not start with NVIDIA_ (e.g. prefix: APP_)")
@@ -621,7 +621,7 @@ def test_env_from_that_could_set_nvidia_variables(client):
             src["prefix"] = prefix
         obj = pod(cls="train-small", containers=[container(envFrom=[src])])
         denied(client.admit("mutate", obj),
-               env_from_message("main", 'configMap "trainer-env"', prefix,
+               env_from_message('container "main"', 'configMap "trainer-env"', prefix,
                                 "it asks for class train-small"))
     obj = pod(cls="train-small", containers=[container(envFrom=[
         {"secretRef": {"name": "creds"}, "prefix": "APP_"},
@@ -837,6 +837,46 @@ def test_status_subresource_update_is_not_a_creation(client):
     obj = pod(cls="inference-mig")
     a = client.admit("mutate", obj, operation="UPDATE", old=obj, sub_resource="status")
     assert a.allowed and a.patch is None
+
+
+def debugged(admitted: dict, **ephemeral) -> dict:
+    """The Pod `kubectl debug` sends to the ephemeralcontainers subresource."""
+    obj = copy.deepcopy(admitted)
+    c = {"name": "debugger-7xk2q", "image": "busybox", "targetContainerName": "main",
+         "stdin": True, "tty": True, "terminationMessagePolicy": "File",
+         "imagePullPolicy": "Always"}
+    c.update(ephemeral)
+    obj["spec"]["ephemeralContainers"] = [c]
+    return obj
+
+
+def test_kubectl_debug_is_judged_at_validate(client):
+    admitted = client.admit("mutate", pod(cls="train-small")).patched()
+    obj = debugged(admitted, securityContext={"privileged": True})
+    msg = ('gpugate: ephemeral container "debugger-7xk2q" is privileged and the pod can reach '
+           'GPU nodes (it asks for class train-small); a privileged container sees every GPU '
+           'on the node: remove securityContext.privileged (kubectl debug --profile=sysadmin '
+           'sets it)')
+    a = client.admit("validate", obj, operation="UPDATE", old=admitted,
+                     sub_resource="ephemeralcontainers", dry_run=True)
+    denied(a, msg)
+    # Through envFrom, in a pod that only tolerates the GPU taint.
+    plain = pod(tolerations=[dict(GPU_TOLERATION)])
+    obj = debugged(plain, envFrom=[{"configMapRef": {"name": "debug-env"}}])
+    denied(client.admit("validate", obj, operation="UPDATE", old=plain,
+                        sub_resource="ephemeralcontainers", dry_run=True),
+           env_from_message('ephemeral container "debugger-7xk2q"', 'configMap "debug-env"',
+                            None, "it tolerates the nvidia.com/gpu taint of flavor h100-80gb"))
+    # An unprivileged debugger is admitted without a word; /mutate, which
+    # is not registered for the subresource, leaves every one alone.
+    obj = debugged(admitted)
+    a = client.admit("validate", obj, operation="UPDATE", old=admitted,
+                     sub_resource="ephemeralcontainers", dry_run=True)
+    assert a.allowed and a.patch is None and a.warnings == [], a
+    obj = debugged(admitted, securityContext={"privileged": True})
+    a = client.admit("mutate", obj, operation="UPDATE", old=admitted,
+                     sub_resource="ephemeralcontainers")
+    assert a.allowed and a.patch is None and a.warnings == [], a
 
 
 def test_create_with_generate_name(client):
