@@ -48,6 +48,18 @@ static void assert_str(const char *got, const char *want)
 			  got ? got : "(null)", want);
 }
 
+/* The facts of this object are refused with this one message. */
+static void assert_malformed(enum wl_kind kind, const char *json,
+			     const char *message)
+{
+	struct got g;
+
+	extract(&g, kind, json);
+	cr_assert_eq(g.rc, -1, "accepted: %s", json);
+	cr_assert_str_eq(diag_text(&g.d), message);
+	release(&g);
+}
+
 Test(facts, env_from_entries_with_their_source_and_prefix)
 {
 	struct got g;
@@ -75,22 +87,18 @@ Test(facts, env_from_entries_with_their_source_and_prefix)
 
 Test(facts, malformed_env_from_is_named)
 {
-	struct got g;
-
-	extract(&g, WL_POD,
-		"{\"spec\":{\"containers\":[{\"name\":\"m\",\"envFrom\":["
-		"{\"configMapRef\":{\"name\":\"cm\"}},{\"prefix\":7}]}]}}");
-	cr_assert_eq(g.rc, -1);
-	cr_assert_str_eq(diag_text(&g.d),
+	assert_malformed(WL_POD,
+			 "{\"spec\":{\"containers\":[{\"name\":\"m\",\"envFrom\":["
+			 "{\"configMapRef\":{\"name\":\"cm\"}},{\"prefix\":7}]}]}}",
 			 "spec.containers[0].envFrom[1].prefix is not a string\n");
-	release(&g);
-	extract(&g, WL_JOB,
-		"{\"spec\":{\"template\":{\"spec\":{\"initContainers\":[{\"name\":"
-		"\"i\",\"envFrom\":{}}]}}}}");
-	cr_assert_eq(g.rc, -1);
-	cr_assert_str_eq(diag_text(&g.d),
+	assert_malformed(WL_JOB,
+			 "{\"spec\":{\"template\":{\"spec\":{\"initContainers\":[{"
+			 "\"name\":\"i\",\"envFrom\":{}}]}}}}",
 			 "spec.template.spec.initContainers[0].envFrom is not a list\n");
-	release(&g);
+	assert_malformed(WL_POD,
+			 "{\"spec\":{\"containers\":[{\"name\":\"m\",\"envFrom\":["
+			 "{\"secretRef\":{\"name\":[]}}]}]}}",
+			 "spec.containers[0].envFrom[0].secretRef.name is not a string\n");
 }
 
 Test(facts, ephemeral_containers_like_containers)
@@ -116,11 +124,8 @@ Test(facts, ephemeral_containers_like_containers)
 	cr_assert_eq(ct->n_mounts, 1);
 	assert_str(ct->mounts[0].volume, "dev");
 	release(&g);
-	extract(&g, WL_POD, "{\"spec\":{\"ephemeralContainers\":[5]}}");
-	cr_assert_eq(g.rc, -1);
-	cr_assert_str_eq(diag_text(&g.d),
+	assert_malformed(WL_POD, "{\"spec\":{\"ephemeralContainers\":[5]}}",
 			 "spec.ephemeralContainers[0] is not an object\n");
-	release(&g);
 }
 
 Test(facts, tolerations_of_a_pod_and_a_job_template)
@@ -189,10 +194,8 @@ Test(facts, restart_policy_of_init_containers)
 	assert_str(g.wl.pod.init_containers[1].restart_policy, NULL);
 	assert_str(g.wl.pod.containers[0].restart_policy, NULL);
 	release(&g);
-	extract(&g, WL_POD,
-		"{\"spec\":{\"initContainers\":[{\"name\":\"p\",\"restartPolicy\":1}]}}");
-	cr_assert_eq(g.rc, -1);
-	cr_assert_str_eq(diag_text(&g.d),
+	assert_malformed(WL_POD,
+			 "{\"spec\":{\"initContainers\":[{\"name\":\"p\","
+			 "\"restartPolicy\":1}]}}",
 			 "spec.initContainers[0].restartPolicy is not a string\n");
-	release(&g);
 }
