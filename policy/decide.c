@@ -349,11 +349,13 @@ static void reach_text(const struct reach *r, char *buf, size_t size)
 		snprintf(buf, size, "it asks for %.100s", r->resource);
 		return;
 	case REACH_TOLERATION:
-		snprintf(buf, size, "it tolerates the %.100s taint of flavor %.63s",
+		snprintf(buf, size,
+			 "it tolerates the %.100s taint of flavor %.63s",
 			 r->taint->key, r->flavor->name);
 		return;
 	case REACH_NODE_SELECTOR:
-		snprintf(buf, size, "its nodeSelector %.100s=%.63s selects flavor %.63s",
+		snprintf(buf, size,
+			 "its nodeSelector %.100s=%.63s selects flavor %.63s",
 			 r->selector->key, r->selector->value, r->flavor->name);
 		return;
 	case REACH_NONE:
@@ -371,13 +373,13 @@ static bool deny_privileged(struct ctx *c, const struct wl_container *ct,
 
 	reach_text(r, why, sizeof(why));
 	return violate(c, "security",
-		       "%s \"%s\" is privileged and the pod can reach GPU nodes "
-		       "(%s); a privileged container sees every GPU on the node: "
-		       "remove securityContext.privileged%s",
+		       "%s \"%s\" is privileged and the pod can reach GPU "
+		       "nodes (%s); a privileged container sees every GPU on "
+		       "the node: remove securityContext.privileged%s",
 		       container_noun[kind], ct->name ? ct->name : "", why,
-		       kind == CT_EPHEMERAL ? " (kubectl debug --profile=sysadmin "
-					      "sets it)"
-					    : "");
+		       kind == CT_EPHEMERAL
+			       ? " (kubectl debug --profile=sysadmin sets it)"
+			       : "");
 }
 
 /* envFrom entry e of ct, which could make an NVIDIA_ variable. */
@@ -400,12 +402,14 @@ static bool deny_env_from(struct ctx *c, const struct wl_container *ct,
 	else
 		snprintf(pre, sizeof(pre), "without a prefix");
 	return violate(c, "security",
-		       "%s \"%s\" takes env from %s %s and the pod can reach GPU "
-		       "nodes (%s); its keys could make variables that start with "
-		       "NVIDIA_, such as NVIDIA_VISIBLE_DEVICES, which bypasses the "
-		       "device plugin's GPU isolation: set a prefix that does not "
-		       "start with NVIDIA_ (e.g. prefix: APP_)",
-		       container_noun[kind], ct->name ? ct->name : "", src, pre, why);
+		       "%s \"%s\" takes env from %s %s and the pod can reach "
+		       "GPU nodes (%s); its keys could make variables that "
+		       "start with NVIDIA_, such as NVIDIA_VISIBLE_DEVICES, "
+		       "which bypasses the device plugin's GPU isolation: set "
+		       "a prefix that does not start with NVIDIA_ (e.g. "
+		       "prefix: APP_)",
+		       container_noun[kind], ct->name ? ct->name : "", src, pre,
+		       why);
 }
 
 /*
@@ -486,7 +490,8 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 static bool check_security(struct ctx *c, long gpu_index)
 {
 	const struct wl_pod *pod = &c->wl->pod;
-	const char *cls = pod_or_job_label(c->wl, policy_settings(c->p)->class_label);
+	const char *cls =
+		pod_or_job_label(c->wl, policy_settings(c->p)->class_label);
 	struct reach why;
 	const struct reach *r = &why;
 
@@ -499,9 +504,9 @@ static bool check_security(struct ctx *c, long gpu_index)
 	for (size_t i = 0; i < pod->n_init_containers; i++) {
 		const struct wl_container *ct = &pod->init_containers[i];
 
-		if (check_container_security(c, ct, CT_INIT,
-					     container_has_flavor_resource(c->p, ct),
-					     r))
+		bool gpu = container_has_flavor_resource(c->p, ct);
+
+		if (check_container_security(c, ct, CT_INIT, gpu, r))
 			return true;
 	}
 	for (size_t i = 0; i < pod->n_containers; i++) {
@@ -1424,7 +1429,8 @@ void decide_ephemeral(const struct decide_input *in, struct decision *out)
 	init_decision(in, out);
 	if (in->wl->kind != WL_POD)
 		return;
-	out->tenant = policy_tenant_for_namespace(in->policy, in->wl->namespace);
+	out->tenant = policy_tenant_for_namespace(in->policy,
+						  in->wl->namespace);
 	if (out->tenant)
 		out->mode = out->tenant->mode;
 	check_security(&c, -1);

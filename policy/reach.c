@@ -22,7 +22,7 @@ bool reach_tolerates(const struct wl_toleration *t,
 	if (strcmp(key, ft->key) != 0)
 		return false;
 	if (op[0] && strcmp(op, "Equal") != 0)
-		return true; /* an operator of a newer Kubernetes: in doubt, yes */
+		return true; /* a newer Kubernetes' operator: in doubt, yes */
 	return strcmp(ft->op, "Exists") == 0 ||
 	       strcmp(or_empty(t->value), ft->value) == 0;
 }
@@ -60,7 +60,8 @@ static bool by_toleration(const struct policy_flavor *f,
 {
 	for (size_t k = 0; k < f->n_tolerations; k++)
 		for (size_t i = 0; i < pod->n_tolerations; i++)
-			if (reach_tolerates(&pod->tolerations[i], &f->tolerations[k])) {
+			if (reach_tolerates(&pod->tolerations[i],
+					    &f->tolerations[k])) {
 				why->cause = REACH_TOLERATION;
 				why->flavor = f;
 				why->taint = &f->tolerations[k];
@@ -73,7 +74,8 @@ static bool by_node_selector(const struct policy_flavor *f,
 			     const struct wl_pod *pod, struct reach *why)
 {
 	for (size_t k = 0; k < f->n_node_selector; k++) {
-		const char *have = wl_get(pod->node_selector, pod->n_node_selector,
+		const char *have = wl_get(pod->node_selector,
+					  pod->n_node_selector,
 					  f->node_selector[k].key);
 
 		if (have && strcmp(have, f->node_selector[k].value) == 0) {

@@ -42,7 +42,7 @@ struct reach {
 	const char *resource;                   /* REACH_RESOURCE */
 	const struct policy_flavor *flavor;     /* TOLERATION, NODE_SELECTOR */
 	const struct policy_toleration *taint;  /* TOLERATION: the flavor's */
-	const struct policy_kv *selector;       /* NODE_SELECTOR: the flavor's */
+	const struct policy_kv *selector;       /* NODE_SELECTOR: its entry */
 };
 
 /*

@@ -111,7 +111,8 @@ struct wl_pod {
 	int64_t grace;              /* terminationGracePeriodSeconds */
 	const char *restart_policy;
 	/* spec.ephemeralContainers (kubectl debug): they never ask for
-	 * resources; name, env, envFrom, volumeMounts and privileged are set. */
+	 * resources; name, env, envFrom, volumeMounts and privileged are
+	 * set. */
 	const struct wl_container *ephemeral_containers;
 	size_t n_ephemeral_containers;
 	const struct wl_toleration *tolerations;

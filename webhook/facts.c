@@ -194,16 +194,16 @@ static void env_from(struct fx *x, const json_t *c, const char *path,
 		e[i].prefix = string(x, item, "prefix", ep);
 		ref = member(x, item, "configMapRef", JSON_OBJECT, ep);
 		if (ref) {
+			sub(rp, sizeof(rp), ep, "configMapRef", -1);
 			e[i].source = WL_ENV_CONFIG_MAP;
-			e[i].name = string(x, ref, "name",
-					   sub(rp, sizeof(rp), ep, "configMapRef", -1));
+			e[i].name = string(x, ref, "name", rp);
 			continue;
 		}
 		ref = member(x, item, "secretRef", JSON_OBJECT, ep);
 		if (ref) {
+			sub(rp, sizeof(rp), ep, "secretRef", -1);
 			e[i].source = WL_ENV_SECRET;
-			e[i].name = string(x, ref, "name",
-					   sub(rp, sizeof(rp), ep, "secretRef", -1));
+			e[i].name = string(x, ref, "name", rp);
 		}
 	}
 	out->env_from = e;
