@@ -503,7 +503,6 @@ static bool check_security(struct ctx *c, long gpu_index)
 		return false;
 	for (size_t i = 0; i < pod->n_init_containers; i++) {
 		const struct wl_container *ct = &pod->init_containers[i];
-
 		bool gpu = container_has_flavor_resource(c->p, ct);
 
 		if (check_container_security(c, ct, CT_INIT, gpu, r))
