@@ -3,8 +3,9 @@
  * the one reported (docs/users.md lists every message):
  *
  *   1. not a Pod or Job, or not a CREATE           -> allowed untouched
- *   2. no class, no flavor resource                 -> security rules in
- *      tenant namespaces; forged stamps stripped
+ *   2. no class, no flavor resource                 -> security rules
+ *      (every namespace when the pod can reach GPU nodes, else tenant
+ *      namespaces only: check_security); forged stamps stripped
  *   3. raw flavor resources without a class         -> no-tenant, raw-request,
  *      two-flavors, sharing, security; quota when the resource is one flavor
  *   4. a class: class-conflict, no-tenant, class-unknown, class-not-allowed,
@@ -18,6 +19,7 @@
 #include "base/text.h"
 #include "policy/charge.h"
 #include "policy/k8s.h"
+#include "policy/reach.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -238,10 +240,30 @@ static bool parse_count(const char *s, unsigned max, unsigned *out)
 
 /* ---- security rules --------------------------------------------------- */
 
+/*
+ * The variables through which the NVIDIA container runtime hands a
+ * container devices, whatever the device plugin allocated.
+ */
 static bool nvidia_env(const char *name)
 {
 	return strcmp(name, "NVIDIA_VISIBLE_DEVICES") == 0 ||
-	       strcmp(name, "NVIDIA_MIG_CONFIG_DEVICES") == 0;
+	       strcmp(name, "NVIDIA_MIG_CONFIG_DEVICES") == 0 ||
+	       strcmp(name, "NVIDIA_MIG_MONITOR_DEVICES") == 0;
+}
+
+/*
+ * envFrom makes variable prefix + K of every key K of its source.  The
+ * keys are unknown at admission, so an entry can make a variable that
+ * starts with NVIDIA_ exactly when its prefix (possibly empty) is a prefix
+ * of "NVIDIA_" or starts with it.
+ */
+static bool env_from_may_set_nvidia(const char *prefix)
+{
+	static const char nv[] = "NVIDIA_";
+	const char *pre = prefix ? prefix : "";
+	size_t n = strlen(pre);
+
+	return strncmp(pre, nv, n < sizeof(nv) - 1 ? n : sizeof(nv) - 1) == 0;
 }
 
 /* Values that hide every device: harmless in a container without GPUs. */
@@ -310,19 +332,108 @@ static const struct wl_volume *find_volume(const struct wl_pod *pod,
 	return NULL;
 }
 
-/* Returns true when the decision is final. */
+enum container_kind { CT_REGULAR, CT_INIT, CT_EPHEMERAL };
+
+static const char *const container_noun[] = {
+	[CT_REGULAR] = "container",
+	[CT_INIT] = "init container",
+	[CT_EPHEMERAL] = "ephemeral container",
+};
+
+/* "it asks for class big", the parenthesis of a reach-only message. */
+static void reach_text(const struct reach *r, char *buf, size_t size)
+{
+	switch (r->cause) {
+	case REACH_CLASS:
+		snprintf(buf, size, "it asks for class %.63s", r->class_name);
+		return;
+	case REACH_RESOURCE:
+		snprintf(buf, size, "it asks for %.100s", r->resource);
+		return;
+	case REACH_TOLERATION:
+		snprintf(buf, size,
+			 "it tolerates the %.100s taint of flavor %.63s",
+			 r->taint->key, r->flavor->name);
+		return;
+	case REACH_NODE_SELECTOR:
+		snprintf(buf, size,
+			 "its nodeSelector %.100s=%.63s selects flavor %.63s",
+			 r->selector->key, r->selector->value, r->flavor->name);
+		return;
+	case REACH_NONE:
+		break;
+	}
+	snprintf(buf, size, "-");
+}
+
+/* A privileged container that is not a GPU container, in a pod that can
+ * reach GPU nodes. */
+static bool deny_privileged(struct ctx *c, const struct wl_container *ct,
+			    enum container_kind kind, const struct reach *r)
+{
+	char why[300];
+
+	reach_text(r, why, sizeof(why));
+	return violate(c, "security",
+		       "%s \"%s\" is privileged and the pod can reach GPU "
+		       "nodes (%s); a privileged container sees every GPU on "
+		       "the node: remove securityContext.privileged%s",
+		       container_noun[kind], ct->name ? ct->name : "", why,
+		       kind == CT_EPHEMERAL
+			       ? " (kubectl debug --profile=sysadmin sets it)"
+			       : "");
+}
+
+/* envFrom entry e of ct, which could make an NVIDIA_ variable. */
+static bool deny_env_from(struct ctx *c, const struct wl_container *ct,
+			  enum container_kind kind, size_t e,
+			  const struct reach *r)
+{
+	const struct wl_env_from *ef = &ct->env_from[e];
+	char why[300], src[300], pre[100];
+
+	reach_text(r, why, sizeof(why));
+	if (ef->source == WL_ENV_OTHER)
+		snprintf(src, sizeof(src), "envFrom[%zu]", e);
+	else
+		snprintf(src, sizeof(src), "%s \"%.253s\"",
+			 ef->source == WL_ENV_SECRET ? "secret" : "configMap",
+			 ef->name ? ef->name : "");
+	if (ef->prefix && ef->prefix[0])
+		snprintf(pre, sizeof(pre), "with prefix \"%.63s\"", ef->prefix);
+	else
+		snprintf(pre, sizeof(pre), "without a prefix");
+	return violate(c, "security",
+		       "%s \"%s\" takes env from %s %s and the pod can reach "
+		       "GPU nodes (%s); its keys could make variables that "
+		       "start with NVIDIA_, such as NVIDIA_VISIBLE_DEVICES, "
+		       "which bypasses the device plugin's GPU isolation: set "
+		       "a prefix that does not start with NVIDIA_ (e.g. "
+		       "prefix: APP_)",
+		       container_noun[kind], ct->name ? ct->name : "", src, pre,
+		       why);
+}
+
+/*
+ * Returns true when the decision is final.  gpu: the container gets GPUs;
+ * r: why the pod can reach GPU nodes, or NULL when it cannot.
+ */
 static bool check_container_security(struct ctx *c, const struct wl_container *ct,
-				     bool gpu)
+				     enum container_kind kind, bool gpu,
+				     const struct reach *r)
 {
 	const struct wl_pod *pod = &c->wl->pod;
+	const char *noun = container_noun[kind];
 	const char *name = ct->name ? ct->name : "";
 
 	if (gpu && ct->privileged &&
 	    violate(c, "security",
-		    "container \"%s\" is privileged; a privileged GPU container "
+		    "%s \"%s\" is privileged; a privileged GPU container "
 		    "bypasses the device plugin's isolation: remove "
 		    "securityContext.privileged",
-		    name))
+		    noun, name))
+		return true;
+	if (!gpu && ct->privileged && r && deny_privileged(c, ct, kind, r))
 		return true;
 	for (size_t e = 0; e < ct->n_env; e++) {
 		if (!ct->env[e].key || !nvidia_env(ct->env[e].key))
@@ -330,12 +441,16 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 		if (!gpu && env_hides_devices(ct->env[e].value))
 			continue;
 		if (violate(c, "security",
-			    "container \"%s\" sets %s, which bypasses the device "
+			    "%s \"%s\" sets %s, which bypasses the device "
 			    "plugin's GPU isolation: remove it and ask for GPUs "
 			    "with a class",
-			    name, ct->env[e].key))
+			    noun, name, ct->env[e].key))
 			return true;
 	}
+	for (size_t e = 0; r && e < ct->n_env_from; e++)
+		if (env_from_may_set_nvidia(ct->env_from[e].prefix) &&
+		    deny_env_from(c, ct, kind, e, r))
+			return true;
 	for (size_t m = 0; m < ct->n_mounts; m++) {
 		const struct wl_volume *v;
 		char src[512];
@@ -350,10 +465,10 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 			continue;
 		/* Quote what the user wrote: that is what they will look for. */
 		if (violate(c, "security",
-			    "container \"%s\" mounts host path %.200s%s%.200s (volume "
+			    "%s \"%s\" mounts host path %.200s%s%.200s (volume "
 			    "\"%s\"), which bypasses the device plugin's GPU "
 			    "isolation: remove the hostPath volume",
-			    name, v->host_path,
+			    noun, name, v->host_path,
 			    ct->mounts[m].sub_path ? " with subPath " : "",
 			    ct->mounts[m].sub_path ? ct->mounts[m].sub_path : "",
 			    v->name))
@@ -363,19 +478,36 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 }
 
 /*
- * Security rules for every container of a pod in a tenant namespace.  A
- * container counts as a GPU container when it is the class's GPU container
- * (gpu_index) or asks for a flavor resource itself.
+ * Security rules over every container of the pod: init, regular and
+ * ephemeral.  A pod that can reach GPU nodes (policy/reach.h; a class
+ * label counts) gets all of them, in every namespace the webhooks see:
+ * no container may be privileged or take env from a source that could
+ * set NVIDIA_ variables.  Any other pod gets the env and hostPath rules,
+ * in tenant namespaces only (outside them, e.g. in a device plugin's own
+ * namespace, such a pod is not gpugate's business).  A container is a GPU
+ * container when it is the class's (gpu_index) or asks for a flavor
+ * resource itself: its privileged denial says so, and
+ * NVIDIA_VISIBLE_DEVICES=void is no excuse there.
  */
 static bool check_security(struct ctx *c, long gpu_index)
 {
 	const struct wl_pod *pod = &c->wl->pod;
+	const char *cls =
+		pod_or_job_label(c->wl, policy_settings(c->p)->class_label);
+	struct reach why;
+	const struct reach *r = &why;
 
+	if (cls)
+		why = (struct reach){.cause = REACH_CLASS, .class_name = cls};
+	else if (!reach_gpu_nodes(c->p, pod, &why))
+		r = NULL;
+	if (!r && !c->out->tenant)
+		return false;
 	for (size_t i = 0; i < pod->n_init_containers; i++) {
 		const struct wl_container *ct = &pod->init_containers[i];
+		bool gpu = container_has_flavor_resource(c->p, ct);
 
-		if (check_container_security(c, ct,
-					     container_has_flavor_resource(c->p, ct)))
+		if (check_container_security(c, ct, CT_INIT, gpu, r))
 			return true;
 	}
 	for (size_t i = 0; i < pod->n_containers; i++) {
@@ -383,9 +515,13 @@ static bool check_security(struct ctx *c, long gpu_index)
 		bool gpu = (long)i == gpu_index ||
 			   container_has_flavor_resource(c->p, ct);
 
-		if (check_container_security(c, ct, gpu))
+		if (check_container_security(c, ct, CT_REGULAR, gpu, r))
 			return true;
 	}
+	for (size_t i = 0; i < pod->n_ephemeral_containers; i++)
+		if (check_container_security(c, &pod->ephemeral_containers[i],
+					     CT_EPHEMERAL, false, r))
+			return true;
 	return false;
 }
 
@@ -1224,7 +1360,7 @@ static void judge(struct ctx *c)
 						    NULL);
 		if (raw)
 			decide_raw(c, raw);
-		else if (out->tenant)
+		else
 			check_security(c, -1);
 	}
 	if (!out->allowed)
@@ -1450,4 +1586,20 @@ void decide(const struct decide_input *in, const struct usage_view *usage,
 		     out->claim.units, out->claim.may_borrow, usage ? usage : &quota_no_usage,
 		     &q);
 	decide_quota(in, out, &q);
+}
+
+/* ---- ephemeral containers --------------------------------------------- */
+
+void decide_ephemeral(const struct decide_input *in, struct decision *out)
+{
+	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
+
+	init_decision(in, out);
+	if (in->wl->kind != WL_POD)
+		return;
+	out->tenant = policy_tenant_for_namespace(in->policy,
+						  in->wl->namespace);
+	if (out->tenant)
+		out->mode = out->tenant->mode;
+	check_security(&c, -1);
 }

@@ -154,6 +154,15 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 		  const struct quota_result *q);
 
 /*
+ * An UPDATE of a Pod's ephemeralcontainers subresource (kubectl debug),
+ * at /validate: in->wl is the whole Pod as it will be, its
+ * spec.ephemeralContainers included.  Only the security rules run, over
+ * every container (SPEC section 4); nothing is mapped or charged, so
+ * out->plan stays inactive and out->claim unneeded.
+ */
+void decide_ephemeral(const struct decide_input *in, struct decision *out);
+
+/*
  * Convenience for callers without a ledger (explain, tests): runs both
  * steps with the given usage view (NULL: nothing in use).
  */

@@ -701,7 +701,8 @@ static void check_checkpoint(struct vctx *v)
 			    name);
 		else if (strcmp(name, "GPUGATE_PREEMPTIBLE") == 0 ||
 			 strcmp(name, "NVIDIA_VISIBLE_DEVICES") == 0 ||
-			 strcmp(name, "NVIDIA_MIG_CONFIG_DEVICES") == 0)
+			 strcmp(name, "NVIDIA_MIG_CONFIG_DEVICES") == 0 ||
+			 strcmp(name, "NVIDIA_MIG_MONITOR_DEVICES") == 0)
 			err(v, LINE(), "checkpoint: env \"%s\" is reserved", name);
 		for (unsigned j = 0; j < i; j++)
 			if (strncmp(c->env[j], kv, n + 1) == 0) {

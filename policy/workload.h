@@ -43,6 +43,28 @@ struct wl_mount {
 	const char *sub_path; /* subPath (or subPathExpr, unexpanded), or NULL */
 };
 
+/* Where an envFrom entry takes its variables from. */
+enum wl_env_source {
+	WL_ENV_OTHER,      /* neither configMapRef nor secretRef */
+	WL_ENV_CONFIG_MAP, /* configMapRef */
+	WL_ENV_SECRET,     /* secretRef */
+};
+
+/* One envFrom entry: every key K of the source becomes variable prefix+K. */
+struct wl_env_from {
+	enum wl_env_source source;
+	const char *name;   /* configMapRef.name or secretRef.name, or NULL */
+	const char *prefix; /* NULL when absent (same as "") */
+};
+
+/* A pod toleration (spec.tolerations[]); absent fields are NULL. */
+struct wl_toleration {
+	const char *key;
+	const char *op;     /* "Exists", "Equal", or NULL (means Equal) */
+	const char *value;
+	const char *effect; /* NULL: every effect */
+};
+
 struct wl_container {
 	const char *name;
 	const struct wl_resource *limits;
@@ -57,7 +79,11 @@ struct wl_container {
 	bool has_pre_stop;
 	const char *const *pre_stop_exec; /* lifecycle.preStop.exec.command */
 	size_t n_pre_stop_exec;
-	const char *restart_policy;  /* init containers: "Always" is a sidecar */
+	const struct wl_env_from *env_from;
+	size_t n_env_from;
+	/* restartPolicy of an init container ("Always": a native sidecar),
+	 * NULL when absent. */
+	const char *restart_policy;
 };
 
 struct wl_volume {
@@ -84,6 +110,13 @@ struct wl_pod {
 	bool has_grace;
 	int64_t grace;              /* terminationGracePeriodSeconds */
 	const char *restart_policy;
+	/* spec.ephemeralContainers (kubectl debug): they never ask for
+	 * resources; name, env, envFrom, volumeMounts and privileged are
+	 * set. */
+	const struct wl_container *ephemeral_containers;
+	size_t n_ephemeral_containers;
+	const struct wl_toleration *tolerations;
+	size_t n_tolerations;
 };
 
 struct workload {

@@ -168,6 +168,48 @@ static const struct wl_resource *resources(struct fx *x, const json_t *res,
 	return r;
 }
 
+/* envFrom: the source of each entry, its name and its prefix. */
+static void env_from(struct fx *x, const json_t *c, const char *path,
+		     struct wl_container *out)
+{
+	const json_t *arr = member(x, c, "envFrom", JSON_ARRAY, path);
+	struct wl_env_from *e;
+	size_t i;
+	json_t *item;
+
+	if (!arr)
+		return;
+	e = alloc(x, json_array_size(arr), sizeof(*e));
+	if (!e)
+		return;
+	json_array_foreach(arr, i, item) {
+		char ep[256], rp[288];
+		const json_t *ref;
+
+		sub(ep, sizeof(ep), path, "envFrom", (long)i);
+		if (!json_is_object(item)) {
+			bad(x, ep, "is not an object");
+			return;
+		}
+		e[i].prefix = string(x, item, "prefix", ep);
+		ref = member(x, item, "configMapRef", JSON_OBJECT, ep);
+		if (ref) {
+			sub(rp, sizeof(rp), ep, "configMapRef", -1);
+			e[i].source = WL_ENV_CONFIG_MAP;
+			e[i].name = string(x, ref, "name", rp);
+			continue;
+		}
+		ref = member(x, item, "secretRef", JSON_OBJECT, ep);
+		if (ref) {
+			sub(rp, sizeof(rp), ep, "secretRef", -1);
+			e[i].source = WL_ENV_SECRET;
+			e[i].name = string(x, ref, "name", rp);
+		}
+	}
+	out->env_from = e;
+	out->n_env_from = json_array_size(arr);
+}
+
 static void container(struct fx *x, const json_t *c, const char *path,
 		      struct wl_container *out)
 {
@@ -178,7 +220,6 @@ static void container(struct fx *x, const json_t *c, const char *path,
 		return;
 	}
 	out->name = string(x, c, "name", path);
-	out->restart_policy = string(x, c, "restartPolicy", path);
 	res = member(x, c, "resources", JSON_OBJECT, path);
 	if (res) {
 		char rp[256];
@@ -209,6 +250,7 @@ static void container(struct fx *x, const json_t *c, const char *path,
 		out->env = e;
 		out->n_env = json_array_size(env);
 	}
+	env_from(x, c, path, out);
 	mounts = member(x, c, "volumeMounts", JSON_ARRAY, path);
 	if (mounts) {
 		struct wl_mount *m = alloc(x, json_array_size(mounts), sizeof(*m));
@@ -237,6 +279,7 @@ static void container(struct fx *x, const json_t *c, const char *path,
 	sc = member(x, c, "securityContext", JSON_OBJECT, path);
 	priv = sc ? jget(sc, "privileged") : NULL;
 	out->privileged = priv && json_is_true(priv);
+	out->restart_policy = string(x, c, "restartPolicy", path);
 	lc = member(x, c, "lifecycle", JSON_OBJECT, path);
 	pre = lc ? jget(lc, "preStop") : NULL;
 	out->has_pre_stop = pre && json_is_object(pre);
@@ -313,6 +356,38 @@ static void volumes(struct fx *x, const json_t *spec, const char *path,
 	pod->n_volumes = json_array_size(arr);
 }
 
+/*
+ * spec.tolerations, read leniently: a list of the wrong type is reported
+ * by apply_plan(), which must extend it ("cannot mutate the Pod:
+ * tolerations is not a list"); an entry that is not an object is left
+ * out, and a field that is not a string reads as absent.  The apiserver
+ * sends neither.
+ */
+static void tolerations(struct fx *x, const json_t *spec, struct wl_pod *pod)
+{
+	const json_t *arr = jget(spec, "tolerations");
+	struct wl_toleration *t;
+	size_t i, n = 0;
+	json_t *item;
+
+	if (!arr || !json_is_array(arr) || json_array_size(arr) == 0)
+		return;
+	t = alloc(x, json_array_size(arr), sizeof(*t));
+	if (!t)
+		return;
+	json_array_foreach(arr, i, item) {
+		if (!json_is_object(item))
+			continue;
+		t[n].key = json_string_value(jget(item, "key"));
+		t[n].op = json_string_value(jget(item, "operator"));
+		t[n].value = json_string_value(jget(item, "value"));
+		t[n].effect = json_string_value(jget(item, "effect"));
+		n++;
+	}
+	pod->tolerations = t;
+	pod->n_tolerations = n;
+}
+
 /* metadata + spec of a pod (a Pod, or a Job's spec.template). */
 static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 		      const char *mpath, const char *spath, struct wl_pod *pod)
@@ -328,6 +403,9 @@ static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 				     &pod->n_containers);
 	pod->init_containers = containers(x, spec, "initContainers", spath,
 					  &pod->n_init_containers);
+	pod->ephemeral_containers = containers(x, spec, "ephemeralContainers",
+					       spath,
+					       &pod->n_ephemeral_containers);
 	volumes(x, spec, spath, pod);
 	pod->node_selector = string_map(x, spec, "nodeSelector", spath,
 					&pod->n_node_selector);
@@ -340,6 +418,7 @@ static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 		pod->grace = json_integer_value(grace);
 	}
 	pod->restart_policy = string(x, spec, "restartPolicy", spath);
+	tolerations(x, spec, pod);
 }
 
 static void owner_job(struct fx *x, const json_t *meta, struct workload *wl)

@@ -103,6 +103,19 @@ static int mutate(const struct policy *p, const struct review *rv,
 	return ev->patch_ops < 0 ? -1 : 0;
 }
 
+/*
+ * kubectl debug: an UPDATE of subresource ephemeralcontainers of a Pod,
+ * whose object is the whole Pod with its new spec.ephemeralContainers.
+ * Judged at /validate only (the only webhook it is registered for).
+ */
+static bool is_ephemeral_update(const struct review *rv,
+				enum handler_endpoint ep)
+{
+	return ep == HANDLER_VALIDATE && rv->kind == WL_POD &&
+	       rv->op == WL_UPDATE && rv->object &&
+	       strcmp(rv->sub_resource, "ephemeralcontainers") == 0;
+}
+
 int handler_evaluate(const struct policy *p, const struct review *rv,
 		     enum handler_endpoint ep, struct usage_store *u,
 		     struct evaluation *ev)
@@ -113,10 +126,11 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		.wl = &ev->wl,
 		.phase = ep == HANDLER_MUTATE ? DECIDE_MUTATE : DECIDE_VALIDATE,
 	};
+	bool debug = is_ephemeral_update(rv, ep);
 
-	/* Subresources (binding, status, ephemeralcontainers) are not
-	 * creations of a workload. */
-	if (rv->sub_resource[0])
+	/* Subresources (binding, status) are not creations of a workload;
+	 * the one that adds ephemeral containers is judged (below). */
+	if (rv->sub_resource[0] && !debug)
 		obj = NULL;
 	if (rv->op == WL_DELETE)
 		obj = rv->old_object;
@@ -128,6 +142,11 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 	}
 	if (extract(rv, obj, ev) < 0)
 		return -1;
+	if (debug) {
+		if (!ev->bad_request)
+			decide_ephemeral(&in, &ev->dec);
+		return 0;
+	}
 	if (!ev->bad_request && rv->op == WL_UPDATE && rv->old_object &&
 	    rv->kind != WL_OTHER) {
 		struct diag d;

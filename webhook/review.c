@@ -63,7 +63,7 @@ static enum wl_kind kind_of(const json_t *gvk)
  */
 #define UNREAD_POD_SPEC(spec)                                                  \
 	spec "/containers|initContainers|ephemeralContainers/[]/"                \
-	     "image|command|args|workingDir|ports|envFrom|livenessProbe|"        \
+	     "image|command|args|workingDir|ports|livenessProbe|"                \
 	     "readinessProbe|startupProbe|terminationMessagePath|"               \
 	     "terminationMessagePolicy|imagePullPolicy|resizePolicy|stdin|"      \
 	     "stdinOnce|tty",                                                    \

@@ -589,13 +589,16 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
                           clientConfig={"url": f"{url}/mutate", "caBundle": ca_bundle},
                           rules=rules(["CREATE"]), reinvocationPolicy="IfNeeded")],
     }
+    # kubectl debug: the whole Pod with its new spec.ephemeralContainers.
+    debug = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+             "resources": ["pods/ephemeralcontainers"], "scope": "Namespaced"}
     validating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": config_name},
         "webhooks": [dict(common, name="validate.gpugate.io",
                           clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle},
-                          rules=rules(["CREATE", "UPDATE", "DELETE"]))],
+                          rules=rules(["CREATE", "UPDATE", "DELETE"]) + [debug])],
     }
     return [mutating, validating]
 

@@ -571,10 +571,91 @@ def test_privileged_gpu_container(client):
            "the device plugin's isolation: remove securityContext.privileged")
 
 
-def test_privileged_non_gpu_container_is_fine(client):
+def reaches(why: str) -> str:
+    return f"and the pod can reach GPU nodes ({why})"
+
+
+PRIVILEGED_FIX = ("a privileged container sees every GPU on the node: remove "
+                  "securityContext.privileged")
+
+
+def test_privileged_sidecar_of_a_class_pod(client):
+    # The sidecar gets no GPUs, but privileged on a GPU node it sees them all.
     obj = pod(cls="train-small", containers=[
         container("main"), container("net", securityContext={"privileged": True})])
+    msg = (f'gpugate: container "net" is privileged {reaches("it asks for class train-small")}; '
+           + PRIVILEGED_FIX)
+    denied(client.admit("mutate", obj), msg)
+    native = pod(cls="train-small", containers=[container("main")], initContainers=[
+        container("proxy", restartPolicy="Always", securityContext={"privileged": True})])
+    denied(client.admit("mutate", native),
+           f'gpugate: init container "proxy" is privileged '
+           f'{reaches("it asks for class train-small")}; ' + PRIVILEGED_FIX)
+
+
+@pytest.mark.parametrize("ns", ["research", "default"])
+def test_privileged_pod_that_tolerates_the_gpu_taint(client, ns):
+    # No class, no GPU request, and in "default" no tenant: the toleration
+    # lets it onto GPU nodes.
+    obj = pod("agent", ns, containers=[container("agent", securityContext={"privileged": True})],
+              tolerations=[dict(GPU_TOLERATION)])
+    msg = (f'gpugate: container "agent" is privileged '
+           f'{reaches("it tolerates the nvidia.com/gpu taint of flavor h100-80gb")}; '
+           + PRIVILEGED_FIX)
+    denied(client.admit("mutate", obj), msg)
+    denied(client.admit("validate", obj, dry_run=True), msg)
+    # Another taint: it cannot reach GPU nodes, privileged is its business.
+    obj["spec"]["tolerations"] = [{"key": "node-role.kubernetes.io/infra",
+                                   "operator": "Exists", "effect": "NoSchedule"}]
     assert client.admit("mutate", obj).allowed
+    assert client.admit("validate", obj, dry_run=True).allowed
+
+
+def test_privileged_pod_that_selects_gpu_nodes_outside_tenants(client):
+    obj = pod("agent", "default",
+              containers=[container("agent", securityContext={"privileged": True})],
+              nodeSelector={"nvidia.com/gpu.product": "NVIDIA-L4"})
+    denied(client.admit("mutate", obj),
+           f'gpugate: container "agent" is privileged '
+           f'{reaches("its nodeSelector nvidia.com/gpu.product=NVIDIA-L4 selects flavor l4-shared")}'
+           '; ' + PRIVILEGED_FIX)
+    obj["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "none"}
+    assert client.admit("mutate", obj).allowed
+
+
+def env_from_message(who: str, source: str, prefix: str | None, why: str) -> str:
+    pre = f'with prefix "{prefix}"' if prefix else "without a prefix"
+    return (f'gpugate: {who} takes env from {source} {pre} '
+            f'{reaches(why)}; its keys could make variables that start with NVIDIA_, such as '
+            "NVIDIA_VISIBLE_DEVICES, which bypasses the device plugin's GPU isolation: set a "
+            "prefix that does not start with NVIDIA_ (e.g. prefix: APP_)")
+
+
+def test_env_from_that_could_set_nvidia_variables(client):
+    for prefix in (None, "NV", "NVIDIA_", "NVIDIA_X"):
+        src = {"configMapRef": {"name": "trainer-env"}}
+        if prefix is not None:
+            src["prefix"] = prefix
+        obj = pod(cls="train-small", containers=[container(envFrom=[src])])
+        denied(client.admit("mutate", obj),
+               env_from_message('container "main"', 'configMap "trainer-env"', prefix,
+                                "it asks for class train-small"))
+    obj = pod(cls="train-small", containers=[container(envFrom=[
+        {"secretRef": {"name": "creds"}, "prefix": "APP_"},
+        {"configMapRef": {"name": "trainer-env"}, "prefix": "TRAINER_"}])])
+    m, p, v = mutate_then_validate(client, obj)
+    assert v.allowed, v
+    # A pod that cannot reach GPU nodes keeps what it had before.
+    plain = pod(containers=[container(envFrom=[{"secretRef": {"name": "creds"}}])])
+    assert client.admit("mutate", plain).allowed
+
+
+def test_nvidia_mig_monitor_devices(client):
+    obj = pod(cls="inference-mig", namespace="product-inference",
+              containers=[container(env=[{"name": "NVIDIA_MIG_MONITOR_DEVICES", "value": "all"}])])
+    denied(client.admit("mutate", obj),
+           'gpugate: container "main" sets NVIDIA_MIG_MONITOR_DEVICES, which bypasses the device '
+           "plugin's GPU isolation: remove it and ask for GPUs with a class")
 
 
 @pytest.mark.parametrize("var", ["NVIDIA_VISIBLE_DEVICES", "NVIDIA_MIG_CONFIG_DEVICES"])
@@ -773,6 +854,46 @@ def test_status_subresource_update_is_not_a_creation(client):
     obj = pod(cls="inference-mig")
     a = client.admit("mutate", obj, operation="UPDATE", old=obj, sub_resource="status")
     assert a.allowed and a.patch is None
+
+
+def debugged(admitted: dict, **ephemeral) -> dict:
+    """The Pod `kubectl debug` sends to the ephemeralcontainers subresource."""
+    obj = copy.deepcopy(admitted)
+    c = {"name": "debugger-7xk2q", "image": "busybox", "targetContainerName": "main",
+         "stdin": True, "tty": True, "terminationMessagePolicy": "File",
+         "imagePullPolicy": "Always"}
+    c.update(ephemeral)
+    obj["spec"]["ephemeralContainers"] = [c]
+    return obj
+
+
+def test_kubectl_debug_is_judged_at_validate(client):
+    admitted = client.admit("mutate", pod(cls="train-small")).patched()
+    obj = debugged(admitted, securityContext={"privileged": True})
+    msg = ('gpugate: ephemeral container "debugger-7xk2q" is privileged and the pod can reach '
+           'GPU nodes (it asks for class train-small); a privileged container sees every GPU '
+           'on the node: remove securityContext.privileged (kubectl debug --profile=sysadmin '
+           'sets it)')
+    a = client.admit("validate", obj, operation="UPDATE", old=admitted,
+                     sub_resource="ephemeralcontainers", dry_run=True)
+    denied(a, msg)
+    # Through envFrom, in a pod that only tolerates the GPU taint.
+    plain = pod(tolerations=[dict(GPU_TOLERATION)])
+    obj = debugged(plain, envFrom=[{"configMapRef": {"name": "debug-env"}}])
+    denied(client.admit("validate", obj, operation="UPDATE", old=plain,
+                        sub_resource="ephemeralcontainers", dry_run=True),
+           env_from_message('ephemeral container "debugger-7xk2q"', 'configMap "debug-env"',
+                            None, "it tolerates the nvidia.com/gpu taint of flavor h100-80gb"))
+    # An unprivileged debugger is admitted without a word; /mutate, which
+    # is not registered for the subresource, leaves every one alone.
+    obj = debugged(admitted)
+    a = client.admit("validate", obj, operation="UPDATE", old=admitted,
+                     sub_resource="ephemeralcontainers", dry_run=True)
+    assert a.allowed and a.patch is None and a.warnings == [], a
+    obj = debugged(admitted, securityContext={"privileged": True})
+    a = client.admit("mutate", obj, operation="UPDATE", old=admitted,
+                     sub_resource="ephemeralcontainers")
+    assert a.allowed and a.patch is None and a.warnings == [], a
 
 
 def test_create_with_generate_name(client):

@@ -709,6 +709,417 @@ Test(decide, host_device_mounts)
 	done(&r);
 }
 
+/* ---- isolation over the whole pod ----------------------------------------
+ * Pods that can reach GPU nodes (a class, a flavor resource, a flavor's
+ * taint tolerated, a flavor's node label selected: policy/reach.h), in
+ * every namespace.  Suite policy: h100 tolerates nvidia.com/gpu and selects
+ * gpu=h100; mig-1g selects gpu=a100; "web" belongs to no tenant. */
+
+#define PRIV "\"securityContext\":{\"privileged\":true}"
+#define GPU_TOLERATION                                                    \
+	"\"tolerations\":[{\"key\":\"nvidia.com/gpu\",\"operator\":\"Exists\"," \
+	"\"effect\":\"NoSchedule\"}]"
+
+/* A pod whose only container "app" takes its env from configMap "cfg"
+ * with this prefix field ("" for none). */
+static void run_env_from(struct run *r, const char *labels, const char *prefix)
+{
+	char json[1024];
+
+	snprintf(json, sizeof(json),
+		 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":"
+		 "\"p\",\"labels\":{%s}},\"spec\":{\"containers\":[{\"name\":"
+		 "\"app\",\"envFrom\":[{\"configMapRef\":{\"name\":\"cfg\"}%s}]}]}}",
+		 labels, prefix);
+	run(r, "research", json, DECIDE_MUTATE);
+}
+
+/* The ephemeralcontainers subresource: the whole pod at /validate. */
+static void run_ephemeral(struct run *r, const char *ns, const char *json)
+{
+	json_error_t e;
+	struct diag d;
+	struct decide_input in = {.policy = P, .wl = &r->wl,
+				  .phase = DECIDE_VALIDATE};
+
+	arena_init(&r->arena);
+	r->obj = json_loads(json, 0, &e);
+	cr_assert_not_null(r->obj, "bad test JSON: %s: %s", e.text, json);
+	memset(&r->wl, 0, sizeof(r->wl));
+	r->wl.kind = WL_POD;
+	r->wl.op = WL_UPDATE;
+	r->wl.namespace = ns;
+	diag_init(&d);
+	cr_assert_eq(facts_extract(r->obj, &r->wl, &r->arena, &d), 0, "%s",
+		     diag_text(&d));
+	decide_ephemeral(&in, &r->dec);
+}
+
+Test(decide, privileged_sidecar_of_a_class_pod)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"containers\":[{\"name\":\"main\"},{\"name\":\"net\"," PRIV "}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"net\" is privileged and the pod can "
+		      "reach GPU nodes (it asks for class small); a privileged "
+		      "container sees every GPU on the node: remove "
+		      "securityContext.privileged");
+	done(&r);
+	/* A native sidecar is an init container. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"initContainers\":[{\"name\":\"proxy\",\"restartPolicy\":"
+		"\"Always\"," PRIV "}],\"containers\":[{\"name\":\"main\"}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: init container \"proxy\" is privileged and the pod "
+		      "can reach GPU nodes (it asks for class small); a privileged "
+		      "container sees every GPU on the node: remove "
+		      "securityContext.privileged");
+	done(&r);
+}
+
+Test(decide, privileged_container_of_a_raw_gpu_pod)
+{
+	struct policy *saved = use_policy(
+		"version: 1\n"
+		"settings: {rawGpuRequests: allow}\n"
+		"flavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+		"     gpusPerNode: 8}\n"
+		"classes: []\n"
+		"tenants: [{name: t, namespaces: [t], quota: [{flavor: h100, nominal: 8}]}]\n");
+	struct run r;
+
+	run(&r, "t",
+	    POD("\"app\":\"x\"",
+		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"1\"}}},{\"name\":\"agent\"," PRIV "}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"agent\" is privileged and the pod can "
+		      "reach GPU nodes (it asks for nvidia.com/gpu); a privileged "
+		      "container sees every GPU on the node: remove "
+		      "securityContext.privileged");
+	done(&r);
+	restore(saved);
+}
+
+Test(decide, privileged_only_in_a_pod_that_tolerates_a_flavor_taint)
+{
+	struct run r;
+
+	/* No tenant, no class, no GPU request: the toleration is enough. */
+	run(&r, "web",
+	    POD("\"app\":\"x\"",
+		"{" GPU_TOLERATION ",\"containers\":[{\"name\":\"agent\"," PRIV "}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"agent\" is privileged and the pod can "
+		      "reach GPU nodes (it tolerates the nvidia.com/gpu taint of "
+		      "flavor h100); a privileged container sees every GPU on the "
+		      "node: remove securityContext.privileged");
+	done(&r);
+	/* Tolerating everything tolerates that taint too. */
+	run(&r, "web",
+	    POD("\"app\":\"x\"",
+		"{\"tolerations\":[{\"operator\":\"Exists\"}],\"containers\":"
+		"[{\"name\":\"agent\"," PRIV "}]}"),
+	    DECIDE_VALIDATE);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.rule, "security");
+	done(&r);
+	/* Another taint, another node label: no GPU node, privileged is the
+	 * pod's business, in a tenant's namespace or not. */
+	for (size_t i = 0; i < 2; i++) {
+		static const char *const namespaces[] = {"research", "web"};
+
+		run(&r, namespaces[i],
+		    POD("\"app\":\"x\"",
+			"{\"nodeSelector\":{\"gpu\":\"none\"},\"tolerations\":[{\"key\":"
+			"\"node-role.kubernetes.io/infra\",\"operator\":\"Exists\"}],"
+			"\"initContainers\":[{\"name\":\"setup\"," PRIV "}],"
+			"\"containers\":[{\"name\":\"agent\"," PRIV "}]}"),
+		    DECIDE_MUTATE);
+		cr_expect(r.dec.allowed, "%s: %s", namespaces[i], r.dec.message);
+		done(&r);
+	}
+}
+
+Test(decide, privileged_pod_that_selects_a_flavor_node_label)
+{
+	struct run r;
+
+	run(&r, "web",
+	    POD("\"app\":\"x\"",
+		"{\"nodeSelector\":{\"gpu\":\"a100\"},\"containers\":[{\"name\":"
+		"\"agent\"," PRIV "}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"agent\" is privileged and the pod can "
+		      "reach GPU nodes (its nodeSelector gpu=a100 selects flavor "
+		      "mig-1g); a privileged container sees every GPU on the node: "
+		      "remove securityContext.privileged");
+	done(&r);
+}
+
+Test(decide, outside_tenants_a_reaching_pod_gets_every_rule)
+{
+	struct run r;
+
+	run(&r, "web",
+	    POD("\"app\":\"x\"",
+		"{" GPU_TOLERATION ",\"containers\":[{\"name\":\"m\",\"env\":[{"
+		"\"name\":\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"all\"}]}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"m\" sets NVIDIA_VISIBLE_DEVICES, which "
+		      "bypasses the device plugin's GPU isolation: remove it and ask "
+		      "for GPUs with a class");
+	done(&r);
+	run(&r, "web",
+	    POD("\"app\":\"x\"",
+		"{\"nodeSelector\":{\"gpu\":\"h100\"},\"volumes\":[{\"name\":\"dev\","
+		"\"hostPath\":{\"path\":\"/dev\"}}],\"containers\":[{\"name\":\"m\","
+		"\"volumeMounts\":[{\"name\":\"dev\",\"mountPath\":\"/host/dev\"}]}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"m\" mounts host path /dev (volume \"dev\"), "
+		      "which bypasses the device plugin's GPU isolation: remove the "
+		      "hostPath volume");
+	done(&r);
+	/* Hiding devices is still harmless in a container without GPUs. */
+	run(&r, "web",
+	    POD("\"app\":\"x\"",
+		"{" GPU_TOLERATION ",\"containers\":[{\"name\":\"m\",\"env\":[{"
+		"\"name\":\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"none\"}]}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+}
+
+Test(decide, outside_tenants_the_settings_mode_applies)
+{
+	struct policy *saved = use_policy(
+		"version: 1\n"
+		"settings: {mode: warn}\n"
+		"flavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+		"     nodeSelector: [\"gpu=h100\"], gpusPerNode: 8}\n"
+		"classes: []\n"
+		"tenants: []\n");
+	struct run r;
+
+	run(&r, "web",
+	    POD("\"app\":\"x\"",
+		"{\"nodeSelector\":{\"gpu\":\"h100\"},\"containers\":[{\"name\":"
+		"\"agent\"," PRIV "}]}"),
+	    DECIDE_VALIDATE);
+	cr_assert(r.dec.allowed);
+	cr_assert(r.dec.violation);
+	cr_assert_eq(r.dec.mode, POLICY_MODE_WARN);
+	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_str_eq(r.dec.warnings[0],
+			 "gpugate: container \"agent\" is privileged and the pod can "
+			 "reach GPU nodes (its nodeSelector gpu=h100 selects flavor "
+			 "h100); a privileged container sees every GPU on the node: "
+			 "remove securityContext.privileged");
+	done(&r);
+	restore(saved);
+}
+
+Test(decide, nvidia_mig_monitor_devices)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"containers\":[{\"name\":\"main\",\"env\":[{\"name\":"
+		"\"NVIDIA_MIG_MONITOR_DEVICES\",\"value\":\"all\"}]}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: container \"main\" sets NVIDIA_MIG_MONITOR_DEVICES, "
+		      "which bypasses the device plugin's GPU isolation: remove it "
+		      "and ask for GPUs with a class");
+	done(&r);
+}
+
+Test(decide, env_from_that_could_set_nvidia_variables)
+{
+	static const char *const denied[][2] = {
+		{"", "without a prefix"},
+		{",\"prefix\":\"\"", "without a prefix"},
+		{",\"prefix\":\"NV\"", "with prefix \"NV\""},
+		{",\"prefix\":\"NVIDIA_\"", "with prefix \"NVIDIA_\""},
+		{",\"prefix\":\"NVIDIA_X\"", "with prefix \"NVIDIA_X\""},
+	};
+	static const char *const allowed[] = {
+		",\"prefix\":\"APP_\"", ",\"prefix\":\"NVX\"", ",\"prefix\":\"nvidia_\"",
+		",\"prefix\":\"XNVIDIA_\"",
+	};
+
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		struct run r;
+		char want[DECIDE_MESSAGE_LEN];
+
+		snprintf(want, sizeof(want),
+			 "gpugate: container \"app\" takes env from configMap \"cfg\" "
+			 "%s and the pod can reach GPU nodes (it asks for class "
+			 "small); its keys could make variables that start with "
+			 "NVIDIA_, such as NVIDIA_VISIBLE_DEVICES, which bypasses the "
+			 "device plugin's GPU isolation: set a prefix that does not "
+			 "start with NVIDIA_ (e.g. prefix: APP_)",
+			 denied[i][1]);
+		run_env_from(&r, "\"gpugate.io/class\":\"small\"", denied[i][0]);
+		expect_denied(&r, "security", want);
+		done(&r);
+	}
+	for (size_t i = 0; i < sizeof(allowed) / sizeof(allowed[0]); i++) {
+		struct run r;
+
+		run_env_from(&r, "\"gpugate.io/class\":\"small\"", allowed[i]);
+		cr_expect(r.dec.allowed, "%s: %s", allowed[i], r.dec.message);
+		done(&r);
+	}
+	/* A pod that cannot reach GPU nodes keeps what it had. */
+	{
+		struct run r;
+
+		run_env_from(&r, "\"app\":\"x\"", "");
+		cr_assert(r.dec.allowed, "%s", r.dec.message);
+		done(&r);
+	}
+}
+
+Test(decide, env_from_a_secret_in_an_init_container)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"initContainers\":[{\"name\":\"fetch\",\"envFrom\":[{\"prefix\":"
+		"\"APP_\",\"configMapRef\":{\"name\":\"a\"}},{\"secretRef\":{"
+		"\"name\":\"creds\"},\"prefix\":\"NVIDIA\"}]}],"
+		"\"containers\":[{\"name\":\"main\"}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "security",
+		      "gpugate: init container \"fetch\" takes env from secret "
+		      "\"creds\" with prefix \"NVIDIA\" and the pod can reach GPU "
+		      "nodes (it asks for class small); its keys could make "
+		      "variables that start with NVIDIA_, such as "
+		      "NVIDIA_VISIBLE_DEVICES, which bypasses the device plugin's "
+		      "GPU isolation: set a prefix that does not start with NVIDIA_ "
+		      "(e.g. prefix: APP_)");
+	done(&r);
+}
+
+#define DEBUG_POD(labels, spec_extra, ephemeral)                            \
+	POD(labels, "{" spec_extra "\"containers\":[{\"name\":\"main\","       \
+		    "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}],"   \
+		    "\"ephemeralContainers\":[" ephemeral "]}")
+
+Test(decide, privileged_ephemeral_container)
+{
+	struct run r;
+
+	run_ephemeral(&r, "research",
+		      DEBUG_POD("\"gpugate.io/class\":\"small\"", "",
+				"{\"name\":\"debugger-x\",\"targetContainerName\":"
+				"\"main\"," PRIV "}"));
+	expect_denied(&r, "security",
+		      "gpugate: ephemeral container \"debugger-x\" is privileged and "
+		      "the pod can reach GPU nodes (it asks for class small); a "
+		      "privileged container sees every GPU on the node: remove "
+		      "securityContext.privileged (kubectl debug --profile=sysadmin "
+		      "sets it)");
+	cr_assert_not(r.dec.plan.active);
+	cr_assert_not(r.dec.claim.needed);
+	done(&r);
+	/* Unprivileged, it may debug. */
+	run_ephemeral(&r, "research",
+		      DEBUG_POD("\"gpugate.io/class\":\"small\"", "",
+				"{\"name\":\"debugger-x\"}"));
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_not(r.dec.violation);
+	cr_assert_eq(r.dec.n_warnings, 0);
+	done(&r);
+	/* So may a privileged one, in a pod that cannot reach GPU nodes. */
+	for (size_t i = 0; i < 2; i++) {
+		static const char *const namespaces[] = {"research", "web"};
+
+		run_ephemeral(&r, namespaces[i],
+			      POD("\"app\":\"x\"",
+				  "{\"containers\":[{\"name\":\"main\"}],"
+				  "\"ephemeralContainers\":[{\"name\":\"dbg\"," PRIV "}]}"));
+		cr_expect(r.dec.allowed, "%s: %s", namespaces[i], r.dec.message);
+		done(&r);
+	}
+}
+
+Test(decide, ephemeral_container_env_and_host_path)
+{
+	struct run r;
+
+	run_ephemeral(&r, "web",
+		      DEBUG_POD("\"app\":\"x\"", "",
+				"{\"name\":\"dbg\",\"env\":[{\"name\":"
+				"\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"all\"}]}"));
+	expect_denied(&r, "security",
+		      "gpugate: ephemeral container \"dbg\" sets "
+		      "NVIDIA_VISIBLE_DEVICES, which bypasses the device plugin's GPU "
+		      "isolation: remove it and ask for GPUs with a class");
+	done(&r);
+	run_ephemeral(&r, "web",
+		      DEBUG_POD("\"app\":\"x\"",
+				"\"volumes\":[{\"name\":\"root\",\"hostPath\":{\"path\":"
+				"\"/\"}}],",
+				"{\"name\":\"dbg\",\"volumeMounts\":[{\"name\":\"root\","
+				"\"mountPath\":\"/host\"}]}"));
+	expect_denied(&r, "security",
+		      "gpugate: ephemeral container \"dbg\" mounts host path / (volume "
+		      "\"root\"), which bypasses the device plugin's GPU isolation: "
+		      "remove the hostPath volume");
+	done(&r);
+	run_ephemeral(&r, "web",
+		      DEBUG_POD("\"app\":\"x\"", "",
+				"{\"name\":\"dbg\",\"envFrom\":[{\"secretRef\":{"
+				"\"name\":\"s\"}}]}"));
+	expect_denied(&r, "security",
+		      "gpugate: ephemeral container \"dbg\" takes env from secret "
+		      "\"s\" without a prefix and the pod can reach GPU nodes (it asks "
+		      "for nvidia.com/gpu); its keys could make variables that start "
+		      "with NVIDIA_, such as NVIDIA_VISIBLE_DEVICES, which bypasses "
+		      "the device plugin's GPU isolation: set a prefix that does not "
+		      "start with NVIDIA_ (e.g. prefix: APP_)");
+	done(&r);
+}
+
+Test(decide, ephemeral_container_in_warn_and_audit_modes)
+{
+	struct run r;
+
+	/* Tenant sandbox warns: admitted, the denial text as a warning. */
+	run_ephemeral(&r, "sandbox",
+		      DEBUG_POD("\"gpugate.io/class\":\"small\"", "",
+				"{\"name\":\"dbg\"," PRIV "}"));
+	cr_assert(r.dec.allowed);
+	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_str_eq(r.dec.warnings[0], r.dec.message);
+	cr_assert_not(r.dec.plan.active);
+	done(&r);
+	run_ephemeral(&r, "watch",
+		      DEBUG_POD("\"gpugate.io/class\":\"small\"", "",
+				"{\"name\":\"dbg\"," PRIV "}"));
+	cr_assert(r.dec.allowed);
+	cr_assert(r.dec.violation);
+	cr_assert_eq(r.dec.n_warnings, 0);
+	done(&r);
+}
+
 Test(decide, conflicting_node_selector)
 {
 	struct run r;

@@ -289,8 +289,8 @@ static struct bad_case bad_cases[] = {
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
 	 "  gracePeriodSeconds: 999999\n  mountPath: relative/dir\n"
 	 "  claimName: \"{team}-ckpt\"\n"
-	 "  env: [\"NOEQUALS\", \"1BAD=x\", \"GPUGATE_PREEMPTIBLE=0\", \"A=1\", "
-	 "\"A=2\"]\n",
+	 "  env: [\"NOEQUALS\", \"1BAD=x\", \"GPUGATE_PREEMPTIBLE=0\", "
+	 "\"NVIDIA_MIG_MONITOR_DEVICES=all\", \"A=1\", \"A=2\"]\n",
 	 "t.yaml:6: checkpoint: gracePeriodSeconds 999999 must be between 0 and "
 	 "86400\n"
 	 "t.yaml:7: checkpoint: mountPath \"relative/dir\" must be an absolute "
@@ -300,6 +300,7 @@ static struct bad_case bad_cases[] = {
 	 "t.yaml:9: checkpoint: env \"NOEQUALS\" is not of the form NAME=value\n"
 	 "t.yaml:9: checkpoint: env name \"1BAD\" is not a valid variable name\n"
 	 "t.yaml:9: checkpoint: env \"GPUGATE_PREEMPTIBLE\" is reserved\n"
+	 "t.yaml:9: checkpoint: env \"NVIDIA_MIG_MONITOR_DEVICES\" is reserved\n"
 	 "t.yaml:9: checkpoint: env \"A\" is set twice\n"},
 	{"claim name not a name",
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
