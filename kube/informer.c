@@ -39,7 +39,10 @@ struct informer {
 	bool started;
 	char rv[128];        /* resourceVersion to resume from */
 	bool gone;           /* the watch said 410 */
+	bool failed;         /* the watch said ERROR, not 410 */
+	bool had_event;      /* this watch sent one that is not ERROR */
 	unsigned backoff;    /* ms before the next retry */
+	unsigned backoff_before; /* when this watch was asked for */
 	atomic_bool synced;
 	atomic_bool connected; /* the watch answered 200 and is open */
 	volatile bool stop;  /* what kube_get and kube_watch look at */
@@ -203,13 +206,25 @@ static int on_event(void *ctx, const char *line, size_t len)
 	if (strcmp(type, "ERROR") == 0) {
 		json_int_t code = json_integer_value(json_object_get(obj, "code"));
 
-		if (code == 410)
+		if (code == 410) {
 			inf->gone = true;
-		log_event(code == 410 ? LOG_INFO : LOG_WARN,
-			  "msg=\"watch error\" kind=%s code=%lld", inf->name,
-			  (long long)code);
+			log_event(LOG_INFO, "msg=\"watch error\" kind=%s code=410",
+				  inf->name);
+		} else {
+			/* A watch that fails before its first event did not
+			 * open, as far as the backoff goes: the open's reset is
+			 * taken back, so that an API that answers every watch
+			 * with an error is asked ever less often. */
+			inf->failed = true;
+			if (!inf->had_event)
+				inf->backoff = inf->backoff_before;
+			log_event(LOG_WARN, "msg=\"watch error\" kind=%s code=%lld "
+					    "retry_ms=%u",
+				  inf->name, (long long)code, inf->backoff);
+		}
 		rc = 1; /* end this stream */
 	} else {
+		inf->had_event = true;
 		if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
 			if (inf->on.object)
 				inf->on.object(inf->on.ctx, obj);
@@ -260,7 +275,8 @@ static void *loop(void *arg)
 			 "%s?%swatch=1&allowWatchBookmarks=true"
 			 "&timeoutSeconds=300&resourceVersion=%s",
 			 inf->path, inf->selectors, inf->rv);
-		inf->gone = false;
+		inf->gone = inf->failed = inf->had_event = false;
+		inf->backoff_before = inf->backoff;
 		diag_init(&d);
 		rc = kube_watch(inf->kube, path, inf->idle_seconds, &cb, &inf->stop,
 				&d);
@@ -269,6 +285,10 @@ static void *loop(void *arg)
 			break;
 		if (inf->gone || rc == 410) {
 			need_list = true;
+			continue;
+		}
+		if (inf->failed) { /* an ERROR event, logged */
+			backoff_nap(inf);
 			continue;
 		}
 		if (rc != 0) {

@@ -7,12 +7,14 @@
  * (allowWatchBookmarks).  A watch that ends cleanly (the server's
  * timeoutSeconds) is resumed at once from the last version seen, an
  * event's or a bookmark's.  "410 Gone" (the version is too old: an ERROR
- * event, or HTTP 410 to the watch request) starts a new list.  Failed lists
- * and broken watches are retried with exponential backoff, 0.5 s doubling
- * to 30 s, back to 0.5 s after every whole list and every watch that
- * opened.  A watch counts as connected once the server answered it 200
- * (before its first event), until it ends.  Stopping interrupts a list, a
- * watch or a backoff within about a second.
+ * event, or HTTP 410 to the watch request) starts a new list.  Failed lists,
+ * broken watches and watches ended by any other ERROR event are retried
+ * with exponential backoff, 0.5 s doubling to 30 s, back to 0.5 s after
+ * every whole list and every watch that opened; a watch whose first event
+ * is such an ERROR did not open, as far as the backoff goes.  A watch
+ * counts as connected once the server answered it 200 (before its first
+ * event), until it ends.  Stopping interrupts a list, a watch or a backoff
+ * within about a second.
  *
  * The informer keeps no objects: it tells the caller what it sees, and a
  * relist tells it that the objects of the list between relist begin and
@@ -27,7 +29,7 @@
  *   warn  msg="watch broke" kind=K status=S error="..." retry_ms=N
  *                                    (status -1: the connection broke)
  *   info  msg="watch error" kind=K code=410                 then a relist
- *   warn  msg="watch error" kind=K code=C                   resumed at once
+ *   warn  msg="watch error" kind=K code=C retry_ms=N        resumed after N
  *   info  msg="relisted" kind=K resource_version=RV         every list but
  *                                                            the first
  *
