@@ -112,8 +112,8 @@ static void list_failed(struct informer *inf, const char *error)
 /*
  * What no caller reads is checked to be JSON but not built: every object's
  * metadata.managedFields.  It is a third of a Pod's bytes, in small
- * objects, and jansson makes some 250 bytes of an empty one: a Pod of 7 KiB
- * builds to 80 KiB of values with it (docs/benchmarks.md, "Watch memory").
+ * objects, and jansson makes some 230 bytes of an empty one: a Pod of 7 KiB
+ * builds to 77 KiB of values with it (docs/benchmarks.md, "Watch memory").
  * Built once, shared by the informers; NULL (everything is built) only when
  * memory ran out.
  */
