@@ -10,6 +10,8 @@
 #   make bench-ab [BASE=REV]   class Pod /mutate req/s of REV's build against
 #                        this tree's, side by side (default BASE: the merge
 #                        base with main)
+#   make bench-feed [FEED_ARGS=...]   memory and sync time of the usage feed
+#                        with 100,000 Pods in a fake API (bench/feed-memory.sh)
 #   make format | clean
 #
 # The first make on a fresh machine installs the Debian packages it needs
@@ -81,7 +83,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab fuzz
+.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed fuzz
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -192,6 +194,13 @@ bench-ab: $(GPUGATE)
 	$(Q)scripts/deps.sh --bench
 	$(Q)bench/ab-base.sh "$(BASE)" $(AB_DIR) BUILD=build SANITIZER= CC="$(CC)" CFLAGS="$(CFLAGS)"
 	$(Q)bench/ab.sh $(AB_ARGS) $(AB_DIR)/build/gpugate $(GPUGATE)
+
+# The usage feed against tests/integration/fakekube.py with a generated
+# cluster (100,000 Pods by default): time to sync, VmRSS and VmHWM, ledger
+# entries, then a burst of watch events; FEED_ARGS go to bench/feed-memory.sh
+# (--pods N, --gpu-pods G, --jobs M, --burst W, --quick, ...).  About 30 s.
+bench-feed: $(GPUGATE)
+	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) bench/feed-memory.sh $(FEED_ARGS)
 
 # libFuzzer harnesses (clang); FUZZ_SECONDS per harness, default 60.
 fuzz:

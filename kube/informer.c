@@ -2,6 +2,7 @@
 
 #include "base/diag.h"
 #include "base/log.h"
+#include "codec/jsonfast.h"
 #include "kube/client.h"
 
 #include <curl/curl.h>
@@ -39,7 +40,10 @@ struct informer {
 	bool started;
 	char rv[128];        /* resourceVersion to resume from */
 	bool gone;           /* the watch said 410 */
+	bool failed;         /* the watch said ERROR, not 410 */
+	bool had_event;      /* this watch sent one that is not ERROR */
 	unsigned backoff;    /* ms before the next retry */
+	unsigned backoff_before; /* when this watch was asked for */
 	atomic_bool synced;
 	atomic_bool connected; /* the watch answered 200 and is open */
 	volatile bool stop;  /* what kube_get and kube_watch look at */
@@ -105,6 +109,216 @@ static void list_failed(struct informer *inf, const char *error)
 		  inf->name, log_quote(error, q, sizeof(q)), inf->backoff);
 }
 
+/*
+ * What no caller reads is checked to be JSON but not built: every object's
+ * metadata.managedFields.  It is a third of a Pod's bytes, in small
+ * objects, and jansson makes some 230 bytes of an empty one: a Pod of 7 KiB
+ * builds to 77 KiB of values with it (docs/benchmarks.md, "Watch memory").
+ * Built once, shared by the informers; NULL (everything is built) only when
+ * memory ran out.
+ */
+static const char *const unread_item[] = {"metadata/managedFields", NULL};
+static const char *const unread_event[] = {"object/metadata/managedFields", NULL};
+static struct jsonfast_skip *item_skip, *event_skip;
+static pthread_once_t skip_once = PTHREAD_ONCE_INIT;
+
+static void skip_init(void)
+{
+	char err[128];
+
+	item_skip = jsonfast_skip_new(unread_item, err, sizeof(err));
+	event_skip = jsonfast_skip_new(unread_event, err, sizeof(err));
+}
+
+/* ---- a page, one item at a time -------------------------------------------
+ *
+ * A page of a list is {"kind": ..., "metadata": {...}, "items": [...]}, in
+ * any order.  Parsed whole, the page's values would be 12 times its 2-4 MB
+ * of JSON, and a thread's malloc arena keeps what it once held; so the page
+ * is only scanned for where its members and items begin and end, and each
+ * item (and the metadata) is parsed on its own and freed before the next.
+ * The scan does not check what it steps over: jsonfast checks every item
+ * and the metadata; the rest (kind, apiVersion) is not read.
+ */
+
+static size_t skip_ws(const char *b, size_t len, size_t i)
+{
+	while (i < len &&
+	       (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r'))
+		i++;
+	return i;
+}
+
+/* Past the string that starts at b[i] (a quote); 0 when it does not end. */
+static size_t string_end(const char *b, size_t len, size_t i)
+{
+	for (i++; i < len; i++) {
+		if (b[i] == '\\')
+			i++;
+		else if (b[i] == '"')
+			return i + 1;
+	}
+	return 0;
+}
+
+/* Past the value that starts at b[i]; 0 when it does not end. */
+static size_t value_end(const char *b, size_t len, size_t i)
+{
+	size_t depth = 0;
+
+	if (i >= len)
+		return 0;
+	if (b[i] == '"')
+		return string_end(b, len, i);
+	if (b[i] != '{' && b[i] != '[') { /* a number, true, false, null */
+		while (i < len && !memchr(",}] \t\n\r", b[i], 8))
+			i++;
+		return i;
+	}
+	for (; i < len; i++) {
+		if (b[i] == '"') {
+			i = string_end(b, len, i);
+			if (!i)
+				return 0;
+			i--; /* the loop steps past the quote */
+		} else if (b[i] == '{' || b[i] == '[') {
+			depth++;
+		} else if ((b[i] == '}' || b[i] == ']') && --depth == 0) {
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* What a page says besides its items. */
+struct page {
+	char rv[128];
+	char cont[CONTINUE_MAX];
+	bool items;
+};
+
+static int page_fail(char *why, size_t whysz, const char *what)
+{
+	snprintf(why, whysz, "%s", what);
+	return -1;
+}
+
+/* The metadata b[i..end): its resourceVersion and continue token. */
+static int page_metadata(const char *b, size_t i, size_t end, struct page *pg,
+			 char *why, size_t whysz)
+{
+	char err[200];
+	json_t *m = jsonfast_parse(b + i, end - i, err, sizeof(err));
+	const char *rv = json_string_value(json_object_get(m, "resourceVersion"));
+	const char *next = json_string_value(json_object_get(m, "continue"));
+	int rc = 0;
+
+	if (!m)
+		rc = page_fail(why, whysz, "not a list");
+	else if (next && strlen(next) >= sizeof(pg->cont))
+		rc = page_fail(why, whysz, "continue token too long");
+	else {
+		snprintf(pg->rv, sizeof(pg->rv), "%s", rv ? rv : "");
+		snprintf(pg->cont, sizeof(pg->cont), "%s", next ? next : "");
+	}
+	json_decref(m);
+	return rc;
+}
+
+/* The items array at b[*i] (its '['), each to on_object; *i past it. */
+static int page_items(struct informer *inf, const char *b, size_t len, size_t *i,
+		      char *why, size_t whysz)
+{
+	size_t at = skip_ws(b, len, *i + 1);
+
+	if (at < len && b[at] == ']') {
+		*i = at + 1;
+		return 0;
+	}
+	for (size_t n = 0;; n++) {
+		size_t end = value_end(b, len, at);
+		char err[200];
+		json_t *obj;
+
+		if (!end)
+			return page_fail(why, whysz, "not a list");
+		obj = jsonfast_parse_skip(b + at, end - at, item_skip, err,
+					  sizeof(err));
+		if (!obj) {
+			snprintf(why, whysz, "item %zu of the page: %s", n, err);
+			return -1;
+		}
+		if (inf->on.object)
+			inf->on.object(inf->on.ctx, obj);
+		json_decref(obj);
+		at = skip_ws(b, len, end);
+		if (at < len && b[at] == ']') {
+			*i = at + 1;
+			return 0;
+		}
+		if (at >= len || b[at] != ',')
+			return page_fail(why, whysz, "not a list");
+		at = skip_ws(b, len, at + 1);
+	}
+}
+
+/* Reads one page: relist_begin (unless *begun) before its first item,
+ * the items to on_object, the rest into *pg.  -1 with why. */
+static int page_read(struct informer *inf, const char *b, size_t len, bool *begun,
+		     struct page *pg, char *why, size_t whysz)
+{
+	size_t i = skip_ws(b, len, 0);
+
+	if (i >= len || b[i] != '{')
+		return page_fail(why, whysz, "not a list");
+	i = skip_ws(b, len, i + 1);
+	if (i < len && b[i] == '}')
+		return page_fail(why, whysz, "not a list");
+	for (;;) {
+		size_t key = i, key_end = string_end(b, len, i), end;
+
+		if (i >= len || b[i] != '"' || !key_end)
+			return page_fail(why, whysz, "not a list");
+		i = skip_ws(b, len, key_end);
+		if (i >= len || b[i] != ':')
+			return page_fail(why, whysz, "not a list");
+		i = skip_ws(b, len, i + 1);
+#define KEY_IS(k)                                                              \
+	(key_end - key - 2 == sizeof(k) - 1 &&                                 \
+	 memcmp(b + key + 1, k, sizeof(k) - 1) == 0)
+		if (KEY_IS("items")) {
+			if (i >= len || b[i] != '[' || pg->items)
+				return page_fail(why, whysz, "not a list");
+			pg->items = true;
+			if (!*begun) {
+				if (inf->on.relist_begin)
+					inf->on.relist_begin(inf->on.ctx);
+				*begun = true;
+			}
+			if (page_items(inf, b, len, &i, why, whysz) < 0)
+				return -1;
+		} else {
+			end = value_end(b, len, i);
+			if (!end)
+				return page_fail(why, whysz, "not a list");
+			if (KEY_IS("metadata") &&
+			    page_metadata(b, i, end, pg, why, whysz) < 0)
+				return -1;
+			i = end;
+		}
+#undef KEY_IS
+		i = skip_ws(b, len, i);
+		if (i < len && b[i] == '}')
+			break;
+		if (i >= len || b[i] != ',')
+			return page_fail(why, whysz, "not a list");
+		i = skip_ws(b, len, i + 1);
+	}
+	if (skip_ws(b, len, i + 1) != len || !pg->items)
+		return page_fail(why, whysz, "not a list");
+	return 0;
+}
+
 /* Lists every page: the caller hears relist_begin before the first page's
  * objects.  0 once every page was read; -1 on a failure (logged) or a
  * stop.  relist_end is the loop's to call. */
@@ -113,14 +327,14 @@ static int list(struct informer *inf)
 	char path[PATH_MAX_LEN], cont[CONTINUE_MAX] = "";
 	bool begun = false;
 
+	pthread_once(&skip_once, skip_init);
 	do {
-		json_t *root, *items, *item;
-		const char *next, *rv;
-		char *body = NULL, *esc;
+		char *body = NULL, *esc, why[300];
+		struct page *pg;
 		struct diag d;
 		long status = 0;
-		size_t len, i;
-		int n;
+		size_t len;
+		int n, rc;
 
 		esc = cont[0] ? curl_easy_escape(NULL, cont, 0) : NULL;
 		if (cont[0] && !esc) {
@@ -153,35 +367,19 @@ static int list(struct informer *inf)
 			free(body);
 			return -1;
 		}
-		root = json_loadb(body, len, 0, NULL);
+		pg = calloc(1, sizeof(*pg));
+		rc = pg ? page_read(inf, body, len, &begun, pg, why, sizeof(why))
+			: page_fail(why, sizeof(why), "out of memory");
 		free(body);
-		items = json_object_get(root, "items");
-		if (!json_is_array(items)) {
-			list_failed(inf, "not a list");
-			json_decref(root);
+		if (rc < 0) {
+			list_failed(inf, why);
+			free(pg);
 			return -1;
 		}
-		rv = json_string_value(json_object_get(json_object_get(root, "metadata"),
-						       "resourceVersion"));
-		next = json_string_value(json_object_get(json_object_get(root, "metadata"),
-							 "continue"));
-		if (next && strlen(next) >= sizeof(cont)) {
-			list_failed(inf, "continue token too long");
-			json_decref(root);
-			return -1;
-		}
-		if (!begun) {
-			if (inf->on.relist_begin)
-				inf->on.relist_begin(inf->on.ctx);
-			begun = true;
-		}
-		json_array_foreach(items, i, item)
-			if (inf->on.object)
-				inf->on.object(inf->on.ctx, item);
-		if (rv)
-			snprintf(inf->rv, sizeof(inf->rv), "%s", rv);
-		snprintf(cont, sizeof(cont), "%s", next ? next : "");
-		json_decref(root);
+		if (pg->rv[0])
+			snprintf(inf->rv, sizeof(inf->rv), "%s", pg->rv);
+		snprintf(cont, sizeof(cont), "%s", pg->cont);
+		free(pg);
 	} while (cont[0] && !inf->stop);
 	return inf->stop ? -1 : 0;
 }
@@ -189,7 +387,8 @@ static int list(struct informer *inf)
 static int on_event(void *ctx, const char *line, size_t len)
 {
 	struct informer *inf = ctx;
-	json_t *ev = json_loadb(line, len, 0, NULL);
+	char err[200];
+	json_t *ev = jsonfast_parse_skip(line, len, event_skip, err, sizeof(err));
 	const char *type = json_string_value(json_object_get(ev, "type"));
 	const json_t *obj = json_object_get(ev, "object");
 	const char *rv = json_string_value(json_object_get(
@@ -203,13 +402,25 @@ static int on_event(void *ctx, const char *line, size_t len)
 	if (strcmp(type, "ERROR") == 0) {
 		json_int_t code = json_integer_value(json_object_get(obj, "code"));
 
-		if (code == 410)
+		if (code == 410) {
 			inf->gone = true;
-		log_event(code == 410 ? LOG_INFO : LOG_WARN,
-			  "msg=\"watch error\" kind=%s code=%lld", inf->name,
-			  (long long)code);
+			log_event(LOG_INFO, "msg=\"watch error\" kind=%s code=410",
+				  inf->name);
+		} else {
+			/* A watch that fails before its first event did not
+			 * open, as far as the backoff goes: the open's reset is
+			 * taken back, so that an API that answers every watch
+			 * with an error is asked ever less often. */
+			inf->failed = true;
+			if (!inf->had_event)
+				inf->backoff = inf->backoff_before;
+			log_event(LOG_WARN, "msg=\"watch error\" kind=%s code=%lld "
+					    "retry_ms=%u",
+				  inf->name, (long long)code, inf->backoff);
+		}
 		rc = 1; /* end this stream */
 	} else {
+		inf->had_event = true;
 		if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0) {
 			if (inf->on.object)
 				inf->on.object(inf->on.ctx, obj);
@@ -260,7 +471,8 @@ static void *loop(void *arg)
 			 "%s?%swatch=1&allowWatchBookmarks=true"
 			 "&timeoutSeconds=300&resourceVersion=%s",
 			 inf->path, inf->selectors, inf->rv);
-		inf->gone = false;
+		inf->gone = inf->failed = inf->had_event = false;
+		inf->backoff_before = inf->backoff;
 		diag_init(&d);
 		rc = kube_watch(inf->kube, path, inf->idle_seconds, &cb, &inf->stop,
 				&d);
@@ -269,6 +481,10 @@ static void *loop(void *arg)
 			break;
 		if (inf->gone || rc == 410) {
 			need_list = true;
+			continue;
+		}
+		if (inf->failed) { /* an ERROR event, logged */
+			backoff_nap(inf);
 			continue;
 		}
 		if (rc != 0) {

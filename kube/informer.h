@@ -7,27 +7,35 @@
  * (allowWatchBookmarks).  A watch that ends cleanly (the server's
  * timeoutSeconds) is resumed at once from the last version seen, an
  * event's or a bookmark's.  "410 Gone" (the version is too old: an ERROR
- * event, or HTTP 410 to the watch request) starts a new list.  Failed lists
- * and broken watches are retried with exponential backoff, 0.5 s doubling
- * to 30 s, back to 0.5 s after every whole list and every watch that
- * opened.  A watch counts as connected once the server answered it 200
- * (before its first event), until it ends.  Stopping interrupts a list, a
- * watch or a backoff within about a second.
+ * event, or HTTP 410 to the watch request) starts a new list.  Failed lists,
+ * broken watches and watches ended by any other ERROR event are retried
+ * with exponential backoff, 0.5 s doubling to 30 s, back to 0.5 s after
+ * every whole list and every watch that opened; a watch whose first event
+ * is such an ERROR did not open, as far as the backoff goes.  A watch
+ * counts as connected once the server answered it 200 (before its first
+ * event), until it ends.  Stopping interrupts a list, a watch or a backoff
+ * within about a second.
  *
  * The informer keeps no objects: it tells the caller what it sees, and a
  * relist tells it that the objects of the list between relist begin and
  * end are all there are (what the caller knew and the list did not repeat
- * was deleted while nobody watched).
+ * was deleted while nobody watched).  A list is read a page at a time and
+ * a page an item at a time, so that it costs the memory of one page's JSON
+ * and of one object's values, whatever the size of the cluster.  Objects
+ * come without metadata.managedFields, which is checked to be JSON but not
+ * built (a third of a Pod's bytes; no caller reads it); JSON is read by
+ * codec/jsonfast.h, which refuses duplicate keys.
  *
  * It logs (logfmt, kind= the config's name):
  *
  *   warn  msg="cannot list" kind=K error="..." retry_ms=N   no answer
  *   warn  msg="cannot list" kind=K status=S retry_ms=N      not 200
  *   warn  msg="cannot list" kind=K error="not a list" retry_ms=N
+ *   warn  msg="cannot list" kind=K error="item I of the page: ..." retry_ms=N
  *   warn  msg="watch broke" kind=K status=S error="..." retry_ms=N
  *                                    (status -1: the connection broke)
  *   info  msg="watch error" kind=K code=410                 then a relist
- *   warn  msg="watch error" kind=K code=C                   resumed at once
+ *   warn  msg="watch error" kind=K code=C retry_ms=N        resumed after N
  *   info  msg="relisted" kind=K resource_version=RV         every list but
  *                                                            the first
  *

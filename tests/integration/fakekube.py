@@ -5,12 +5,29 @@ tests/integration/test_watch.py).
 It serves what gpugate asks for and nothing else:
 
     GET /api/v1/pods             and  GET /apis/batch/v1/jobs
-        ?labelSelector=KEY           objects that carry label KEY
-        &limit=N&continue=TOKEN      pages (a page may be shorter: page_size)
+        ?labelSelector=KEY           objects that carry label KEY (the only
+                                     selector served: gpugate.io/tenant)
+        &limit=N&continue=TOKEN      pages in key order (namespace/name), as
+                                     the apiserver: the token is base64 of
+                                     {"v","rv","start"}, every page carries
+                                     the first page's resourceVersion and
+                                     remainingItemCount; a page may be
+                                     shorter (page_size); a token from
+                                     before the last compaction is 410
         &watch=1&resourceVersion=RV  a chunked stream of newline-delimited
                                      events after RV: ADDED, MODIFIED,
                                      DELETED, BOOKMARK, ERROR (410 when RV is
-                                     older than the last compaction)
+                                     older than the last compaction); with
+                                     the selector, filtered as the
+                                     apiserver's watch cache does: an object
+                                     that gains the label is ADDED, one that
+                                     loses it DELETED
+
+Besides the objects a test puts in place, a kind may hold a generated
+population (`populate`, population.py: N objects made on demand, G of them
+GPU workloads with gpugate's label), listed like the others, and modified in
+bursts of watch events (`burst`); bench/feed-memory.sh runs the fake so,
+as a program with --pods/--gpu-pods/--jobs/--gpu-jobs.
 
 and, for the tests of the API client's write verbs (kube/client.c), a store
 of namespaced ConfigMaps and Leases with GET, POST, PUT, PATCH and DELETE
@@ -20,9 +37,16 @@ see _main at the end).
 Resource versions are one counter for all kinds, as in etcd.  A test
 scripts it: objects put in place without events (`put`, `remove`), events
 (`event`, `bookmark`, `expire`: an ERROR 410 on the open watches), faults
-(`fail_lists`, `hang_lists`, `fail_watches`, `hang_watches`, `drop`), and
-reads back every request gpugate made (`requests`).  Every request must
-carry the bearer token of the kubeconfig it writes (`kubeconfig`), else 401.
+(`fail_lists`, `hang_lists`, `fail_watches`, `hang_watches`,
+`error_watches`, `drop`), and reads back every request gpugate made
+(`requests`).  Every request must carry the bearer token of the kubeconfig
+it writes (`kubeconfig`), else 401.
+
+From a test that is not Python, POST /_fake/call {"call": NAME, "args":
+[...]} calls one of these (see _CALLS), and GET /_fake/stats counts lists
+and watches ("LIST pods", "WATCH pods", and "LIST pods labelSelector" of
+those with a selector), the objects the lists held ("ITEMS pods") and the
+events the watches sent ("EVENTS pods").
 
 Python 3.11 standard library only; the serving certificate is the one of
 the `certs` fixture (`gpugate certs`, valid for 127.0.0.1).
@@ -31,8 +55,10 @@ the `certs` fixture (`gpugate certs`, valid for 127.0.0.1).
 from __future__ import annotations
 
 import base64
+import bisect
 import copy
 import datetime
+import heapq
 import json
 import re
 import socket
@@ -46,6 +72,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+from population import Population  # beside this file: on sys.path
 
 TOKEN = "fake-kube-token"
 SELECTOR_KEY = "gpugate.io/tenant"
@@ -72,7 +100,8 @@ class _Resource:
     obj_kind: str
     api_version: str
     objects: dict[str, dict] = field(default_factory=dict)   # uid -> object
-    history: list[tuple[int, dict]] = field(default_factory=list)
+    history: list["_Event"] = field(default_factory=list)
+    population: Population | None = None
     compacted: int = 0                   # watches from before this get 410
     page_size: int | None = None         # server-side cap on a page
     list_status: int | None = None       # fail lists with this status
@@ -80,8 +109,21 @@ class _Resource:
     list_hang: bool = False
     watch_status: int | None = None
     watch_hang: bool = False
+    watch_error: int | None = None       # watches open, then ERROR with this code
+    raw_lists: dict[str, list[str]] = field(default_factory=dict)  # limit -> bodies
     drop_generation: int = 0
     open_watches: int = 0
+
+
+@dataclass
+class _Event:
+    """One entry of a kind's watch history."""
+    rv: int
+    ev: dict | None                      # the event (None: a population event)
+    has_label: bool = True               # the object carries SELECTOR_KEY now ...
+    had_label: bool = True               # ... and did before the event
+    prev: dict | None = None             # its state before (DELETED with the selector)
+    pop: tuple[int, bool] | None = None  # population event: number, finished
 
 
 class _Server(ThreadingHTTPServer):
@@ -179,6 +221,12 @@ _OBJECT_ROUTES = (
      "leases", "coordination.k8s.io", "Lease", "coordination.k8s.io/v1"),
 )
 
+# What POST /_fake/call may call: FakeKube's scripting methods whose
+# arguments and results are JSON.
+_CALLS = ("populate", "burst", "event", "raw_list", "bookmark", "compact", "expire",
+          "drop", "page_size", "fail_lists", "hang_lists", "fail_watches",
+          "error_watches", "hang_watches", "open_watches")
+
 _CONFLICT = ("the object has been modified; please apply your changes to the "
              "latest version and try again")
 
@@ -263,6 +311,10 @@ class _Objects:
         with self._cond:
             return dict(self._stats)
 
+    def _count(self, key: str, n: int = 1) -> None:
+        """With the lock."""
+        self._stats[key] = self._stats.get(key, 0) + n
+
     # -- serving --
 
     def _objects_serve(self, h: _Handler, path: str) -> bool:
@@ -343,6 +395,16 @@ class _Objects:
             _send_json(h, 200, {})
         elif path == "/_fake/stats" and h.command == "GET":
             _send_json(h, 200, self.stats())
+        elif path == "/_fake/call" and h.command == "POST":
+            try:
+                req = json.loads(body or b"{}")
+                if req.get("call") not in _CALLS:
+                    raise ValueError(f"no call {req.get('call')!r} (one of {', '.join(_CALLS)})")
+                result = getattr(self, req["call"])(*req.get("args", []))
+            except (TypeError, ValueError, KeyError) as e:
+                _send_json(h, 400, _object_status(400, "BadRequest", str(e)))
+                return
+            _send_json(h, 200, {"result": result})
         else:
             _send_json(h, 404, _object_status(404, "NotFound", f"no {h.command} {path}"))
 
@@ -605,13 +667,58 @@ class FakeKube(_Objects):
             rv = self._next_rv()
             obj = json.loads(json.dumps(obj))
             obj["metadata"]["resourceVersion"] = str(rv)
+            uid = obj["metadata"]["uid"]
+            prev = r.objects.get(uid)
             if type_ == "DELETED":
-                r.objects.pop(obj["metadata"]["uid"], None)
+                r.objects.pop(uid, None)
             else:
-                r.objects[obj["metadata"]["uid"]] = obj
-            r.history.append((rv, {"type": type_, "object": obj}))
+                r.objects[uid] = obj
+            if prev is not None:
+                had = _labeled(prev)
+            else:  # new, or a deletion the fake never saw the object of
+                had = type_ == "DELETED" and _labeled(obj)
+            r.history.append(_Event(rv, {"type": type_, "object": obj},
+                                    has_label=type_ != "DELETED" and _labeled(obj),
+                                    had_label=had, prev=prev))
             self._cond.notify_all()
             return rv
+
+    def populate(self, kind: str, total: int, gpu: int) -> None:
+        """Puts a generated population of `total` objects in place, `gpu`
+        of them GPU workloads with gpugate's label (population.py), without
+        events; it takes `total` resourceVersions."""
+        with self._cond:
+            r = self._res[kind]
+            r.population = Population(kind, total, gpu, self._rv + 1)
+            self._rv += total
+
+    def burst(self, kind: str, count: int, finish: bool = True) -> int:
+        """MODIFIED events of `count` objects of the population, spread over
+        it (a status update of each: a new resourceVersion).  With finish,
+        one more event after them: the first GPU object ends (a Pod
+        Succeeded, a Job Complete), so that what watches it drops one ledger
+        entry once it has read every event before.  Returns the last
+        resourceVersion."""
+        with self._cond:
+            r = self._res[kind]
+            p = r.population
+            if p is None:
+                raise ValueError(f"no population of {kind}")
+            picks = p.picks(count)
+            last = next(p.gpu_indexes(), None) if finish else None
+            if last is not None:
+                picks.append(last)
+            for i in picks:
+                rv = self._next_rv()
+                done = i == last or i in p.finished
+                p.modified[i] = rv
+                if done:
+                    p.finished.add(i)
+                lab = p.labeled(i)
+                r.history.append(_Event(rv, None, has_label=lab, had_label=lab,
+                                        pop=(i, done)))
+            self._cond.notify_all()
+            return self._rv
 
     def bookmark(self, kind: str, jump: int = 100) -> int:
         """A BOOKMARK `jump` versions ahead (other resources moved on);
@@ -620,7 +727,7 @@ class FakeKube(_Objects):
             r = self._res[kind]
             self._rv += jump
             rv = self._rv
-            r.history.append((rv, {"type": "BOOKMARK", "object": {
+            r.history.append(_Event(rv, {"type": "BOOKMARK", "object": {
                 "kind": r.obj_kind, "apiVersion": r.api_version,
                 "metadata": {"resourceVersion": str(rv)}}}))
             self._cond.notify_all()
@@ -638,8 +745,8 @@ class FakeKube(_Objects):
         """Compacts, and ends the open watches with ERROR 410 (Expired)."""
         with self._cond:
             rv = self.compact(kind)
-            self._res[kind].history.append((rv, _status_event(410, "Expired",
-                                                              "too old resource version")))
+            self._res[kind].history.append(_Event(rv, _status_event(
+                410, "Expired", "too old resource version")))
             self._cond.notify_all()
             return rv
 
@@ -670,6 +777,21 @@ class FakeKube(_Objects):
         with self._cond:
             self._res[kind].watch_status = status
 
+    def raw_list(self, kind: str, limit: str, body: str) -> None:
+        """The next list of `kind` whose limit parameter is `limit` is
+        answered 200 with `body`, as it is (a page the fake would not
+        make: members in another order, odd white space, broken JSON).
+        Bodies queue up, one a request; tests tell their informers apart
+        by the page size they ask for."""
+        with self._cond:
+            self._res[kind].raw_lists.setdefault(str(limit), []).append(body)
+
+    def error_watches(self, kind: str, code: int | None) -> None:
+        """Watches are answered 200, then at once an ERROR event with this
+        code (a Status: 500 InternalError, ...), and end (None: stop)."""
+        with self._cond:
+            self._res[kind].watch_error = code
+
     def hang_watches(self, kind: str, on: bool) -> None:
         """Watches get no response headers until turned off."""
         with self._cond:
@@ -697,6 +819,10 @@ class FakeKube(_Objects):
         req = Request(r.kind if r else "", u.path, query, time.monotonic())
         with self._cond:
             self._requests.append(req)
+            if r:
+                self._count(f"{'WATCH' if req.watch else 'LIST'} {r.kind}")
+                if query.get("labelSelector"):
+                    self._count(f"{'WATCH' if req.watch else 'LIST'} {r.kind} labelSelector")
         if h.headers.get("Authorization") != f"Bearer {TOKEN}":
             _send_json(h, 401, _status(401, "Unauthorized", "Unauthorized"))
             return
@@ -722,13 +848,13 @@ class FakeKube(_Objects):
             self._cond.wait(0.2)
         return not self._stopping
 
-    def _selected(self, r: _Resource, query: dict[str, str]) -> list[dict]:
+    @staticmethod
+    def _labeled_only(query: dict[str, str]) -> bool:
+        """True when the request selects gpugate's label; no other selector
+        is served."""
         sel = query.get("labelSelector")
-        objs = list(r.objects.values())
-        if sel:
-            assert sel == SELECTOR_KEY, f"fake kube: unsupported selector {sel!r}"
-            objs = [o for o in objs if sel in (o["metadata"].get("labels") or {})]
-        return objs
+        assert not sel or sel == SELECTOR_KEY, f"fake kube: unsupported selector {sel!r}"
+        return bool(sel)
 
     def _list(self, h: _Handler, r: _Resource, query: dict[str, str]) -> None:
         with self._cond:
@@ -740,33 +866,69 @@ class FakeKube(_Objects):
                     r.list_failures -= 1
                     if r.list_failures <= 0:
                         r.list_status = r.list_failures = None
-                body = _status(status, "InternalError", "scripted failure")
+                body = json.dumps(_status(status, "InternalError", "scripted failure")).encode()
+            elif r.raw_lists.get(query.get("limit", "")):
+                status, body = 200, r.raw_lists[query["limit"]].pop(0).encode()
             else:
-                status = 200
-                body = self._page(r, query)
-        _send_json(h, status, body)
+                status, body = self._page(r, query)
+        _send_bytes(h, status, body)
 
-    def _page(self, r: _Resource, query: dict[str, str]) -> dict:
+    def _page(self, r: _Resource, query: dict[str, str]) -> tuple[int, bytes]:
+        """With the lock: one page of the list (status, JSON)."""
+        labeled_only = self._labeled_only(query)
         cont = query.get("continue")
         if cont:
-            offset, rv = (int(x) for x in base64.b64decode(cont).decode().split(":"))
+            tok = json.loads(base64.urlsafe_b64decode(cont + "=" * (-len(cont) % 4)))
+            rv, start = int(tok["rv"]), tok["start"]
+            if rv < r.compacted:
+                return 410, json.dumps(_status(
+                    410, "Expired", "The provided continue parameter is too old to display a "
+                    "consistent list result. You can start a new list without the continue "
+                    "parameter.")).encode()
         else:
-            offset, rv = 0, self._rv
-        objs = self._selected(r, query)
-        n = int(query["limit"]) if query.get("limit") else len(objs)
+            rv, start = self._rv, ""
+        n = int(query["limit"]) if query.get("limit") else 0
         if r.page_size:
-            n = min(n, r.page_size)
-        items = objs[offset:offset + n]
+            n = min(n, r.page_size) if n else r.page_size
+        # The objects a test put in place and the population, merged in key
+        # order (namespace/name), from the token's key on.
+        placed = sorted((f"{o['metadata'].get('namespace', '')}/{o['metadata']['name']}", o)
+                        for o in r.objects.values() if not labeled_only or _labeled(o))
+        placed_keys = [k for k, _ in placed]
+        first = bisect.bisect_left(placed_keys, start)
+        streams = [((k, o) for k, o in placed[first:])]
+        if r.population:
+            streams.append(r.population.iter_from(start, labeled_only))
+        merged = heapq.merge(*streams, key=lambda t: t[0])
+        items: list[bytes] = []
+        last = None
+        for k, v in merged:
+            if n and len(items) == n:
+                break
+            last = k
+            items.append(r.population.encode(v) if isinstance(v, int)
+                         else json.dumps(v).encode())
+        else:
+            n = 0  # no more
         meta: dict[str, Any] = {"resourceVersion": str(rv)}
-        if offset + n < len(objs):
-            meta["continue"] = base64.b64encode(f"{offset + n}:{rv}".encode()).decode()
-            meta["remainingItemCount"] = len(objs) - offset - n
-        return {"kind": r.list_kind, "apiVersion": r.api_version, "metadata": meta,
-                "items": items}
+        if n and last is not None:
+            after = last + "\x00"
+            remaining = len(placed_keys) - bisect.bisect_left(placed_keys, after)
+            if r.population:
+                remaining += r.population.count_from(after, labeled_only)
+            tok = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": after},
+                             separators=(",", ":")).encode()
+            meta["continue"] = base64.urlsafe_b64encode(tok).decode().rstrip("=")
+            meta["remainingItemCount"] = remaining
+        self._count(f"ITEMS {r.kind}", len(items))
+        head = json.dumps({"kind": r.list_kind, "apiVersion": r.api_version,
+                           "metadata": meta}, separators=(",", ":")).encode()
+        return 200, head[:-1] + b',"items":[' + b",".join(items) + b"]}"
 
     def _watch(self, h: _Handler, r: _Resource, query: dict[str, str]) -> None:
         since = int(query.get("resourceVersion") or 0)
         timeout = float(query.get("timeoutSeconds") or 1800)
+        labeled_only = self._labeled_only(query)
         with self._cond:
             if not self._held(lambda: r.watch_hang):
                 return
@@ -775,6 +937,7 @@ class FakeKube(_Objects):
             else:
                 status = 200
                 gone = since < r.compacted
+                error = r.watch_error
                 generation = r.drop_generation
                 r.open_watches += 1
         if status != 200:
@@ -786,11 +949,13 @@ class FakeKube(_Objects):
             h.send_header("Transfer-Encoding", "chunked")
             h.end_headers()
             h.wfile.flush()
-            if gone:
-                _chunk(h, _status_event(410, "Expired", "too old resource version"))
+            if gone or error is not None:
+                _chunk(h, _status_event(410, "Expired", "too old resource version") if gone
+                       else _status_event(error, _REASONS.get(error, "InternalError"),
+                                          "scripted watch error"))
                 _end(h)
                 return
-            self._stream(h, r, since, generation, time.monotonic() + timeout)
+            self._stream(h, r, since, generation, time.monotonic() + timeout, labeled_only)
         except (OSError, ssl.SSLError):
             pass
         finally:
@@ -798,23 +963,41 @@ class FakeKube(_Objects):
                 r.open_watches -= 1
 
     def _stream(self, h: _Handler, r: _Resource, sent: int, generation: int,
-                deadline: float) -> None:
+                deadline: float, labeled_only: bool) -> None:
         """Events after version `sent`, as they come."""
         while True:
             with self._cond:
-                while (not any(rv > sent for rv, _ in r.history)
+                while (not (r.history and r.history[-1].rv > sent)
                        and r.drop_generation == generation
                        and not self._stopping and time.monotonic() < deadline):
                     self._cond.wait(0.2)
-                pending = [ev for rv, ev in r.history if rv > sent]
-                sent = max([sent] + [rv for rv, _ in r.history])
+                # History is in resourceVersion order.
+                first = bisect.bisect_right(r.history, sent, key=lambda e: e.rv)
+                pending = r.history[first:]
+                sent = max(sent, r.history[-1].rv) if r.history else sent
                 dropped = r.drop_generation != generation
                 stopping = self._stopping
-            for ev in pending:
-                _chunk(h, ev)
-                if ev["type"] == "ERROR":
+            out: list[bytes] = []
+            size = 0
+            for e in pending:
+                line = self._event_line(r, e, labeled_only)
+                if line is None:
+                    continue
+                with self._cond:
+                    self._count(f"EVENTS {r.kind}")
+                out.append(b"%x\r\n%s\r\n" % (len(line), line))
+                size += len(out[-1])
+                # Written in batches: one write a 256 KiB, not one an event.
+                if size >= 256 << 10 or (e.ev and e.ev["type"] == "ERROR"):
+                    h.wfile.write(b"".join(out))
+                    h.wfile.flush()
+                    out, size = [], 0
+                if e.ev and e.ev["type"] == "ERROR":
                     _end(h)
                     return
+            if out:
+                h.wfile.write(b"".join(out))
+                h.wfile.flush()
             if dropped or stopping:
                 # Cut the connection: what was written arrives, then EOF in
                 # the middle of the chunked body.
@@ -824,6 +1007,33 @@ class FakeKube(_Objects):
             if time.monotonic() >= deadline:
                 _end(h)
                 return
+
+    @staticmethod
+    def _event_line(r: _Resource, e: _Event, labeled_only: bool) -> bytes | None:
+        """The line a watch gets for e (newline included), or None when its
+        selector filters e out."""
+        if e.ev is None:  # a population event (its labels never change)
+            if labeled_only and not e.has_label:
+                return None
+            i, done = e.pop
+            return (b'{"type":"MODIFIED","object":' +
+                    r.population.encode(i, rv=e.rv, finished=done) + b"}\n")
+        ev = e.ev
+        if labeled_only and ev["type"] in ("ADDED", "MODIFIED", "DELETED"):
+            # As the apiserver's watch cache: the event the selector sees.
+            if not e.has_label and not e.had_label:
+                return None
+            if e.has_label and not e.had_label:
+                ev = {"type": "ADDED", "object": ev["object"]}
+            elif not e.has_label:
+                old = copy.deepcopy(e.prev or ev["object"])
+                old["metadata"]["resourceVersion"] = str(e.rv)
+                ev = {"type": "DELETED", "object": old}
+        return json.dumps(ev).encode() + b"\n"
+
+
+def _labeled(obj: dict) -> bool:
+    return SELECTOR_KEY in ((obj.get("metadata") or {}).get("labels") or {})
 
 
 def _status(code: int, reason: str, message: str) -> dict:
@@ -836,7 +1046,10 @@ def _status_event(code: int, reason: str, message: str) -> dict:
 
 
 def _send_json(h: _Handler, status: int, body: dict) -> None:
-    data = json.dumps(body).encode()
+    _send_bytes(h, status, json.dumps(body).encode())
+
+
+def _send_bytes(h: _Handler, status: int, data: bytes) -> None:
     try:
         h.send_response(status)
         h.send_header("Content-Type", "application/json")
@@ -913,9 +1126,11 @@ def api_job(name: str, namespace: str, parallelism: int, gpus: int, *,
 
 
 def _main(argv: list[str]) -> int:
-    """Serves until stdin closes (the parent went away or is done); prints
-    "ready PORT KUBECONFIG" once listening."""
+    """Serves until stdin closes (the parent went away or is done), or with
+    --until-signal until SIGTERM or SIGINT; prints "ready PORT KUBECONFIG"
+    once listening."""
     import argparse
+    import signal
 
     ap = argparse.ArgumentParser(description="The fake Kubernetes API over "
                                  "HTTPS, until stdin closes.")
@@ -923,13 +1138,27 @@ def _main(argv: list[str]) -> int:
     ap.add_argument("--cert", required=True, type=Path)
     ap.add_argument("--key", required=True, type=Path)
     ap.add_argument("--workdir", required=True, type=Path)
+    ap.add_argument("--pods", type=int, default=0, help="generated Pods (population.py)")
+    ap.add_argument("--gpu-pods", type=int, default=0, help="of which hold GPUs")
+    ap.add_argument("--jobs", type=int, default=0, help="generated Jobs")
+    ap.add_argument("--gpu-jobs", type=int, default=0, help="of which hold GPUs")
+    ap.add_argument("--until-signal", action="store_true",
+                    help="serve until SIGTERM or SIGINT, not until stdin closes")
     a = ap.parse_args(argv)
-    k = FakeKube(a.ca, a.cert, a.key, a.workdir).start()
+    k = FakeKube(a.ca, a.cert, a.key, a.workdir)
+    for kind, n, g in (("pods", a.pods, a.gpu_pods), ("jobs", a.jobs, a.gpu_jobs)):
+        if n or g:
+            k.populate(kind, n, g)
+    k.start()
     print(f"ready {k.port} {k.kubeconfig}", flush=True)
     try:
+        if a.until_signal:
+            signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+            while True:
+                time.sleep(3600)
         while sys.stdin.buffer.read(4096):
             pass
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemExit):
         pass
     k.stop()
     return 0

@@ -248,6 +248,11 @@ int fakekube_clear_faults(struct fakekube *f, struct diag *d)
 	return control(f, "DELETE", "/_fake/faults", NULL, NULL, d);
 }
 
+int fakekube_call(struct fakekube *f, const char *json, struct diag *d)
+{
+	return control(f, "POST", "/_fake/call", json, NULL, d);
+}
+
 long fakekube_stat(struct fakekube *f, const char *key, struct diag *d)
 {
 	char *text;

@@ -53,8 +53,14 @@ int fakekube_fault(struct fakekube *f, const char *json, struct diag *d);
 /* Removes every fault. */
 int fakekube_clear_faults(struct fakekube *f, struct diag *d);
 
-/* A counter of the object requests the fake answered: "PUT" (all PUTs),
- * "PUT 409" (those answered 409), ...; 0 when none, -1 on error. */
+/* A counter of the requests the fake answered: "PUT" (all PUTs of
+ * objects), "PUT 409" (those answered 409), "LIST pods", "WATCH jobs", ...
+ * (fakekube.py, stats); 0 when none, -1 on error. */
 long fakekube_stat(struct fakekube *f, const char *key, struct diag *d);
+
+/* Calls one of fakekube.py's scripting methods (its _CALLS): json is
+ * {"call": "error_watches", "args": ["pods", 500]}.  0, or -1 when the fake
+ * refused it (d says why). */
+int fakekube_call(struct fakekube *f, const char *json, struct diag *d);
 
 #endif
