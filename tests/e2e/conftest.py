@@ -83,6 +83,14 @@ def kubectl(stack) -> e2e.Kubectl:
 
 
 @pytest.fixture
+def tenant_kubectl(stack):
+    """tenant_kubectl("mallory") -> a Kubectl acting as a tenant of that
+    namespace: ServiceAccount mallory/tenant, bound to the built-in
+    ClusterRole edit there and nowhere else (Stack.tenant_kubectl)."""
+    return stack.tenant_kubectl
+
+
+@pytest.fixture
 def example(stack) -> e2e.Gate:
     """gpugate serving the example policy (research, product, sandbox)."""
     return stack.gates["example"]
@@ -101,6 +109,7 @@ NAMESPACE_USAGE = {
     "product-inference": ("example", "product", ("h100-80gb", "a100-1g.10gb")),
     "sandbox-1": ("example", "sandbox", ("l4-shared",)),
     **{ns: ("quota", ns, ("h100-80gb",)) for ns in e2e.QUOTA_NAMESPACES},
+    **{ns: ("raw", ns, ("h100-80gb",)) for ns in e2e.RAW_NAMESPACES},
 }
 
 
@@ -117,11 +126,19 @@ def usage_of(stack, namespaces) -> dict:
 
 def empty_namespaces(stack, namespaces) -> None:
     """Deletes every Job (with its pods first) and Pod in the namespaces,
-    then waits until gpugate counts nothing for their tenants."""
+    then waits until gpugate counts nothing for their tenants.  A pod bound
+    to a node stays Terminating (no kubelet confirms): Terminating pods are
+    force-deleted, as the kubelet would once their containers stopped."""
     k = stack.kubectl
     for ns in namespaces:
         k("delete", "jobs,pods", "--all", "-n", ns, "--cascade=foreground",
-          "--wait=true", timeout=120).check()
+          "--wait=false", timeout=120).check()
+    for ns in namespaces:
+        def empty() -> bool:
+            items = k("get", "jobs,pods", "-n", ns, "-o", "json").json()["items"]
+            e2e.force_delete(k, ns, e2e.terminating(items))
+            return not items
+        e2e.wait_until(f"namespace {ns} to be empty", empty, 120)
     for (gate, tenant, flavor) in usage_of(stack, namespaces):
         stack.gates[gate].wait_used(tenant, 0, flavor)
 

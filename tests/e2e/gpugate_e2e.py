@@ -7,19 +7,26 @@ command line at the bottom:
     python3 tests/e2e/gpugate_e2e.py up DIR     # cluster + gpugate + webhooks
     python3 tests/e2e/gpugate_e2e.py down DIR   # stop gpugate (SIGTERM), cluster down
 
-Two gpugate processes serve one cluster, each with its own policy and its
+Three gpugate processes serve one cluster, each with its own policy and its
 own pair of webhook configurations:
 
   - "example": policy/examples/gpu-cluster.yaml, for every namespace except
-    kube-system, gpugate and the namespaces labelled
-    e2e.gpugate.io/policy=quota;
+    kube-system, gpugate and the namespaces labelled e2e.gpugate.io/policy
+    with the name of another process;
   - "quota": QUOTA_POLICY (small numbers), only for namespaces labelled
-    e2e.gpugate.io/policy=quota.
+    e2e.gpugate.io/policy=quota;
+  - "raw": RAW_POLICY (rawGpuRequests: allow, a global setting), only for
+    namespaces labelled e2e.gpugate.io/policy=raw.
 
-Both register their webhooks as mutate.gpugate.io and validate.gpugate.io
+All register their webhooks as mutate.gpugate.io and validate.gpugate.io
 (names need only be unique within one configuration), so users see the
-same messages as in a real installation.  The namespace sets of the two
-policies are disjoint, so neither process counts the other's workloads.
+same messages as in a real installation.  The namespace sets of the
+policies are disjoint, so no process counts another's workloads.
+
+test_integrity.py attacks gpugate as a tenant bound to the built-in `edit`
+ClusterRole (Stack.tenant_kubectl) and checks, after every scenario, that
+what gpugate counts is what the tenant's pods hold, computed here from the
+pods and Jobs themselves (assert_invariant).
 """
 
 from __future__ import annotations
@@ -56,11 +63,8 @@ POLICY_LABEL = "e2e.gpugate.io/policy"
 
 # Small numbers that make quota scenarios easy to follow.  One tenant per
 # scenario, so that the tests do not depend on each other's usage.
-QUOTA_POLICY = """\
-version: 1
-settings:
-  rawGpuRequests: reject
-  mode: enforce
+# The flavor and the first class of both test policies.
+H100_FLAVOR_AND_CLASS_GPU = """\
 flavors:
   - name: h100-80gb
     resource: nvidia.com/gpu
@@ -75,6 +79,18 @@ classes:
     flavor: h100-80gb
     gpus: 1
     maxGpus: 8
+"""
+
+QUOTA_POLICY = """\
+version: 1
+settings:
+  rawGpuRequests: reject
+  mode: enforce
+""" + H100_FLAVOR_AND_CLASS_GPU + """\
+  - name: gpu8
+    description: 8 H100
+    flavor: h100-80gb
+    gpus: 8
 tenants:
   # borrowing: alpha borrows up to 4 beyond its 8; beta lends up to 4.
   - name: alpha
@@ -113,6 +129,27 @@ tenants:
     mode: warn
     quota:
       - {flavor: h100-80gb, nominal: 2}
+  # test_integrity.py: mallory attacks (as a ServiceAccount bound to edit),
+  # victim owns the Job mallory's pods name; loose (warn) and quiet (audit)
+  # admit what enforce would deny, and must count it all the same.
+  - name: mallory
+    namespaces: [mallory]
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
+  - name: victim
+    namespaces: [victim]
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
+  - name: loose
+    namespaces: [loose]
+    mode: warn
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
+  - name: quiet
+    namespaces: [quiet]
+    mode: audit
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
 checkpoint:
   gracePeriodSeconds: 300
   mountPath: /checkpoint
@@ -120,10 +157,30 @@ checkpoint:
   env: ["GPUGATE_CHECKPOINT_DIR=/checkpoint"]
 """
 
-# Namespaces created at start-up: name -> which gpugate serves it.
+# rawGpuRequests is a global setting: a Pod asking for nvidia.com/gpu
+# without a class (init containers, sidecars) is admitted and charged only
+# under a policy that allows it.
+RAW_POLICY = """\
+version: 1
+settings:
+  rawGpuRequests: allow
+  mode: enforce
+""" + H100_FLAVOR_AND_CLASS_GPU + """\
+tenants:
+  - name: rawgpu
+    namespaces: [rawgpu]
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
+"""
+
+# Namespaces created at start-up, by the gpugate that serves them.
 EXAMPLE_NAMESPACES = ["research", "research-jobs", "product-inference",
                       "sandbox-1", "no-tenant", "gpugate"]
-QUOTA_NAMESPACES = ["alpha", "beta", "solo", "batch", "dry", "durable", "lenient"]
+QUOTA_NAMESPACES = ["alpha", "beta", "solo", "batch", "dry", "durable", "lenient",
+                    "mallory", "victim", "loose", "quiet"]
+RAW_NAMESPACES = ["rawgpu"]
+# The processes that serve only the namespaces labelled with their name.
+LABELLED_POLICIES = ("quota", "raw")
 
 ASAN_DEFAULTS = "detect_leaks=1:abort_on_error=0:halt_on_error=1"
 UBSAN_DEFAULTS = "print_stacktrace=1:halt_on_error=0"
@@ -260,7 +317,8 @@ class Result:
 
 
 class Kubectl:
-    """The real kubectl from the cluster's env, with the admin kubeconfig."""
+    """The real kubectl from the cluster's env, with the admin kubeconfig
+    (or a tenant's: Stack.tenant_kubectl)."""
 
     def __init__(self, binary: str, kubeconfig: str, cache_dir: str | None = None):
         self.binary = binary
@@ -298,6 +356,229 @@ class Kubectl:
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
         ns = ["-n", namespace] if namespace else []
         return self("get", kind, name, *ns, "-o", "json").json()
+
+
+# ---------------------------------------------------------------------------
+# pods never run: what a scheduler and a kubelet would do, done as admin
+
+# No Node of this name exists, and nothing checks: a pod bound to it stays
+# where it is (no kubelet starts it, no pod GC removes it).
+NODE = "gpu-node-0"
+JOB_NAME = "batch.kubernetes.io/job-name"
+CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
+
+
+def job_pods(kubectl: Kubectl, name: str, ns: str) -> list[dict]:
+    return kubectl("get", "pods", "-n", ns, "-l", f"{JOB_NAME}={name}",
+                   "-o", "json").json()["items"]
+
+
+def set_phase(kubectl: Kubectl, ns: str, pod_name: str, phase: str) -> None:
+    """What the kubelet reports when a pod's containers end: the phase,
+    through the status subresource."""
+    r = kubectl("patch", "pod", pod_name, "-n", ns, "--subresource=status", "--type=merge",
+                "-p", json.dumps({"status": {"phase": phase}}))
+    assert (r.rc, r.out) == (0, f"pod/{pod_name} patched\n"), r
+
+
+def bind_pod(kubectl: Kubectl, ns: str, name: str, node: str = NODE) -> None:
+    """What the scheduler does: POST pods/NAME/binding.  A bound pod that
+    is deleted gracefully stays Terminating (deletionTimestamp set, still in
+    the API) until its kubelet confirms: here, until finish_terminating."""
+    binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": name},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": node}}
+    kubectl("create", "--raw", f"/api/v1/namespaces/{ns}/pods/{name}/binding",
+            "-f", "-", input=json.dumps(binding)).check()
+
+
+def bind_job_pods(kubectl: Kubectl, name: str, ns: str) -> list[str]:
+    """Binds every pod of Job NAME that is not bound yet; their names."""
+    bound = []
+    for p in job_pods(kubectl, name, ns):
+        if not p["spec"].get("nodeName") and not p["metadata"].get("deletionTimestamp"):
+            bind_pod(kubectl, ns, p["metadata"]["name"])
+            bound.append(p["metadata"]["name"])
+    return bound
+
+
+def terminating(items: Iterable[dict]) -> list[str]:
+    """The names of the Terminating pods among items."""
+    return [o["metadata"]["name"] for o in items
+            if o["kind"] == "Pod" and o["metadata"].get("deletionTimestamp")]
+
+
+def force_delete(kubectl: Kubectl, ns: str, names: Iterable[str]) -> None:
+    """What a kubelet does once a deleted pod's containers have stopped: the
+    final delete (a Job's pod then goes once the job controller has dropped
+    its tracking finalizer)."""
+    for name in names:
+        kubectl("delete", "pod", name, "-n", ns, "--grace-period=0", "--force",
+                "--ignore-not-found", "--wait=false")
+
+
+def finish_terminating(kubectl: Kubectl, ns: str, names: Iterable[str] | None = None,
+                       timeout: float = 60.0) -> list[str]:
+    """Finishes the Terminating pods of NS (all, or those named) and waits
+    until they are gone.  Their names."""
+    if names is None:
+        names = terminating(kubectl("get", "pods", "-n", ns, "-o", "json").json()["items"])
+    want = set(names)
+    force_delete(kubectl, ns, sorted(want))
+
+    def gone():
+        items = kubectl("get", "pods", "-n", ns, "-o", "json").json()["items"]
+        return not want & {p["metadata"]["name"] for p in items}
+    wait_until(f"the Terminating pods {sorted(want)} of {ns} to be gone", gone, timeout)
+    return sorted(want)
+
+
+# ---------------------------------------------------------------------------
+# the invariant, computed from the pods and Jobs alone (never from gpugate)
+#
+# For a tenant and a flavor's resource:
+#   held    = the sum, over the pods of the tenant's namespaces that are not
+#             Succeeded or Failed (Terminating ones included), of each pod's
+#             effective request (effective_request);
+#   pending = for each Job that is neither suspended nor finished, the slots
+#             min(parallelism, completions) that none of its own pods fills
+#             yet, times its template's effective request.  A pod fills a
+#             slot when it is in the Job's namespace, has the Job as its
+#             controller ownerReference and the label controller-uid = the
+#             Job's uid, and asks for what the template asks for;
+# and gpugate_quota_used{tenant, flavor} must be held + pending (a Job
+# holds its slots whether its pods exist yet or not; its pods ride on them;
+# its pods beyond them, and every other pod, count on their own), and never
+# more than the tenant's ceiling (nominal + borrowing limit).  Flavors are
+# told apart by resource name only: each e2e policy has one flavor per
+# resource.
+
+
+def quantity_units(q: Any) -> int:
+    """An extended resource's quantity: a whole number ("8", 8)."""
+    if isinstance(q, int):
+        return q
+    if not re.fullmatch(r"\d+", str(q)):
+        raise AssertionError(f"quantity {q!r} is not a whole number of units")
+    return int(q)
+
+
+def container_request(c: dict, resource: str) -> int:
+    res = c.get("resources") or {}
+    for key in ("limits", "requests"):
+        v = (res.get(key) or {}).get(resource)
+        if v is not None:
+            return quantity_units(v)
+    return 0
+
+
+def effective_request(spec: dict, resource: str) -> int:
+    """What the scheduler reserves on a node for a pod: the larger of the
+    regular containers plus the native sidecars (init containers with
+    restartPolicy Always), and of each classic init container plus the
+    sidecars started before it."""
+    sidecars = peak = 0
+    for c in spec.get("initContainers") or []:
+        if c.get("restartPolicy") == "Always":
+            sidecars += container_request(c, resource)
+        else:
+            peak = max(peak, container_request(c, resource) + sidecars)
+    regular = sum(container_request(c, resource) for c in spec.get("containers") or [])
+    return max(peak, regular + sidecars)
+
+
+def pod_terminal(p: dict) -> bool:
+    return (p.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def job_active(j: dict) -> bool:
+    if j["spec"].get("suspend"):
+        return False
+    return not any(c["type"] in ("Complete", "Failed") and c["status"] == "True"
+                   for c in (j.get("status") or {}).get("conditions") or [])
+
+
+def job_slots(j: dict) -> int:
+    parallelism = j["spec"].get("parallelism", 1)
+    completions = j["spec"].get("completions")
+    return parallelism if completions is None else min(parallelism, completions)
+
+
+def fills_slot(p: dict, j: dict, per_pod: int, resource: str) -> bool:
+    uid = j["metadata"]["uid"]
+    meta = p["metadata"]
+    controller = [o for o in meta.get("ownerReferences") or [] if o.get("controller")]
+    return (meta["namespace"] == j["metadata"]["namespace"]
+            and len(controller) == 1 and controller[0].get("uid") == uid
+            and (meta.get("labels") or {}).get(CONTROLLER_UID) == uid
+            and effective_request(p["spec"], resource) == per_pod)
+
+
+@dataclass
+class Holdings:
+    held: int      # what the non-terminal pods ask for
+    pending: int   # Job slots no pod of the Job fills yet
+    pods: dict     # "ns/name" -> effective request, of the non-terminal pods
+    jobs: dict     # "ns/name" -> {slots, per_pod, filled} of the active Jobs
+
+    @property
+    def total(self) -> int:
+        return self.held + self.pending
+
+
+def holdings(kubectl: Kubectl, namespaces: Iterable[str], resource: str) -> Holdings:
+    h = Holdings(0, 0, {}, {})
+    for ns in namespaces:
+        items = kubectl("get", "pods,jobs", "-n", ns, "-o", "json").json()["items"]
+        pods = [o for o in items if o["kind"] == "Pod" and not pod_terminal(o)]
+        for p in pods:
+            units = effective_request(p["spec"], resource)
+            h.held += units
+            if units:
+                h.pods[f"{ns}/{p['metadata']['name']}"] = units
+        for j in items:
+            if j["kind"] != "Job" or not job_active(j):
+                continue
+            per_pod = effective_request(j["spec"]["template"]["spec"], resource)
+            if not per_pod:
+                continue
+            filled = sum(1 for p in pods if fills_slot(p, j, per_pod, resource))
+            slots = job_slots(j)
+            h.pending += max(0, slots - filled) * per_pod
+            h.jobs[f"{ns}/{j['metadata']['name']}"] = {"slots": slots, "per_pod": per_pod,
+                                                      "filled": filled}
+    return h
+
+
+def assert_invariant(kubectl: Kubectl, gate: Gate, tenant: str, namespaces: Iterable[str],
+                     flavor: str, resource: str, ceiling: int | None,
+                     timeout: float = 30.0) -> Holdings:
+    """Waits until gpugate_quota_used{tenant, flavor} equals what the
+    tenant's pods hold plus its Jobs' unfilled slots (see above), then
+    asserts that this is within ceiling (None: not checked, for warn and
+    audit modes, which admit over quota by design but must count it).
+    kubectl must see every pod (the admin's).  Returns the holdings."""
+    namespaces = list(namespaces)
+    last: list = [None, None]
+
+    def equal():
+        last[0] = holdings(kubectl, namespaces, resource)
+        last[1] = gate.quota_used(tenant, flavor)
+        return last[1] == last[0].total
+    try:
+        wait_until(f"gpugate_quota_used{{tenant={tenant}}} == what it holds", equal,
+                   timeout, 0.25)
+    except AssertionError:
+        h, used = last
+        raise AssertionError(
+            f"gpugate_quota_used{{tenant=\"{tenant}\",flavor=\"{flavor}\"}} is {used}, "
+            f"but the tenant holds {h.total} = pods {h.held} + unfilled Job slots "
+            f"{h.pending} (waited {timeout:.0f}s); pods {h.pods}, Jobs {h.jobs}") from None
+    h = last[0]
+    if ceiling is not None:
+        assert h.total <= ceiling, (
+            f"tenant {tenant} holds {h.total} {resource} (pods {h.pods}, Jobs {h.jobs}), "
+            f"more than its ceiling {ceiling}")
+    return h
 
 
 # ---------------------------------------------------------------------------
@@ -555,16 +836,21 @@ class Gate:
 
 def selector(policy: str) -> dict:
     """The namespaceSelector of the installation (NotIn kube-system,
-    gpugate) plus the split between the two e2e gpugate processes."""
+    gpugate) plus the split between the e2e gpugate processes."""
     exprs = [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
               "values": ["kube-system", "gpugate"]}]
-    if policy == "quota":
-        exprs.append({"key": POLICY_LABEL, "operator": "In", "values": ["quota"]})
+    if policy in LABELLED_POLICIES:
+        exprs.append({"key": POLICY_LABEL, "operator": "In", "values": [policy]})
     else:
-        exprs.append({"key": POLICY_LABEL, "operator": "NotIn", "values": ["quota"]})
+        exprs.append({"key": POLICY_LABEL, "operator": "NotIn",
+                      "values": list(LABELLED_POLICIES)})
     return {"matchExpressions": exprs}
 
 
+# Updates through these subresources change what a pod may reach (an
+# ephemeral container joins a GPU pod) or its labels (pods/status may
+# rewrite metadata): validate.gpugate.io is sent them so that it can judge
+# them (test_integrity.py).  gpugate admits every subresource request today.
 def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> list[dict]:
     sel = selector(policy)
     common = {
@@ -610,7 +896,8 @@ def register(kubectl: Kubectl, config_name: str, gate: Gate, policy: str) -> Non
 
 # A namespace and class each gpugate admits, for probes (dry runs: nothing
 # is reserved).
-PROBES = {"example": ("research", "train-small"), "quota": ("solo", "gpu")}
+PROBES = {"example": ("research", "train-small"), "quota": ("solo", "gpu"),
+          "raw": ("rawgpu", "gpu")}
 
 
 def wait_webhooks(kubectl: Kubectl, policy: str, timeout: float = 30.0) -> None:
@@ -655,8 +942,10 @@ class Stack:
         self.kubectl: Kubectl | None = None
         self.certs: Certs | None = None
         self.quota_policy = self.dir / "quota-policy.yaml"
+        self.raw_policy = self.dir / "raw-policy.yaml"
         self.gates: dict[str, Gate] = {}
         self.retired: list[Gate] = []  # stopped by tests; checked at the end
+        self.tenants: dict[str, Kubectl] = {}  # namespace -> its tenant's kubectl
 
     def up(self) -> "Stack":
         t0 = time.monotonic()
@@ -669,9 +958,11 @@ class Stack:
         self.kubectl = self.cluster.kubectl()
         self.certs = make_certs(self.binary, self.dir / "certs")
         self.quota_policy.write_text(QUOTA_POLICY)
+        self.raw_policy.write_text(RAW_POLICY)
         policies = {"example": EXAMPLE_POLICY}
         if self.with_quota:
             policies["quota"] = self.quota_policy
+            policies["raw"] = self.raw_policy
         for name, policy in policies.items():
             self.gates[name] = self.start_gate(name, policy)
         for name, gate in self.gates.items():
@@ -681,6 +972,7 @@ class Stack:
         objs: list[dict] = [namespace_obj(ns, "example") for ns in EXAMPLE_NAMESPACES]
         if self.with_quota:
             objs += [namespace_obj(ns, "quota") for ns in QUOTA_NAMESPACES]
+            objs += [namespace_obj(ns, "raw") for ns in RAW_NAMESPACES]
         objs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
                      "metadata": {"name": "training"}, "value": 1000,
                      "description": "gpugate e2e: class train-large"})
@@ -692,6 +984,45 @@ class Stack:
         log(f"stack up in {time.monotonic() - t0:.1f}s: " + ", ".join(
             f"gpugate {n} on {g.url}" for n, g in self.gates.items()))
         return self
+
+    def tenant_kubectl(self, namespace: str) -> Kubectl:
+        """kubectl as a tenant of NAMESPACE and nothing more: ServiceAccount
+        NAMESPACE/tenant, bound by RoleBinding tenant-edit to the built-in
+        ClusterRole edit (its aggregated rules: cluster.sh runs the
+        aggregation controller), in that namespace only; its token from
+        `kubectl create token`.  One per namespace and session."""
+        if namespace in self.tenants:
+            return self.tenants[namespace]
+        k = self.kubectl
+        k.apply({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "ServiceAccount",
+             "metadata": {"name": "tenant", "namespace": namespace}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": "tenant-edit", "namespace": namespace},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                         "name": "edit"},
+             "subjects": [{"kind": "ServiceAccount", "name": "tenant",
+                           "namespace": namespace}]}]}).check()
+        token = k("create", "token", "tenant", "-n", namespace,
+                  "--duration=4h").check().out.strip()
+        kubeconfig = self.dir / f"tenant-{namespace}.kubeconfig"
+        kubeconfig.write_text(json.dumps({
+            "apiVersion": "v1", "kind": "Config", "current-context": "tenant",
+            "clusters": [{"name": "e2e", "cluster": {
+                "server": self.cluster.env["APISERVER_URL"],
+                "certificate-authority": self.cluster.env["CA_CERT"]}}],
+            "users": [{"name": "tenant", "user": {"token": token}}],
+            "contexts": [{"name": "tenant", "context": {
+                "cluster": "e2e", "user": "tenant", "namespace": namespace}}]}))
+        kubeconfig.chmod(0o600)
+        tk = Kubectl(self.cluster.env["KUBECTL"], str(kubeconfig),
+                     str(self.dir / "kubectl-cache"))
+        # the RBAC authorizer learns of the binding through a watch
+        wait_until(f"the tenant of {namespace} to be bound to edit",
+                   lambda: tk("auth", "can-i", "create", "pods", "-n", namespace
+                              ).out.strip() == "yes", 30)
+        self.tenants[namespace] = tk
+        return tk
 
     def start_gate(self, name: str, policy: Path, listen: str = "127.0.0.1:0",
                    kubeconfig: str | None = None) -> Gate:

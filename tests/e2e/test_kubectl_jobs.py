@@ -8,19 +8,14 @@ deleted.
 
 from __future__ import annotations
 
-import json
 import time
 
 import pytest
 
 from gpugate_e2e import (CLASS, DECISION, FLAVOR, GANG, GPU_TOLERATION, GPUS, H100_SELECTOR,
-                         PRE_STOP, PREEMPTIBLE, ROOT, TENANT, job, pod, wait_until)
+                         PRE_STOP, PREEMPTIBLE, ROOT, TENANT, job, job_pods, pod, set_phase,
+                         wait_until)
 from test_kubectl_admission import denied_by, env_of, gpu_container_of, warning
-
-
-def job_pods(kubectl, name: str, ns: str) -> list[dict]:
-    return kubectl("get", "pods", "-n", ns, "-l", f"batch.kubernetes.io/job-name={name}",
-                   "-o", "json").json()["items"]
 
 
 def wait_job_pods(kubectl, name: str, ns: str, n: int, timeout: float = 60.0,
@@ -39,12 +34,6 @@ def steady_used(gate, tenant: str, want: int, seconds: float = 2.0) -> None:
     while time.monotonic() < deadline:
         assert gate.quota_used(tenant) == want
         time.sleep(0.25)
-
-
-def set_phase(kubectl, ns: str, pod_name: str, phase: str) -> None:
-    r = kubectl("patch", "pod", pod_name, "-n", ns, "--subresource=status", "--type=merge",
-                "-p", json.dumps({"status": {"phase": phase}}))
-    assert (r.rc, r.out) == (0, f"pod/{pod_name} patched\n"), r
 
 
 # ---------------------------------------------------------------------------

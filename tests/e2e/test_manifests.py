@@ -22,7 +22,8 @@ import time
 
 import pytest
 
-from gpugate_e2e import Gate, ROOT, gpugate_bin, pod, register, wait_webhooks
+from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, Gate, ROOT, gpugate_bin, pod,
+                         register, wait_webhooks)
 from test_kubectl_admission import denied_by, warning
 
 MANIFESTS = ROOT / "manifests"
@@ -185,7 +186,7 @@ def test_registrations_of_the_base_work_with_gpugate(stack, rendered, clean, fil
             path = w["clientConfig"]["service"].get("path", "")
             w["clientConfig"] = {"url": gate.url + path, "caBundle": gate.certs.ca_bundle}
             w["namespaceSelector"]["matchExpressions"].append(
-                {"key": "e2e.gpugate.io/policy", "operator": "NotIn", "values": ["quota"]})
+                {"key": POLICY_LABEL, "operator": "NotIn", "values": list(LABELLED_POLICIES)})
         configs.append(cfg)
     try:
         k.apply({"apiVersion": "v1", "kind": "List", "items": configs}).check()
