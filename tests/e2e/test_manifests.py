@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, Gate, ROOT, gpugate_bin, pod,
+from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, Gate, ROOT, gpugate_bin, job, pod,
                          register, wait_webhooks)
 from test_kubectl_admission import denied_by, warning
 
@@ -210,6 +210,20 @@ def test_registrations_of_the_base_work_with_gpugate(stack, rendered, clean, fil
             'removed (it is "research")', file=None), r
         assert validate_pod_requests(gate) == before + 1
         r = k("delete", "pod", "via-base", "-n", "research")
+        assert r.rc == 0, r
+        gate.wait_used("research", 0)
+        # Every Job update is sent: resuming a suspended Job is judged and
+        # charged (#13), through the base's matchConditions too.
+        r = k.apply_file(files / "job.yaml", job("via-base", "research", "train-small",
+                                                 suspend=True))
+        assert r.rc == 0, r
+        r = k("patch", "job", "via-base", "-n", "research", "--type=merge",
+              "-p", '{"spec":{"suspend":false}}')
+        assert (r.rc, r.err) == (0, warning(
+            "gpugate: train-small -> 1 pod x 1 x h100-80gb for tenant research "
+            "(1/32 in use)")), r
+        gate.wait_used("research", 1)
+        r = k("delete", "job", "via-base", "-n", "research", "--cascade=foreground")
         assert r.rc == 0, r
         gate.wait_used("research", 0)
     finally:
