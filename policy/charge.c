@@ -22,26 +22,29 @@ static bool selector_matches(const struct policy_flavor *f,
 	return true;
 }
 
+/* Units of res in one resource list; false when the list does not name it. */
+static bool list_units(const struct wl_resource *r, size_t n, const char *res,
+		       int64_t *units)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(r[i].name, res) != 0)
+			continue;
+		if (!r[i].quantity || k8s_quantity_whole(r[i].quantity, units) < 0 ||
+		    *units < 0)
+			*units = 0;
+		return true;
+	}
+	return false;
+}
+
 /* A container's units of res: its limit, else its request. */
 static int64_t container_units(const struct wl_container *ct, const char *res)
 {
-	int64_t v;
+	int64_t v = 0;
 
-	for (size_t i = 0; i < ct->n_limits; i++)
-		if (strcmp(ct->limits[i].name, res) == 0)
-			return ct->limits[i].quantity &&
-					       k8s_quantity_whole(ct->limits[i].quantity, &v) == 0 &&
-					       v > 0
-				       ? v
-				       : 0;
-	for (size_t i = 0; i < ct->n_requests; i++)
-		if (strcmp(ct->requests[i].name, res) == 0)
-			return ct->requests[i].quantity &&
-					       k8s_quantity_whole(ct->requests[i].quantity, &v) == 0 &&
-					       v > 0
-				       ? v
-				       : 0;
-	return 0;
+	if (!list_units(ct->limits, ct->n_limits, res, &v))
+		list_units(ct->requests, ct->n_requests, res, &v);
+	return v;
 }
 
 static bool is_sidecar(const struct wl_container *ct)
