@@ -39,9 +39,10 @@ struct charge {
 
 /*
  * The charge of wl (kind WL_POD or WL_JOB; WL_CLAIM: dra_charge() of
- * policy/dra.h; any other kind holds nothing) under p, in *out.  Reads wl->namespace, the pod's containers and node
- * selector, the phase (Pod) and parallelism and job_finished (Job).  The
- * tenant and flavor point into p.
+ * policy/dra.h; any other kind holds nothing) under p, in *out.  Reads
+ * wl->namespace, the pod's containers and node selector, the phase (Pod)
+ * and parallelism and job_finished (Job).  The tenant and flavor point
+ * into p.
  */
 void charge_decide(const struct policy *p, const struct workload *wl,
 		   struct charge *out);

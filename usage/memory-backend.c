@@ -68,6 +68,7 @@ struct entry {
 	uint64_t expires_ms;           /* 0: never (observed, or embedded) */
 	uint64_t seen;                 /* relist generation it was seen in */
 	bool is_job;
+	enum usage_kind kind;          /* is_job: USAGE_JOBS */
 	bool charged;
 	bool observed;
 	const char *name;              /* into strings */
@@ -87,7 +88,7 @@ struct ledger {
 	struct strmap entries;  /* uid -> entry */
 	struct strmap sums;     /* "tenant\x1fflavor" -> usage */
 	struct strmap families; /* job uid -> family */
-	uint64_t generation[2]; /* relist generation: [0] pods, [1] jobs */
+	uint64_t generation[USAGE_KINDS]; /* relist generation, by kind */
 	bool watching;          /* usage_set_watching() */
 	uint64_t watching_since; /* when it last came up (now_ms) */
 };
@@ -196,13 +197,15 @@ static void place(struct entry *e)
 		uncharge(e);
 }
 
-static struct entry *entry_add(struct ledger *l, const char *uid, bool is_job,
-			       const char *name, const char *tenant,
+static struct entry *entry_add(struct ledger *l, const char *uid,
+			       enum usage_kind kind, const char *name,
+			       const char *tenant,
 			       const char *flavor, int64_t units,
 			       const char *owner_job_uid)
 {
 	size_t ul = strlen(uid), nl = strlen(name ? name : "");
 	struct entry *e = calloc(1, sizeof(*e) + ul + nl + 2);
+	bool is_job = kind == USAGE_JOBS;
 
 	if (!e)
 		return NULL;
@@ -210,6 +213,7 @@ static struct entry *entry_add(struct ledger *l, const char *uid, bool is_job,
 	memcpy(e->uid + ul + 1, name ? name : "", nl + 1);
 	e->name = e->uid + ul + 1;
 	e->is_job = is_job;
+	e->kind = kind;
 	e->units = units > 0 ? units : 0;
 	e->sum = sum_ref(l, tenant, flavor);
 	if (!e->sum || table_put(&l->entries, e->uid, e) < 0) {
@@ -300,6 +304,14 @@ static bool admitted(enum quota_position pos)
 	return pos == QUOTA_NOMINAL || pos == QUOTA_BORROWED || pos == QUOTA_COVERED;
 }
 
+/* What the feed will list a workload reserved at /validate as. */
+static enum usage_kind kind_of(const struct workload *wl)
+{
+	return wl->kind == WL_JOB     ? USAGE_JOBS
+	       : wl->kind == WL_CLAIM ? USAGE_CLAIMS
+				      : USAGE_PODS;
+}
+
 static void mem_decide(struct usage_store *u, const struct policy *p,
 		       const struct workload *wl, const struct quota_claim *c,
 		       bool reserve, bool force, struct quota_result *out)
@@ -329,7 +341,7 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 	if (have) {
 		place(have);
 	} else if (reserve && (admitted(out->position) || force)) {
-		struct entry *e = entry_add(l, key, wl->kind == WL_JOB, wl->name,
+		struct entry *e = entry_add(l, key, kind_of(wl), wl->name,
 					    c->tenant->name, c->flavor->name, c->units,
 					    wl->owner_job_uid);
 
@@ -378,19 +390,19 @@ static void mem_observe(struct usage_store *u, const struct usage_item *it)
 
 		sum_key(key, sizeof(key), it->tenant, it->flavor);
 		if (strcmp(key, e->sum->key) != 0 || e->units != it->units ||
-		    e->is_job != it->is_job) {
+		    e->kind != it->kind) {
 			/* What it holds changed: re-add it from the observation. */
 			entry_remove(l, e);
 			e = NULL;
 		}
 	}
 	if (!e && it->active)
-		e = entry_add(l, it->uid, it->is_job, it->name, it->tenant,
+		e = entry_add(l, it->uid, it->kind, it->name, it->tenant,
 			      it->flavor, it->units, it->owner_job_uid);
 	if (e) {
 		e->observed = true;
 		e->expires_ms = 0;
-		e->seen = l->generation[it->is_job];
+		e->seen = l->generation[it->kind];
 	}
 	pthread_mutex_unlock(&l->mu);
 }
@@ -407,12 +419,12 @@ static void mem_forget(struct usage_store *u, const char *uid)
 	pthread_mutex_unlock(&l->mu);
 }
 
-static void mem_relist_begin(struct usage_store *u, bool jobs)
+static void mem_relist_begin(struct usage_store *u, enum usage_kind kind)
 {
 	struct ledger *l = ledger_of(u);
 
 	pthread_mutex_lock(&l->mu);
-	l->generation[jobs]++;
+	l->generation[kind]++;
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -441,17 +453,17 @@ static size_t remove_where(struct ledger *l,
 
 static bool stale(const struct ledger *l, const struct entry *e, const void *arg)
 {
-	bool jobs = *(const bool *)arg;
+	enum usage_kind kind = *(const enum usage_kind *)arg;
 
-	return e->observed && e->is_job == jobs && e->seen != l->generation[jobs];
+	return e->observed && e->kind == kind && e->seen != l->generation[kind];
 }
 
-static void mem_relist_end(struct usage_store *u, bool jobs)
+static void mem_relist_end(struct usage_store *u, enum usage_kind kind)
 {
 	struct ledger *l = ledger_of(u);
 
 	pthread_mutex_lock(&l->mu);
-	remove_where(l, stale, &jobs);
+	remove_where(l, stale, &kind);
 	pthread_mutex_unlock(&l->mu);
 }
 

@@ -4,7 +4,8 @@ tests/integration/test_watch.py).
 
 It serves what gpugate asks for and nothing else:
 
-    GET /api/v1/pods             and  GET /apis/batch/v1/jobs
+    GET /api/v1/pods, GET /apis/batch/v1/jobs
+    and GET /apis/resource.k8s.io/v1/resourceclaims (404 while `serve`d off)
         ?labelSelector=KEY           objects that carry label KEY
         &limit=N&continue=TOKEN      pages (a page may be shorter: page_size)
         &watch=1&resourceVersion=RV  a chunked stream of newline-delimited
@@ -20,8 +21,10 @@ see _main at the end).
 Resource versions are one counter for all kinds, as in etcd.  A test
 scripts it: objects put in place without events (`put`, `remove`), events
 (`event`, `bookmark`, `expire`: an ERROR 410 on the open watches), faults
-(`fail_lists`, `hang_lists`, `fail_watches`, `hang_watches`, `drop`), and
-reads back every request gpugate made (`requests`).  Every request must
+(`fail_lists`, `hang_lists`, `fail_watches`, `hang_watches`, `drop`,
+`serve`: a resource the API does not serve), and reads back every request
+gpugate made (`requests`).  A test that is not Python scripts `serve` and
+`event` through POST /_fake/served and /_fake/events (see _control).  Every request must
 carry the bearer token of the kubeconfig it writes (`kubeconfig`), else 401.
 
 Python 3.11 standard library only; the serving certificate is the one of
@@ -54,7 +57,7 @@ SELECTOR_KEY = "gpugate.io/tenant"
 @dataclass
 class Request:
     """One GET the fake received."""
-    kind: str             # "pods", "jobs", or "" for any other path
+    kind: str             # "pods", "jobs", "claims", or "" for any other path
     path: str
     query: dict[str, str]
     at: float             # time.monotonic()
@@ -66,7 +69,7 @@ class Request:
 
 @dataclass
 class _Resource:
-    kind: str                            # "pods" / "jobs"
+    kind: str                            # "pods" / "jobs" / "claims"
     path: str
     list_kind: str
     obj_kind: str
@@ -82,6 +85,7 @@ class _Resource:
     watch_hang: bool = False
     drop_generation: int = 0
     open_watches: int = 0
+    served: bool = True                  # False: 404, as an API without it
 
 
 class _Server(ThreadingHTTPServer):
@@ -343,6 +347,24 @@ class _Objects:
             _send_json(h, 200, {})
         elif path == "/_fake/stats" and h.command == "GET":
             _send_json(h, 200, self.stats())
+        elif path == "/_fake/served" and h.command == "POST":
+            # {"kind": "claims", "served": false}
+            try:
+                req = json.loads(body or b"{}")
+                self.serve(req["kind"], bool(req["served"]))
+            except (KeyError, TypeError, ValueError) as e:
+                _send_json(h, 400, _object_status(400, "BadRequest", str(e)))
+                return
+            _send_json(h, 200, {})
+        elif path == "/_fake/events" and h.command == "POST":
+            # {"kind": "claims", "type": "ADDED", "object": {...}}
+            try:
+                req = json.loads(body or b"{}")
+                rv = self.event(req["kind"], req["type"], req["object"])
+            except (KeyError, TypeError, ValueError) as e:
+                _send_json(h, 400, _object_status(400, "BadRequest", str(e)))
+                return
+            _send_json(h, 201, {"resourceVersion": str(rv)})
         else:
             _send_json(h, 404, _object_status(404, "NotFound", f"no {h.command} {path}"))
 
@@ -534,6 +556,9 @@ class FakeKube(_Objects):
             "pods": _Resource("pods", "/api/v1/pods", "PodList", "Pod", "v1"),
             "jobs": _Resource("jobs", "/apis/batch/v1/jobs", "JobList", "Job",
                               "batch/v1"),
+            "claims": _Resource("claims", "/apis/resource.k8s.io/v1/resourceclaims",
+                                "ResourceClaimList", "ResourceClaim",
+                                "resource.k8s.io/v1"),
         }
         self._by_path = {r.path: r for r in self._res.values()}
         self._objects_init()
@@ -676,6 +701,13 @@ class FakeKube(_Objects):
             self._res[kind].watch_hang = on
             self._cond.notify_all()
 
+    def serve(self, kind: str, on: bool) -> None:
+        """Whether the API serves the resource: off, its lists and watches
+        get 404 NotFound (a cluster without resource.k8s.io/v1, say)."""
+        with self._cond:
+            self._res[kind].served = on
+            self._cond.notify_all()
+
     def open_watches(self, kind: str) -> int:
         with self._cond:
             return self._res[kind].open_watches
@@ -706,7 +738,7 @@ class FakeKube(_Objects):
             _send_json(h, 405, _status(405, "MethodNotAllowed",
                                        f"{h.command} is not supported here"))
             return
-        if r is None:
+        if r is None or not r.served:
             _send_json(h, 404, _status(404, "NotFound", "the server could not "
                                        "find the requested resource"))
             return
@@ -902,6 +934,26 @@ def api_job(name: str, namespace: str, parallelism: int, gpus: int, *,
                          "containers": [{"name": "main", "image": "x", "resources": {
                              "limits": {"nvidia.com/gpu": str(gpus)}}}]}}},
             "status": status}
+
+
+def api_claim(name: str, namespace: str, devices: int, *,
+              device_class: str = "gpu.nvidia.com", uid: str | None = None,
+              owner_pod: str | None = None) -> dict:
+    """A ResourceClaim (resource.k8s.io/v1) as the API shows it: one request
+    of `devices` devices of `device_class`; `owner_pod` makes it a claim
+    the resourceclaim controller made for that pod from a template."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace,
+                            "uid": uid or f"uid-claim-{namespace}-{name}"}
+    if owner_pod:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod",
+                                    "name": owner_pod, "uid": f"uid-{owner_pod}",
+                                    "controller": True, "blockOwnerDeletion": True}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": meta,
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": device_class, "allocationMode": "ExactCount",
+                "count": devices}}]}},
+            "status": {}}
 
 
 # ---------------------------------------------------------------------------

@@ -175,7 +175,8 @@ static struct usage_item item(const char *uid, bool job, const char *tenant,
 			       int64_t units, bool active, const char *owner)
 {
 	struct usage_item it = {
-		.uid = uid, .is_job = job, .namespace = tenant, .name = uid,
+		.uid = uid, .kind = job ? USAGE_JOBS : USAGE_PODS, .namespace = tenant,
+		.name = uid,
 		.tenant = tenant, .flavor = "h100", .units = units,
 		.active = active, .owner_job_uid = owner,
 	};
@@ -263,9 +264,9 @@ Test(ledger, relist_forgets_objects_deleted_while_unwatched)
 	usage_observe(l, &a);
 	usage_observe(l, &b);
 	cr_assert_eq(reserve(l, "a", "p3", WL_POD, 1, NULL), QUOTA_NOMINAL);
-	usage_relist_begin(l, false);
+	usage_relist_begin(l, USAGE_PODS);
 	usage_observe(l, &b);
-	usage_relist_end(l, false);
+	usage_relist_end(l, USAGE_PODS);
 	cr_assert_eq(usage_used(l, "a", "h100"), 4, "p1 gone; p3 still reserved");
 	usage_free(l);
 }
