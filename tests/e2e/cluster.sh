@@ -30,9 +30,10 @@
 #
 # Pods never run (there is no kubelet or scheduler): they stay Pending. The
 # job, replicaset, deployment, garbage-collector, namespace, service-account
-# (+token) and root-CA-publisher controllers do run, so Jobs/Deployments create
-# Pods, new namespaces get a "default" ServiceAccount (create Pods only after
-# it exists), deleted namespaces are emptied, etc.
+# (+token), root-CA-publisher and resourceclaim controllers do run, so
+# Jobs/Deployments create Pods, pods get the ResourceClaims of their
+# templates, new namespaces get a "default" ServiceAccount (create Pods only
+# after it exists), deleted namespaces are emptied, etc.
 
 set -euo pipefail
 
@@ -46,6 +47,10 @@ default_controllers=job-controller,garbage-collector-controller,namespace-contro
 default_controllers+=,serviceaccount-controller,serviceaccount-token-controller
 default_controllers+=,root-ca-certificate-publisher-controller
 default_controllers+=,replicaset-controller,deployment-controller
+# DRA: makes a pod's ResourceClaims from its ResourceClaimTemplates (alias
+# resource-claim-controller; on by default with DynamicResourceAllocation,
+# GA since 1.34).
+default_controllers+=,resourceclaim-controller
 
 timeout_s=${GPUGATE_CLUSTER_TIMEOUT:-180}
 stop_timeout_s=${GPUGATE_STOP_TIMEOUT:-10}
