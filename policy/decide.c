@@ -937,6 +937,15 @@ static void plan_mapping(struct ctx *c)
 		plan_checkpoint(c);
 }
 
+/* head, then tail, as one line of at most DECIDE_SUCCESS_MAX characters. */
+static void add_success(struct decision *out, char *head, const char *tail)
+{
+	/* Long names: cut them, keep the numbers, which are what users read. */
+	if (strlen(tail) < DECIDE_SUCCESS_MAX - 20)
+		text_clip(head, DECIDE_SUCCESS_MAX - strlen(tail));
+	add_warning(out, "%s%s", head, tail);
+}
+
 /* The one short line kubectl prints for an admitted class workload. */
 static void success_line(struct ctx *c)
 {
@@ -956,10 +965,7 @@ static void success_line(struct ctx *c)
 			 text_decimal(count, out->count), " x ", out->flavor->name,
 			 " for tenant ", out->tenant->name, NULL);
 	text_cat(tail, sizeof(tail), " (", pos, ")", NULL);
-	/* Long names: cut them, keep the numbers, which are what users read. */
-	if (strlen(tail) < DECIDE_SUCCESS_MAX - 20)
-		text_clip(head, DECIDE_SUCCESS_MAX - strlen(tail));
-	add_warning(c->out, "%s%s", head, tail);
+	add_success(c->out, head, tail);
 }
 
 /*
@@ -1465,9 +1471,7 @@ static void claim_success_line(struct ctx *c)
 		position_text(out, pos, sizeof(pos));
 		text_cat(tail, sizeof(tail), " (", pos, ")", NULL);
 	}
-	if (strlen(tail) < DECIDE_SUCCESS_MAX - 20)
-		text_clip(head, DECIDE_SUCCESS_MAX - strlen(tail));
-	add_warning(c->out, "%s%s", head, tail);
+	add_success(c->out, head, tail);
 }
 
 static void decide_claim(struct ctx *c)

@@ -11,19 +11,11 @@ import time
 
 import pytest
 
-from conftest import EXAMPLE_POLICY, SLOW, VALGRIND, metrics, poll
-from fakekube import FakeKube, api_claim
+from conftest import EXAMPLE_POLICY, poll
+from fakekube import api_claim
+from test_watch import TTL, WAIT, kube, srv_metrics  # noqa: F401 (kube: a fixture)
 
-WAIT = 15.0 * SLOW
-TTL = 2 if not VALGRIND else 8
 USED = 'gpugate_quota_used{tenant="research",flavor="h100-80gb"}'
-
-
-@pytest.fixture
-def kube(certs, tmp_path):
-    k = FakeKube(certs.ca, certs.cert, certs.key, tmp_path / "kube").start()
-    yield k
-    k.stop()
 
 
 @pytest.fixture
@@ -32,11 +24,6 @@ def gate(kube, fresh_server):
         return fresh_server(EXAMPLE_POLICY,
                             extra_args=("--kubeconfig", str(kube.kubeconfig), *extra))
     return start
-
-
-def srv_metrics(srv) -> dict[str, float]:
-    with srv.client() as c:
-        return metrics(c)
 
 
 def used(srv) -> float:

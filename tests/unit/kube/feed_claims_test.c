@@ -9,6 +9,7 @@
 #include "kube/config.h"
 #include "kube/feed.h"
 #include "tests/unit/kube/fakekube_proc.h"
+#include "tests/unit/kube/log_capture.h"
 #include "usage/backend.h"
 
 #include <criterion/criterion.h>
@@ -94,38 +95,13 @@ static int charge_all(void *ctx, const json_t *obj, enum usage_kind kind,
 	return 0;
 }
 
-/* ---- the log, from a temporary file in place of stderr ----------------- */
-
-static char log_path[64];
-static int saved_stderr = -1;
-
-static void capture_stderr(void)
-{
-	int fd;
-
-	snprintf(log_path, sizeof(log_path), "/tmp/gpugate-feed-XXXXXX");
-	fd = mkstemp(log_path);
-	cr_assert_geq(fd, 0);
-	fflush(stderr);
-	saved_stderr = dup(STDERR_FILENO);
-	cr_assert_eq(dup2(fd, STDERR_FILENO), STDERR_FILENO);
-	close(fd);
-}
-
+/* How often needle was logged so far. */
 static size_t logged(const char *needle)
 {
-	FILE *f = fopen(log_path, "r");
-	char *buf = calloc(1, 1 << 16);
-	size_t n = 0, len;
+	char *log = log_captured();
+	size_t n = log_count(log, needle);
 
-	cr_assert_not_null(f);
-	cr_assert_not_null(buf);
-	len = fread(buf, 1, (1 << 16) - 1, f);
-	buf[len] = '\0';
-	fclose(f);
-	for (const char *p = buf; (p = strstr(p, needle)); p++)
-		n++;
-	free(buf);
+	free(log);
 	return n;
 }
 
@@ -139,17 +115,12 @@ static void start(void)
 	diag_init(&d);
 	cr_assert_eq(fakekube_start(&F, &d), 0, "the fake API did not start: %s",
 		     diag_text(&d));
-	capture_stderr();
+	log_capture_start();
 }
 
 static void stop(void)
 {
-	if (saved_stderr >= 0) {
-		dup2(saved_stderr, STDERR_FILENO);
-		close(saved_stderr);
-		saved_stderr = -1;
-		unlink(log_path);
-	}
+	log_capture_stop();
 	fakekube_stop(&F);
 	pthread_mutex_destroy(&R.mu);
 }

@@ -8,6 +8,7 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/informer.h"
+#include "tests/unit/kube/log_capture.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -109,59 +110,7 @@ static void nothing_was_seen(struct seen *s)
 		     0, "no callback without an answer");
 }
 
-/* ---- the log, from a temporary file in place of stderr ----------------- */
-
-static char log_path[64];
-static int saved_stderr = -1;
-
-static void capture_stderr(void)
-{
-	int fd;
-
-	snprintf(log_path, sizeof(log_path), "/tmp/gpugate-informer-XXXXXX");
-	fd = mkstemp(log_path);
-	cr_assert_geq(fd, 0);
-	fflush(stderr);
-	saved_stderr = dup(STDERR_FILENO);
-	cr_assert_eq(dup2(fd, STDERR_FILENO), STDERR_FILENO);
-	close(fd);
-}
-
-/* What was logged so far (caller frees). */
-static char *captured(void)
-{
-	FILE *f = fopen(log_path, "r");
-	char *buf = calloc(1, 1 << 16);
-	size_t n;
-
-	cr_assert_not_null(f);
-	cr_assert_not_null(buf);
-	n = fread(buf, 1, (1 << 16) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static void release_stderr(void)
-{
-	if (saved_stderr >= 0) {
-		dup2(saved_stderr, STDERR_FILENO);
-		close(saved_stderr);
-		saved_stderr = -1;
-		unlink(log_path);
-	}
-}
-
-static size_t count(const char *hay, const char *needle)
-{
-	size_t n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
-}
-
-TestSuite(informer, .fini = release_stderr);
+TestSuite(informer, .fini = log_capture_stop);
 
 /* ---- tests --------------------------------------------------------------- */
 
@@ -218,18 +167,18 @@ Test(informer, retries_a_dead_api_with_backoff_and_its_selectors)
 	c.label_selector = "gpugate.io/tenant";
 	c.field_selector = "status.phase=Running";
 	c.page_size = 7;
-	capture_stderr();
+	log_capture_start();
 	diag_init(&d);
 	cr_assert_eq(informer_start(&c, &inf, &d), 0, "%s", diag_text(&d));
 	/* Failures at about 0 s, 0.5 s and 1.5 s; the next one at 3.5 s. */
 	for (int i = 0; i < 100; i++) {
 		free(log);
-		log = captured();
-		if (count(log, "msg=\"cannot list\"") >= 3)
+		log = log_captured();
+		if (log_count(log, "msg=\"cannot list\"") >= 3)
 			break;
 		usleep(50 * 1000);
 	}
-	cr_assert_eq(count(log, "msg=\"cannot list\""), 3, "%s", log);
+	cr_assert_eq(log_count(log, "msg=\"cannot list\""), 3, "%s", log);
 	cr_assert_not_null(strstr(log, "level=warn msg=\"cannot list\" kind=nodes "
 				       "error=\"GET /api/v1/nodes?labelSelector="
 				       "gpugate.io%2Ftenant&fieldSelector=status.phase"
@@ -264,7 +213,7 @@ Test(informer, stops_within_a_second_while_a_list_hangs)
 
 	snprintf(server, sizeof(server), "https://127.0.0.1:%u", port);
 	c = config(&kc, server, &s);
-	capture_stderr();
+	log_capture_start();
 	diag_init(&d);
 	cr_assert_eq(informer_start(&c, &inf, &d), 0, "%s", diag_text(&d));
 	usleep(300 * 1000);
@@ -274,8 +223,8 @@ Test(informer, stops_within_a_second_while_a_list_hangs)
 	took = now_s() - t0;
 	cr_assert_lt(took, 1.6, "stopped after %.2f s", took);
 	nothing_was_seen(&s);
-	log = captured();
-	cr_assert_eq(count(log, "cannot list"), 0, "a stop is no failure: %s", log);
+	log = log_captured();
+	cr_assert_eq(log_count(log, "cannot list"), 0, "a stop is no failure: %s", log);
 	free(log);
 	close(fd);
 }
