@@ -288,7 +288,12 @@ static void *loop(void *arg)
 				backoff_nap(inf);
 				continue;
 			}
-			inf->unserved = false;
+			if (inf->unserved) {
+				/* Served now: connected again once its
+				 * watch is. */
+				inf->unserved = false;
+				set_connected(inf, false);
+			}
 			need_list = false;
 			backoff_reset(inf);
 			first = !atomic_load(&inf->synced);
