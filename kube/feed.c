@@ -9,22 +9,34 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+/* What the feed watches, by enum usage_kind: every object of each kind (no
+ * label selector, see feed.h). */
+static const struct {
+	const char *name, *path;
+	bool optional;
+} watched[USAGE_KINDS] = {
+	[USAGE_PODS] = {"pods", "/api/v1/pods", false},
+	[USAGE_JOBS] = {"jobs", "/apis/batch/v1/jobs", false},
+	/* A cluster without resource.k8s.io/v1 has no claims. */
+	[USAGE_CLAIMS] = {"claims", "/apis/resource.k8s.io/v1/resourceclaims", true},
+};
+
 struct feed_kind {
 	struct feed *f;
-	bool jobs;
+	enum usage_kind kind;
 	struct informer *inf;
 };
 
 struct feed {
 	struct feed_config cfg;
-	struct feed_kind kinds[2]; /* [0] pods, [1] jobs */
+	struct feed_kind kinds[USAGE_KINDS];
 	pthread_mutex_t mu;        /* up[] and the store's watching state */
-	bool up[2];
+	bool up[USAGE_KINDS];
 };
 
 static const char *kind_name(const struct feed_kind *k)
 {
-	return k->jobs ? "jobs" : "pods";
+	return watched[k->kind].name;
 }
 
 static void on_object(void *ctx, const json_t *obj)
@@ -35,7 +47,7 @@ static void on_object(void *ctx, const json_t *obj)
 	struct arena a;
 
 	arena_init(&a);
-	if (f->cfg.charge(f->cfg.charge_ctx, obj, k->jobs, &a, &it) == 0) {
+	if (f->cfg.charge(f->cfg.charge_ctx, obj, k->kind, &a, &it) == 0) {
 		if (it.active)
 			usage_observe(f->cfg.usage, &it);
 		else
@@ -58,30 +70,33 @@ static void on_relist_begin(void *ctx)
 {
 	struct feed_kind *k = ctx;
 
-	usage_relist_begin(k->f->cfg.usage, k->jobs);
+	usage_relist_begin(k->f->cfg.usage, k->kind);
 }
 
 static void on_relist_end(void *ctx, bool first)
 {
 	struct feed_kind *k = ctx;
 
-	usage_relist_end(k->f->cfg.usage, k->jobs);
+	usage_relist_end(k->f->cfg.usage, k->kind);
 	if (first)
 		log_event(LOG_INFO, "msg=\"usage synced\" kind=%s entries=%zu",
 			  kind_name(k), usage_entries(k->f->cfg.usage));
 }
 
-/* The store lets reservations expire only while both watches are open: the
- * flags and the store change together, under the lock, so that the two
+/* The store lets reservations expire only while every watch is open: the
+ * flags and the store change together, under the lock, so that the
  * threads never leave the store with a stale state. */
 static void on_connected(void *ctx, bool up)
 {
 	struct feed_kind *k = ctx;
 	struct feed *f = k->f;
+	bool all = true;
 
 	pthread_mutex_lock(&f->mu);
-	f->up[k->jobs] = up;
-	usage_set_watching(f->cfg.usage, f->up[0] && f->up[1]);
+	f->up[k->kind] = up;
+	for (int i = 0; i < USAGE_KINDS; i++)
+		all = all && f->up[i];
+	usage_set_watching(f->cfg.usage, all);
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -103,13 +118,15 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 	pthread_mutex_init(&f->mu, NULL);
 	/* Nothing is watched yet: reservations wait. */
 	usage_set_watching(cfg->usage, false);
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < USAGE_KINDS; i++) {
 		struct feed_kind *k = &f->kinds[i];
 		struct informer_config ic = {
 			.kube = cfg->kube,
-			.name = i ? "jobs" : "pods",
-			.path = i ? "/apis/batch/v1/jobs" : "/api/v1/pods",
+			.name = watched[i].name,
+			.path = watched[i].path,
 			.idle_seconds = cfg->idle_seconds,
+			.optional = watched[i].optional,
+			.unserved_retry_ms = cfg->unserved_retry_ms,
 			.on = {.object = on_object, .delete = on_delete,
 			       .relist_begin = on_relist_begin,
 			       .relist_end = on_relist_end,
@@ -117,7 +134,7 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 		};
 
 		k->f = f;
-		k->jobs = i == 1;
+		k->kind = (enum usage_kind)i;
 		if (informer_start(&ic, &k->inf, d) < 0)
 			goto fail;
 	}
@@ -130,23 +147,28 @@ fail:
 
 bool feed_synced(struct feed *f)
 {
-	return informer_synced(f->kinds[0].inf) && informer_synced(f->kinds[1].inf);
+	for (int i = 0; i < USAGE_KINDS; i++)
+		if (!informer_synced(f->kinds[i].inf))
+			return false;
+	return true;
 }
 
 bool feed_connected(struct feed *f)
 {
-	return informer_connected(f->kinds[0].inf) &&
-	       informer_connected(f->kinds[1].inf);
+	for (int i = 0; i < USAGE_KINDS; i++)
+		if (!informer_connected(f->kinds[i].inf))
+			return false;
+	return true;
 }
 
 void feed_stop(struct feed *f)
 {
 	if (!f)
 		return;
-	/* Both at once: the stop takes about a second, not two. */
-	for (int i = 0; i < 2; i++)
+	/* All at once: the stop takes about a second, not three. */
+	for (int i = 0; i < USAGE_KINDS; i++)
 		informer_cancel(f->kinds[i].inf);
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < USAGE_KINDS; i++)
 		informer_stop(f->kinds[i].inf);
 	pthread_mutex_destroy(&f->mu);
 	free(f);

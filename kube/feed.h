@@ -1,24 +1,31 @@
 /*
  * feed: keeps a usage store true to the cluster (SPEC section 5).
  *
- * Two informers (kube/informer.h), two threads: all Pods (/api/v1/pods)
- * and all Jobs (/apis/batch/v1/jobs).  No label selector: what the store
- * counts must not depend on a label that a status writer (pods/status,
- * jobs/status) can remove, so every object is read and the charge rule,
- * from the spec, decides what it holds; objects that hold nothing cost a
- * lookup and are not kept.  What they see goes into the store:
+ * Three informers (kube/informer.h), three threads: all Pods
+ * (/api/v1/pods), all Jobs (/apis/batch/v1/jobs) and all DRA
+ * ResourceClaims (/apis/resource.k8s.io/v1/resourceclaims).  No label
+ * selector: what the store counts must not depend on a label that a
+ * status writer (pods/status, jobs/status) can remove, so every object is
+ * read and the charge rule, from the spec, decides what it holds; objects
+ * that hold nothing cost a lookup and are not kept.  What they see goes
+ * into the store:
  *
  *   listed, ADDED, MODIFIED   the charge callback says what the object
  *                             holds: usage_observe() while it is active,
  *                             else usage_forget()
  *   DELETED                   usage_forget(metadata.uid)
- *   a whole list of a kind    usage_relist_begin/end(store, jobs): it
+ *   a whole list of a kind    usage_relist_begin/end(store, kind): it
  *                             replaces what the store had observed of it
- *   connected or not          usage_set_watching(store, both connected):
- *                             reservations expire only while both are
+ *   connected or not          usage_set_watching(store, all connected):
+ *                             reservations expire only while all are
+ *
+ * The claims informer is optional: on a cluster whose API does not serve
+ * resource.k8s.io/v1 (404 to the list) there are no claims, and it counts
+ * as synced and connected (logged once: msg="not served" kind=claims); it
+ * asks again every unserved_retry_ms.
  *
  * The store is told it is not watched at start, before any thread runs;
- * the two threads change the watching state under one lock, so they never
+ * the threads change the watching state under one lock, so they never
  * leave it stale.  The first whole list of each kind is logged
  * (msg="usage synced" kind=pods entries=N).
  *
@@ -29,41 +36,44 @@
 #ifndef GPUGATE_FEED_H
 #define GPUGATE_FEED_H
 
+#include "usage/usage.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 
 struct arena;
 struct diag;
 struct kube_config;
-struct usage_item;
-struct usage_store;
 
 struct feed_config {
 	const struct kube_config *kube; /* copied */
 	struct usage_store *usage;      /* borrowed; outlives the feed */
 	/*
-	 * What obj (a Pod, or a Job when is_job) holds, in *out: 0, or -1 to
-	 * leave the object out (no uid, no policy).  Strings must live as long
-	 * as obj and a (the feed releases a after the store was told).  Called
-	 * from both threads at once.
+	 * What obj (of kind: a Pod, Job or ResourceClaim) holds, in *out: 0,
+	 * or -1 to leave the object out (no uid, no policy).  Strings must
+	 * live as long as obj and a (the feed releases a after the store was
+	 * told).  Called from every thread at once.
 	 */
-	int (*charge)(void *ctx, const json_t *obj, bool is_job, struct arena *a,
-		      struct usage_item *out);
+	int (*charge)(void *ctx, const json_t *obj, enum usage_kind kind,
+		      struct arena *a, struct usage_item *out);
 	void *charge_ctx;
 	unsigned idle_seconds;          /* a silent watch is broken; 0: 180 */
+	unsigned unserved_retry_ms;     /* claims not served: 0: 300000 */
 };
 
 struct feed;
 
-/* Starts both informers.  -1 with a message when cfg has no usage store or
+/* Starts the informers.  -1 with a message when cfg has no usage store or
  * no charge rule, or an informer cannot start. */
 int feed_start(const struct feed_config *cfg, struct feed **out,
 	       struct diag *d);
-/* True once Pods and Jobs have each been listed completely. */
+/* True once Pods, Jobs and ResourceClaims have each been listed completely
+ * (claims: or are not served). */
 bool feed_synced(struct feed *f);
-/* True while both watches are connected (answered 200, not ended). */
+/* True while every watch is connected (answered 200, not ended; claims:
+ * or are not served). */
 bool feed_connected(struct feed *f);
-/* Stops both threads (within about a second) and frees f.  NULL is a
+/* Stops the threads (within about a second) and frees f.  NULL is a
  * no-op. */
 void feed_stop(struct feed *f);
 

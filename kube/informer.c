@@ -18,6 +18,9 @@
 #define LIST_MAX_BODY (256u << 20)
 #define BACKOFF_MIN_MS 500
 #define BACKOFF_MAX_MS 30000
+#define UNSERVED_RETRY_MS 300000
+/* list(): an optional informer's path is not served (404). */
+#define LIST_NOT_SERVED (-2)
 /* Caps on what goes into a request path: the path and a selector from the
  * caller, a continue token from the server (real ones are a few hundred
  * bytes).  Escaped, a byte takes at most three; the rest of a query is
@@ -35,6 +38,9 @@ struct informer {
 	char *selectors;     /* "labelSelector=...&fieldSelector=...&", or "" */
 	unsigned idle_seconds;
 	unsigned page_size;
+	bool optional;
+	unsigned unserved_retry_ms;
+	bool unserved;       /* optional, and the last list answered 404 */
 	struct kube *kube;
 	pthread_t thread;
 	bool started;
@@ -321,7 +327,8 @@ static int page_read(struct informer *inf, const char *b, size_t len, bool *begu
 
 /* Lists every page: the caller hears relist_begin before the first page's
  * objects.  0 once every page was read; -1 on a failure (logged) or a
- * stop.  relist_end is the loop's to call. */
+ * stop; LIST_NOT_SERVED for a 404 to the first page of an optional
+ * informer (not logged).  relist_end is the loop's to call. */
 static int list(struct informer *inf)
 {
 	char path[PATH_MAX_LEN], cont[CONTINUE_MAX] = "";
@@ -359,6 +366,10 @@ static int list(struct informer *inf)
 			diag_first(&d, first, sizeof(first));
 			list_failed(inf, first);
 			return -1;
+		}
+		if (status == 404 && inf->optional && !begun) {
+			free(body);
+			return LIST_NOT_SERVED;
 		}
 		if (status != 200) {
 			log_event(LOG_WARN, "msg=\"cannot list\" kind=%s status=%ld "
@@ -436,6 +447,30 @@ static int on_event(void *ctx, const char *line, size_t len)
 	return rc;
 }
 
+/*
+ * The API does not serve an optional informer's path: there is none of it.
+ * Said to the caller, and logged, when it starts being so; then the next
+ * list in a while.  Synced and connected: nothing can be missed.
+ */
+static void not_served(struct informer *inf)
+{
+	if (!inf->unserved) {
+		bool first = !atomic_load(&inf->synced);
+
+		inf->unserved = true;
+		log_event(LOG_INFO, "msg=\"not served\" kind=%s path=%s retry_s=%u",
+			  inf->name, inf->path, inf->unserved_retry_ms / 1000);
+		if (inf->on.relist_begin)
+			inf->on.relist_begin(inf->on.ctx);
+		if (inf->on.relist_end)
+			inf->on.relist_end(inf->on.ctx, first);
+		atomic_store(&inf->synced, true);
+	}
+	set_connected(inf, true);
+	backoff_reset(inf);
+	nap(inf, inf->unserved_retry_ms);
+}
+
 static void *loop(void *arg)
 {
 	struct informer *inf = arg;
@@ -451,10 +486,24 @@ static void *loop(void *arg)
 
 		if (need_list) {
 			bool first;
+			int lr = list(inf);
 
-			if (list(inf) < 0) {
+			if (lr == LIST_NOT_SERVED) {
+				not_served(inf);
+				continue;
+			}
+			if (lr < 0) {
+				/* Only an unserved path counts as connected
+				 * while listing. */
+				set_connected(inf, false);
 				backoff_nap(inf);
 				continue;
+			}
+			if (inf->unserved) {
+				/* Served now: connected again once its
+				 * watch is. */
+				inf->unserved = false;
+				set_connected(inf, false);
 			}
 			need_list = false;
 			backoff_reset(inf);
@@ -495,6 +544,9 @@ static void *loop(void *arg)
 					    "error=\"%s\" retry_ms=%u",
 				  inf->name, rc, log_quote(first, q, sizeof(q)),
 				  inf->backoff);
+			/* No longer served?  The list will tell. */
+			if (rc == 404 && inf->optional)
+				need_list = true;
 			backoff_nap(inf);
 			continue;
 		}
@@ -558,6 +610,9 @@ int informer_start(const struct informer_config *cfg, struct informer **out,
 	inf->on = cfg->on;
 	inf->idle_seconds = cfg->idle_seconds ? cfg->idle_seconds : IDLE_SECONDS;
 	inf->page_size = cfg->page_size ? cfg->page_size : PAGE_SIZE;
+	inf->optional = cfg->optional;
+	inf->unserved_retry_ms = cfg->unserved_retry_ms ? cfg->unserved_retry_ms
+							: UNSERVED_RETRY_MS;
 	atomic_init(&inf->synced, false);
 	atomic_init(&inf->connected, false);
 	pthread_mutex_init(&inf->mu, NULL);

@@ -41,6 +41,17 @@
  *
  * The first whole list is the caller's to log (on_relist_end, first).
  *
+ * An optional informer is for a resource the API may not serve (an API
+ * group of a feature the cluster lacks, or a version it does not have
+ * yet).  A 404 to its list means that there is none of it: the caller
+ * hears an empty relist (what it knew is gone), the informer counts as
+ * synced and as connected (there is nothing to miss), logs it once
+ *
+ *   info  msg="not served" kind=K path=P retry_s=N
+ *
+ * and lists again every unserved_retry_ms; once the API serves it, it is
+ * listed and watched as any other (a 404 to its watch lists again).
+ *
  * Another kind in about a hundred lines (docs/internals.md, "The informer
  * and the feed"): a struct holding what the caller keeps, an on_object that
  * reads the fields it needs out of the JSON and updates it, an on_delete
@@ -96,6 +107,8 @@ struct informer_config {
 	const char *field_selector;     /* "spec.nodeName=n1"; NULL: all */
 	unsigned idle_seconds;          /* a silent watch is broken; 0: 180 */
 	unsigned page_size;             /* list limit; 0: 500 */
+	bool optional;                  /* the API may not serve the path */
+	unsigned unserved_retry_ms;     /* optional, not served: 0: 300000 */
 	struct informer_handler on;
 };
 
@@ -110,10 +123,12 @@ struct informer;
 int informer_start(const struct informer_config *cfg, struct informer **out,
 		   struct diag *d);
 
-/* True once a list was read completely (it stays true through relists). */
+/* True once a list was read completely (it stays true through relists), or
+ * an optional informer's path is not served. */
 bool informer_synced(struct informer *inf);
 
-/* True while the watch is connected (answered 200, not ended). */
+/* True while the watch is connected (answered 200, not ended), or an
+ * optional informer's path is not served. */
 bool informer_connected(struct informer *inf);
 
 /* Asks the thread to stop and returns at once: callers that stop several

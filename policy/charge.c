@@ -1,5 +1,6 @@
 #include "policy/charge.h"
 
+#include "policy/dra.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
 #include "policy/workload.h"
@@ -156,6 +157,10 @@ void charge_decide(const struct policy *p, const struct workload *wl,
 	const struct policy_flavor *f;
 	const char *res;
 
+	if (wl->kind == WL_CLAIM) { /* DRA: policy/dra.h */
+		dra_charge(p, wl, out);
+		return;
+	}
 	memset(out, 0, sizeof(*out));
 	if (!wl->namespace || (wl->kind != WL_POD && wl->kind != WL_JOB))
 		return;

@@ -66,9 +66,9 @@ struct charge {
 };
 
 /*
- * The charge of wl (kind WL_POD or WL_JOB; any other kind holds nothing)
- * under p, in *out.  The tenant and flavor point into p, owner_job_uid
- * into wl's strings.
+ * The charge of wl (kind WL_POD or WL_JOB; WL_CLAIM: dra_charge() of
+ * policy/dra.h; any other kind holds nothing) under p, in *out.  The
+ * tenant and flavor point into p, owner_job_uid into wl's strings.
  */
 void charge_decide(const struct policy *p, const struct workload *wl,
 		   struct charge *out);

@@ -21,6 +21,9 @@
 #define DEFAULT_GPUS_LABEL "gpugate.io/gpus"
 #define DEFAULT_GRACE_SECONDS 300
 #define DEFAULT_MOUNT_PATH "/checkpoint"
+/* NVIDIA's DRA driver: whole GPUs, and MIG partitions. */
+static const char *const default_gpu_device_classes[] = {"gpu.nvidia.com",
+							 "mig.nvidia.com"};
 
 struct ns_glob {
 	const char *pattern;
@@ -46,6 +49,8 @@ struct policy {
 	struct strmap tenant_by_name;
 	struct strmap tenant_by_ns;   /* literal namespace -> tenant index */
 	struct strmap flavor_by_res;  /* resource -> first flavor index */
+	struct strmap flavor_by_device_class; /* DRA DeviceClass -> flavor index */
+	struct strmap gpu_device_class;       /* settings.gpuDeviceClassNames */
 	struct ns_glob *globs;        /* in tenant order */
 	size_t n_globs;
 };
@@ -117,6 +122,23 @@ static void split_kv(struct builder *b, const char *kv, struct policy_kv *out)
 		b->oom = true;
 }
 
+/* A flavor's deviceClassNames (validated: each maps to one flavor). */
+static void build_device_classes(struct builder *b, const struct src_flavor *s,
+				 struct policy_flavor *f)
+{
+	const char **dc = alloc(b, s->deviceClassNames_count, sizeof(*dc));
+
+	if (b->oom)
+		return;
+	for (unsigned k = 0; k < s->deviceClassNames_count; k++) {
+		dc[k] = dup(b, s->deviceClassNames[k]);
+		if (dc[k])
+			put(b, &b->p->flavor_by_device_class, dc[k], f->index);
+	}
+	f->device_classes = dc;
+	f->n_device_classes = s->deviceClassNames_count;
+}
+
 static void build_flavors(struct builder *b)
 {
 	struct policy *p = b->p;
@@ -159,6 +181,7 @@ static void build_flavors(struct builder *b)
 		}
 		f->tolerations = tol;
 		f->n_tolerations = s->tolerations_count;
+		build_device_classes(b, s, f);
 		if (f->name)
 			put(b, &p->flavor_by_name, f->name, i);
 		if (f->resource && !strmap_get(&p->flavor_by_res, f->resource, NULL))
@@ -300,6 +323,29 @@ static void build_tenants(struct builder *b)
 	}
 }
 
+static void build_gpu_device_classes(struct builder *b,
+				     const struct src_settings *s)
+{
+	struct policy_settings *out = &b->p->settings;
+	size_t n = s && s->gpuDeviceClassNames_count
+			   ? s->gpuDeviceClassNames_count
+			   : sizeof(default_gpu_device_classes) /
+				     sizeof(default_gpu_device_classes[0]);
+	const char **dc = alloc(b, n, sizeof(*dc));
+
+	if (b->oom)
+		return;
+	for (size_t k = 0; k < n; k++) {
+		dc[k] = dup(b, s && s->gpuDeviceClassNames_count
+				       ? s->gpuDeviceClassNames[k]
+				       : default_gpu_device_classes[k]);
+		if (dc[k])
+			put(b, &b->p->gpu_device_class, dc[k], k);
+	}
+	out->gpu_device_classes = dc;
+	out->n_gpu_device_classes = n;
+}
+
 static void build_settings(struct builder *b)
 {
 	const struct src_settings *s = b->src->settings;
@@ -312,6 +358,7 @@ static void build_settings(struct builder *b)
 	out->raw_gpu_requests = s ? (enum policy_raw_requests)s->rawGpuRequests
 				  : POLICY_RAW_REJECT;
 	out->mode = s ? (enum policy_mode)s->mode : POLICY_MODE_ENFORCE;
+	build_gpu_device_classes(b, s);
 }
 
 static void build_checkpoint(struct builder *b)
@@ -362,6 +409,8 @@ static struct policy *policy_build(const char *source,
 	strmap_init(&p->tenant_by_name);
 	strmap_init(&p->tenant_by_ns);
 	strmap_init(&p->flavor_by_res);
+	strmap_init(&p->flavor_by_device_class);
+	strmap_init(&p->gpu_device_class);
 	p->source = dup(&b, source);
 	build_settings(&b);
 	build_checkpoint(&b);
@@ -386,6 +435,8 @@ void policy_free(struct policy *p)
 	strmap_release(&p->tenant_by_name);
 	strmap_release(&p->tenant_by_ns);
 	strmap_release(&p->flavor_by_res);
+	strmap_release(&p->flavor_by_device_class);
+	strmap_release(&p->gpu_device_class);
 	arena_release(&p->arena);
 	free(p);
 }
@@ -534,6 +585,22 @@ size_t policy_flavors_for_resource(const struct policy *p, const char *resource,
 bool policy_is_flavor_resource(const struct policy *p, const char *resource)
 {
 	return strmap_get(&p->flavor_by_res, resource, NULL);
+}
+
+const struct policy_flavor *policy_flavor_for_device_class(const struct policy *p,
+							   const char *device_class)
+{
+	size_t i;
+
+	return strmap_get(&p->flavor_by_device_class, device_class, &i)
+		       ? &p->flavors[i]
+		       : NULL;
+}
+
+bool policy_is_gpu_device_class(const struct policy *p, const char *device_class)
+{
+	return strmap_get(&p->flavor_by_device_class, device_class, NULL) ||
+	       strmap_get(&p->gpu_device_class, device_class, NULL);
 }
 
 size_t policy_class_count(const struct policy *p)

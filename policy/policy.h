@@ -80,6 +80,10 @@ struct policy_flavor {
 	const struct policy_toleration *tolerations;
 	size_t n_tolerations;
 	unsigned gpus_per_node;
+	/* deviceClassNames: the DRA DeviceClasses whose devices are this
+	 * flavor's units (policy/dra.h); a class maps to one flavor at most. */
+	const char *const *device_classes;
+	size_t n_device_classes;
 };
 
 struct policy_class {
@@ -130,6 +134,10 @@ struct policy_settings {
 	const char *gpus_label;
 	enum policy_raw_requests raw_gpu_requests;
 	enum policy_mode mode;
+	/* gpuDeviceClassNames: DeviceClasses that are GPUs even when no
+	 * flavor maps them (a claim of one is a raw GPU request). */
+	const char *const *gpu_device_classes;
+	size_t n_gpu_device_classes;
 };
 
 struct policy_checkpoint {
@@ -181,6 +189,13 @@ size_t policy_flavors_for_resource(const struct policy *p, const char *resource,
 				   const struct policy_flavor **out, size_t max);
 /* True when some flavor uses this extended resource name. */
 bool policy_is_flavor_resource(const struct policy *p, const char *resource);
+
+/* The flavor whose deviceClassNames lists this DRA DeviceClass, or NULL. */
+const struct policy_flavor *policy_flavor_for_device_class(const struct policy *p,
+							   const char *device_class);
+/* True when the DeviceClass is a GPU one: a flavor maps it, or it is in
+ * settings.gpuDeviceClassNames. */
+bool policy_is_gpu_device_class(const struct policy *p, const char *device_class);
 
 size_t policy_class_count(const struct policy *p);
 const struct policy_class *policy_class_at(const struct policy *p, size_t i);

@@ -31,6 +31,8 @@
 #define KEY_MAX_LEN K8S_QUALIFIED_NAME_MAX
 #define TEXT_MAX_LEN 4096
 #define LIST_MAX 10000
+/* DRA DeviceClass names of one flavor, and settings.gpuDeviceClassNames. */
+#define DEVICE_CLASSES_MAX 64
 
 /* Aliases can make a small file expand enormously ("billion laughs"). */
 #define WALK_MAX_NODES 2000000ul
@@ -77,6 +79,12 @@ static const cyaml_schema_field_t settings_fields[] = {
 			 CYAML_ARRAY_LEN(raw_strings)),
 	CYAML_FIELD_ENUM("mode", CYAML_FLAG_OPTIONAL, struct src_settings, mode,
 			 mode_strings, CYAML_ARRAY_LEN(mode_strings)),
+	/* At least one entry: absent means the default list, and libcyaml
+	 * cannot tell an empty list from an absent one. */
+	CYAML_FIELD_SEQUENCE("gpuDeviceClassNames",
+			     CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_settings, gpuDeviceClassNames, &name_entry,
+			     1, DEVICE_CLASSES_MAX),
 	CYAML_FIELD_END,
 };
 
@@ -117,6 +125,10 @@ static const cyaml_schema_field_t flavor_fields[] = {
 			     0, 64),
 	CYAML_FIELD_INT("gpusPerNode", CYAML_FLAG_DEFAULT, struct src_flavor,
 			gpusPerNode),
+	CYAML_FIELD_SEQUENCE("deviceClassNames",
+			     CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_flavor, deviceClassNames, &name_entry, 0,
+			     DEVICE_CLASSES_MAX),
 	CYAML_FIELD_END,
 };
 static const cyaml_schema_value_t flavor_entry = {

@@ -42,6 +42,8 @@ struct src_flavor {
 	struct src_toleration *tolerations;
 	unsigned tolerations_count;
 	int64_t gpusPerNode;
+	char **deviceClassNames;
+	unsigned deviceClassNames_count;
 };
 
 struct src_topology {
@@ -88,6 +90,8 @@ struct src_settings {
 	char *gpusLabel;
 	int rawGpuRequests;
 	int mode;
+	char **gpuDeviceClassNames;
+	unsigned gpuDeviceClassNames_count;
 };
 
 struct src_checkpoint {

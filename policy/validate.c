@@ -34,6 +34,7 @@ struct vctx {
 	struct strmap flavors; /* name -> index */
 	struct strmap classes;
 	struct strmap tenants;
+	struct strmap device_classes; /* DRA DeviceClass -> flavor << 16 | entry */
 };
 
 static void err(struct vctx *v, unsigned line, const char *fmt, ...)
@@ -55,6 +56,9 @@ static bool name_valid(const char *s)
 {
 	return s[0] && k8s_label_value_valid(s);
 }
+
+#define DEVICE_CLASS_RULE \
+	"a DNS subdomain: lower-case letters, digits, '-' and '.'"
 
 #define NAME_RULE                                                          \
 	"at most 63 letters, digits, '-', '_' or '.', starting and ending " \
@@ -105,6 +109,31 @@ static void check_label_setting(struct vctx *v, const char *field,
 }
 #undef LINE
 
+#define LINE() srcpos_line(v->pos, "settings.gpuDeviceClassNames[%u]", i)
+static void check_gpu_device_classes(struct vctx *v,
+				     const struct src_settings *s)
+{
+	for (unsigned i = 0; i < s->gpuDeviceClassNames_count; i++) {
+		const char *dc = s->gpuDeviceClassNames[i];
+
+		if (!k8s_dns_subdomain_valid(dc)) {
+			err(v, LINE(),
+			    "settings: gpuDeviceClassNames: \"%s\" is not a valid "
+			    "DeviceClass name (" DEVICE_CLASS_RULE ")",
+			    dc);
+			continue;
+		}
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(s->gpuDeviceClassNames[j], dc) == 0) {
+				err(v, LINE(),
+				    "settings: gpuDeviceClassNames lists \"%s\" twice",
+				    dc);
+				break;
+			}
+	}
+}
+#undef LINE
+
 static void check_settings(struct vctx *v)
 {
 	const struct src_settings *s = v->src->settings;
@@ -119,6 +148,7 @@ static void check_settings(struct vctx *v)
 		   s->gpusLabel ? s->gpusLabel : "gpugate.io/gpus") == 0)
 		err(v, srcpos_line(v->pos, "settings.gpusLabel"),
 		    "settings: classLabel and gpusLabel must be different keys");
+	check_gpu_device_classes(v, s);
 }
 
 /*
@@ -206,6 +236,39 @@ static void check_tolerations(struct vctx *v, unsigned fi, const char *owner,
 }
 #undef LINE
 
+/* A DRA DeviceClass names the units of one flavor at most. */
+#define LINE() srcpos_line(v->pos, "flavors[%u].deviceClassNames[%u]", fi, k)
+static void check_device_classes(struct vctx *v, unsigned fi, const char *owner,
+				 const struct src_flavor *f)
+{
+	for (unsigned k = 0; k < f->deviceClassNames_count; k++) {
+		const char *dc = f->deviceClassNames[k];
+		size_t prev;
+
+		if (!k8s_dns_subdomain_valid(dc)) {
+			err(v, LINE(),
+			    "%s: deviceClassNames: \"%s\" is not a valid DeviceClass "
+			    "name (" DEVICE_CLASS_RULE ")",
+			    owner, dc);
+			continue;
+		}
+		if (strmap_put(&v->device_classes, dc, ((size_t)fi << 16) | k,
+			       &prev) != 1)
+			continue;
+		if ((unsigned)(prev >> 16) == fi)
+			err(v, LINE(), "%s: device class \"%s\" is listed twice",
+			    owner, dc);
+		else
+			err(v, LINE(),
+			    "%s: device class \"%s\" already maps to flavor \"%s\" "
+			    "(line %u); a device class maps to one flavor at most",
+			    owner, dc, v->src->flavors[prev >> 16].name,
+			    srcpos_line(v->pos, "flavors[%zu].deviceClassNames[%zu]",
+					prev >> 16, prev & 0xffff));
+	}
+}
+#undef LINE
+
 #define LINE() srcpos_line(v->pos, "flavors[%u].nodeSelector[%u]", i, s)
 static void check_flavors(struct vctx *v)
 {
@@ -235,6 +298,7 @@ static void check_flavors(struct vctx *v)
 			}
 		}
 		check_tolerations(v, i, owner, f);
+		check_device_classes(v, i, owner, f);
 		if (f->gpusPerNode < 1 || f->gpusPerNode > POLICY_MAX_GPUS_PER_NODE)
 			err(v, srcpos_line(v->pos, "flavors[%u].gpusPerNode", i),
 			    "%s: gpusPerNode %" PRId64 " must be between 1 and %d", owner,
@@ -721,6 +785,7 @@ int validate_src(const char *file, const struct src_policy *src,
 	strmap_init(&v.flavors);
 	strmap_init(&v.classes);
 	strmap_init(&v.tenants);
+	strmap_init(&v.device_classes);
 	if (src->version != 1)
 		err(&v, srcpos_line(pos, "version"),
 		    "unsupported version %" PRId64 " (this gpugate reads version 1)",
@@ -733,5 +798,6 @@ int validate_src(const char *file, const struct src_policy *src,
 	strmap_release(&v.flavors);
 	strmap_release(&v.classes);
 	strmap_release(&v.tenants);
+	strmap_release(&v.device_classes);
 	return v.errors ? -1 : 0;
 }

@@ -18,6 +18,8 @@ enum wl_kind {
 	WL_OTHER, /* any other kind: allowed untouched */
 	WL_POD,
 	WL_JOB,
+	WL_CLAIM,          /* resource.k8s.io/v1 ResourceClaim (DRA) */
+	WL_CLAIM_TEMPLATE, /* resource.k8s.io/v1 ResourceClaimTemplate */
 };
 
 enum wl_op {
@@ -91,6 +93,28 @@ struct wl_volume {
 	const char *host_path; /* hostPath.path, or NULL */
 };
 
+/* ---- DRA: the device requests of a ResourceClaim's spec ---------------- */
+
+enum wl_allocation {
+	WL_ALLOCATE_COUNT, /* allocationMode ExactCount (the default): count */
+	WL_ALLOCATE_ALL,   /* allocationMode All: every matching device */
+};
+
+/*
+ * One entry of spec.devices.requests (of a ResourceClaimTemplate:
+ * spec.spec.devices.requests): its exactly part in device_class, mode and
+ * count, or its firstAvailable subrequests (the same fields each; their
+ * own first_available is empty).
+ */
+struct wl_device_request {
+	const char *name;
+	const char *device_class; /* deviceClassName; NULL when absent */
+	enum wl_allocation mode;
+	int64_t count;            /* 1 when absent; >= 1 */
+	const struct wl_device_request *first_available;
+	size_t n_first_available;
+};
+
 /* The pod: a Pod's own metadata and spec, or a Job's spec.template. */
 struct wl_pod {
 	const struct wl_kv *labels;
@@ -150,6 +174,10 @@ struct workload {
 	const char *phase;         /* status.phase, NULL when absent */
 	const char *owner_job;     /* controller ownerReference of kind Job */
 	const char *owner_job_uid;
+
+	/* ResourceClaim and ResourceClaimTemplate only (policy/dra.h). */
+	const struct wl_device_request *device_requests;
+	size_t n_device_requests;
 };
 
 /* The value of key in a label/annotation list, or NULL. */

@@ -19,8 +19,8 @@ struct usage_backend {
 			const struct workload *wl);
 	void (*observe)(struct usage_store *u, const struct usage_item *it);
 	void (*forget)(struct usage_store *u, const char *uid);
-	void (*relist_begin)(struct usage_store *u, bool jobs);
-	void (*relist_end)(struct usage_store *u, bool jobs);
+	void (*relist_begin)(struct usage_store *u, enum usage_kind kind);
+	void (*relist_end)(struct usage_store *u, enum usage_kind kind);
 	void (*set_watching)(struct usage_store *u, bool up);
 	size_t (*expire)(struct usage_store *u);
 	int64_t (*used)(struct usage_store *u, const char *tenant,

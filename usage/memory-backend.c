@@ -72,6 +72,7 @@ struct entry {
 	uint64_t seen;                 /* relist generation it was seen in */
 	bool is_job;
 	bool rides;                    /* a pod its Job's gang covers */
+	enum usage_kind kind;          /* is_job: USAGE_JOBS */
 	bool observed;
 	const char *name;              /* into uid[] */
 	const char *namespace;         /* into uid[] */
@@ -100,7 +101,7 @@ struct ledger {
 	struct strmap entries;  /* uid -> entry */
 	struct strmap sums;     /* "tenant\x1fflavor" -> usage */
 	struct strmap families; /* job uid -> family */
-	uint64_t generation[2]; /* relist generation: [0] pods, [1] jobs */
+	uint64_t generation[USAGE_KINDS]; /* relist generation, by kind */
 	bool watching;          /* usage_set_watching() */
 	uint64_t watching_since; /* when it last came up (now_ms) */
 };
@@ -219,15 +220,16 @@ static void family_settle(struct family *f)
 	charge_job(f);
 }
 
-static struct entry *entry_add(struct ledger *l, const char *uid, bool is_job,
-			       const char *name, const char *ns,
-			       const char *tenant, const char *flavor,
-			       int64_t per_pod, int64_t slots,
+static struct entry *entry_add(struct ledger *l, const char *uid,
+			       enum usage_kind kind, const char *name,
+			       const char *ns, const char *tenant,
+			       const char *flavor, int64_t per_pod, int64_t slots,
 			       const char *owner_job_uid)
 {
 	size_t ul = strlen(uid), nl = strlen(name ? name : ""),
 	       sl = strlen(ns ? ns : "");
 	struct entry *e = calloc(1, sizeof(*e) + ul + nl + sl + 3);
+	bool is_job = kind == USAGE_JOBS;
 
 	if (!e)
 		return NULL;
@@ -237,6 +239,7 @@ static struct entry *entry_add(struct ledger *l, const char *uid, bool is_job,
 	e->namespace = e->name + nl + 1;
 	memcpy(e->uid + ul + nl + 2, ns ? ns : "", sl + 1);
 	e->is_job = is_job;
+	e->kind = kind;
 	e->per_pod = per_pod > 0 ? per_pod : 0;
 	e->slots = is_job ? (slots > 0 ? slots : 0) : 1;
 	e->sum = sum_ref(l, tenant, flavor);
@@ -349,6 +352,14 @@ static bool covered(struct ledger *l, const struct family *f, const char *ns,
 	       strcmp(f->job->namespace, ns) == 0;
 }
 
+/* What the feed will list a workload reserved at /validate as. */
+static enum usage_kind kind_of(const struct workload *wl)
+{
+	return wl->kind == WL_JOB     ? USAGE_JOBS
+	       : wl->kind == WL_CLAIM ? USAGE_CLAIMS
+				      : USAGE_PODS;
+}
+
 static void mem_decide(struct usage_store *u, const struct policy *p,
 		       const struct workload *wl, const struct quota_claim *c,
 		       bool reserve, bool force, struct quota_result *out)
@@ -393,7 +404,7 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 		if (l->cfg.reservation_ttl_ms)
 			have->expires_ms = l->cfg.now_ms() + l->cfg.reservation_ttl_ms;
 	} else if (!have && reserve && (admitted(out->position) || force)) {
-		struct entry *e = entry_add(l, key, is_job, wl->name, wl->namespace,
+		struct entry *e = entry_add(l, key, kind_of(wl), wl->name, wl->namespace,
 					    c->tenant->name, c->flavor->name,
 					    c->per_pod, is_job ? c->pods : 1,
 					    is_job ? NULL : c->owner_job_uid);
@@ -434,12 +445,13 @@ static bool same_holding(const struct entry *e, const struct usage_item *it)
 {
 	char key[600];
 	const char *fam = e->family && !e->is_job ? e->family->job_uid : NULL;
-	const char *owner = it->is_job ? NULL : it->owner_job_uid;
+	bool it_job = it->kind == USAGE_JOBS;
+	const char *owner = it_job ? NULL : it->owner_job_uid;
 
 	sum_key(key, sizeof(key), it->tenant, it->flavor);
-	return strcmp(key, e->sum->key) == 0 && e->is_job == it->is_job &&
+	return strcmp(key, e->sum->key) == 0 && e->kind == it->kind &&
 	       e->per_pod == it->per_pod &&
-	       e->slots == (it->is_job ? it->slots : 1) &&
+	       e->slots == (it_job ? it->slots : 1) &&
 	       strcmp(e->namespace, it->namespace ? it->namespace : "") == 0 &&
 	       (fam && owner ? strcmp(fam, owner) == 0 : !fam == !(owner && owner[0]));
 }
@@ -464,15 +476,15 @@ static void mem_observe(struct usage_store *u, const struct usage_item *it)
 		e = NULL;
 	}
 	if (!e && it->active)
-		e = entry_add(l, it->uid, it->is_job, it->name, it->namespace,
+		e = entry_add(l, it->uid, it->kind, it->name, it->namespace,
 			      it->tenant, it->flavor, it->per_pod,
-			      it->is_job ? it->slots : 1,
-			      it->is_job ? NULL : it->owner_job_uid);
+			      it->kind == USAGE_JOBS ? it->slots : 1,
+			      it->kind == USAGE_JOBS ? NULL : it->owner_job_uid);
 	if (e) {
 		e->observed = true;
 		e->expires_ms = 0;
 		e->generation = it->generation;
-		e->seen = l->generation[it->is_job];
+		e->seen = l->generation[it->kind];
 	}
 	pthread_mutex_unlock(&l->mu);
 }
@@ -489,12 +501,12 @@ static void mem_forget(struct usage_store *u, const char *uid)
 	pthread_mutex_unlock(&l->mu);
 }
 
-static void mem_relist_begin(struct usage_store *u, bool jobs)
+static void mem_relist_begin(struct usage_store *u, enum usage_kind kind)
 {
 	struct ledger *l = ledger_of(u);
 
 	pthread_mutex_lock(&l->mu);
-	l->generation[jobs]++;
+	l->generation[kind]++;
 	pthread_mutex_unlock(&l->mu);
 }
 
@@ -523,17 +535,17 @@ static size_t remove_where(struct ledger *l,
 
 static bool stale(const struct ledger *l, const struct entry *e, const void *arg)
 {
-	bool jobs = *(const bool *)arg;
+	enum usage_kind kind = *(const enum usage_kind *)arg;
 
-	return e->observed && e->is_job == jobs && e->seen != l->generation[jobs];
+	return e->observed && e->kind == kind && e->seen != l->generation[kind];
 }
 
-static void mem_relist_end(struct usage_store *u, bool jobs)
+static void mem_relist_end(struct usage_store *u, enum usage_kind kind)
 {
 	struct ledger *l = ledger_of(u);
 
 	pthread_mutex_lock(&l->mu);
-	remove_where(l, stale, &jobs);
+	remove_where(l, stale, &kind);
 	pthread_mutex_unlock(&l->mu);
 }
 

@@ -35,16 +35,16 @@ void usage_forget(struct usage_store *u, const char *uid)
 		u->be->forget(u, uid);
 }
 
-void usage_relist_begin(struct usage_store *u, bool jobs)
+void usage_relist_begin(struct usage_store *u, enum usage_kind kind)
 {
 	if (u && u->be->relist_begin)
-		u->be->relist_begin(u, jobs);
+		u->be->relist_begin(u, kind);
 }
 
-void usage_relist_end(struct usage_store *u, bool jobs)
+void usage_relist_end(struct usage_store *u, enum usage_kind kind)
 {
 	if (u && u->be->relist_end)
-		u->be->relist_end(u, jobs);
+		u->be->relist_end(u, kind);
 }
 
 void usage_set_watching(struct usage_store *u, bool up)

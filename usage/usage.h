@@ -35,10 +35,18 @@ struct workload;
 
 struct usage_store;
 
+/* The kinds of object the feed lists and watches (kube/feed.h). */
+enum usage_kind {
+	USAGE_PODS,
+	USAGE_JOBS,
+	USAGE_CLAIMS, /* resource.k8s.io/v1 ResourceClaims (DRA) */
+	USAGE_KINDS,  /* how many */
+};
+
 /* What one object holds, as the API shows it (the charge rule's answer). */
 struct usage_item {
 	const char *uid;
-	bool is_job;
+	enum usage_kind kind;
 	const char *namespace;
 	const char *name;
 	const char *tenant;        /* from the namespace, by the policy */
@@ -75,12 +83,13 @@ void usage_observe(struct usage_store *u, const struct usage_item *it);
 void usage_forget(struct usage_store *u, const char *uid);
 
 /*
- * A relist of one kind (pods or jobs): observations not repeated between
- * begin and end were deleted while nobody watched, and are forgotten.
- * Reservations not yet observed are kept (they expire on their own).
+ * A relist of one kind (pods, jobs or claims): observations not repeated
+ * between begin and end were deleted while nobody watched, and are
+ * forgotten.  Reservations not yet observed are kept (they expire on their
+ * own).
  */
-void usage_relist_begin(struct usage_store *u, bool jobs);
-void usage_relist_end(struct usage_store *u, bool jobs);
+void usage_relist_begin(struct usage_store *u, enum usage_kind kind);
+void usage_relist_end(struct usage_store *u, enum usage_kind kind);
 
 /*
  * The API watch is up (true) or down.  Only a watch that is up can tell a

@@ -11,12 +11,25 @@
 
 #include <string.h>
 
-int charge_item(const struct policy *p, const json_t *obj, bool is_job,
+/* The facts' kind of what the feed lists as kind. */
+static enum wl_kind wl_kind_of(enum usage_kind kind)
+{
+	switch (kind) {
+	case USAGE_JOBS:
+		return WL_JOB;
+	case USAGE_CLAIMS:
+		return WL_CLAIM;
+	default:
+		return WL_POD;
+	}
+}
+
+int charge_item(const struct policy *p, const json_t *obj, enum usage_kind kind,
 		struct arena *a, struct usage_item *out)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
 	const char *uid = json_string_value(json_object_get(meta, "uid"));
-	struct workload wl = {.kind = is_job ? WL_JOB : WL_POD, .op = WL_CREATE};
+	struct workload wl = {.kind = wl_kind_of(kind), .op = WL_CREATE};
 	struct charge ch;
 	struct diag d;
 
@@ -24,7 +37,7 @@ int charge_item(const struct policy *p, const json_t *obj, bool is_job,
 	if (!json_is_object(obj) || !uid)
 		return -1;
 	out->uid = uid;
-	out->is_job = is_job;
+	out->kind = kind;
 	out->namespace = json_string_value(json_object_get(meta, "namespace"));
 	out->name = json_string_value(json_object_get(meta, "name"));
 	diag_init(&d);
@@ -45,7 +58,7 @@ int charge_item(const struct policy *p, const json_t *obj, bool is_job,
 	return 0;
 }
 
-int charge_item_current(void *holder, const json_t *obj, bool is_job,
+int charge_item_current(void *holder, const json_t *obj, enum usage_kind kind,
 			struct arena *a, struct usage_item *out)
 {
 	struct holder_ref *ref;
@@ -53,7 +66,7 @@ int charge_item_current(void *holder, const json_t *obj, bool is_job,
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
-	if (!p || charge_item(p, obj, is_job, a, out) < 0)
+	if (!p || charge_item(p, obj, kind, a, out) < 0)
 		goto out;
 	/* The names live in p, which a reload may free once ref is let go. */
 	if (out->tenant) {

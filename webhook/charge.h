@@ -1,7 +1,7 @@
 /*
- * charge (JSON): a Pod or Job object as the API shows it -> struct
- * usage_item, through the facts (webhook/facts.c) and the pure charge rule
- * (policy/charge.h, which says what an object holds).
+ * charge (JSON): a Pod, Job or ResourceClaim object as the API shows it ->
+ * struct usage_item, through the facts (webhook/facts.c) and the pure
+ * charge rule (policy/charge.h, which says what an object holds).
  *
  * The usage feed (kube/feed.h) calls charge_item_current() on every object
  * it lists or is told about; kube/ knows neither the policy nor the facts,
@@ -10,21 +10,22 @@
 #ifndef GPUGATE_WEBHOOK_CHARGE_H
 #define GPUGATE_WEBHOOK_CHARGE_H
 
+#include "usage/usage.h"
+
 #include <jansson.h>
 #include <stdbool.h>
 
 struct arena;
 struct policy;
-struct usage_item;
 
 /*
- * What obj (a Pod, or a Job when is_job) holds under p, in *out: strings
- * borrowed from obj and p, arrays from a.  Returns 0; -1 when obj is not an
- * object with metadata.uid.  An object gpugate cannot read (no namespace, a
- * field of the wrong type), outside every tenant or without a flavor
- * resource holds nothing: 0 with out->active false and no tenant.
+ * What obj (a Pod, Job or ResourceClaim: kind) holds under p, in *out:
+ * strings borrowed from obj and p, arrays from a.  Returns 0; -1 when obj
+ * is not an object with metadata.uid.  An object gpugate cannot read (no
+ * namespace, a field of the wrong type), outside every tenant or without a
+ * flavor resource holds nothing: 0 with out->active false and no tenant.
  */
-int charge_item(const struct policy *p, const json_t *obj, bool is_job,
+int charge_item(const struct policy *p, const json_t *obj, enum usage_kind kind,
 		struct arena *a, struct usage_item *out);
 
 /*
@@ -34,7 +35,7 @@ int charge_item(const struct policy *p, const json_t *obj, bool is_job,
  * frees the policy it was computed under.  -1 also when no policy is
  * loaded or a runs out of memory.
  */
-int charge_item_current(void *holder, const json_t *obj, bool is_job,
+int charge_item_current(void *holder, const json_t *obj, enum usage_kind kind,
 			struct arena *a, struct usage_item *out);
 
 #endif

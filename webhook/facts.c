@@ -507,6 +507,9 @@ static void job_facts(struct fx *x, const json_t *spec, const json_t *status,
 	}
 }
 
+static void claim_facts(struct fx *x, const json_t *spec, const char *path,
+			struct workload *wl);
+
 int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		  struct diag *d)
 {
@@ -556,6 +559,106 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		pod_facts(&x, tmeta, tspec, "spec.template.metadata",
 			  "spec.template.spec", &wl->pod);
 		job_facts(&x, spec, status, wl);
+	} else if (wl->kind == WL_CLAIM) {
+		claim_facts(&x, spec, "spec", wl);
+	} else if (wl->kind == WL_CLAIM_TEMPLATE) {
+		claim_facts(&x, member(&x, spec, "spec", JSON_OBJECT, "spec"),
+			    "spec.spec", wl);
 	}
 	return x.failed ? -1 : 0;
+}
+
+/* ---- DRA: ResourceClaim and ResourceClaimTemplate (resource.k8s.io/v1) -- */
+
+/* deviceClassName, allocationMode and count of an exactly part or of a
+ * firstAvailable entry, with the API's defaults (ExactCount, 1). */
+static void device_fields(struct fx *x, const json_t *obj, const char *path,
+			  struct wl_device_request *out)
+{
+	const char *mode = string(x, obj, "allocationMode", path);
+	const json_t *count = jget(obj, "count");
+	char full[256];
+
+	out->device_class = string(x, obj, "deviceClassName", path);
+	out->mode = WL_ALLOCATE_COUNT;
+	out->count = 1;
+	if (mode && strcmp(mode, "All") == 0)
+		out->mode = WL_ALLOCATE_ALL;
+	else if (mode && strcmp(mode, "ExactCount") != 0)
+		bad(x, sub(full, sizeof(full), path, "allocationMode", -1),
+		    "is not ExactCount or All");
+	if (count && !json_is_null(count)) {
+		if (!json_is_integer(count) || json_integer_value(count) < 1)
+			bad(x, sub(full, sizeof(full), path, "count", -1),
+			    "is not a whole number of at least 1");
+		else
+			out->count = json_integer_value(count);
+	}
+}
+
+static void device_request(struct fx *x, const json_t *req, const char *path,
+			   struct wl_device_request *out)
+{
+	const json_t *exactly, *first;
+	char ep[192];
+
+	if (!json_is_object(req)) {
+		bad(x, path, "is not an object");
+		return;
+	}
+	out->name = string(x, req, "name", path);
+	out->mode = WL_ALLOCATE_COUNT;
+	out->count = 1;
+	exactly = member(x, req, "exactly", JSON_OBJECT, path);
+	if (exactly)
+		device_fields(x, exactly, sub(ep, sizeof(ep), path, "exactly", -1),
+			      out);
+	first = member(x, req, "firstAvailable", JSON_ARRAY, path);
+	if (first) {
+		struct wl_device_request *subs =
+			alloc(x, json_array_size(first), sizeof(*subs));
+		size_t i;
+		json_t *item;
+
+		if (!subs)
+			return;
+		json_array_foreach(first, i, item) {
+			sub(ep, sizeof(ep), path, "firstAvailable", (long)i);
+			if (!json_is_object(item)) {
+				bad(x, ep, "is not an object");
+				return;
+			}
+			subs[i].name = string(x, item, "name", ep);
+			device_fields(x, item, ep, &subs[i]);
+		}
+		out->first_available = subs;
+		out->n_first_available = json_array_size(first);
+	}
+}
+
+/* spec (a claim's spec, or a template's spec.spec): devices.requests. */
+static void claim_facts(struct fx *x, const json_t *spec, const char *path,
+			struct workload *wl)
+{
+	char dp[64], rp[96];
+	const json_t *devices = member(x, spec, "devices", JSON_OBJECT, path);
+	const json_t *reqs = member(x, devices, "requests", JSON_ARRAY,
+				    sub(dp, sizeof(dp), path, "devices", -1));
+	struct wl_device_request *out;
+	size_t i;
+	json_t *item;
+
+	if (!reqs)
+		return;
+	out = alloc(x, json_array_size(reqs), sizeof(*out));
+	if (!out)
+		return;
+	json_array_foreach(reqs, i, item) {
+		device_request(x, item, sub(rp, sizeof(rp), dp, "requests", (long)i),
+			       &out[i]);
+		if (x->failed)
+			return;
+	}
+	wl->device_requests = out;
+	wl->n_device_requests = json_array_size(reqs);
 }

@@ -1,5 +1,6 @@
 /*
- * facts: a Pod or Job JSON object -> struct workload (policy/workload.h).
+ * facts: a Pod, Job, ResourceClaim or ResourceClaimTemplate JSON object ->
+ * struct workload (policy/workload.h).
  *
  * Reads only the fields the rules need.  Strings are borrowed from the JSON
  * value, arrays are allocated in the caller's arena: both must outlive the
@@ -18,9 +19,11 @@ struct diag;
 
 /*
  * Fills the object-derived fields of wl (kind must already be set to
- * WL_POD or WL_JOB; request fields are left as they are).  Returns 0, or -1
- * with one message naming the field ("spec.containers[1].env is not a
- * list").
+ * WL_POD, WL_JOB, WL_CLAIM or WL_CLAIM_TEMPLATE; request fields are left as
+ * they are).  Returns 0, or -1 with one message naming the field
+ * ("spec.containers[1].env is not a list",
+ * "spec.devices.requests[0].exactly.count is not a whole number of at
+ * least 1").
  */
 int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		  struct diag *d);

@@ -49,7 +49,10 @@ static bool object_matches_kind(const struct review *rv, const json_t *obj)
 {
 	const char *kind = json_string_value(jget(obj, "kind"));
 	const char *api = json_string_value(jget(obj, "apiVersion"));
-	const char *want_api = rv->kind == WL_JOB ? "batch/v1" : "v1";
+	const char *want_api = rv->kind == WL_JOB ? "batch/v1"
+			       : rv->kind == WL_CLAIM || rv->kind == WL_CLAIM_TEMPLATE
+				       ? "resource.k8s.io/v1"
+				       : "v1";
 
 	return (!kind || strcmp(kind, rv->kind_name) == 0) &&
 	       (!api || strcmp(api, want_api) == 0);

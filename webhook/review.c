@@ -42,6 +42,14 @@ static enum wl_kind kind_of(const json_t *gvk)
 	if (strcmp(group, "batch") == 0 && strcmp(version, "v1") == 0 &&
 	    strcmp(kind, "Job") == 0)
 		return WL_JOB;
+	/* DRA: with matchPolicy Equivalent the apiserver converts v1beta1 and
+	 * v1beta2 objects to v1 for the webhook. */
+	if (strcmp(group, "resource.k8s.io") == 0 && strcmp(version, "v1") == 0) {
+		if (strcmp(kind, "ResourceClaim") == 0)
+			return WL_CLAIM;
+		if (strcmp(kind, "ResourceClaimTemplate") == 0)
+			return WL_CLAIM_TEMPLATE;
+	}
 	return WL_OTHER;
 }
 

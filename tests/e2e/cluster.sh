@@ -30,8 +30,9 @@
 #
 # Pods never run (there is no kubelet or scheduler): they stay Pending. The
 # job, replicaset, deployment, garbage-collector, namespace, service-account
-# (+token), root-CA-publisher and clusterrole-aggregation controllers do run,
-# so Jobs/Deployments create Pods, new namespaces get a "default"
+# (+token), root-CA-publisher, clusterrole-aggregation and resourceclaim
+# controllers do run, so Jobs/Deployments create Pods, pods get the
+# ResourceClaims of their templates, new namespaces get a "default"
 # ServiceAccount (create Pods only after it exists), deleted namespaces are
 # emptied, and the built-in ClusterRoles admin/edit/view carry their real
 # aggregated rules (`up` waits for edit's), etc.
@@ -51,6 +52,10 @@ default_controllers+=,replicaset-controller,deployment-controller
 # edit, admin and view are built by aggregation (their own rules are empty
 # until this controller fills them in): tests act as a tenant bound to edit.
 default_controllers+=,clusterrole-aggregation-controller
+# DRA: makes a pod's ResourceClaims from its ResourceClaimTemplates (alias
+# resource-claim-controller; on by default with DynamicResourceAllocation,
+# GA since 1.34).
+default_controllers+=,resourceclaim-controller
 
 timeout_s=${GPUGATE_CLUSTER_TIMEOUT:-180}
 stop_timeout_s=${GPUGATE_STOP_TIMEOUT:-10}

@@ -867,6 +867,11 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
                 {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ops,
                  "resources": ["jobs"], "scope": "Namespaced"}]
 
+    # DRA claims and templates: validated (and claims charged), never mutated.
+    dra = [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "scope": "Namespaced",
+            "resources": ["resourceclaims", "resourceclaimtemplates"]}]
+
     mutating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
@@ -884,7 +889,7 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
         "metadata": {"name": config_name},
         "webhooks": [dict(common, name="validate.gpugate.io",
                           clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle},
-                          rules=rules(["CREATE", "UPDATE", "DELETE"]) + [debug])],
+                          rules=rules(["CREATE", "UPDATE", "DELETE"]) + [debug] + dra)],
     }
     return [mutating, validating]
 

@@ -141,6 +141,9 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
     k = stack.kubectl
     for verb, res, want in (("list", "pods", "yes"), ("watch", "pods", "yes"),
                             ("list", "jobs.batch", "yes"), ("watch", "jobs.batch", "yes"),
+                            ("list", "resourceclaims.resource.k8s.io", "yes"),
+                            ("watch", "resourceclaims.resource.k8s.io", "yes"),
+                            ("list", "resourceclaimtemplates.resource.k8s.io", "no"),
                             ("list", "secrets", "no"), ("create", "pods", "no"),
                             ("update", "mutatingwebhookconfigurations", "no")):
         r = k("auth", "can-i", verb, res, "--all-namespaces", f"--as={SA}")
@@ -158,7 +161,7 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
     gate = Gate(stack.binary, stack.certs, stack.quota_policy, tmp_path, str(kubeconfig),
                 name="as-service-account").start()
     try:
-        gate.wait_ready(30)  # listed Pods and Jobs with the base's RBAC
+        gate.wait_ready(30)  # listed Pods, Jobs and ResourceClaims with the base's RBAC
         assert "gpugate_kube_watch_connected 1" in gate.metrics()
         assert gate.stop_and_check() == []
     finally:

@@ -4,7 +4,8 @@ tests/integration/test_watch.py).
 
 It serves what gpugate asks for and nothing else:
 
-    GET /api/v1/pods             and  GET /apis/batch/v1/jobs
+    GET /api/v1/pods, GET /apis/batch/v1/jobs
+    and GET /apis/resource.k8s.io/v1/resourceclaims (404 while `serve`d off)
         ?labelSelector=KEY           objects that carry label KEY (the only
                                      selector served: gpugate.io/tenant)
         &limit=N&continue=TOKEN      pages in key order (namespace/name), as
@@ -38,7 +39,7 @@ Resource versions are one counter for all kinds, as in etcd.  A test
 scripts it: objects put in place without events (`put`, `remove`), events
 (`event`, `bookmark`, `expire`: an ERROR 410 on the open watches), faults
 (`fail_lists`, `hang_lists`, `fail_watches`, `hang_watches`,
-`error_watches`, `drop`), and reads back every request gpugate made
+`error_watches`, `drop`, `serve`: a resource the API does not serve), and reads back every request gpugate made
 (`requests`).  Every request must carry the bearer token of the kubeconfig
 it writes (`kubeconfig`), else 401.
 
@@ -47,6 +48,8 @@ From a test that is not Python, POST /_fake/call {"call": NAME, "args":
 and watches ("LIST pods", "WATCH pods", and "LIST pods labelSelector" of
 those with a selector), the objects the lists held ("ITEMS pods") and the
 events the watches sent ("EVENTS pods").
+A test that is not Python scripts `serve` and `event` through POST
+/_fake/served and /_fake/events (see _control).
 
 Python 3.11 standard library only; the serving certificate is the one of
 the `certs` fixture (`gpugate certs`, valid for 127.0.0.1).
@@ -82,7 +85,7 @@ SELECTOR_KEY = "gpugate.io/tenant"
 @dataclass
 class Request:
     """One GET the fake received."""
-    kind: str             # "pods", "jobs", or "" for any other path
+    kind: str             # "pods", "jobs", "claims", or "" for any other path
     path: str
     query: dict[str, str]
     at: float             # time.monotonic()
@@ -94,7 +97,7 @@ class Request:
 
 @dataclass
 class _Resource:
-    kind: str                            # "pods" / "jobs"
+    kind: str                            # "pods" / "jobs" / "claims"
     path: str
     list_kind: str
     obj_kind: str
@@ -113,6 +116,7 @@ class _Resource:
     raw_lists: dict[str, list[str]] = field(default_factory=dict)  # limit -> bodies
     drop_generation: int = 0
     open_watches: int = 0
+    served: bool = True                  # False: 404, as an API without it
 
 
 @dataclass
@@ -405,6 +409,24 @@ class _Objects:
                 _send_json(h, 400, _object_status(400, "BadRequest", str(e)))
                 return
             _send_json(h, 200, {"result": result})
+        elif path == "/_fake/served" and h.command == "POST":
+            # {"kind": "claims", "served": false}
+            try:
+                req = json.loads(body or b"{}")
+                self.serve(req["kind"], bool(req["served"]))
+            except (KeyError, TypeError, ValueError) as e:
+                _send_json(h, 400, _object_status(400, "BadRequest", str(e)))
+                return
+            _send_json(h, 200, {})
+        elif path == "/_fake/events" and h.command == "POST":
+            # {"kind": "claims", "type": "ADDED", "object": {...}}
+            try:
+                req = json.loads(body or b"{}")
+                rv = self.event(req["kind"], req["type"], req["object"])
+            except (KeyError, TypeError, ValueError) as e:
+                _send_json(h, 400, _object_status(400, "BadRequest", str(e)))
+                return
+            _send_json(h, 201, {"resourceVersion": str(rv)})
         else:
             _send_json(h, 404, _object_status(404, "NotFound", f"no {h.command} {path}"))
 
@@ -596,6 +618,9 @@ class FakeKube(_Objects):
             "pods": _Resource("pods", "/api/v1/pods", "PodList", "Pod", "v1"),
             "jobs": _Resource("jobs", "/apis/batch/v1/jobs", "JobList", "Job",
                               "batch/v1"),
+            "claims": _Resource("claims", "/apis/resource.k8s.io/v1/resourceclaims",
+                                "ResourceClaimList", "ResourceClaim",
+                                "resource.k8s.io/v1"),
         }
         self._by_path = {r.path: r for r in self._res.values()}
         self._objects_init()
@@ -798,6 +823,13 @@ class FakeKube(_Objects):
             self._res[kind].watch_hang = on
             self._cond.notify_all()
 
+    def serve(self, kind: str, on: bool) -> None:
+        """Whether the API serves the resource: off, its lists and watches
+        get 404 NotFound (a cluster without resource.k8s.io/v1, say)."""
+        with self._cond:
+            self._res[kind].served = on
+            self._cond.notify_all()
+
     def open_watches(self, kind: str) -> int:
         with self._cond:
             return self._res[kind].open_watches
@@ -832,7 +864,7 @@ class FakeKube(_Objects):
             _send_json(h, 405, _status(405, "MethodNotAllowed",
                                        f"{h.command} is not supported here"))
             return
-        if r is None:
+        if r is None or not r.served:
             _send_json(h, 404, _status(404, "NotFound", "the server could not "
                                        "find the requested resource"))
             return
@@ -1119,6 +1151,26 @@ def api_job(name: str, namespace: str, parallelism: int, gpus: int, *,
                          "containers": [{"name": "main", "image": "x", "resources": {
                              "limits": {"nvidia.com/gpu": str(gpus)}}}]}}},
             "status": status}
+
+
+def api_claim(name: str, namespace: str, devices: int, *,
+              device_class: str = "gpu.nvidia.com", uid: str | None = None,
+              owner_pod: str | None = None) -> dict:
+    """A ResourceClaim (resource.k8s.io/v1) as the API shows it: one request
+    of `devices` devices of `device_class`; `owner_pod` makes it a claim
+    the resourceclaim controller made for that pod from a template."""
+    meta: dict[str, Any] = {"name": name, "namespace": namespace,
+                            "uid": uid or f"uid-claim-{namespace}-{name}"}
+    if owner_pod:
+        meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod",
+                                    "name": owner_pod, "uid": f"uid-{owner_pod}",
+                                    "controller": True, "blockOwnerDeletion": True}]
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": meta,
+            "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {
+                "deviceClassName": device_class, "allocationMode": "ExactCount",
+                "count": devices}}]}},
+            "status": {}}
 
 
 # ---------------------------------------------------------------------------

@@ -253,6 +253,34 @@ int fakekube_call(struct fakekube *f, const char *json, struct diag *d)
 	return control(f, "POST", "/_fake/call", json, NULL, d);
 }
 
+int fakekube_serve(struct fakekube *f, const char *kind, bool served,
+		   struct diag *d)
+{
+	char body[128];
+
+	snprintf(body, sizeof(body), "{\"kind\": \"%s\", \"served\": %s}", kind,
+		 served ? "true" : "false");
+	return control(f, "POST", "/_fake/served", body, NULL, d);
+}
+
+int fakekube_event(struct fakekube *f, const char *kind, const char *type,
+		   const char *object, struct diag *d)
+{
+	size_t n = strlen(object) + 128;
+	char *body = malloc(n);
+	int rc;
+
+	if (!body) {
+		diag_addf(d, "out of memory");
+		return -1;
+	}
+	snprintf(body, n, "{\"kind\": \"%s\", \"type\": \"%s\", \"object\": %s}",
+		 kind, type, object);
+	rc = control(f, "POST", "/_fake/events", body, NULL, d);
+	free(body);
+	return rc;
+}
+
 long fakekube_stat(struct fakekube *f, const char *key, struct diag *d)
 {
 	char *text;

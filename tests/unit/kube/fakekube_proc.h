@@ -25,6 +25,7 @@
 
 #include "kube/config.h"
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 struct diag;
@@ -52,6 +53,17 @@ int fakekube_fault(struct fakekube *f, const char *json, struct diag *d);
 
 /* Removes every fault. */
 int fakekube_clear_faults(struct fakekube *f, struct diag *d);
+
+/* Whether the fake serves a resource ("pods", "jobs", "claims"): off, its
+ * lists and watches answer 404, as an API without it. */
+int fakekube_serve(struct fakekube *f, const char *kind, bool served,
+		   struct diag *d);
+
+/* An event of kind ("ADDED", "MODIFIED", "DELETED") on a resource: the
+ * object (JSON text, with metadata.uid) is stored and streamed to the open
+ * watches. */
+int fakekube_event(struct fakekube *f, const char *kind, const char *type,
+		   const char *object, struct diag *d);
 
 /* A counter of the requests the fake answered: "PUT" (all PUTs of
  * objects), "PUT 409" (those answered 409), "LIST pods", "WATCH jobs", ...

@@ -43,9 +43,9 @@ static void rec_forget(struct usage_store *u, const char *uid)
 	atomic_fetch_add(&((struct recorder *)u)->calls, 1);
 }
 
-static void rec_relist(struct usage_store *u, bool jobs)
+static void rec_relist(struct usage_store *u, enum usage_kind kind)
 {
-	(void)jobs;
+	(void)kind;
 	atomic_fetch_add(&((struct recorder *)u)->calls, 1);
 }
 
@@ -58,10 +58,10 @@ static const struct usage_backend recorder_backend = {
 	.set_watching = rec_set_watching,
 };
 
-static int count_charge(void *ctx, const json_t *obj, bool is_job,
+static int count_charge(void *ctx, const json_t *obj, enum usage_kind kind,
 			struct arena *a, struct usage_item *out)
 {
-	(void)obj, (void)is_job, (void)a, (void)out;
+	(void)obj, (void)kind, (void)a, (void)out;
 	atomic_fetch_add(&((struct recorder *)ctx)->charges, 1);
 	return -1;
 }

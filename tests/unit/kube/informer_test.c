@@ -11,6 +11,7 @@
 #include "kube/config.h"
 #include "kube/informer.h"
 #include "tests/unit/kube/fakekube_proc.h"
+#include "tests/unit/kube/log_capture.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -113,59 +114,7 @@ static void nothing_was_seen(struct seen *s)
 		     0, "no callback without an answer");
 }
 
-/* ---- the log, from a temporary file in place of stderr ----------------- */
-
-static char log_path[64];
-static int saved_stderr = -1;
-
-static void capture_stderr(void)
-{
-	int fd;
-
-	snprintf(log_path, sizeof(log_path), "/tmp/gpugate-informer-XXXXXX");
-	fd = mkstemp(log_path);
-	cr_assert_geq(fd, 0);
-	fflush(stderr);
-	saved_stderr = dup(STDERR_FILENO);
-	cr_assert_eq(dup2(fd, STDERR_FILENO), STDERR_FILENO);
-	close(fd);
-}
-
-/* What was logged so far (caller frees). */
-static char *captured(void)
-{
-	FILE *f = fopen(log_path, "r");
-	char *buf = calloc(1, 1 << 16);
-	size_t n;
-
-	cr_assert_not_null(f);
-	cr_assert_not_null(buf);
-	n = fread(buf, 1, (1 << 16) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static void release_stderr(void)
-{
-	if (saved_stderr >= 0) {
-		dup2(saved_stderr, STDERR_FILENO);
-		close(saved_stderr);
-		saved_stderr = -1;
-		unlink(log_path);
-	}
-}
-
-static size_t count(const char *hay, const char *needle)
-{
-	size_t n = 0;
-
-	for (const char *p = hay; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
-}
-
-TestSuite(informer, .fini = release_stderr);
+TestSuite(informer, .fini = log_capture_stop);
 
 /* ---- tests --------------------------------------------------------------- */
 
@@ -222,18 +171,18 @@ Test(informer, retries_a_dead_api_with_backoff_and_its_selectors)
 	c.label_selector = "gpugate.io/tenant";
 	c.field_selector = "status.phase=Running";
 	c.page_size = 7;
-	capture_stderr();
+	log_capture_start();
 	diag_init(&d);
 	cr_assert_eq(informer_start(&c, &inf, &d), 0, "%s", diag_text(&d));
 	/* Failures at about 0 s, 0.5 s and 1.5 s; the next one at 3.5 s. */
 	for (int i = 0; i < 100; i++) {
 		free(log);
-		log = captured();
-		if (count(log, "msg=\"cannot list\"") >= 3)
+		log = log_captured();
+		if (log_count(log, "msg=\"cannot list\"") >= 3)
 			break;
 		usleep(50 * 1000);
 	}
-	cr_assert_eq(count(log, "msg=\"cannot list\""), 3, "%s", log);
+	cr_assert_eq(log_count(log, "msg=\"cannot list\""), 3, "%s", log);
 	cr_assert_not_null(strstr(log, "level=warn msg=\"cannot list\" kind=nodes "
 				       "error=\"GET /api/v1/nodes?labelSelector="
 				       "gpugate.io%2Ftenant&fieldSelector=status.phase"
@@ -268,7 +217,7 @@ Test(informer, stops_within_a_second_while_a_list_hangs)
 
 	snprintf(server, sizeof(server), "https://127.0.0.1:%u", port);
 	c = config(&kc, server, &s);
-	capture_stderr();
+	log_capture_start();
 	diag_init(&d);
 	cr_assert_eq(informer_start(&c, &inf, &d), 0, "%s", diag_text(&d));
 	usleep(300 * 1000);
@@ -278,8 +227,8 @@ Test(informer, stops_within_a_second_while_a_list_hangs)
 	took = now_s() - t0;
 	cr_assert_lt(took, 1.6, "stopped after %.2f s", took);
 	nothing_was_seen(&s);
-	log = captured();
-	cr_assert_eq(count(log, "cannot list"), 0, "a stop is no failure: %s", log);
+	log = log_captured();
+	cr_assert_eq(log_count(log, "cannot list"), 0, "a stop is no failure: %s", log);
 	free(log);
 	close(fd);
 }
@@ -328,7 +277,7 @@ static void fake_start(void)
 
 static void fake_stop(void)
 {
-	release_stderr();
+	log_capture_stop();
 	fakekube_stop(&F);
 }
 
@@ -492,7 +441,7 @@ Test(informer_api, refuses_pages_that_are_not_lists)
 
 	snprintf(long_token, sizeof(long_token), "{\"metadata\":{\"continue\":\"%05000d\"},"
 						 "\"items\":[]}", 0);
-	capture_stderr();
+	log_capture_start();
 	for (int i = 0; i < N; i++) {
 		char name[16], limit[16];
 		struct informer_config c;
@@ -519,7 +468,7 @@ Test(informer_api, refuses_pages_that_are_not_lists)
 		WAIT_FOR(10000, informer_synced(inf[i]));
 		cr_expect(informer_synced(inf[i]), "informer %d", i);
 	}
-	log = captured();
+	log = log_captured();
 	for (int i = 0; i < N; i++) {
 		char want[200];
 
@@ -529,7 +478,7 @@ Test(informer_api, refuses_pages_that_are_not_lists)
 		cr_expect_not_null(strstr(log, want), "case %d: no line %s in:\n%s", i, want, log);
 		cr_expect_eq(atomic_load(&r[i].counts.ends), 1, "case %d", i);
 	}
-	cr_expect_eq(count(log, "msg=\"cannot list\""), N, "%s", log);
+	cr_expect_eq(log_count(log, "msg=\"cannot list\""), N, "%s", log);
 	for (int i = 0; i < N; i++)
 		informer_cancel(inf[i]);
 	for (int i = 0; i < N; i++)
@@ -552,14 +501,14 @@ Test(informer_api, backs_off_watches_that_answer_errors)
 	size_t third;
 
 	call("{\"call\": \"error_watches\", \"args\": [\"pods\", 500]}");
-	capture_stderr();
+	log_capture_start();
 	diag_init(&d);
 	t0 = now_s();
 	cr_assert_eq(informer_start(&c, &inf, &d), 0, "%s", diag_text(&d));
 	/* Errors at about 0 s, 0.5 s and 1.5 s; the next watch at 3.5 s. */
-	WAIT_FOR(8000, (free(log), log = captured(), count(log, "msg=\"watch error\"") >= 3));
+	WAIT_FOR(8000, (free(log), log = log_captured(), log_count(log, "msg=\"watch error\"") >= 3));
 	took = now_s() - t0;
-	cr_assert_eq(count(log, "msg=\"watch error\""), 3, "%s", log);
+	cr_assert_eq(log_count(log, "msg=\"watch error\""), 3, "%s", log);
 	cr_expect_geq(took, 1.3, "three errors after %.2f s", took);
 	diag_init(&d);
 	cr_expect_eq(fakekube_stat(&F, "WATCH pods", &d), 3, "%s", diag_text(&d));
@@ -583,8 +532,8 @@ Test(informer_api, backs_off_watches_that_answer_errors)
 	 * watch that then fails at once continues from there (1 s). */
 	call("{\"call\": \"error_watches\", \"args\": [\"pods\", 500]}");
 	call("{\"call\": \"drop\", \"args\": [\"pods\"]}");
-	WAIT_FOR(5000, (free(log), log = captured(), count(log, "msg=\"watch error\"") >= 4));
-	cr_assert_eq(count(log, "msg=\"watch error\""), 4, "%s", log);
+	WAIT_FOR(5000, (free(log), log = log_captured(), log_count(log, "msg=\"watch error\"") >= 4));
+	cr_assert_eq(log_count(log, "msg=\"watch error\""), 4, "%s", log);
 	cr_expect(strstr(log, "msg=\"watch broke\" kind=pods status=-1") &&
 			  strstr(strstr(log, "msg=\"watch broke\" kind=pods status=-1"),
 				 "retry_ms=500\n"),

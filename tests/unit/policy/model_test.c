@@ -155,6 +155,42 @@ struct ns_case {
 	const char *tenant; /* NULL: none */
 };
 
+Test(model, maps_device_classes_to_flavors_and_knows_gpu_ones)
+{
+	struct policy *p = parse(
+		"version: 1\n"
+		"flavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+		"     gpusPerNode: 8, deviceClassNames: [gpu.nvidia.com, h100.example.com]}\n"
+		"  - {name: l4, resource: nvidia.com/gpu.shared, sharing: mps,\n"
+		"     gpusPerNode: 8}\n"
+		"classes: []\ntenants: []\n");
+	const struct policy_settings *s = policy_settings(p);
+
+	cr_assert_str_eq(policy_flavor_for_device_class(p, "gpu.nvidia.com")->name,
+			 "h100");
+	cr_assert_str_eq(policy_flavor_for_device_class(p, "h100.example.com")->name,
+			 "h100");
+	cr_assert_null(policy_flavor_for_device_class(p, "mig.nvidia.com"));
+	cr_assert_eq(policy_flavor_find(p, "h100")->n_device_classes, 2);
+	cr_assert_eq(policy_flavor_find(p, "l4")->n_device_classes, 0);
+	/* The default GPU device classes: NVIDIA's DRA driver's. */
+	cr_assert_eq(s->n_gpu_device_classes, 2);
+	cr_assert_str_eq(s->gpu_device_classes[0], "gpu.nvidia.com");
+	cr_assert_str_eq(s->gpu_device_classes[1], "mig.nvidia.com");
+	cr_assert(policy_is_gpu_device_class(p, "mig.nvidia.com"), "a default");
+	cr_assert(policy_is_gpu_device_class(p, "h100.example.com"), "mapped");
+	cr_assert_not(policy_is_gpu_device_class(p, "nic.example.com"));
+	policy_free(p);
+
+	p = parse("version: 1\nsettings:\n  gpuDeviceClassNames: [tpu.example.com]\n"
+		  "flavors: []\nclasses: []\ntenants: []\n");
+	cr_assert(policy_is_gpu_device_class(p, "tpu.example.com"));
+	cr_assert_not(policy_is_gpu_device_class(p, "gpu.nvidia.com"),
+		      "the list replaces the defaults");
+	policy_free(p);
+}
+
 Test(model, resolves_namespaces_first_match_wins)
 {
 	/* Order matters: the literal "team-b-special" in tenant "c" is never

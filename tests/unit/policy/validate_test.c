@@ -103,7 +103,8 @@ static struct bad_case bad_cases[] = {
 	 "time-slicing, mps\n"
 	 "t.yaml:6: flavors[0].gpusPerNode: \"many\" is not a whole number\n"
 	 "t.yaml:7: flavors[0]: unknown key \"color\" (expected one of: name, "
-	 "resource, sharing, nodeSelector, tolerations, gpusPerNode)\n"},
+	 "resource, sharing, nodeSelector, tolerations, gpusPerNode, "
+	 "deviceClassNames)\n"},
 	{"duplicate names",
 	 "version: 1\nflavors:\n"
 	 "  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
@@ -386,6 +387,41 @@ static struct bad_case bad_cases[] = {
 	{"empty list where one entry is required",
 	 HEAD "tenants:\n  - name: t\n    namespaces: []\n",
 	 "t.yaml:13: tenants[0].namespaces: must have at least 1 entry\n"},
+	/* DRA device classes (flavors[].deviceClassNames,
+	 * settings.gpuDeviceClassNames). */
+	{"device class names that are no DeviceClass names",
+	 "version: 1\nsettings:\n  gpuDeviceClassNames:\n    - Gpu_Nvidia\n"
+	 "flavors:\n  - name: a\n    resource: x.io/a\n    sharing: exclusive\n"
+	 "    gpusPerNode: 8\n    deviceClassNames:\n      - gpu.nvidia.com\n"
+	 "      - \"gpu nvidia\"\nclasses: []\ntenants: []\n",
+	 "t.yaml:4: settings: gpuDeviceClassNames: \"Gpu_Nvidia\" is not a valid "
+	 "DeviceClass name (a DNS subdomain: lower-case letters, digits, '-' and "
+	 "'.')\n"
+	 "t.yaml:12: flavor \"a\": deviceClassNames: \"gpu nvidia\" is not a "
+	 "valid DeviceClass name (a DNS subdomain: lower-case letters, digits, '-' "
+	 "and '.')\n"},
+	{"a device class mapped twice",
+	 "version: 1\nflavors:\n"
+	 "  - name: a\n    resource: x.io/a\n    sharing: exclusive\n"
+	 "    gpusPerNode: 8\n    deviceClassNames:\n      - gpu.nvidia.com\n"
+	 "      - gpu.nvidia.com\n"
+	 "  - name: b\n    resource: x.io/b\n    sharing: mig\n"
+	 "    gpusPerNode: 8\n    deviceClassNames:\n      - mig.nvidia.com\n"
+	 "      - gpu.nvidia.com\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:9: flavor \"a\": device class \"gpu.nvidia.com\" is listed "
+	 "twice\n"
+	 "t.yaml:16: flavor \"b\": device class \"gpu.nvidia.com\" already maps "
+	 "to flavor \"a\" (line 8); a device class maps to one flavor at most\n"},
+	{"a GPU device class listed twice",
+	 "version: 1\nsettings:\n  gpuDeviceClassNames:\n    - gpu.example.com\n"
+	 "    - gpu.example.com\nflavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:5: settings: gpuDeviceClassNames lists \"gpu.example.com\" "
+	 "twice\n"},
+	{"an empty gpuDeviceClassNames",
+	 "version: 1\nsettings:\n  gpuDeviceClassNames: []\n"
+	 "flavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:3: settings.gpuDeviceClassNames: must have at least 1 entry\n"},
 };
 
 ParameterizedTestParameters(validate, rejects)

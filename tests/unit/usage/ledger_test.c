@@ -207,7 +207,7 @@ Test(ledger, a_gang_covers_its_slots_of_its_own_size_in_its_namespace_only)
 Test(ledger, lowering_a_gang_frees_units_only_when_its_pods_are_gone)
 {
 	struct usage_store *l = usage_memory_new(NULL);
-	struct usage_item j = {.uid = "j", .is_job = true, .namespace = "a",
+	struct usage_item j = {.uid = "j", .kind = USAGE_JOBS, .namespace = "a",
 			       .name = "j", .tenant = "a", .flavor = "h100",
 			       .per_pod = 2, .slots = 4, .units = 8, .active = true};
 	struct usage_item pods[4];
@@ -247,7 +247,7 @@ Test(ledger, a_resumed_job_is_not_undone_by_an_older_suspended_observation)
 {
 	struct usage_memory_config cfg = {.reservation_ttl_ms = 30000, .now_ms = now_ms};
 	struct usage_store *l = usage_memory_new(&cfg);
-	struct usage_item old = {.uid = "job-1", .is_job = true, .namespace = "a",
+	struct usage_item old = {.uid = "job-1", .kind = USAGE_JOBS, .namespace = "a",
 				 .name = "job-1", .tenant = "a", .flavor = "h100",
 				 .per_pod = 4, .slots = 2, .units = 8,
 				 .active = false, .generation = 1};
@@ -298,9 +298,9 @@ static struct usage_item item(const char *uid, bool job, const char *tenant,
 			       int64_t units, bool active, const char *owner)
 {
 	struct usage_item it = {
-		.uid = uid, .is_job = job, .namespace = tenant, .name = uid,
-		.tenant = tenant, .flavor = "h100", .per_pod = units, .slots = 1,
-		.units = units, .active = active, .owner_job_uid = owner,
+		.uid = uid, .kind = job ? USAGE_JOBS : USAGE_PODS, .namespace = tenant,
+		.name = uid, .tenant = tenant, .flavor = "h100", .per_pod = units,
+		.slots = 1, .units = units, .active = active, .owner_job_uid = owner,
 	};
 	return it;
 }
@@ -388,9 +388,9 @@ Test(ledger, relist_forgets_objects_deleted_while_unwatched)
 	usage_observe(l, &a);
 	usage_observe(l, &b);
 	cr_assert_eq(reserve(l, "a", "p3", WL_POD, 1, NULL), QUOTA_NOMINAL);
-	usage_relist_begin(l, false);
+	usage_relist_begin(l, USAGE_PODS);
 	usage_observe(l, &b);
-	usage_relist_end(l, false);
+	usage_relist_end(l, USAGE_PODS);
 	cr_assert_eq(usage_used(l, "a", "h100"), 4, "p1 gone; p3 still reserved");
 	usage_free(l);
 }

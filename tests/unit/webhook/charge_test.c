@@ -51,7 +51,7 @@ static void item_of(const char *json, bool job, struct usage_item *it,
 	*keep = json_loads(json, 0, &e);
 	cr_assert_not_null(*keep, "%s", e.text);
 	arena_init(a);
-	cr_assert_eq(charge_item(P, *keep, job, a, it), 0);
+	cr_assert_eq(charge_item(P, *keep, job ? USAGE_JOBS : USAGE_PODS, a, it), 0);
 }
 
 Test(charge_item, a_running_pod_holds_its_units)
@@ -113,7 +113,7 @@ Test(charge_item, a_job_holds_its_gang_until_it_finishes)
 		"{\"nvidia.com/gpu\":\"2\"}}}]}}}}",
 		true, &it, &a, &obj);
 	cr_assert(it.active);
-	cr_assert(it.is_job);
+	cr_assert_eq(it.kind, USAGE_JOBS);
 	cr_assert_eq(it.units, 6);
 	arena_release(&a);
 	json_decref(obj);
@@ -163,7 +163,7 @@ Test(charge_item, objects_without_uid_are_refused)
 	struct arena a;
 
 	arena_init(&a);
-	cr_assert_eq(charge_item(P, obj, false, &a, &it), -1);
+	cr_assert_eq(charge_item(P, obj, USAGE_PODS, &a, &it), -1);
 	arena_release(&a);
 	json_decref(obj);
 }
@@ -234,7 +234,7 @@ Test(charge_item, the_current_policy_and_an_item_that_outlives_a_reload)
 	P = NULL; /* the holder owns it now (teardown frees NULL) */
 	cr_assert_not_null(h);
 	arena_init(&a);
-	cr_assert_eq(charge_item_current(h, obj, false, &a, &it), 0);
+	cr_assert_eq(charge_item_current(h, obj, USAGE_PODS, &a, &it), 0);
 	/* The policy the item was computed under is freed here: its names
 	 * must not be (AddressSanitizer would see the read below). */
 	holder_swap(h, NULL);
@@ -244,7 +244,7 @@ Test(charge_item, the_current_policy_and_an_item_that_outlives_a_reload)
 	cr_assert_eq(it.units, 2);
 	arena_release(&a);
 	arena_init(&a);
-	cr_assert_eq(charge_item_current(h, obj, false, &a, &it), -1,
+	cr_assert_eq(charge_item_current(h, obj, USAGE_PODS, &a, &it), -1,
 		     "no policy loaded: the object is left out");
 	arena_release(&a);
 	json_decref(obj);

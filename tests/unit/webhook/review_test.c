@@ -42,7 +42,15 @@ Test(review, decodes_kinds)
 		{"{\"group\":\"apps\",\"version\":\"v1\",\"kind\":\"Deployment\"}",
 		 WL_OTHER},
 		{"{\"group\":\"batch\",\"version\":\"v1beta1\",\"kind\":\"Job\"}",
-		 WL_OTHER},
+		 WL_OTHER},		{"{\"group\":\"resource.k8s.io\",\"version\":\"v1\","
+		 "\"kind\":\"ResourceClaim\"}", WL_CLAIM},
+		{"{\"group\":\"resource.k8s.io\",\"version\":\"v1\","
+		 "\"kind\":\"ResourceClaimTemplate\"}", WL_CLAIM_TEMPLATE},
+		/* matchPolicy Equivalent converts the betas: never sent. */
+		{"{\"group\":\"resource.k8s.io\",\"version\":\"v1beta2\","
+		 "\"kind\":\"ResourceClaim\"}", WL_OTHER},
+		{"{\"group\":\"resource.k8s.io\",\"version\":\"v1\","
+		 "\"kind\":\"DeviceClass\"}", WL_OTHER},
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

@@ -1,0 +1,110 @@
+#include "policy/dra.h"
+
+#include "policy/charge.h"
+#include "policy/policy.h"
+
+#include <string.h>
+
+/* Far above any quota (POLICY_MAX_QUOTA): sums of hand-made counts stop
+ * here instead of wrapping. */
+#define UNITS_CAP ((int64_t)1 << 40)
+
+static void note(struct dra_where *w, const struct wl_device_request *req,
+		 const struct wl_device_request *sub)
+{
+	if (w->device_class)
+		return; /* the first one is reported */
+	w->request = req->name ? req->name : "";
+	w->subrequest = sub ? (sub->name ? sub->name : "") : NULL;
+	w->device_class = (sub ? sub : req)->device_class;
+}
+
+/*
+ * One exactly part (sub NULL) or one firstAvailable entry: the devices it
+ * asks of the claim's flavor, or -1 when it asks for none of them.
+ */
+static int64_t devices(const struct policy *p, const struct wl_device_request *req,
+		       const struct wl_device_request *sub, struct dra_claim *out)
+{
+	const struct wl_device_request *d = sub ? sub : req;
+	const struct policy_flavor *f;
+
+	if (!d->device_class || !policy_is_gpu_device_class(p, d->device_class))
+		return -1;
+	if (!out->gpu) {
+		out->gpu = true;
+		note(&out->first_gpu, req, sub);
+	}
+	if (d->mode == WL_ALLOCATE_ALL)
+		note(&out->all, req, sub);
+	f = policy_flavor_for_device_class(p, d->device_class);
+	if (!f) {
+		note(&out->raw, req, sub);
+		return -1;
+	}
+	if (!out->flavor) {
+		out->flavor = f;
+		out->device_class = d->device_class;
+	}
+	if (f != out->flavor) {
+		if (!out->two_flavors.device_class)
+			out->other_flavor = f;
+		note(&out->two_flavors, req, sub);
+		return -1;
+	}
+	if (d->mode == WL_ALLOCATE_ALL)
+		return DRA_ALL_DEVICES;
+	return d->count > UNITS_CAP ? UNITS_CAP : d->count;
+}
+
+void dra_decide(const struct policy *p, const struct wl_device_request *reqs,
+		size_t n, struct dra_claim *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		const struct wl_device_request *r = &reqs[i];
+		int64_t u = -1;
+
+		if (!r->n_first_available) {
+			u = devices(p, r, NULL, out);
+		} else {
+			/* One of them is allocated: the largest is what it may
+			 * hold. */
+			for (size_t k = 0; k < r->n_first_available; k++) {
+				int64_t s = devices(p, r, &r->first_available[k], out);
+
+				if (s > u)
+					u = s;
+			}
+		}
+		if (u > 0)
+			out->units = out->units + u > UNITS_CAP ? UNITS_CAP
+								: out->units + u;
+	}
+}
+
+void dra_charge(const struct policy *p, const struct workload *wl,
+		struct charge *out)
+{
+	const struct policy_tenant *t;
+	struct dra_claim c;
+
+	memset(out, 0, sizeof(*out));
+	if (wl->kind != WL_CLAIM || !wl->namespace)
+		return;
+	t = policy_tenant_for_namespace(p, wl->namespace);
+	if (!t)
+		return;
+	dra_decide(p, wl->device_requests, wl->n_device_requests, &c);
+	if (!c.flavor)
+		return;
+	out->tenant = t;
+	out->flavor = c.flavor;
+	out->units = c.units;
+	out->per_pod = c.units; /* one claim, like one pod */
+	out->slots = 1;
+	/* A claim holds its devices until it is deleted: allocated or not,
+	 * whatever its pods do (the resourceclaim controller deletes a claim
+	 * it made for a pod once the pod is done). */
+	out->active = c.units > 0;
+}

@@ -1,0 +1,123 @@
+/*
+ * What the usage feed derives from a DRA ResourceClaim as the API shows it
+ * (webhook/charge.c with USAGE_CLAIMS): the JSON side of
+ * tests/unit/policy/dra_test.c.
+ */
+#include "base/arena.h"
+#include "base/diag.h"
+#include "policy/policy.h"
+#include "usage/usage.h"
+#include "webhook/charge.h"
+#include "webhook/holder.h"
+
+#include <criterion/criterion.h>
+#include <string.h>
+
+static const char policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+	"     gpusPerNode: 8, deviceClassNames: [gpu.nvidia.com]}\n"
+	"classes: []\n"
+	"tenants:\n"
+	"  - {name: research, namespaces: [research], quota: [{flavor: h100, nominal: 8}]}\n";
+
+static struct policy *P;
+
+static void setup(void)
+{
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &P, &d),
+		     0, "%s", diag_text(&d));
+}
+
+static void teardown(void)
+{
+	policy_free(P);
+}
+
+TestSuite(charge_claims, .init = setup, .fini = teardown);
+
+/* Made by the resourceclaim controller for pod "p" from a template:
+ * firstAvailable of 4 or 2 GPUs, allocated. */
+static const char template_claim[] =
+	"{\"apiVersion\": \"resource.k8s.io/v1\", \"kind\": \"ResourceClaim\","
+	" \"metadata\": {\"name\": \"p-gpu-x7k2q\", \"namespace\": \"research\","
+	"  \"uid\": \"uid-c\", \"ownerReferences\": [{\"apiVersion\": \"v1\","
+	"  \"kind\": \"Pod\", \"name\": \"p\", \"uid\": \"uid-p\", \"controller\": true}]},"
+	" \"spec\": {\"devices\": {\"requests\": [{\"name\": \"gpu\", \"firstAvailable\": ["
+	"  {\"name\": \"four\", \"deviceClassName\": \"gpu.nvidia.com\","
+	"   \"allocationMode\": \"ExactCount\", \"count\": 4},"
+	"  {\"name\": \"two\", \"deviceClassName\": \"gpu.nvidia.com\","
+	"   \"allocationMode\": \"ExactCount\", \"count\": 2}]}]}},"
+	" \"status\": {\"allocation\": {\"devices\": {\"results\": []}},"
+	"  \"reservedFor\": [{\"resource\": \"pods\", \"name\": \"p\", \"uid\": \"uid-p\"}]}}";
+
+Test(charge_claims, a_claim_holds_its_devices_as_a_claim)
+{
+	json_t *obj = json_loads(template_claim, 0, NULL);
+	struct usage_item it;
+	struct arena a;
+
+	cr_assert_not_null(obj);
+	arena_init(&a);
+	cr_assert_eq(charge_item(P, obj, USAGE_CLAIMS, &a, &it), 0);
+	cr_assert_eq(it.kind, USAGE_CLAIMS);
+	cr_assert_str_eq(it.uid, "uid-c");
+	cr_assert_str_eq(it.name, "p-gpu-x7k2q");
+	cr_assert_str_eq(it.tenant, "research");
+	cr_assert_str_eq(it.flavor, "h100");
+	cr_assert_eq(it.units, 4, "the larger alternative");
+	cr_assert(it.active);
+	cr_assert_null(it.owner_job_uid, "a claim rides on no Job");
+	arena_release(&a);
+	/* The same under the holder's policy, copied out of it. */
+	{
+		struct holder *h = holder_new(P);
+
+		P = NULL; /* the holder owns it now */
+		arena_init(&a);
+		cr_assert_eq(charge_item_current(h, obj, USAGE_CLAIMS, &a, &it), 0);
+		holder_swap(h, NULL);
+		cr_assert_str_eq(it.tenant, "research");
+		cr_assert_eq(it.units, 4);
+		arena_release(&a);
+		holder_free(h);
+	}
+	json_decref(obj);
+}
+
+Test(charge_claims, claims_gpugate_cannot_read_or_place_hold_nothing)
+{
+	static const char *const claims[] = {
+		/* a count of the wrong type */
+		"{\"metadata\": {\"uid\": \"u\", \"namespace\": \"research\"}, \"spec\":"
+		" {\"devices\": {\"requests\": [{\"name\": \"g\", \"exactly\":"
+		" {\"deviceClassName\": \"gpu.nvidia.com\", \"count\": \"2\"}}]}}}",
+		/* outside every tenant */
+		"{\"metadata\": {\"uid\": \"u\", \"namespace\": \"web\"}, \"spec\":"
+		" {\"devices\": {\"requests\": [{\"name\": \"g\", \"exactly\":"
+		" {\"deviceClassName\": \"gpu.nvidia.com\"}}]}}}",
+		/* no GPU class */
+		"{\"metadata\": {\"uid\": \"u\", \"namespace\": \"research\"}, \"spec\":"
+		" {\"devices\": {\"requests\": [{\"name\": \"n\", \"exactly\":"
+		" {\"deviceClassName\": \"nic.example.com\"}}]}}}",
+	};
+
+	for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+		json_t *obj = json_loads(claims[i], 0, NULL);
+		struct usage_item it;
+		struct arena a;
+
+		cr_assert_not_null(obj, "%zu", i);
+		arena_init(&a);
+		cr_assert_eq(charge_item(P, obj, USAGE_CLAIMS, &a, &it), 0);
+		cr_assert_not(it.active, "%zu", i);
+		cr_assert_null(it.tenant, "%zu", i);
+		cr_assert_str_eq(it.uid, "u", "known by its uid, to be forgotten");
+		arena_release(&a);
+		json_decref(obj);
+	}
+}
