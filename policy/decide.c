@@ -1586,11 +1586,23 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 		break;
 	}
 	case QUOTA_NOT_PREPARED:
-		violate(&c, "quota",
-			"tenant \"%s\" now needs %" PRId64 " borrowed %s for this %s, "
-			"but it was not made preemptible when it was mutated (the quota "
-			"changed in between); retry the request",
-			cl->tenant->name, q->borrowed, cl->flavor->name, what);
+		if (!out->cls)
+			/* Without a class nothing makes it preemptible: it may
+			 * only ever use nominal quota. */
+			violate(&c, "quota",
+				"tenant \"%s\" is over its %s quota: requested %s, in "
+				"use %" PRId64 " of nominal %" PRId64 "; a %s without a "
+				"class never borrows (gpugate cannot make it "
+				"preemptible): ask for GPUs with a class",
+				cl->tenant->name, cl->flavor->name, req, q->used,
+				q->nominal, what);
+		else
+			violate(&c, "quota",
+				"tenant \"%s\" now needs %" PRId64 " borrowed %s for "
+				"this %s, but it was not made preemptible when it was "
+				"mutated (the quota changed in between); retry the "
+				"request",
+				cl->tenant->name, q->borrowed, cl->flavor->name, what);
 		break;
 	}
 	finish(&c);

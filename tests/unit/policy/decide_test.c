@@ -2062,3 +2062,26 @@ Test(decide, the_job_controllers_label_cannot_be_removed_from_a_pod)
 	done(&old);
 	done(&now);
 }
+
+Test(decide, a_raw_request_never_borrows_and_says_so)
+{
+	struct policy *saved = use_policy(
+		"version: 1\n"
+		"settings: {rawGpuRequests: allow}\n"
+		"flavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+		"classes:\n"
+		"  - {name: one, flavor: h100, gpus: 1}\n"
+		"tenants:\n"
+		"  - {name: t, namespaces: [t], cohort: c, quota: [{flavor: h100, nominal: 2}]}\n"
+		"  - {name: u, namespaces: [u], cohort: c, quota: [{flavor: h100, nominal: 8}]}\n");
+	struct run r;
+
+	run(&r, "t", RAW_POD("\"nvidia.com/gpu\":\"4\""), DECIDE_VALIDATE);
+	expect_denied(&r, "quota",
+		      "gpugate: tenant \"t\" is over its h100 quota: requested 4 (class "
+		      "none), in use 0 of nominal 2; a pod without a class never borrows "
+		      "(gpugate cannot make it preemptible): ask for GPUs with a class");
+	done(&r);
+	restore(saved);
+}
