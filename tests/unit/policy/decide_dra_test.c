@@ -8,6 +8,7 @@
 #include "base/diag.h"
 #include "policy/decide.h"
 #include "webhook/facts.h"
+#include "tests/unit/test_policy.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -56,20 +57,9 @@ static int64_t used_fn(const void *ctx, unsigned t, unsigned f)
 
 static const struct usage_view usage = {.ctx = NULL, .used = used_fn};
 
-static struct policy *parse(const char *yaml)
-{
-	struct policy *p = NULL;
-	struct diag d;
-
-	diag_init(&d);
-	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
-		     diag_text(&d));
-	return p;
-}
-
 static void setup(void)
 {
-	P = parse(policy_yaml);
+	P = test_policy(policy_yaml);
 	memset(used, 0, sizeof(used));
 }
 
@@ -259,7 +249,7 @@ Test(decide_dra, an_unmapped_gpu_class_is_a_raw_request)
 	done(&r);
 
 	/* rawGpuRequests: allow admits it, uncharged: it has no flavor. */
-	P = parse("version: 1\nsettings:\n  rawGpuRequests: allow\n"
+	P = test_policy("version: 1\nsettings:\n  rawGpuRequests: allow\n"
 		  "  gpuDeviceClassNames: [tpu.example.com]\n"
 		  "flavors: []\nclasses: []\n"
 		  "tenants: [{name: solo, namespaces: [solo]}]\n");

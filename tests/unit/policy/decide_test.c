@@ -10,6 +10,7 @@
 #include "policy/decide.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
+#include "tests/unit/test_policy.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -93,11 +94,7 @@ static const struct usage_view usage = {.ctx = NULL, .used = used_fn};
 
 static void setup(void)
 {
-	struct diag d;
-
-	diag_init(&d);
-	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &P, &d),
-		     0, "%s", diag_text(&d));
+	P = test_policy(policy_yaml);
 	memset(used, 0, sizeof(used));
 }
 
@@ -192,13 +189,9 @@ static void mutate_validate(struct run *m, struct run *v, const char *ns,
 /* Runs the test on a policy of its own; returns the suite's, for restore(). */
 static struct policy *use_policy(const char *yaml)
 {
-	struct policy *saved = P, *p = NULL;
-	struct diag d;
+	struct policy *saved = P;
 
-	diag_init(&d);
-	cr_assert_eq(policy_parse("own.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
-		     diag_text(&d));
-	P = p;
+	P = test_policy(yaml);
 	return saved;
 }
 

@@ -8,6 +8,7 @@
 #include "policy/dra.h"
 #include "policy/policy.h"
 #include "policy/workload.h"
+#include "tests/unit/test_policy.h"
 
 #include <criterion/criterion.h>
 #include <string.h>
@@ -30,11 +31,7 @@ static struct policy *P;
 
 static void setup(void)
 {
-	struct diag d;
-
-	diag_init(&d);
-	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &P, &d),
-		     0, "%s", diag_text(&d));
+	P = test_policy(policy_yaml);
 }
 
 static void teardown(void)

@@ -6,6 +6,7 @@
 #include "base/diag.h"
 #include "policy/decide.h"
 #include "usage/usage.h"
+#include "tests/unit/test_policy.h"
 
 #include <criterion/criterion.h>
 #include <string.h>
@@ -29,11 +30,7 @@ static uint64_t now_ms(void)
 
 static void setup(void)
 {
-	struct diag d;
-
-	diag_init(&d);
-	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &P, &d),
-		     0, "%s", diag_text(&d));
+	P = test_policy(policy_yaml);
 	fake_now = 1000;
 }
 

@@ -8,6 +8,7 @@
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "webhook/holder.h"
+#include "tests/unit/test_policy.h"
 
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -29,11 +30,7 @@ static struct policy *P;
 
 static void setup(void)
 {
-	struct diag d;
-
-	diag_init(&d);
-	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &P, &d),
-		     0, "%s", diag_text(&d));
+	P = test_policy(policy_yaml);
 }
 
 static void teardown(void)
