@@ -647,6 +647,17 @@ size_t resv_doc_prune(struct resv_doc *doc,
 	return n - kept;
 }
 
+bool resv_equal(const struct resv *a, const struct resv *b)
+{
+	for (size_t i = 0; i < sizeof(string_fields) / sizeof(string_fields[0]); i++)
+		if (strcmp(cfield_of(a, &string_fields[i]),
+			   cfield_of(b, &string_fields[i])) != 0)
+			return false;
+	return a->kind == b->kind && a->per_pod == b->per_pod &&
+	       a->slots == b->slots && a->generation == b->generation &&
+	       a->at_ms == b->at_ms;
+}
+
 int64_t resv_units(const struct resv *r)
 {
 	return r->kind == USAGE_JOBS ? r->per_pod * r->slots : r->per_pod;

@@ -186,6 +186,10 @@ size_t resv_doc_prune(struct resv_doc *doc,
 		      void *ctx, uint64_t now_ms, uint64_t grace_ms,
 		      uint64_t ttl_ms);
 
+/* Whether a and b are the same record, member by member (a retried
+ * admission that changes nothing need not be written). */
+bool resv_equal(const struct resv *a, const struct resv *b);
+
 /* What a record holds: per_pod x slots for a Job, per_pod otherwise. */
 int64_t resv_units(const struct resv *r);
 

@@ -35,18 +35,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 		}                                                         \
 	} while (0)
 
-static bool same(const struct resv *a, const struct resv *b)
-{
-	return strcmp(a->uid, b->uid) == 0 && a->kind == b->kind &&
-	       strcmp(a->namespace, b->namespace) == 0 &&
-	       strcmp(a->name, b->name) == 0 && strcmp(a->tenant, b->tenant) == 0 &&
-	       strcmp(a->flavor, b->flavor) == 0 &&
-	       strcmp(a->owner_job, b->owner_job) == 0 &&
-	       strcmp(a->replica, b->replica) == 0 && a->per_pod == b->per_pod &&
-	       a->slots == b->slots && a->generation == b->generation &&
-	       a->at_ms == b->at_ms;
-}
-
 static void sorted(const struct resv_doc *doc)
 {
 	CHECK(doc->n <= RESV_MAX && doc->n <= doc->cap);
@@ -90,7 +78,7 @@ static void check_accepted(struct resv_doc *doc)
 	CHECK(resv_doc_parse(cm, &again, &d) == 0);
 	CHECK(again.n == doc->n);
 	for (size_t i = 0; i < doc->n; i++)
-		CHECK(same(&again.items[i], &doc->items[i]));
+		CHECK(resv_equal(&again.items[i], &doc->items[i]));
 	text2 = resv_doc_encode(&again, &len2);
 	CHECK(text2 && len2 == len && memcmp(text, text2, len) == 0);
 

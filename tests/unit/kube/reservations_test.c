@@ -435,18 +435,6 @@ Test(reservations, writes_an_empty_document_and_keeps_other_data)
 	json_decref(notobj);
 }
 
-static bool resv_equal(const struct resv *a, const struct resv *b)
-{
-	return strcmp(a->uid, b->uid) == 0 && a->kind == b->kind &&
-	       strcmp(a->namespace, b->namespace) == 0 &&
-	       strcmp(a->name, b->name) == 0 && strcmp(a->tenant, b->tenant) == 0 &&
-	       strcmp(a->flavor, b->flavor) == 0 &&
-	       strcmp(a->owner_job, b->owner_job) == 0 &&
-	       strcmp(a->replica, b->replica) == 0 && a->per_pod == b->per_pod &&
-	       a->slots == b->slots && a->generation == b->generation &&
-	       a->at_ms == b->at_ms;
-}
-
 Test(reservations, round_trips_and_two_orders_write_the_same_bytes)
 {
 	struct resv_doc one, two, back;
@@ -518,6 +506,21 @@ Test(reservations, add_replaces_a_retried_uid_and_remove_removes)
 	cr_expect_eq(doc.n, 0);
 	cr_expect_eq(diag_count(&d), 0);
 	resv_doc_release(&doc);
+}
+
+Test(reservations, equal_compares_every_member)
+{
+	struct resv a = record("u", USAGE_JOBS, "t", "f", 2, 3, 9), b = a;
+
+	cr_expect(resv_equal(&a, &b));
+	b.generation++;
+	cr_expect_not(resv_equal(&a, &b));
+	b = a;
+	snprintf(b.replica, sizeof(b.replica), "other");
+	cr_expect_not(resv_equal(&a, &b));
+	b = a;
+	b.kind = USAGE_PODS;
+	cr_expect_not(resv_equal(&a, &b));
 }
 
 Test(reservations, add_refuses_a_record_the_decoder_would_refuse)
@@ -700,25 +703,29 @@ static bool counted_by_name(void *ctx, const struct resv *r)
 Test(reservations, sum_adds_the_records_the_caller_does_not_count)
 {
 	static const char *const counted[] = {"p-seen", "pod-rides", NULL};
+	static const struct {
+		const char *uid, *tenant, *flavor, *owner_job;
+		enum usage_kind kind;
+		int64_t per_pod, slots;
+	} recs[] = {
+		{"p1", "a", "h100", "", USAGE_PODS, 2, 1},
+		{"p-seen", "a", "h100", "", USAGE_PODS, 5, 1},
+		{"job", "a", "h100", "", USAGE_JOBS, 8, 3},
+		{"pod-rides", "a", "h100", "job", USAGE_PODS, 8, 1},
+		{"claim", "a", "h100", "", USAGE_CLAIMS, 3, 1},
+		{"other-flavor", "a", "a100", "", USAGE_PODS, 100, 1},
+		{"other-tenant", "b", "h100", "", USAGE_PODS, 1000, 1},
+	};
 	struct resv_doc doc;
 	struct resv r;
 
 	resv_doc_init(&doc);
-	r = record("p1", USAGE_PODS, "a", "h100", 2, 1, 0);
-	add_ok(&doc, &r);
-	r = record("p-seen", USAGE_PODS, "a", "h100", 5, 1, 0);
-	add_ok(&doc, &r);
-	r = record("job", USAGE_JOBS, "a", "h100", 8, 3, 0);
-	add_ok(&doc, &r);
-	r = record("pod-rides", USAGE_PODS, "a", "h100", 8, 1, 0);
-	snprintf(r.owner_job, sizeof(r.owner_job), "job");
-	add_ok(&doc, &r);
-	r = record("claim", USAGE_CLAIMS, "a", "h100", 3, 1, 0);
-	add_ok(&doc, &r);
-	r = record("other-flavor", USAGE_PODS, "a", "a100", 100, 1, 0);
-	add_ok(&doc, &r);
-	r = record("other-tenant", USAGE_PODS, "b", "h100", 1000, 1, 0);
-	add_ok(&doc, &r);
+	for (size_t i = 0; i < sizeof(recs) / sizeof(recs[0]); i++) {
+		r = record(recs[i].uid, recs[i].kind, recs[i].tenant, recs[i].flavor,
+			   recs[i].per_pod, recs[i].slots, 0);
+		snprintf(r.owner_job, sizeof(r.owner_job), "%s", recs[i].owner_job);
+		add_ok(&doc, &r);
+	}
 	cr_expect_eq(resv_doc_sum(&doc, "a", "h100", counted_by_name, (void *)counted),
 		     2 + 24 + 3);
 	cr_expect_eq(resv_doc_sum(&doc, "a", "h100", NULL, NULL), 2 + 5 + 24 + 8 + 3);
