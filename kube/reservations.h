@@ -1,0 +1,237 @@
+/*
+ * reservations: the reservation document of a quota domain, shared between
+ * replicas (docs/design/shared-usage-store.md).
+ *
+ * Quota admitted at /validate but not yet shown by the API watch is a
+ * reservation.  The reservations of one quota domain (a cohort, or a
+ * tenant in none) live in one ConfigMap in gpugate's namespace, under
+ * data.reservations, as a JSON array of records:
+ *
+ *   {"uid":"…","kind":"pod|job|claim","namespace":"…","name":"…",
+ *    "tenant":"…","flavor":"…","perPod":1,"slots":1,"ownerJob":"…"|null,
+ *    "generation":1,"replica":"gpugate-7d9…","at":1764680000123}
+ *
+ * This module is that document as values: decoding, encoding, the
+ * operations a replica's decision and the leader's clean-up need, and the
+ * name of a domain's ConfigMap.  It does no I/O and keeps no state: the
+ * backend reads and writes the ConfigMap with kube_cas_update()
+ * (kube/client.h), parsing it and writing it back in its mutate callback.
+ *
+ * Fail closed: a document that does not decode is an error with one
+ * precise line in the diagnostics, never a partial read (a record dropped
+ * in silence would be quota handed out twice); the caller then denies what
+ * needs quota.  So nothing this module writes is refused when read back:
+ * resv_doc_add() holds a record to the rules resv_doc_parse() reads by.
+ */
+#ifndef GPUGATE_RESERVATIONS_H
+#define GPUGATE_RESERVATIONS_H
+
+#include "usage/usage.h"
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct diag;
+
+/* A domain refuses reservations past this many (the design: a ConfigMap
+ * holds 1 MiB, about 4,000 records); a document with more is refused. */
+#define RESV_MAX 3000
+
+/* Longest strings of a record, in bytes (Kubernetes limits): a uid is at
+ * most 128 bytes (metadata.uid, by convention an RFC 4122 UUID of 36), a
+ * namespace a DNS label (63), an object name (the replica is a pod's) a
+ * DNS subdomain (253); tenant and flavor names are label values (63,
+ * policy/validate.c). */
+#define RESV_UID_MAX 128
+#define RESV_NAMESPACE_MAX 63
+#define RESV_NAME_MAX 253
+#define RESV_TENANT_MAX 63
+#define RESV_FLAVOR_MAX 63
+
+/* perPod and slots are 1..RESV_UNITS_MAX (POLICY_MAX_QUOTA: nothing in a
+ * valid policy can be granted more), so perPod x slots, and the sum of
+ * RESV_MAX records, never overflow. */
+#define RESV_UNITS_MAX 1000000
+
+/* The key of the ConfigMap's data that holds the document. */
+#define RESV_DATA_KEY "reservations"
+
+/*
+ * One reservation.  Strings are NUL-terminated inside their arrays; every
+ * one is non-empty but owner_job, which is "" for none (JSON null).
+ */
+struct resv {
+	char uid[RESV_UID_MAX + 1];             /* the object's metadata.uid */
+	enum usage_kind kind;                   /* USAGE_PODS, _JOBS, _CLAIMS */
+	char namespace[RESV_NAMESPACE_MAX + 1];
+	char name[RESV_NAME_MAX + 1];
+	char tenant[RESV_TENANT_MAX + 1];
+	char flavor[RESV_FLAVOR_MAX + 1];
+	char owner_job[RESV_UID_MAX + 1];       /* uid of a pod's Job, or "" */
+	char replica[RESV_NAME_MAX + 1];        /* the pod that reserved */
+	int64_t per_pod;                        /* units one pod holds */
+	int64_t slots;                          /* a Job's gang; 1 otherwise */
+	int64_t generation;                     /* metadata.generation, >= 0 */
+	int64_t at_ms;                          /* reserving replica's wall
+						 * clock, ms since the epoch */
+};
+
+/*
+ * The document: records sorted by uid (strcmp), uids unique, at most
+ * RESV_MAX of them.  Every function here keeps that; change items only
+ * through them.  The sort makes lookups a binary search and the encoding
+ * deterministic: two replicas holding the same set write the same bytes.
+ *
+ * A struct resv is about 1 KiB, so a full document is about 3 MiB of
+ * memory; inserting moves the records after the new one (a memmove of at
+ * most that much, a fraction of the PUT it precedes).
+ */
+struct resv_doc {
+	struct resv *items;
+	size_t n, cap;
+};
+
+/* An empty document; resv_doc_release() frees it and leaves it empty. */
+void resv_doc_init(struct resv_doc *doc);
+void resv_doc_release(struct resv_doc *doc);
+
+/* ---- decoding and encoding ---------------------------------------------- */
+
+/*
+ * Reads data.reservations of a ConfigMap into *out (initialised here;
+ * release it whatever the result).  NULL (the ConfigMap does not exist),
+ * a ConfigMap without data, or data without the key: an empty document,
+ * 0.  Else the value must be a string holding a JSON array (strict:
+ * codec/jsonfast.h, duplicate keys refused) of at most RESV_MAX records,
+ * each an object with every member above, of the right type, strings
+ * within their limits and without NUL bytes, numbers in range, uids
+ * unique.  Members it does not know are ignored (a newer replica may add
+ * some during a rolling upgrade; resv_doc_write() does not keep them).
+ *
+ * Returns 0, or -1 with *out empty and one line in d, e.g.
+ *
+ *   "reservations: not JSON: unexpected character 'x' (line 1, column 2)"
+ *   "reservations: record 4: \"slots\": must be an integer from 1 to 1000000"
+ *   "reservations: record 7 (uid \"u1\"): missing \"tenant\""
+ *   "reservations: records 2 and 5 have the same uid \"u1\""
+ *   "reservations: 3001 records, more than 3000"
+ *
+ * (records are counted from 0, in the order of the document).
+ */
+int resv_doc_parse(const json_t *configmap, struct resv_doc *out,
+		   struct diag *d);
+
+/*
+ * Sets configmap's data.reservations to the document, compact, records by
+ * uid, members in the order above (ownerJob null when ""), creating data
+ * when absent; nothing else of the ConfigMap is touched.  Returns 0, or -1
+ * when configmap (or its data) is not an object or memory ran out (the
+ * ConfigMap is then unchanged).
+ */
+int resv_doc_write(const struct resv_doc *doc, json_t *configmap);
+
+/* The document's text alone (what resv_doc_write() stores), NUL-terminated,
+ * the caller's to free(); NULL when memory ran out. */
+char *resv_doc_encode(const struct resv_doc *doc, size_t *len);
+
+/* ---- records ------------------------------------------------------------ */
+
+/*
+ * Fills *out from what an object holds (the charge rule's usage_item:
+ * uid, kind, namespace, name, tenant, flavor, per_pod, slots,
+ * owner_job_uid, generation), who reserves and when.  Returns 0, or -1
+ * with one line in d when it would not be a valid record (a string too
+ * long or missing, a number out of range), e.g.
+ *
+ *   "reservation \"u1\": \"name\": longer than 253 bytes"
+ */
+int resv_set(struct resv *out, const struct usage_item *it,
+	     const char *replica, int64_t at_ms, struct diag *d);
+
+/* The record with this uid, or NULL.  Valid until the document changes. */
+const struct resv *resv_doc_find(const struct resv_doc *doc, const char *uid);
+
+/*
+ * Adds a copy of r, or replaces the record of the same uid (a retried
+ * admission: the last one counts).  Returns 0 when added, 1 when replaced,
+ * -1 with one line in d when the document holds RESV_MAX records already
+ * ("reservations: 3000 pending in this quota domain, the most it holds")
+ * or r is not a valid record (resv_doc_parse() would refuse it: e.g. an
+ * unterminated or empty string, slots 0), -2 when memory ran out.  The
+ * document is unchanged on failure.
+ */
+int resv_doc_add(struct resv_doc *doc, const struct resv *r, struct diag *d);
+
+/* Removes the record of this uid; false when there is none. */
+bool resv_doc_remove(struct resv_doc *doc, const char *uid);
+
+/*
+ * The leader's clean-up.  observed_since(ctx, uid, &since) says whether
+ * the watch shows the object of that uid, and since when (*since, on the
+ * clock of now_ms); NULL: nothing is observed.  Removes
+ *
+ *   - records observed for at least grace_ms (now_ms - since >= grace_ms):
+ *     every replica's watch has had that long to show them too;
+ *   - records never observed and older than ttl_ms (now_ms - at_ms >
+ *     ttl_ms): the create failed after /validate.
+ *
+ * A time in the future (a clock ahead of now_ms) is an age of 0.  Returns
+ * how many were removed; the order of the rest is kept.
+ */
+size_t resv_doc_prune(struct resv_doc *doc,
+		      bool (*observed_since)(void *ctx, const char *uid,
+					     uint64_t *since_ms),
+		      void *ctx, uint64_t now_ms, uint64_t grace_ms,
+		      uint64_t ttl_ms);
+
+/* Whether a and b are the same record, member by member (a retried
+ * admission that changes nothing need not be written). */
+bool resv_equal(const struct resv *a, const struct resv *b);
+
+/* What a record holds: per_pod x slots for a Job, per_pod otherwise. */
+int64_t resv_units(const struct resv *r);
+
+/*
+ * The units the records of tenant and flavor hold, but those the caller
+ * already counts (counted(ctx, r) true: its object is observed, or it is a
+ * pod riding on a Job's gang); counted NULL: none.  What the backend adds
+ * to the observed usage.  At most RESV_MAX x RESV_UNITS_MAX^2: no
+ * overflow.
+ */
+int64_t resv_doc_sum(const struct resv_doc *doc, const char *tenant,
+		     const char *flavor,
+		     bool (*counted)(void *ctx, const struct resv *r),
+		     void *ctx);
+
+/* ---- the ConfigMap of a domain ------------------------------------------ */
+
+/* Room for any domain name, NUL included. */
+#define RESV_DOMAIN_NAME_SIZE 254
+
+/*
+ * The name of the ConfigMap of a quota domain: "gpugate-usage-c-<cohort>"
+ * when cohort is not NULL, else "gpugate-usage-t-<tenant>".  Always a valid
+ * object name (an RFC 1123 subdomain of at most 253 bytes, as the
+ * apiserver checks it), and two different domains never get the same
+ * name:
+ *
+ *   - a name that is valid as it stands is used as it is;
+ *   - otherwise (upper case, characters outside [a-z0-9-.], a '.' not
+ *     between two letters or digits, no letter or digit at the end, over
+ *     253 bytes), or when it already ends like a hashed name ('-' and 16
+ *     hex digits), it is lower-cased, every other character and every such
+ *     '.' becomes '-', it is cut to 236 bytes, and "-" and the 16 hex
+ *     digits of the FNV-1a hash (base/hash.h) of the name before any
+ *     change are appended.
+ *
+ * So names of the first kind are the input itself and never end like
+ * names of the second kind, which differ unless 64-bit hashes collide.
+ * Returns the length, or -1 when size < RESV_DOMAIN_NAME_SIZE (out is then
+ * "" when size > 0).  tenant NULL reads as "".
+ */
+int resv_domain_name(const char *cohort, const char *tenant, char *out,
+		     size_t size);
+
+#endif
