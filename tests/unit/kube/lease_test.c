@@ -427,6 +427,34 @@ Test(lease, a_leader_whose_renews_hang_steps_down_within_the_deadline)
 	leader_cut_off("\"delay\": 3", "no answer within");
 }
 
+/*
+ * lease_leading() reads the clock, not the thread: with the leader's renew
+ * hanging, it turns false the moment renew_deadline has passed since the
+ * last renew (the fake clock moved), while the thread still waits for
+ * the answer; on_change(false) follows when the request times out.
+ */
+Test(lease, leading_ends_at_the_deadline_while_a_renew_hangs)
+{
+	struct replica a;
+	long long t0;
+
+	run(&a, "pod-a", fake_clock);
+	cr_assert_geq(until_leader(&a, 1, 0, 3000), 0, "pod-a never led");
+	fault("{\"method\": \"PUT\", \"path\": \"" LEASE "\", \"delay\": 3}");
+	sleep_ms(RETRY_MS + 50); /* a renew hangs */
+	atomic_fetch_add(&fake_now, DEADLINE_MS - 1);
+	cr_assert(lease_leading(a.l));
+	atomic_fetch_add(&fake_now, 1);
+	cr_assert_not(lease_leading(a.l));
+	cr_assert_eq(atomic_load(&a.lost), 0, "the thread did not wait");
+	t0 = mono_ms();
+	while (atomic_load(&a.lost) == 0 && mono_ms() - t0 < 1000)
+		sleep_ms(2);
+	cr_assert_eq(atomic_load(&a.lost), 1, "no on_change(false)");
+	fakekube_clear_faults(&F, NULL);
+	end(&a);
+}
+
 Test(lease, a_leader_that_sees_another_holder_steps_down_at_once)
 {
 	struct replica a;
