@@ -2,6 +2,7 @@
 
 #include "base/diag.h"
 #include "base/log.h"
+#include "base/nap.h"
 #include "kube/client.h"
 
 #include <jansson.h>
@@ -39,9 +40,7 @@ struct lease {
 	struct kube *kube;
 	pthread_t thread;
 	bool started;
-	volatile bool stop;   /* what kube_request looks at */
-	pthread_mutex_t mu;   /* with cv: the stop flag, for naps */
-	pthread_cond_t cv;
+	struct nap nap;       /* its stop flag is what kube_request looks at */
 	/* Read by lease_leading() from any thread: leading is set after
 	 * renewed_ms, so a reader that sees it sees a current renewed_ms. */
 	atomic_bool leading;
@@ -62,25 +61,6 @@ static uint64_t real_now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
-/* Sleeps ms of real time, or less when the lease is stopped. */
-static void nap(struct lease *l, unsigned ms)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&l->mu);
-	while (!l->stop &&
-	       pthread_cond_timedwait(&l->cv, &l->mu, &until) == 0)
-		;
-	pthread_mutex_unlock(&l->mu);
 }
 
 /* xorshift64*: the jitter of the tries of replicas that do not lead. */
@@ -138,7 +118,7 @@ static int call(struct lease *l, const char *method, const char *path,
 		.method = method, .path = path,
 		.body = text, .body_len = text ? strlen(text) : 0,
 		.timeout_ms = timeout_ms ? timeout_ms : 1,
-		.stop = stop ? &l->stop : NULL,
+		.stop = stop ? &l->nap.stop : NULL,
 	};
 	rc = kube_request(l->kube, &req, &resp, d);
 	if (rc == 0) {
@@ -241,7 +221,7 @@ static void hold(struct lease *l, json_t *written)
  */
 static enum attempt attempt(struct lease *l)
 {
-	for (int round = 0; round < ATTEMPT_ROUNDS && !l->stop; round++) {
+	for (int round = 0; round < ATTEMPT_ROUNDS && !l->nap.stop; round++) {
 		json_t *obj = NULL, *out = NULL, *spec;
 		unsigned timeout = request_timeout(l);
 		const char *holder;
@@ -381,7 +361,7 @@ static void *loop(void *arg)
 {
 	struct lease *l = arg;
 
-	while (!l->stop) {
+	while (!l->nap.stop) {
 		uint64_t sent = l->now();
 		enum attempt a;
 		unsigned wait = l->retry_ms;
@@ -391,7 +371,7 @@ static void *loop(void *arg)
 			continue;
 		}
 		a = attempt(l);
-		if (l->stop)
+		if (l->nap.stop)
 			break;
 		if (a == HELD) {
 			l->failing = false;
@@ -434,7 +414,7 @@ static void *loop(void *arg)
 		if (!atomic_load(&l->leading))
 			wait += jitter(l, l->retry_ms / 5);
 		if (wait)
-			nap(l, wait);
+			nap_sleep(&l->nap, wait);
 	}
 	if (atomic_load(&l->leading)) {
 		bool current = l->now() < deadline(l);
@@ -517,8 +497,7 @@ int lease_start(const struct lease_config *cfg, struct lease **out,
 	l->rng = real_now_ms() ^ (uint64_t)(uintptr_t)l ^ 0x9e3779b97f4a7c15ull;
 	atomic_init(&l->leading, false);
 	atomic_init(&l->renewed_ms, 0);
-	pthread_mutex_init(&l->mu, NULL);
-	pthread_cond_init(&l->cv, NULL);
+	nap_init(&l->nap);
 	snprintf(l->tag, sizeof(l->tag), "%s/%s", cfg->namespace, cfg->name);
 	snprintf(path, sizeof(path),
 		 "/apis/coordination.k8s.io/v1/namespaces/%s/leases", cfg->namespace);
@@ -558,15 +537,11 @@ void lease_stop(struct lease *l)
 {
 	if (!l)
 		return;
-	pthread_mutex_lock(&l->mu);
-	l->stop = true;
-	pthread_cond_broadcast(&l->cv);
-	pthread_mutex_unlock(&l->mu);
+	nap_stop(&l->nap);
 	if (l->started)
 		pthread_join(l->thread, NULL);
 	kube_free(l->kube);
-	pthread_cond_destroy(&l->cv);
-	pthread_mutex_destroy(&l->mu);
+	nap_release(&l->nap);
 	json_decref(l->held);
 	free(l->observed);
 	free(l->identity);
