@@ -261,6 +261,14 @@ static enum attempt attempt(struct lease *l)
 		}
 		if (rc != 0)
 			return FAILED;
+		if (!json_string_length(json_object_get(json_object_get(obj, "metadata"),
+							"resourceVersion"))) {
+			/* A PUT without one would be unconditional. */
+			diag_addf(&l->d, "GET %s: the Lease has no resourceVersion",
+				  l->path);
+			json_decref(obj);
+			return FAILED;
+		}
 		observe(l, obj, now);
 		spec = spec_of(obj);
 		holder = spec_str(spec, "holderIdentity");
