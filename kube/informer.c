@@ -2,6 +2,7 @@
 
 #include "base/diag.h"
 #include "base/log.h"
+#include "base/nap.h"
 #include "codec/jsonfast.h"
 #include "kube/client.h"
 
@@ -52,29 +53,9 @@ struct informer {
 	unsigned backoff_before; /* when this watch was asked for */
 	atomic_bool synced;
 	atomic_bool connected; /* the watch answered 200 and is open */
-	volatile bool stop;  /* what kube_get and kube_watch look at */
-	pthread_mutex_t mu;  /* with cv: the stop flag, for naps */
-	pthread_cond_t cv;
+	struct nap nap;      /* its stop flag is what kube_get and kube_watch
+			      * look at */
 };
-
-/* Sleeps ms, or less when the informer is stopped. */
-static void nap(struct informer *inf, unsigned ms)
-{
-	struct timespec until;
-
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += ms / 1000;
-	until.tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (until.tv_nsec >= 1000000000L) {
-		until.tv_sec++;
-		until.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&inf->mu);
-	while (!inf->stop &&
-	       pthread_cond_timedwait(&inf->cv, &inf->mu, &until) == 0)
-		;
-	pthread_mutex_unlock(&inf->mu);
-}
 
 /* A success (a whole list, an open watch): the next failure is retried
  * soon again. */
@@ -86,7 +67,7 @@ static void backoff_reset(struct informer *inf)
 /* Waits before the next attempt after a failure, then doubles the wait. */
 static void backoff_nap(struct informer *inf)
 {
-	nap(inf, inf->backoff);
+	nap_sleep(&inf->nap, inf->backoff);
 	inf->backoff = inf->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
 							 : inf->backoff * 2;
 }
@@ -358,10 +339,10 @@ static int list(struct informer *inf)
 		}
 		diag_init(&d);
 		if (kube_get(inf->kube, path, LIST_MAX_BODY, &status, &body, &len,
-			     &inf->stop, &d) < 0) {
+			     &inf->nap.stop, &d) < 0) {
 			char first[512];
 
-			if (inf->stop)
+			if (inf->nap.stop)
 				return -1;
 			diag_first(&d, first, sizeof(first));
 			list_failed(inf, first);
@@ -391,8 +372,8 @@ static int list(struct informer *inf)
 			snprintf(inf->rv, sizeof(inf->rv), "%s", pg->rv);
 		snprintf(cont, sizeof(cont), "%s", pg->cont);
 		free(pg);
-	} while (cont[0] && !inf->stop);
-	return inf->stop ? -1 : 0;
+	} while (cont[0] && !inf->nap.stop);
+	return inf->nap.stop ? -1 : 0;
 }
 
 static int on_event(void *ctx, const char *line, size_t len)
@@ -468,7 +449,7 @@ static void not_served(struct informer *inf)
 	}
 	set_connected(inf, true);
 	backoff_reset(inf);
-	nap(inf, inf->unserved_retry_ms);
+	nap_sleep(&inf->nap, inf->unserved_retry_ms);
 }
 
 static void *loop(void *arg)
@@ -479,7 +460,7 @@ static void *loop(void *arg)
 	bool need_list = true;
 
 	backoff_reset(inf);
-	while (!inf->stop) {
+	while (!inf->nap.stop) {
 		char path[PATH_MAX_LEN];
 		struct diag d;
 		int rc;
@@ -523,10 +504,10 @@ static void *loop(void *arg)
 		inf->gone = inf->failed = inf->had_event = false;
 		inf->backoff_before = inf->backoff;
 		diag_init(&d);
-		rc = kube_watch(inf->kube, path, inf->idle_seconds, &cb, &inf->stop,
+		rc = kube_watch(inf->kube, path, inf->idle_seconds, &cb, &inf->nap.stop,
 				&d);
 		set_connected(inf, false);
-		if (inf->stop)
+		if (inf->nap.stop)
 			break;
 		if (inf->gone || rc == 410) {
 			need_list = true;
@@ -615,8 +596,7 @@ int informer_start(const struct informer_config *cfg, struct informer **out,
 							: UNSERVED_RETRY_MS;
 	atomic_init(&inf->synced, false);
 	atomic_init(&inf->connected, false);
-	pthread_mutex_init(&inf->mu, NULL);
-	pthread_cond_init(&inf->cv, NULL);
+	nap_init(&inf->nap);
 	inf->name = strdup(cfg->name);
 	inf->path = strdup(cfg->path);
 	if (!inf->name || !inf->path) {
@@ -655,10 +635,7 @@ void informer_cancel(struct informer *inf)
 {
 	if (!inf)
 		return;
-	pthread_mutex_lock(&inf->mu);
-	inf->stop = true;
-	pthread_cond_broadcast(&inf->cv);
-	pthread_mutex_unlock(&inf->mu);
+	nap_stop(&inf->nap);
 }
 
 void informer_stop(struct informer *inf)
@@ -669,8 +646,7 @@ void informer_stop(struct informer *inf)
 	if (inf->started)
 		pthread_join(inf->thread, NULL);
 	kube_free(inf->kube);
-	pthread_cond_destroy(&inf->cv);
-	pthread_mutex_destroy(&inf->mu);
+	nap_release(&inf->nap);
 	free(inf->selectors);
 	free(inf->path);
 	free(inf->name);

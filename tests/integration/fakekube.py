@@ -240,6 +240,8 @@ class Fault:
     """What happens to the next object requests that match."""
     method: str | None = None       # None: any verb
     path: str | None = None         # a path prefix; None: any object path
+    body: str | None = None         # a text the request body must contain
+                                    # (one writer's requests: its identity)
     status: int | None = None       # answer this Status instead
     reason: str | None = None       # its reason (default: from the status)
     message: str | None = None
@@ -342,7 +344,7 @@ class _Objects:
             _send_json(h, 411, _object_status(411, "BadRequest", "length required"))
             h.close_connection = True
             return True
-        f = self._take_fault(h.command, path)
+        f = self._take_fault(h.command, path, body)
         if f and f.delay:
             time.sleep(f.delay)
         if f and f.drop == "before":
@@ -373,11 +375,12 @@ class _Objects:
         _send_json_headers(h, status, answer, headers)
         return True
 
-    def _take_fault(self, method: str, path: str) -> Fault | None:
+    def _take_fault(self, method: str, path: str, body: bytes = b"") -> Fault | None:
         with self._cond:
             for f in self._faults:
                 if ((f.method is None or f.method == method) and
-                        (f.path is None or path.startswith(f.path))):
+                        (f.path is None or path.startswith(f.path)) and
+                        (f.body is None or f.body.encode() in body)):
                     if f.times is not None:
                         f.times -= 1
                         if f.times <= 0:

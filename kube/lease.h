@@ -1,0 +1,126 @@
+/*
+ * lease: leader election on a coordination.k8s.io/v1 Lease, so that one
+ * replica at a time does work that must not be done twice (reconciling
+ * reservations, reclaim) while every replica keeps serving admissions.
+ * The protocol is client-go's (tools/leaderelection), so that a Lease is
+ * read the same way by other tools:
+ *
+ *   - The Lease's spec is the record: holderIdentity, leaseDurationSeconds,
+ *     acquireTime, renewTime (RFC 3339 micro time), leaseTransitions.
+ *   - A replica takes the Lease when it does not exist (POST), when its
+ *     holderIdentity is empty (released) or names this identity, or when
+ *     its spec has not changed for longer than its leaseDurationSeconds as
+ *     measured on this replica's monotonic clock from the moment it saw the
+ *     spec change.  The times written in the record are never compared
+ *     with the local clock: clock skew between replicas does not matter,
+ *     only clock rate does.
+ *   - Every write of an existing Lease is a PUT with the resourceVersion
+ *     read; a 409 (Conflict, or AlreadyExists on the create) means that
+ *     another replica wrote first: the Lease is read again at once.
+ *   - The holder renews (renewTime) every retry period.  leaseTransitions
+ *     grows by one whenever a different identity takes the Lease.
+ *
+ * One thread per lease.  It calls on_change(ctx, true) when this replica
+ * starts leading, and on_change(ctx, false) as soon as it stops: a read
+ * shows another holder, renewing failed for renew_deadline since the last
+ * renew that succeeded (counted from when that renew was sent), or
+ * lease_stop().  Both run on the lease's thread, one at a time, true and
+ * false alternating, true first.
+ *
+ * What it guarantees (docs/internals.md, "Leader election"): while
+ * lease_leading() is true, this replica wrote the Lease as its holder less
+ * than renew_deadline ago on its own clock, and no other replica using
+ * this module on the same Lease takes it before duration has passed since
+ * it saw that write.  duration - renew_deadline is the margin for clock
+ * rates and for the time between a check of lease_leading() and the act
+ * it guards.  What it does not: a leader that loses the Lease without
+ * being able to tell (the API is unreachable) goes on believing it leads
+ * until renew_deadline has passed, and an act started just before that
+ * may land after another replica took over.  Writes a leader makes should
+ * be compare-and-swap guarded anyway (kube_cas_update()).
+ *
+ * It logs (logfmt; lease=NAMESPACE/NAME):
+ *
+ *   info  msg="leader elected" lease=NS/N identity=ID transitions=T
+ *   warn  msg="leader lost" lease=NS/N identity=ID reason="taken" holder="H"
+ *   warn  msg="leader lost" lease=NS/N identity=ID reason="renew deadline"
+ *         error="..."
+ *   info  msg="leader lost" lease=NS/N identity=ID reason="stopped"
+ *   info  msg="lease released" lease=NS/N identity=ID
+ *   warn  msg="cannot release" lease=NS/N identity=ID error="..."
+ *   warn  msg="lease unavailable" lease=NS/N identity=ID error="..."
+ *         (the first failed attempt after one that worked)
+ *
+ * RBAC: get, create and update on leases in the Lease's namespace
+ * (manifests/rbac.yaml).
+ */
+#ifndef GPUGATE_LEASE_H
+#define GPUGATE_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct diag;
+struct kube_config;
+
+/* Defaults of a zero field in struct lease_config (client-go's). */
+#define LEASE_DURATION_MS 15000u
+#define LEASE_RENEW_DEADLINE_MS 10000u
+#define LEASE_RETRY_MS 2000u
+
+struct lease_config {
+	const struct kube_config *kube; /* copied */
+	/* The Lease's namespace and name (lower case letters, digits, '-' and
+	 * '.', at most 253 bytes) and this replica's identity (the pod name:
+	 * letters, digits, '-', '.', '_' and ':', at most 253 bytes); all
+	 * copied.  Replicas must have distinct identities. */
+	const char *namespace, *name, *identity;
+	/* How long others wait for a silent holder; written to the Lease as
+	 * leaseDurationSeconds, rounded up to whole seconds (the Lease's
+	 * unit), which is what every replica then waits. */
+	unsigned duration_ms;
+	/* How long the holder goes on leading while its renews fail. */
+	unsigned renew_deadline_ms;
+	/* How often the holder renews, and the others try (the others with
+	 * up to 20 % jitter). */
+	unsigned retry_ms;
+	/* Called on the lease's thread; may be NULL. */
+	void (*on_change)(void *ctx, bool leading);
+	void *ctx;
+	/* Milliseconds on a monotonic clock; NULL: CLOCK_MONOTONIC.  For
+	 * tests; it decides expiry and lease_leading(), while waits and
+	 * request timeouts run on the real clock. */
+	uint64_t (*now_ms)(void);
+};
+
+struct lease;
+
+/*
+ * Checks cfg and starts the thread, which tries to take the Lease at once.
+ * Returns 0 with *out; -1 with one line in d when cfg is wrong (a missing
+ * or malformed namespace, name or identity; not retry < renew_deadline <
+ * duration once the defaults are in) or a resource runs out.
+ */
+int lease_start(const struct lease_config *cfg, struct lease **out,
+		struct diag *d);
+
+/*
+ * True while this replica holds the Lease and renewed it less than
+ * renew_deadline ago (on now_ms): no request is made, it may be called
+ * from any thread as often as wanted.  It turns false when the deadline
+ * passes even if the lease's thread is still waiting for an answer.
+ */
+bool lease_leading(struct lease *l);
+
+/*
+ * Stops the thread and frees l.  When this replica was leading, it calls
+ * on_change(false) first, then releases the Lease (holderIdentity
+ * emptied, renewTime now, at the version it last wrote) so that another
+ * replica takes it at its next try instead of after duration.  Returns
+ * within about a second (a request in flight is abandoned within a
+ * second; the release is given at most a second).  No callback runs after
+ * it returns.  NULL is a no-op.
+ */
+void lease_stop(struct lease *l);
+
+#endif
