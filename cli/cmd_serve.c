@@ -20,6 +20,8 @@ void cmd_serve_usage(FILE *out)
 	      "                     [--threads N] [--log-level LEVEL]\n"
 	      "                     [--conn-timeout SECONDS] [--max-conns N]\n"
 	      "                     [--max-conns-per-ip N] [--reservation-ttl SECONDS]\n"
+	      "                     [--usage-store memory|shared] [--namespace NS]\n"
+	      "                     [--identity NAME]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics.\n"
@@ -46,6 +48,15 @@ void cmd_serve_usage(FILE *out)
 	      "                     /validate when its object has not shown up in the\n"
 	      "                     watch after S seconds of the watch being connected\n"
 	      "                     (default 60; the create failed)\n"
+	      "  --usage-store S    with the API: memory (this replica's ledger, the\n"
+	      "                     default) or shared (reservations shared by all\n"
+	      "                     replicas through ConfigMaps of --namespace, a\n"
+	      "                     Lease there choosing who cleans up; quota is\n"
+	      "                     denied while the API cannot be reached)\n"
+	      "  --namespace NS     gpugate's namespace (default: $POD_NAMESPACE, else\n"
+	      "                     gpugate)\n"
+	      "  --identity NAME    this replica (default: $POD_NAME, else the host\n"
+	      "                     name)\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -125,6 +136,9 @@ int cmd_serve(int argc, char **argv)
 		{"max-conns", required_argument, NULL, 'M'},
 		{"max-conns-per-ip", required_argument, NULL, 'I'},
 		{"reservation-ttl", required_argument, NULL, 'R'},
+		{"usage-store", required_argument, NULL, 'U'},
+		{"namespace", required_argument, NULL, 'N'},
+		{"identity", required_argument, NULL, 'D'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -178,6 +192,18 @@ int cmd_serve(int argc, char **argv)
 				return usage_error("--reservation-ttl must be 1..86400 "
 						   "seconds");
 			break;
+		case 'U':
+			if (strcmp(optarg, "shared") == 0)
+				cfg.shared_usage = true;
+			else if (strcmp(optarg, "memory") != 0)
+				return usage_error("--usage-store must be memory or shared");
+			break;
+		case 'N':
+			cfg.namespace = optarg;
+			break;
+		case 'D':
+			cfg.identity = optarg;
+			break;
 		case 'L':
 			if (strcmp(optarg, "debug") == 0)
 				log_set_level(LOG_DEBUG);
@@ -205,6 +231,12 @@ int cmd_serve(int argc, char **argv)
 		return usage_error("--policy, --tls-cert and --tls-key are required");
 	if (cfg.kubeconfig && embedded)
 		return usage_error("--kubeconfig and --embedded exclude each other");
+	if (cfg.shared_usage && embedded)
+		return usage_error("--usage-store shared needs the API, not --embedded");
+	if (!cfg.namespace)
+		cfg.namespace = getenv("POD_NAMESPACE");
+	if (!cfg.identity)
+		cfg.identity = getenv("POD_NAME");
 	if (parse_listen(listen, host, sizeof(host), &cfg.port) < 0)
 		return usage_error("--listen must be HOST:PORT (e.g. 0.0.0.0:8443 or "
 				   "[::]:8443)");

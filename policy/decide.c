@@ -1499,6 +1499,21 @@ void decide_prepare(const struct decide_input *in, struct decision *out)
 		finish(&c);
 }
 
+/*
+ * The usage store could not decide (the shared store of several replicas
+ * could not be read or written in time): denied in every mode, since what
+ * would be admitted could not be counted.
+ */
+static void unavailable(struct ctx *c, const struct quota_result *q)
+{
+	c->out->mode = POLICY_MODE_ENFORCE;
+	c->out->violation = false;
+	violate(c, "quota",
+		"cannot reserve quota for tenant \"%s\" now (%s); nothing was "
+		"admitted: retry in a moment",
+		c->out->claim.tenant->name, q->reason[0] ? q->reason : "no reason given");
+}
+
 void decide_quota(const struct decide_input *in, struct decision *out,
 		  const struct quota_result *q)
 {
@@ -1524,6 +1539,9 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 	case QUOTA_NOMINAL:
 	case QUOTA_BORROWED:
 	case QUOTA_COVERED:
+		break;
+	case QUOTA_UNAVAILABLE:
+		unavailable(&c, q);
 		break;
 	case QUOTA_NO_QUOTA:
 		violate(&c, "quota",
@@ -1741,6 +1759,10 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 
 	if (q->position == QUOTA_NOMINAL)
 		return;
+	if (q->position == QUOTA_UNAVAILABLE) {
+		unavailable(c, q);
+		return;
+	}
 	if (q->position == QUOTA_NO_QUOTA) {
 		violate(c, "quota",
 			"tenant \"%s\" has no quota for flavor %s (device class %s); "

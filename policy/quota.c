@@ -61,6 +61,8 @@ const char *quota_position_name(enum quota_position pos)
 		return "not-prepared";
 	case QUOTA_COVERED:
 		return "covered";
+	case QUOTA_UNAVAILABLE:
+		return "unavailable";
 	}
 	return "unknown";
 }

@@ -34,6 +34,7 @@ enum quota_position {
 	QUOTA_NO_QUOTA,      /* the tenant has no quota entry for the flavor */
 	QUOTA_NOT_PREPARED,  /* would borrow, but the caller may not borrow */
 	QUOTA_COVERED,       /* a Job's pod: the Job's reservation holds it */
+	QUOTA_UNAVAILABLE,   /* the usage store cannot decide now (reason) */
 };
 
 struct quota_result {
@@ -48,6 +49,7 @@ struct quota_result {
 	int64_t cohort_lendable; /* sum of the other members' lendable nominal */
 	const char *cohort;      /* NULL when the tenant is in no cohort */
 	const char *holder;      /* QUOTA_COVERED: the Job holding the units */
+	char reason[160];        /* QUOTA_UNAVAILABLE: why, one line */
 };
 
 /*

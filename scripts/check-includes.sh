@@ -19,7 +19,7 @@ declare -A MAY=(
   [http]="base"
   [usage]="base policy"
   [certs]="base"
-  [kube]="base codec usage"
+  [kube]="base codec usage policy"
   [webhook]="base policy codec usage http kube certs"
   [cli]="base policy codec usage http kube certs webhook"
 )

@@ -18,7 +18,10 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/feed.h"
+#include "kube/lease.h"
+#include "kube/shared-io.h"
 #include "policy/policy.h"
+#include "kube/shared.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "webhook/handler.h"
@@ -33,6 +36,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct watched {
 	const char *path;
@@ -47,6 +51,11 @@ struct daemon {
 	bool have_api;
 	struct usage_store *usage;
 	struct feed *feed;
+	struct kube_shared_io *shared_io; /* shared usage only */
+	struct lease *lease;              /* shared usage only */
+	char identity[254];
+	char namespace[64];
+	struct timespec last_prune;
 	struct watched policy_file, cert_file, key_file;
 	struct holder *holder;
 	struct metrics *metrics;
@@ -170,7 +179,7 @@ void daemon_reload(struct daemon *dm)
  * while it is down (usage_set_watching). */
 static void expire(struct daemon *dm)
 {
-	if (dm->feed) {
+	if (dm->feed && !dm->lease) {
 		size_t n = usage_expire(dm->usage);
 
 		if (n)
@@ -178,9 +187,49 @@ static void expire(struct daemon *dm)
 	}
 }
 
+/* Shared usage: the leader cleans the domains' documents, every 2 s. */
+#define PRUNE_EVERY_MS 2000
+
+static void prune(struct daemon *dm)
+{
+	struct holder_ref *ref;
+	const struct policy *p;
+	struct timespec now;
+	size_t removed, failed;
+	char err[300];
+
+	if (!dm->lease)
+		return;
+	usage_expire(dm->usage); /* forgets old uids; no I/O */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((now.tv_sec - dm->last_prune.tv_sec) * 1000 +
+		    (now.tv_nsec - dm->last_prune.tv_nsec) / 1000000 <
+	    PRUNE_EVERY_MS)
+		return;
+	dm->last_prune = now;
+	if (!lease_leading(dm->lease))
+		return;
+	p = holder_acquire(dm->holder, &ref);
+	if (p) {
+		removed = usage_shared_prune(dm->usage, p, &failed, err, sizeof(err));
+		if (removed)
+			log_event(LOG_INFO, "msg=\"reservations pruned\" count=%zu",
+				  removed);
+		if (failed) {
+			char q[400];
+
+			log_event(LOG_WARN, "msg=\"reservations not pruned\" domains=%zu "
+					    "error=\"%s\"",
+				  failed, log_quote(err, q, sizeof(q)));
+		}
+	}
+	holder_release(ref);
+}
+
 void daemon_tick(struct daemon *dm)
 {
 	expire(dm);
+	prune(dm);
 	if (changed(&dm->policy_file))
 		reload_policy(dm);
 	/* Either file of the pair (both stat()s run, to keep both snapshots
@@ -291,6 +340,51 @@ static int open_api(struct daemon *dm, struct diag *d)
 	return 0;
 }
 
+static void on_leading(void *ctx, bool leading)
+{
+	(void)ctx;
+	(void)leading; /* kube/lease.c logs it; prune() asks lease_leading() */
+}
+
+/* Shared usage: the ConfigMaps, the backend, the Lease. */
+static int start_shared(struct daemon *dm, unsigned ttl_s, struct diag *d)
+{
+	const char *ns = dm->cfg.namespace && dm->cfg.namespace[0] ? dm->cfg.namespace
+								    : "gpugate";
+	struct lease_config lc = {0};
+
+	snprintf(dm->namespace, sizeof(dm->namespace), "%s", ns);
+	if (dm->cfg.identity && dm->cfg.identity[0])
+		snprintf(dm->identity, sizeof(dm->identity), "%s", dm->cfg.identity);
+	else if (gethostname(dm->identity, sizeof(dm->identity) - 1) < 0 ||
+		 !dm->identity[0])
+		snprintf(dm->identity, sizeof(dm->identity), "gpugate-%ld",
+			 (long)getpid());
+	dm->shared_io = kube_shared_io_new(&dm->kube, dm->namespace, 0, d);
+	if (!dm->shared_io)
+		return -1;
+	dm->usage = usage_shared_new(&(struct usage_shared_config){
+		.io = {.transact = kube_shared_io_transact, .io = dm->shared_io},
+		.replica = dm->identity,
+		.reservation_ttl_ms = (uint64_t)ttl_s * 1000u,
+	});
+	if (!dm->usage) {
+		diag_addf(d, "gpugate serve: out of memory");
+		return -1;
+	}
+	lc.kube = &dm->kube;
+	lc.namespace = dm->namespace;
+	lc.name = "gpugate-leader";
+	lc.identity = dm->identity;
+	lc.on_change = on_leading;
+	if (lease_start(&lc, &dm->lease, d) < 0)
+		return -1;
+	log_event(LOG_INFO, "msg=\"shared usage\" namespace=%s identity=%s "
+			    "lease=%s/gpugate-leader",
+		  dm->namespace, dm->identity, dm->namespace);
+	return 0;
+}
+
 int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		 struct diag *d)
 {
@@ -326,8 +420,15 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	}
 	dm->metrics = metrics_new();
 	dm->holder = holder_new(p);
-	dm->usage = usage_memory_new(&(struct usage_memory_config){
-		.reservation_ttl_ms = dm->have_api ? (uint64_t)ttl_s * 1000u : 0});
+	if (dm->have_api && cfg->shared_usage) {
+		if (start_shared(dm, ttl_s, d) < 0) {
+			policy_free(p);
+			goto fail;
+		}
+	} else {
+		dm->usage = usage_memory_new(&(struct usage_memory_config){
+			.reservation_ttl_ms = dm->have_api ? (uint64_t)ttl_s * 1000u : 0});
+	}
 	if (!dm->metrics || !dm->holder || !dm->usage) {
 		diag_addf(d, "gpugate serve: out of memory");
 		policy_free(dm->holder ? NULL : p);
@@ -408,7 +509,9 @@ void daemon_stop(struct daemon *dm)
 		log_event(LOG_INFO, "msg=\"stopped\"");
 	}
 	feed_stop(dm->feed);
+	lease_stop(dm->lease);
 	usage_free(dm->usage);
+	kube_shared_io_free(dm->shared_io);
 	kube_config_release(&dm->kube);
 	holder_free(dm->holder);
 	metrics_free(dm->metrics);

@@ -56,6 +56,12 @@ struct daemon_config {
 	const char *kubeconfig;      /* with DAEMON_API_KUBECONFIG */
 	unsigned reservation_ttl_s;  /* API mode; 0: the default */
 	unsigned grace_ms;           /* daemon_stop(); 0: the default */
+	/* API mode: quota reservations shared by the replicas
+	 * (usage/shared.h), in ConfigMaps of `namespace`, with a Lease
+	 * there to choose who cleans up; else this process's ledger. */
+	bool shared_usage;
+	const char *namespace;       /* NULL: "gpugate" */
+	const char *identity;        /* this replica; NULL: the host name */
 };
 
 struct daemon;
