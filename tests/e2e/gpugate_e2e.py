@@ -27,18 +27,28 @@ test_integrity.py attacks gpugate as a tenant bound to the built-in `edit`
 ClusterRole (Stack.tenant_kubectl) and checks, after every scenario, that
 what gpugate counts is what the tenant's pods hold, computed here from the
 pods and Jobs themselves (assert_invariant).
+
+test_replicas.py (issue #14) starts, on demand (Stack.start_replicas), K
+more gpugate processes serving one policy (REPLICAS_POLICY, namespaces
+labelled e2e.gpugate.io/policy=replicas) behind a round-robin TCP balancer
+of this file (Balancer), registered once with the balancer's url, and
+races concurrent creates through the apiserver (Api) for the last units of
+a quota.
 """
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import os
 import re
+import shlex
 import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -173,14 +183,39 @@ tenants:
       - {flavor: h100-80gb, nominal: 8}
 """
 
+# test_replicas.py (issue #14): one tenant whose last units K replicas
+# compete for, and one with room for a latency measurement.  Served only by
+# the replicas (Stack.start_replicas), in namespaces labelled
+# e2e.gpugate.io/policy=replicas.
+REPLICAS_POLICY = """\
+version: 1
+settings:
+  rawGpuRequests: reject
+  mode: enforce
+""" + H100_FLAVOR_AND_CLASS_GPU + """\
+tenants:
+  - name: race
+    namespaces: [race]
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
+  - name: race-bench
+    namespaces: [race-bench]
+    quota:
+      - {flavor: h100-80gb, nominal: 1000}
+"""
+
 # Namespaces created at start-up, by the gpugate that serves them.
 EXAMPLE_NAMESPACES = ["research", "research-jobs", "product-inference",
                       "sandbox-1", "no-tenant", "gpugate"]
 QUOTA_NAMESPACES = ["alpha", "beta", "solo", "batch", "dry", "durable", "lenient",
                     "mallory", "victim", "loose", "quiet"]
 RAW_NAMESPACES = ["rawgpu"]
+# Created by Stack.start_replicas; REPLICA_STORE_NAMESPACE is where a shared
+# usage store may keep its objects (--namespace in GPUGATE_E2E_REPLICA_ARGS).
+REPLICA_NAMESPACES = ["race", "race-bench"]
+REPLICA_STORE_NAMESPACE = "gpugate-e2e"
 # The processes that serve only the namespaces labelled with their name.
-LABELLED_POLICIES = ("quota", "raw")
+LABELLED_POLICIES = ("quota", "raw", "replicas")
 
 ASAN_DEFAULTS = "detect_leaks=1:abort_on_error=0:halt_on_error=1"
 UBSAN_DEFAULTS = "print_stacktrace=1:halt_on_error=0"
@@ -657,8 +692,10 @@ class Gate:
     demo.sh)."""
 
     def __init__(self, binary: Path, certs: Certs, policy: Path, workdir: Path,
-                 kubeconfig: str | None, name: str = "gpugate", listen: str = "127.0.0.1:0"):
+                 kubeconfig: str | None, name: str = "gpugate", listen: str = "127.0.0.1:0",
+                 args: Iterable[str] = ()):
         self.binary = binary
+        self.args = list(args)  # appended to `gpugate serve ...`
         self.certs = certs
         self.policy = policy
         self.workdir = workdir
@@ -683,6 +720,7 @@ class Gate:
                "--listen", self.listen]
         if self.kubeconfig:
             cmd += ["--kubeconfig", self.kubeconfig]
+        cmd += self.args
         self.stderr_path.write_bytes(b"")
         # O_APPEND: nothing written to the file by others is overwritten
         with open(self.stdout_path, "wb") as out, open(self.stderr_path, "ab") as err:
@@ -740,6 +778,13 @@ class Gate:
         status, body = self.get("/metrics")
         assert status == 200, (status, body)
         return body
+
+    def requests(self, endpoint: str = "validate") -> int:
+        """gpugate_admission_requests_total{endpoint}, summed over kind and
+        result: the reviews this process answered there."""
+        return sum(int(float(v)) for v in re.findall(
+            r'^gpugate_admission_requests_total\{endpoint="%s",[^}]*\} (\S+)$'
+            % re.escape(endpoint), self.metrics(), re.M))
 
     def quota_used(self, tenant: str, flavor: str = "h100-80gb") -> int:
         body = self.metrics()
@@ -902,7 +947,7 @@ def register(kubectl: Kubectl, config_name: str, gate: Gate, policy: str) -> Non
 # A namespace and class each gpugate admits, for probes (dry runs: nothing
 # is reserved).
 PROBES = {"example": ("research", "train-small"), "quota": ("solo", "gpu"),
-          "raw": ("rawgpu", "gpu")}
+          "raw": ("rawgpu", "gpu"), "replicas": ("race", "gpu")}
 
 
 def wait_webhooks(kubectl: Kubectl, policy: str, timeout: float = 30.0) -> None:
@@ -936,6 +981,393 @@ def wait_service_accounts(kubectl: Kubectl, namespaces: Iterable[str],
                    timeout)
 
 
+# ---------------------------------------------------------------------------
+# several replicas behind one address (test_replicas.py, issue #14)
+
+
+class Balancer:
+    """A round-robin TCP balancer, what a Service's ClusterIP is to the
+    apiserver: listens on 127.0.0.1:PORT and forwards each accepted
+    connection, as raw bytes (TLS passes through: the gates' certificate
+    has SAN 127.0.0.1), to the next of its backends (ports on 127.0.0.1).
+    A backend that refuses the connection is skipped for that connection,
+    so a replica killed with SIGKILL costs only the connections it had.
+    connections[i] counts the connections forwarded to backend i.
+
+    The apiserver keeps its webhook connections alive and reuses them, so
+    a connection count says little about requests; Gate.requests() does.
+    max_age (seconds, None: never; may be changed at any time): a
+    connection older than that is closed once it is idle (nothing in either
+    direction for `idle` seconds, the last bytes having gone backend ->
+    client, i.e. an answer delivered), so that the apiserver has to open a
+    new one, which goes to the next backend.  It is not safe under load:
+    Go's transport notices the close of an idle connection and dials
+    again, but a POST it writes at that very moment fails ("failed calling
+    webhook ... EOF", not retried: not idempotent); measured, 1-4 of 30
+    creates in a burst.  Use it only with a pause longer than `idle`
+    between requests (create_latency's spread mode).  Off by default."""
+
+    def __init__(self, ports: Iterable[int], max_age: float | None = None,
+                 idle: float = 0.05):
+        self.ports = list(ports)
+        self.connections = [0] * len(self.ports)
+        self.refused = [0] * len(self.ports)
+        self.aged_out = 0  # connections closed by max_age
+        self.max_age = max_age
+        self.idle = idle
+        self.port = 0
+        self._next = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set = set()
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    def start(self) -> "Balancer":
+        ready = threading.Event()
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+
+            async def listen() -> None:
+                self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+                self.port = self._server.sockets[0].getsockname()[1]
+            try:
+                loop.run_until_complete(listen())
+            except BaseException as e:  # noqa: BLE001 - reported to start()
+                failed.append(e)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.close()
+        self._thread = threading.Thread(target=run, name="e2e-balancer", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("balancer did not start listening within 10s")
+        if failed:
+            raise failed[0]
+        return self
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is None or self._thread is None:
+            return
+
+        async def shutdown() -> None:
+            if self._server is not None:
+                self._server.close()
+            for t in list(self._tasks):
+                t.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            loop.stop()
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(shutdown(), loop)
+        self._thread.join(10)
+        self._thread = None
+
+    def set_backend(self, i: int, port: int) -> None:
+        """Backend i is now PORT (a restarted replica listens on a new one)."""
+        with self._lock:
+            self.ports[i] = port
+
+    def counts(self) -> list[int]:
+        with self._lock:
+            return list(self.connections)
+
+    def _pick(self) -> tuple[int, int]:
+        with self._lock:
+            i = self._next
+            self._next = (i + 1) % len(self.ports)
+            return i, self.ports[i]
+
+    async def _handle(self, creader: asyncio.StreamReader,
+                      cwriter: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        try:
+            for _ in range(len(self.ports)):
+                i, port = self._pick()
+                try:
+                    breader, bwriter = await asyncio.open_connection("127.0.0.1", port)
+                except OSError:
+                    with self._lock:
+                        self.refused[i] += 1
+                    continue
+                with self._lock:
+                    self.connections[i] += 1
+                try:
+                    await self._relay(creader, cwriter, breader, bwriter)
+                finally:
+                    bwriter.close()
+                    cwriter.close()
+                return
+            cwriter.close()  # every backend refused: so does the balancer
+        finally:
+            self._tasks.discard(task)
+
+    async def _relay(self, creader: asyncio.StreamReader, cwriter: asyncio.StreamWriter,
+                     breader: asyncio.StreamReader, bwriter: asyncio.StreamWriter) -> None:
+        """Copies both ways until either side closes (or max_age), then
+        returns; the caller closes both."""
+        loop = asyncio.get_running_loop()
+        state = {"start": loop.time(), "last": loop.time(), "down": False}
+
+        async def pump(r: asyncio.StreamReader, w: asyncio.StreamWriter, down: bool) -> None:
+            try:
+                while True:
+                    data = await r.read(65536)
+                    if not data:
+                        return
+                    state["last"], state["down"] = loop.time(), down
+                    w.write(data)
+                    await w.drain()
+            except OSError:
+                return
+
+        async def age() -> None:
+            while True:
+                max_age = self.max_age  # may be changed while connections are open
+                if max_age is None:
+                    await asyncio.sleep(0.25)
+                    continue
+                await asyncio.sleep(self.idle / 2)
+                now = loop.time()
+                if (now - state["start"] >= max_age and state["down"]
+                        and now - state["last"] >= self.idle):
+                    with self._lock:
+                        self.aged_out += 1
+                    return
+
+        tasks = {asyncio.ensure_future(pump(creader, bwriter, False)),
+                 asyncio.ensure_future(pump(breader, cwriter, True)),
+                 asyncio.ensure_future(age())}
+        try:
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+class Api:
+    """Requests straight to the apiserver as the admin (the client
+    certificate of the admin kubeconfig), with http.client: a burst of
+    creates without kubectl's start-up (~0.1 s of CPU each) in between."""
+
+    def __init__(self, cluster: Cluster):
+        m = re.fullmatch(r"https://([^:/]+):(\d+)/?", cluster.env["APISERVER_URL"])
+        assert m, cluster.env["APISERVER_URL"]
+        self.host, self.port = m.group(1), int(m.group(2))
+        pki = cluster.dir / "pki"
+        self.context = ssl.create_default_context(cafile=cluster.env["CA_CERT"])
+        self.context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+
+    def connection(self, timeout: float = 30.0) -> http.client.HTTPSConnection:
+        return http.client.HTTPSConnection(self.host, self.port, context=self.context,
+                                           timeout=timeout)
+
+    def request(self, method: str, path: str, body: Any = None,
+                conn: http.client.HTTPSConnection | None = None) -> tuple[int, Any]:
+        """(status, the decoded JSON answer or its text).  conn: reuse a
+        kept-alive connection (closed here when not given)."""
+        c = conn or self.connection()
+        try:
+            data = None if body is None else json.dumps(body)
+            c.request(method, path, data, {"Content-Type": "application/json",
+                                           "Accept": "application/json"})
+            r = c.getresponse()
+            raw = r.read().decode(errors="replace")
+        finally:
+            if conn is None:
+                c.close()
+        try:
+            return r.status, json.loads(raw)
+        except ValueError:
+            return r.status, raw
+
+    def pod_names(self, ns: str) -> list[str]:
+        status, body = self.request("GET", f"/api/v1/namespaces/{ns}/pods")
+        assert status == 200, (status, body)
+        return sorted(p["metadata"]["name"] for p in body["items"])
+
+    def delete_pods(self, ns: str) -> None:
+        """Every pod of NS (deletecollection).  Pods no scheduler bound are
+        deleted at once (no grace period applies without a node)."""
+        status, body = self.request("DELETE", f"/api/v1/namespaces/{ns}/pods")
+        assert status == 200, (status, body)
+
+
+def replica_args(index: int, name: str, args: str | Iterable[str] | None = None) -> list[str]:
+    """The extra `gpugate serve` arguments of replica INDEX: ARGS (a shell
+    word string or a list), else $GPUGATE_E2E_REPLICA_ARGS, else none;
+    {index} and {name} in each word become the replica's (e.g.
+    "--usage-store kube --namespace gpugate-e2e --identity replica-{index}")."""
+    if args is None:
+        args = os.environ.get("GPUGATE_E2E_REPLICA_ARGS", "")
+    words = shlex.split(args) if isinstance(args, str) else list(args)
+    return [w.format(index=index, name=name) for w in words]
+
+
+class Replicas:
+    """K gpugate processes serving REPLICAS_POLICY behind one Balancer,
+    registered once (MutatingWebhookConfiguration and
+    ValidatingWebhookConfiguration gpugate-replicas, url: the balancer's)
+    for the namespaces labelled e2e.gpugate.io/policy=replicas.  Replica i
+    is stack.gates["replica-i"]; a killed one goes to stack.retired (its
+    stderr is still checked for sanitizer reports)."""
+
+    def __init__(self, stack: "Stack", k: int, args: str | Iterable[str] | None = None,
+                 max_age: float | None = None):
+        self.stack = stack
+        self.k = k
+        self.args = args
+        self.max_age = max_age
+        self.policy = stack.dir / "replicas-policy.yaml"
+        self.balancer: Balancer | None = None
+        self.restarts = [0] * k
+
+    def key(self, i: int) -> str:
+        return f"replica-{i}"
+
+    @property
+    def gates(self) -> list[Gate]:
+        return [self.stack.gates[self.key(i)] for i in range(self.k)]
+
+    def _new_gate(self, i: int) -> Gate:
+        st = self.stack
+        name = self.key(i) + (f".{self.restarts[i]}" if self.restarts[i] else "")
+        return Gate(st.binary, st.certs, self.policy, st.dir / "gpugate",
+                    st.cluster.env["KUBECONFIG"], name=name,
+                    args=replica_args(i, name, self.args))
+
+    def start(self) -> "Replicas":
+        st, k = self.stack, self.stack.kubectl
+        t0 = time.monotonic()
+        self.policy.write_text(REPLICAS_POLICY)
+        objs = [namespace_obj(ns, "replicas") for ns in REPLICA_NAMESPACES]
+        objs.append({"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": REPLICA_STORE_NAMESPACE}})
+        k.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
+        for i in range(self.k):
+            st.gates[self.key(i)] = self._new_gate(i).start()
+        for g in self.gates:
+            g.wait_ready()
+        self.balancer = Balancer([g.port for g in self.gates], self.max_age).start()
+        k.apply({"apiVersion": "v1", "kind": "List", "items": webhook_configs(
+            "gpugate-replicas", self.balancer.url, st.certs.ca_bundle, "replicas")}).check()
+        wait_service_accounts(k, REPLICA_NAMESPACES)
+        wait_webhooks(k, "replicas")
+        log(f"{self.k} replicas up in {time.monotonic() - t0:.1f}s behind "
+            f"{self.balancer.url}: " + ", ".join(f"{g.name} on {g.port}" for g in self.gates)
+            + (f"; extra args {self.gates[0].args}" if self.gates[0].args else ""))
+        return self
+
+    def kill(self, i: int) -> Gate:
+        """SIGKILL replica i (no clean-up of any kind runs)."""
+        g = self.stack.gates[self.key(i)]
+        g.kill()
+        self.stack.retired.append(g)
+        return g
+
+    def restart(self, i: int) -> Gate:
+        """A new process for replica i (same index and extra arguments, a
+        new port), once it is ready (/readyz: usage synced from the API),
+        behind the balancer in the old one's place."""
+        self.restarts[i] += 1
+        g = self._new_gate(i).start()
+        self.stack.gates[self.key(i)] = g
+        g.wait_ready()
+        self.balancer.set_backend(i, g.port)
+        return g
+
+    def requests(self, endpoint: str = "validate") -> list[int | None]:
+        """Each replica's gpugate_admission_requests_total{endpoint} (None
+        for one that is not running)."""
+        out: list[int | None] = []
+        for g in self.gates:
+            try:
+                out.append(g.requests(endpoint) if g.alive else None)
+            except OSError:
+                out.append(None)
+        return out
+
+    def used(self, tenant: str, flavor: str = "h100-80gb") -> list[int]:
+        return [g.quota_used(tenant, flavor) for g in self.gates]
+
+    def wait_used(self, tenant: str, want: int, flavor: str = "h100-80gb",
+                  timeout: float = 30.0) -> None:
+        for g in self.gates:
+            g.wait_used(tenant, want, flavor, timeout)
+
+    def stop(self) -> list[str]:
+        """Unregisters the webhooks, stops every replica (SIGTERM, exit 0
+        expected; they go to stack.retired) and the balancer.  The problems
+        of the replicas' shutdown."""
+        problems: list[str] = []
+        st = self.stack
+        if st.kubectl is not None:
+            try:  # best effort: also runs in the stack's teardown
+                st.kubectl("delete", "mutatingwebhookconfiguration,"
+                           "validatingwebhookconfiguration", "gpugate-replicas",
+                           "--ignore-not-found", timeout=20)
+            except (subprocess.TimeoutExpired, OSError) as e:
+                problems.append(f"deleting the replicas' webhook configurations: {e}")
+        for i in range(self.k):
+            g = st.gates.pop(self.key(i), None)
+            if g is not None:
+                problems += g.stop_and_check()
+                st.retired.append(g)
+        if self.balancer is not None:
+            self.balancer.stop()
+        return problems
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) by the nearest-rank method."""
+    if not sorted_values:
+        return float("nan")
+    rank = max(1, -(-len(sorted_values) * q // 100))
+    return sorted_values[int(min(rank, len(sorted_values))) - 1]
+
+
+def create_latency(api: Api, ns: str, n: int = 200, cls: str = "gpu",
+                   prefix: str = "lat", pause_every: int = 0,
+                   pause: float = 0.0) -> list[float]:
+    """Creates N class pods in NS one after the other through the apiserver
+    (one kept-alive connection, as a controller's client does) and returns
+    each create's latency as the client saw it, in seconds, in order.  Every
+    create must succeed (the tenant needs room for N).  pause_every: before
+    the first create and every PAUSE_EVERY-th, sleep PAUSE seconds (not
+    timed): with
+    Balancer.max_age set, the quiet lets the balancer close the apiserver's
+    webhook connection safely, and the next create goes to the next
+    replica."""
+    conn = api.connection()
+    times = []
+    try:
+        for i in range(n):
+            if pause_every and i % pause_every == 0:
+                time.sleep(pause)
+            t = time.perf_counter()
+            status, body = api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                                       pod(f"{prefix}-{i}", ns, cls), conn=conn)
+            times.append(time.perf_counter() - t)
+            assert status == 201, (f"create {i} of {n} in {ns}: {status}", body)
+    finally:
+        conn.close()
+    return times
+
+
 class Stack:
     """cluster + certs + the two gpugate processes + webhooks + namespaces."""
 
@@ -951,6 +1383,8 @@ class Stack:
         self.gates: dict[str, Gate] = {}
         self.retired: list[Gate] = []  # stopped by tests; checked at the end
         self.tenants: dict[str, Kubectl] = {}  # namespace -> its tenant's kubectl
+        self.replicas: Replicas | None = None  # start_replicas
+        self._api: Api | None = None
 
     def up(self) -> "Stack":
         t0 = time.monotonic()
@@ -989,6 +1423,31 @@ class Stack:
         log(f"stack up in {time.monotonic() - t0:.1f}s: " + ", ".join(
             f"gpugate {n} on {g.url}" for n, g in self.gates.items()))
         return self
+
+    @property
+    def api(self) -> Api:
+        """Direct requests to the apiserver as the admin."""
+        if self._api is None:
+            self._api = Api(self.cluster)
+        return self._api
+
+    def start_replicas(self, k: int = 3, args: str | Iterable[str] | None = None,
+                       max_age: float | None = None) -> Replicas:
+        """K gpugate processes serving REPLICAS_POLICY behind a Balancer
+        (see Replicas), started once per session; ARGS: extra `gpugate
+        serve` arguments (default $GPUGATE_E2E_REPLICA_ARGS)."""
+        if self.replicas is None:
+            r = Replicas(self, k, args, max_age)
+            self.replicas = r  # so that down() stops what start() got to
+            r.start()
+        assert self.replicas.k == k, f"replicas already started with k={self.replicas.k}"
+        return self.replicas
+
+    def stop_replicas(self) -> list[str]:
+        """Stops what start_replicas started (the problems, see
+        Replicas.stop); a later start_replicas starts them anew."""
+        r, self.replicas = self.replicas, None
+        return r.stop() if r is not None else []
 
     def tenant_kubectl(self, namespace: str) -> Kubectl:
         """kubectl as a tenant of NAMESPACE and nothing more: ServiceAccount
@@ -1053,6 +1512,7 @@ class Stack:
 
     def down(self) -> list[str]:
         problems: list[str] = []
+        problems += self.stop_replicas()
         for gate in self.gates.values():
             problems += gate.stop_and_check()
         for gate in self.retired:
