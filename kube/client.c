@@ -1,6 +1,7 @@
 #include "kube/client.h"
 
 #include "base/diag.h"
+#include "codec/jsonmem.h"
 #include "base/file.h"
 #include "kube/config.h"
 
@@ -548,7 +549,7 @@ static int object_call(struct kube *k, const char *method, const char *path,
 			rc = -1;
 		}
 	}
-	free(body);
+	jsonmem_free(body); /* json_dumps: a request's arena, maybe */
 	kube_response_release(&resp);
 	return rc;
 }
@@ -820,7 +821,7 @@ static int cas_send(struct kube *k, const char *method, const char *path,
 		req.body_len = strlen(body);
 	}
 	rc = kube_request(k, &req, resp, tmp);
-	free(body);
+	jsonmem_free(body);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 #include "kube/lease.h"
 
 #include "base/diag.h"
+#include "codec/jsonmem.h"
 #include "base/log.h"
 #include "base/nap.h"
 #include "kube/client.h"
@@ -132,7 +133,7 @@ static int call(struct lease *l, const char *method, const char *path,
 		}
 	}
 	kube_response_release(&resp);
-	free(text);
+	jsonmem_free(text);
 	return rc;
 }
 
@@ -157,10 +158,10 @@ static void observe(struct lease *l, json_t *lease, uint64_t now)
 	if (!text)
 		return; /* out of memory: the old observation stands */
 	if (l->observed && strcmp(l->observed, text) == 0) {
-		free(text);
+		jsonmem_free(text);
 		return;
 	}
-	free(l->observed);
+	jsonmem_free(l->observed);
 	l->observed = text;
 	l->observed_ms = now;
 }
@@ -551,7 +552,7 @@ void lease_stop(struct lease *l)
 	kube_free(l->kube);
 	nap_release(&l->nap);
 	json_decref(l->held);
-	free(l->observed);
+	jsonmem_free(l->observed);
 	free(l->identity);
 	free(l->name);
 	free(l->ns);

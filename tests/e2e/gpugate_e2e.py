@@ -1207,13 +1207,19 @@ class Api:
         assert status == 200, (status, body)
 
 
+# What the replicas run with unless told otherwise: the shared usage store.
+SHARED_REPLICA_ARGS = ("--usage-store shared --namespace gpugate-e2e --reservation-ttl 10 "
+                       "--identity replica-{index}")
+
+
 def replica_args(index: int, name: str, args: str | Iterable[str] | None = None) -> list[str]:
     """The extra `gpugate serve` arguments of replica INDEX: ARGS (a shell
-    word string or a list), else $GPUGATE_E2E_REPLICA_ARGS, else none;
-    {index} and {name} in each word become the replica's (e.g.
-    "--usage-store kube --namespace gpugate-e2e --identity replica-{index}")."""
+    word string or a list), else $GPUGATE_E2E_REPLICA_ARGS, else
+    SHARED_REPLICA_ARGS ("" runs them each on its own ledger, to see what
+    the store prevents); {index} and {name} in each word become the
+    replica's."""
     if args is None:
-        args = os.environ.get("GPUGATE_E2E_REPLICA_ARGS", "")
+        args = os.environ.get("GPUGATE_E2E_REPLICA_ARGS", SHARED_REPLICA_ARGS)
     words = shlex.split(args) if isinstance(args, str) else list(args)
     return [w.format(index=index, name=name) for w in words]
 
