@@ -23,7 +23,7 @@ import time
 import pytest
 
 from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, Gate, ROOT, gpugate_bin, job, pod,
-                         register, wait_webhooks)
+                         register, wait_until, wait_webhooks)
 from test_kubectl_admission import denied_by, warning
 
 MANIFESTS = ROOT / "manifests"
@@ -128,9 +128,11 @@ def test_deployment_runs_gpugate_serve_with_known_flags(rendered):
 
 @pytest.fixture
 def service_account(stack, rendered):
-    """The base's ServiceAccount, ClusterRole and binding, applied for real."""
+    """The base's ServiceAccount, ClusterRole, Roles and bindings, applied for
+    real."""
     rbac = [d for d in rendered
-            if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding")]
+            if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
+                             "RoleBinding")]
     lst = {"apiVersion": "v1", "kind": "List", "items": rbac}
     stack.kubectl.apply(lst).check()
     yield
@@ -148,6 +150,16 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("update", "mutatingwebhookconfigurations", "no")):
         r = k("auth", "can-i", verb, res, "--all-namespaces", f"--as={SA}")
         assert r.out.strip() == want, (verb, res, r)
+    # The shared usage store and its Lease, in gpugate's namespace only.
+    for verb, res, ns, want in (("get", "configmaps", "gpugate", "yes"),
+                                ("create", "configmaps", "gpugate", "yes"),
+                                ("update", "configmaps", "gpugate", "yes"),
+                                ("delete", "configmaps", "gpugate", "no"),
+                                ("update", "configmaps", "research", "no"),
+                                ("update", "leases.coordination.k8s.io", "gpugate", "yes"),
+                                ("delete", "leases.coordination.k8s.io", "gpugate", "no")):
+        r = k("auth", "can-i", verb, res, "-n", ns, f"--as={SA}")
+        assert r.out.strip() == want, (verb, res, ns, r)
     token = k("create", "token", "gpugate", "-n", "gpugate", "--duration=10m").check().out.strip()
     ca = base64.b64encode((stack.cluster.dir / "pki" / "ca.crt").read_bytes()).decode()
     kubeconfig = tmp_path / "sa.kubeconfig"
@@ -159,10 +171,15 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
         "users": [{"name": "gpugate", "user": {"token": token}}],
         "contexts": [{"name": "sa", "context": {"cluster": "e2e", "user": "gpugate"}}]}))
     gate = Gate(stack.binary, stack.certs, stack.quota_policy, tmp_path, str(kubeconfig),
-                name="as-service-account").start()
+                name="as-service-account",
+                args=["--usage-store", "shared", "--namespace", "gpugate",
+                      "--identity", "as-service-account"]).start()
     try:
         gate.wait_ready(30)  # listed Pods, Jobs and ResourceClaims with the base's RBAC
         assert "gpugate_kube_watch_connected 1" in gate.metrics()
+        # ...and took the Lease of the shared store with its Role.
+        wait_until("the leader elected", lambda: 'msg="leader elected"' in gate.stderr_text(),
+                   20, 0.2)
         assert gate.stop_and_check() == []
     finally:
         gate.kill()
