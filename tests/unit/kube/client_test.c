@@ -73,25 +73,6 @@ static const char *data_str(const json_t *obj, const char *key)
 	return json_string_value(json_object_get(json_object_get(obj, "data"), key));
 }
 
-static void fault(const char *json)
-{
-	struct diag d;
-
-	diag_init(&d);
-	cr_assert_eq(fakekube_fault(&F, json, &d), 0, "%s", diag_text(&d));
-}
-
-static long stat_of(const char *key)
-{
-	struct diag d;
-	long n;
-
-	diag_init(&d);
-	n = fakekube_stat(&F, key, &d);
-	cr_assert_geq(n, 0, "%s", diag_text(&d));
-	return n;
-}
-
 /* Creates ConfigMap NAME with data {a: "1"}; returns it as the server has it. */
 static json_t *create_cm(const char *name)
 {
@@ -299,7 +280,7 @@ Test(client, the_status_of_an_answer_reaches_the_caller)
 	struct kube_response resp;
 	struct diag d;
 
-	fault("{\"method\": \"GET\", \"status\": 429, \"message\": \"slow down\", "
+	fakekube_must_fault(&F, "{\"method\": \"GET\", \"status\": 429, \"message\": \"slow down\", "
 	      "\"retry_after\": 2, \"times\": 1}");
 	diag_init(&d);
 	cr_assert_eq(kube_request(K, &req, &resp, &d), 429);
@@ -327,7 +308,7 @@ Test(client, a_per_call_timeout_ends_a_hung_request)
 	struct diag d;
 
 	json_decref(create_cm("slow"));
-	fault("{\"method\": \"GET\", \"delay\": 5}");
+	fakekube_must_fault(&F, "{\"method\": \"GET\", \"delay\": 5}");
 	diag_init(&d);
 	t0 = mono_ms();
 	cr_assert_eq(kube_get_json(K, CMS "/slow", 300, NULL, &d), -1);
@@ -461,8 +442,8 @@ Test(cas, keep_and_abort_write_nothing)
 	cr_assert_str_eq(kube_cas_outcome_name(res.outcome), "aborted");
 	kube_cas_result_release(&res);
 	cr_assert_eq(diag_count(&d), 0);
-	cr_assert_eq(stat_of("PUT"), 0);
-	cr_assert_eq(stat_of("POST"), 1, "the create_cm() only");
+	cr_assert_eq(fakekube_must_stat(&F, "PUT"), 0);
+	cr_assert_eq(fakekube_must_stat(&F, "POST"), 1, "the create_cm() only");
 }
 
 /*
@@ -515,7 +496,7 @@ Test(cas, no_lost_update_when_another_writer_gets_in_between)
 	cr_assert_eq(res.conflicts, 1);
 	cr_assert_str_eq(data_str(res.object, "theirs"), "yes", "their write kept");
 	cr_assert_str_eq(data_str(res.object, "ours"), "yes");
-	cr_assert_eq(stat_of("PUT 409"), 1);
+	cr_assert_eq(fakekube_must_stat(&F, "PUT 409"), 1);
 	kube_cas_result_release(&res);
 	kube_free(il.other);
 }
@@ -566,7 +547,7 @@ Test(cas, four_writers_lose_no_increment)
 
 	/* Reads that take a little longer widen the window between the read
 	 * and the write, as a real apiserver's round trip does. */
-	fault("{\"method\": \"GET\", \"delay\": 0.002}");
+	fakekube_must_fault(&F, "{\"method\": \"GET\", \"delay\": 0.002}");
 	pthread_barrier_init(&go, NULL, THREADS);
 	for (int i = 0; i < THREADS; i++) {
 		w[i] = (struct worker){.cfg = &F.cfg, .go = &go};
@@ -585,9 +566,9 @@ Test(cas, four_writers_lose_no_increment)
 	cr_log_info("%d increments by %d writers: %u conflicts", THREADS * INCREMENTS,
 		    THREADS, conflicts);
 	/* What the writers counted is what the server refused. */
-	cr_assert_eq(conflicts, stat_of("PUT 409") + stat_of("POST 409"));
+	cr_assert_eq(conflicts, fakekube_must_stat(&F, "PUT 409") + fakekube_must_stat(&F, "POST 409"));
 	cr_assert_eq(attempts, THREADS * INCREMENTS + conflicts);
-	cr_assert_eq(stat_of("POST 201"), 1, "created once");
+	cr_assert_eq(fakekube_must_stat(&F, "POST 201"), 1, "created once");
 }
 
 Test(cas, the_budget_runs_out_under_endless_conflicts)
@@ -599,7 +580,7 @@ Test(cas, the_budget_runs_out_under_endless_conflicts)
 	struct diag d;
 
 	json_decref(create_cm("hot"));
-	fault("{\"method\": \"PUT\", \"status\": 409}");
+	fakekube_must_fault(&F, "{\"method\": \"PUT\", \"status\": 409}");
 	diag_init(&d);
 	t0 = mono_ms();
 	cr_assert_eq(kube_cas_update(K, CMS "/hot", increment, NULL, &opts, &res, &d), -1);
@@ -614,7 +595,7 @@ Test(cas, the_budget_runs_out_under_endless_conflicts)
 	cr_assert_null(res.object);
 	cr_assert_leq(res.elapsed_ms, opts.budget_ms);
 	cr_assert_lt(took, opts.budget_ms + 200, "took %lld ms", took);
-	cr_assert_eq(stat_of("PUT"), res.attempts);
+	cr_assert_eq(fakekube_must_stat(&F, "PUT"), res.attempts);
 	{
 		char want[256];
 
@@ -637,7 +618,7 @@ Test(cas, the_attempt_cap_ends_it_before_the_budget)
 	struct diag d;
 
 	json_decref(create_cm("hot"));
-	fault("{\"method\": \"PUT\", \"status\": 409}");
+	fakekube_must_fault(&F, "{\"method\": \"PUT\", \"status\": 409}");
 	diag_init(&d);
 	cr_assert_eq(kube_cas_update(K, CMS "/hot", increment, NULL, &opts, &res, &d), -1);
 	cr_assert_eq(res.outcome, KUBE_CAS_EXHAUSTED);
@@ -656,7 +637,7 @@ Test(cas, a_hung_server_is_cut_at_the_budget)
 	struct diag d;
 
 	json_decref(create_cm("slow"));
-	fault("{\"method\": \"PUT\", \"delay\": 5}");
+	fakekube_must_fault(&F, "{\"method\": \"PUT\", \"delay\": 5}");
 	diag_init(&d);
 	t0 = mono_ms();
 	cr_assert_eq(kube_cas_update(K, CMS "/slow", increment, NULL, &opts, &res, &d), -1);
@@ -671,7 +652,7 @@ Test(cas, a_hung_server_is_cut_at_the_budget)
 
 	/* A read cut by the budget wrote nothing: exhausted, not failed. */
 	fakekube_clear_faults(&F, NULL);
-	fault("{\"method\": \"GET\", \"delay\": 5}");
+	fakekube_must_fault(&F, "{\"method\": \"GET\", \"delay\": 5}");
 	diag_init(&d);
 	t0 = mono_ms();
 	cr_assert_eq(kube_cas_update(K, CMS "/slow", increment, NULL, &opts, &res, &d), -1);
@@ -691,7 +672,7 @@ Test(cas, throttling_is_waited_out_within_the_budget)
 	struct diag d;
 
 	json_decref(create_cm("quota-a"));
-	fault("{\"method\": \"PUT\", \"status\": 429, \"retry_after\": 1, \"times\": 1}");
+	fakekube_must_fault(&F, "{\"method\": \"PUT\", \"status\": 429, \"retry_after\": 1, \"times\": 1}");
 	diag_init(&d);
 	t0 = mono_ms();
 	cr_assert_eq(kube_cas_update(K, CMS "/quota-a", increment, NULL, &opts, &res, &d),
@@ -705,7 +686,7 @@ Test(cas, throttling_is_waited_out_within_the_budget)
 
 	/* A Retry-After longer than what is left: no wait, a give-up. */
 	opts.budget_ms = 500;
-	fault("{\"method\": \"PUT\", \"status\": 429, \"retry_after\": 1, \"times\": 1}");
+	fakekube_must_fault(&F, "{\"method\": \"PUT\", \"status\": 429, \"retry_after\": 1, \"times\": 1}");
 	t0 = mono_ms();
 	cr_assert_eq(kube_cas_update(K, CMS "/quota-a", increment, NULL, &opts, &res, &d),
 		     -1);
@@ -722,7 +703,7 @@ Test(cas, errors_are_not_retried_and_may_have_been_applied)
 	struct diag d;
 
 	json_decref(create_cm("quota-a"));
-	fault("{\"method\": \"PUT\", \"status\": 500, \"times\": 1}");
+	fakekube_must_fault(&F, "{\"method\": \"PUT\", \"status\": 500, \"times\": 1}");
 	diag_init(&d);
 	cr_assert_eq(kube_cas_update(K, CMS "/quota-a", increment, NULL, NULL, &res, &d), -1);
 	cr_assert_eq(res.outcome, KUBE_CAS_FAILED);
@@ -735,7 +716,7 @@ Test(cas, errors_are_not_retried_and_may_have_been_applied)
 	cr_assert_eq(counter(CMS "/quota-a"), -1, "not applied");
 
 	/* Applied, then the connection is cut: failed, and yet written. */
-	fault("{\"method\": \"PUT\", \"drop\": \"after\", \"times\": 1}");
+	fakekube_must_fault(&F, "{\"method\": \"PUT\", \"drop\": \"after\", \"times\": 1}");
 	diag_init(&d);
 	cr_assert_eq(kube_cas_update(K, CMS "/quota-a", increment, NULL, NULL, &res, &d), -1);
 	cr_assert_eq(res.outcome, KUBE_CAS_FAILED);
@@ -765,7 +746,7 @@ Test(cas, refuses_what_is_not_an_object_path)
 		cr_assert_str_eq(diag_text(&d), want);
 		kube_cas_result_release(&res);
 	}
-	cr_assert_eq(stat_of("GET"), 0);
+	cr_assert_eq(fakekube_must_stat(&F, "GET"), 0);
 }
 
 /*

@@ -4,6 +4,7 @@
 #include "certs/certs.h"
 #include "kube/client.h"
 
+#include <criterion/criterion.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -298,5 +299,24 @@ long fakekube_stat(struct fakekube *f, const char *key, struct diag *d)
 	}
 	n = (long)json_integer_value(json_object_get(stats, key));
 	json_decref(stats);
+	return n;
+}
+
+void fakekube_must_fault(struct fakekube *f, const char *json)
+{
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(fakekube_fault(f, json, &d), 0, "%s", diag_text(&d));
+}
+
+long fakekube_must_stat(struct fakekube *f, const char *key)
+{
+	struct diag d;
+	long n;
+
+	diag_init(&d);
+	n = fakekube_stat(f, key, &d);
+	cr_assert_geq(n, 0, "%s", diag_text(&d));
 	return n;
 }

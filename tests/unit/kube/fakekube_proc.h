@@ -70,6 +70,11 @@ int fakekube_event(struct fakekube *f, const char *kind, const char *type,
  * (fakekube.py, stats); 0 when none, -1 on error. */
 long fakekube_stat(struct fakekube *f, const char *key, struct diag *d);
 
+/* fakekube_fault() and fakekube_stat() for a test: a failed assertion, with
+ * the fake's message, when the fake refuses. */
+void fakekube_must_fault(struct fakekube *f, const char *json);
+long fakekube_must_stat(struct fakekube *f, const char *key);
+
 /* Calls one of fakekube.py's scripting methods (its _CALLS): json is
  * {"call": "error_watches", "args": ["pods", 500]}.  0, or -1 when the fake
  * refused it (d says why). */

@@ -169,25 +169,6 @@ static long long spec_int(const json_t *lease, const char *key)
 	return json_integer_value(json_object_get(json_object_get(lease, "spec"), key));
 }
 
-static void fault(const char *json)
-{
-	struct diag d;
-
-	diag_init(&d);
-	cr_assert_eq(fakekube_fault(&F, json, &d), 0, "%s", diag_text(&d));
-}
-
-static long stat_of(const char *key)
-{
-	struct diag d;
-	long n;
-
-	diag_init(&d);
-	n = fakekube_stat(&F, key, &d);
-	cr_assert_geq(n, 0, "%s", diag_text(&d));
-	return n;
-}
-
 /* "2006-01-02T15:04:05.000000Z" */
 static bool is_micro_time(const char *s)
 {
@@ -279,9 +260,9 @@ Test(lease, one_replica_makes_an_absent_lease_and_renews_it)
 	cr_assert_eq(spec_int(obj, "leaseTransitions"), 0);
 	json_decref(obj);
 	cr_assert(lease_leading(a.l));
-	cr_assert_eq(stat_of("POST"), 1);
-	cr_assert_geq(stat_of("PUT"), 2);
-	cr_assert_eq(stat_of("PUT 409"), 0);
+	cr_assert_eq(fakekube_must_stat(&F, "POST"), 1);
+	cr_assert_geq(fakekube_must_stat(&F, "PUT"), 2);
+	cr_assert_eq(fakekube_must_stat(&F, "PUT 409"), 0);
 
 	end(&a);
 	cr_assert_eq(atomic_load(&a.lost), 1);
@@ -383,7 +364,7 @@ static void leader_cut_off(const char *how, const char *error)
 	snprintf(f, sizeof(f),
 		 "{\"method\": \"PUT\", \"path\": \"" LEASE "\", "
 		 "\"body\": \"\\\"holderIdentity\\\":\\\"pod-a\\\"\", %s}", how);
-	fault(f);
+	fakekube_must_fault(&F, f);
 	t0 = mono_ms();
 	gone = until_leader(rs, 2, -1, 3000);
 	cr_assert_geq(gone, 0, "pod-a went on leading");
@@ -440,7 +421,7 @@ Test(lease, leading_ends_at_the_deadline_while_a_renew_hangs)
 
 	run(&a, "pod-a", fake_clock);
 	cr_assert_geq(until_leader(&a, 1, 0, 3000), 0, "pod-a never led");
-	fault("{\"method\": \"PUT\", \"path\": \"" LEASE "\", \"delay\": 3}");
+	fakekube_must_fault(&F, "{\"method\": \"PUT\", \"path\": \"" LEASE "\", \"delay\": 3}");
 	sleep_ms(RETRY_MS + 50); /* a renew hangs */
 	atomic_fetch_add(&fake_now, DEADLINE_MS - 1);
 	cr_assert(lease_leading(a.l));
@@ -541,19 +522,19 @@ Test(lease, a_conflict_reads_again_at_once)
 	long long t0 = mono_ms(), took;
 
 	retry_ms = 300;
-	fault("{\"method\": \"POST\", \"path\": \"" LEASES "\", \"status\": 409, "
+	fakekube_must_fault(&F, "{\"method\": \"POST\", \"path\": \"" LEASES "\", \"status\": 409, "
 	      "\"reason\": \"AlreadyExists\", \"times\": 1}");
 	run(&a, "pod-a", NULL);
 	took = until_leader(&a, 1, 0, 3000);
 	cr_assert_geq(took, 0, "pod-a never led");
 	cr_assert_lt(mono_ms() - t0, 300, "led after %lld ms", mono_ms() - t0);
-	cr_assert_eq(stat_of("POST 409"), 1);
-	cr_assert_eq(stat_of("POST 201"), 1);
-	cr_assert_eq(stat_of("GET 404"), 2);
+	cr_assert_eq(fakekube_must_stat(&F, "POST 409"), 1);
+	cr_assert_eq(fakekube_must_stat(&F, "POST 201"), 1);
+	cr_assert_eq(fakekube_must_stat(&F, "GET 404"), 2);
 
 	/* Two renews in a row refused: the third round of the same try
 	 * renews, well within the 400 ms deadline. */
-	fault("{\"method\": \"PUT\", \"path\": \"" LEASE "\", \"status\": 409, "
+	fakekube_must_fault(&F, "{\"method\": \"PUT\", \"path\": \"" LEASE "\", \"status\": 409, "
 	      "\"times\": 2}");
 	t0 = mono_ms();
 	while (mono_ms() - t0 < 700) {
@@ -561,8 +542,8 @@ Test(lease, a_conflict_reads_again_at_once)
 			  mono_ms() - t0);
 		sleep_ms(2);
 	}
-	cr_assert_eq(stat_of("PUT 409"), 2);
-	cr_assert_geq(stat_of("PUT 200"), 1);
+	cr_assert_eq(fakekube_must_stat(&F, "PUT 409"), 2);
+	cr_assert_geq(fakekube_must_stat(&F, "PUT 200"), 1);
 	cr_assert_eq(atomic_load(&a.lost), 0, "a conflict made it step down");
 	end(&a);
 }
