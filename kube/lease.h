@@ -25,7 +25,9 @@
  * shows another holder, renewing failed for renew_deadline since the last
  * renew that succeeded (counted from when that renew was sent), or
  * lease_stop().  Both run on the lease's thread, one at a time, true and
- * false alternating, true first.
+ * false alternating, true first, each just after lease_leading() has
+ * turned (another thread may see the new lease_leading() before the
+ * callback has run).
  *
  * What it guarantees (docs/internals.md, "Leader election"): while
  * lease_leading() is true, this replica wrote the Lease as its holder less

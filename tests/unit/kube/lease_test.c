@@ -146,6 +146,17 @@ static long long until_leader(struct replica *rs, int n, int who,
 }
 #define ANYONE (-2)
 
+/* The callback runs on the lease thread just after lease_leading() turns:
+ * waits up to timeout_ms for the count to reach want, returns it. */
+static int until_count(atomic_int *count, int want, long long timeout_ms)
+{
+	long long t0 = mono_ms();
+
+	while (atomic_load(count) != want && mono_ms() - t0 < timeout_ms)
+		sleep_ms(2);
+	return atomic_load(count);
+}
+
 static json_t *get_lease(void)
 {
 	json_t *obj = NULL;
@@ -242,7 +253,7 @@ Test(lease, one_replica_makes_an_absent_lease_and_renews_it)
 
 	run(&a, "pod-a", NULL);
 	cr_assert_geq(until_leader(&a, 1, 0, 3000), 0, "pod-a never led");
-	cr_assert_eq(atomic_load(&a.elected), 1);
+	cr_assert_eq(until_count(&a.elected, 1, 500), 1);
 	obj = get_lease();
 	cr_assert_str_eq(spec_str(obj, "holderIdentity"), "pod-a");
 	cr_assert_eq(spec_int(obj, "leaseDurationSeconds"), 1);
@@ -448,7 +459,7 @@ Test(lease, a_leader_that_sees_another_holder_steps_down_at_once)
 	gone = until_leader(&a, 1, -1, 1000);
 	cr_assert_geq(gone, 0, "pod-a went on leading");
 	cr_assert_lt(gone, 2 * RETRY_MS + 50, "pod-a led %lld ms on", gone);
-	cr_assert_eq(atomic_load(&a.lost), 1);
+	cr_assert_eq(until_count(&a.lost, 1, 500), 1);
 	end(&a);
 	/* It did not lead when stopped: the Lease stays pod-x's. */
 	json_t *obj = get_lease();
