@@ -21,6 +21,7 @@ pkgs=(
   libcurl4-openssl-dev            # Kubernetes API client
   libcriterion-dev                # unit tests
   curl python3 python3-pytest     # integration tests
+  python3-yaml                    # e2e: tests/e2e/fleet.py reads a policy
 )
 for arg in "$@"; do
   case "$arg" in

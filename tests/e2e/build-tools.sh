@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# build-tools.sh - build (once) the Kubernetes control-plane binaries and etcd
-# used by gpugate's end-to-end tests, from the pinned wrapper modules in
-# tests/e2e/tools/{k8s,etcd}, using nothing but the Go module proxy.
+# build-tools.sh - build (once) the Kubernetes control-plane binaries, etcd
+# and KWOK used by gpugate's end-to-end tests, from the pinned wrapper modules
+# in tests/e2e/tools/{k8s,etcd,kwok}, using nothing but the Go module proxy.
 #
 # Output layout (one cache directory, one sub-directory per pinned version):
 #   ${GPUGATE_TOOLS_DIR:-$HOME/.cache/gpugate/tools}/
-#       k8s-<version>/{kube-apiserver,kube-controller-manager,kubectl,.stamp}
+#       k8s-<version>/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,.stamp}
 #       etcd-<version>/{etcd,.stamp}
+#       kwok-<version>/{kwok,.stamp}
 #
 # A directory only appears once its build fully succeeded (built in a temp dir,
 # then renamed), and it is reused as long as its .stamp matches the current
@@ -19,10 +20,11 @@
 #             built (go is there and new enough), else 1 with the reason;
 #             `make e2e` and `make demo` run this first
 #
-# stdout: exactly two shell assignments, so callers can do
+# stdout: exactly three shell assignments, so callers can do
 #   eval "$(tests/e2e/build-tools.sh)"
 #     KUBE_BIN_DIR=/path/to/k8s-<version>
 #     ETCD_BIN_DIR=/path/to/etcd-<version>
+#     KWOK_BIN_DIR=/path/to/kwok-<version>
 # Everything else (progress, timings) goes to stderr.
 #
 # Environment:
@@ -36,6 +38,7 @@ set -euo pipefail
 script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 k8s_mod_dir=$script_dir/tools/k8s
 etcd_mod_dir=$script_dir/tools/etcd
+kwok_mod_dir=$script_dir/tools/kwok
 
 tools_dir=${GPUGATE_TOOLS_DIR:-${HOME:?HOME is not set}/.cache/gpugate/tools}
 jobs=${GPUGATE_BUILD_JOBS:-2}
@@ -88,6 +91,7 @@ mod_version() {
 
 k8s_version=$(mod_version "$k8s_mod_dir/go.mod" k8s.io/kubernetes)
 etcd_version=$(mod_version "$etcd_mod_dir/go.mod" go.etcd.io/etcd/server/v3)
+kwok_version=$(mod_version "$kwok_mod_dir/go.mod" sigs.k8s.io/kwok)
 
 # Sanity check: every staging replace must point at v0.<minor>.<patch> of the
 # same release, otherwise we would silently build a mixed control plane.
@@ -99,6 +103,7 @@ awk -v want="$staging_version" '
 
 k8s_out=$tools_dir/k8s-$k8s_version
 etcd_out=$tools_dir/etcd-$etcd_version
+kwok_out=$tools_dir/kwok-$kwok_version
 
 # Version string embedded the same way Kubernetes' own build does
 # (hack/lib/version.sh), so `kubectl version` and /version look normal.
@@ -110,6 +115,7 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
     k8s_ldflags+=" -X $pkg.gitMinor=$k8s_minor -X $pkg.gitTreeState=clean"
 done
 etcd_ldflags="-s -w"
+kwok_ldflags="-s -w" # its version is a constant in the module (pkg/consts)
 
 # Common go build flags. -mod=readonly: go.sum in the repo is complete, so a
 # fresh machine needs only the module proxy and nothing rewrites go.mod.
@@ -135,6 +141,7 @@ stamp_for() {
 
 k8s_stamp=$(stamp_for "$k8s_mod_dir" "$k8s_version" "$k8s_ldflags")
 etcd_stamp=$(stamp_for "$etcd_mod_dir" "$etcd_version" "$etcd_ldflags")
+kwok_stamp=$(stamp_for "$kwok_mod_dir" "$kwok_version" "$kwok_ldflags")
 
 # up_to_date DIR STAMP BIN... : true if DIR has every BIN and a matching stamp.
 up_to_date() {
@@ -146,12 +153,14 @@ up_to_date() {
     done
 }
 
-k8s_bins=(kube-apiserver kube-controller-manager kubectl)
+k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 etcd_bins=(etcd)
+kwok_bins=(kwok)
 
 print_result() {
     printf 'KUBE_BIN_DIR=%q\n' "$k8s_out"
     printf 'ETCD_BIN_DIR=%q\n' "$etcd_out"
+    printf 'KWOK_BIN_DIR=%q\n' "$kwok_out"
 }
 
 # needs_build DIR STAMP BIN... : like ! up_to_date, but --force always builds.
@@ -162,7 +171,8 @@ needs_build() {
 # The Go release both wrapper modules need: the highest of their `go`
 # directives (the directives of k8s.io/kubernetes and etcd, copied by go mod
 # tidy), so that it follows a version bump by itself.
-go_needed=$(awk '$1 == "go" && NF == 2 { print $2 }' "$k8s_mod_dir/go.mod" "$etcd_mod_dir/go.mod" |
+go_needed=$(awk '$1 == "go" && NF == 2 { print $2 }' "$k8s_mod_dir/go.mod" "$etcd_mod_dir/go.mod" \
+    "$kwok_mod_dir/go.mod" |
     sort -V | tail -n 1)
 [[ -n $go_needed ]] || die "no go directive in $k8s_mod_dir/go.mod or $etcd_mod_dir/go.mod"
 
@@ -201,8 +211,9 @@ require_go() {
 
 # Fast path: nothing to do, do not even start the go command.
 if [[ $force -eq 0 ]] && up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" &&
-    up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}"; then
-    log "up to date: kubernetes $k8s_version, etcd $etcd_version"
+    up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}" &&
+    up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}"; then
+    log "up to date: kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version"
     [[ $check -eq 1 ]] || print_result
     exit 0
 fi
@@ -271,11 +282,19 @@ if needs_build "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}"; then
         "$k8s_ldflags" "" \
         k8s.io/kubernetes/cmd/kube-apiserver \
         k8s.io/kubernetes/cmd/kube-controller-manager \
+        k8s.io/kubernetes/cmd/kube-scheduler \
         k8s.io/kubernetes/cmd/kubectl
+fi
+
+# KWOK: a `tool` of its wrapper module (go.mod), so go.sum pins all of it.
+if needs_build "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}"; then
+    build_one "kwok-$kwok_version" "$kwok_mod_dir" "$kwok_out" "$kwok_stamp" \
+        "$kwok_ldflags" kwok sigs.k8s.io/kwok/cmd/kwok
 fi
 
 up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" || die "missing binaries in $k8s_out"
 up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}" || die "missing binaries in $etcd_out"
+up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}" || die "missing binaries in $kwok_out"
 
-log "done in $(elapsed "$t_start"): kubernetes $k8s_version, etcd $etcd_version"
+log "done in $(elapsed "$t_start"): kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version"
 print_result

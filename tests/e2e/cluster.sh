@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # cluster.sh - start/stop a throw-away local Kubernetes control plane
-# (etcd + kube-apiserver + kube-controller-manager, no kubelet/scheduler) for
-# gpugate's end-to-end tests. Everything listens on 127.0.0.1 on free ports,
+# (etcd + kube-apiserver + kube-controller-manager + kube-scheduler, and KWOK
+# in place of kubelets) for gpugate's end-to-end tests. Everything listens on 127.0.0.1 on free ports,
 # all state lives in one directory, nothing needs root.
 #
 # Usage:
@@ -19,7 +19,7 @@
 # DIR/env (source it) exports:
 #   CLUSTER_DIR KUBECONFIG KUBECTL KUBE_BIN_DIR ETCD_BIN_DIR
 #   APISERVER_URL APISERVER_PORT ETCD_URL CA_CERT CA_KEY CA_BUNDLE_B64
-#   ETCD_PID APISERVER_PID CONTROLLER_MANAGER_PID
+#   ETCD_PID APISERVER_PID CONTROLLER_MANAGER_PID SCHEDULER_PID KWOK_PID KWOK_BIN_DIR
 #
 # Environment knobs:
 #   GPUGATE_CLUSTER_TIMEOUT   seconds to wait for readiness (default 180)
@@ -28,14 +28,21 @@
 #   GPUGATE_KEEP_ON_FAILURE=1 leave processes running if `up` fails (debug)
 #   plus everything build-tools.sh honours (GPUGATE_TOOLS_DIR, GO, ...).
 #
-# Pods never run (there is no kubelet or scheduler): they stay Pending. The
-# job, replicaset, deployment, garbage-collector, namespace, service-account
-# (+token), root-CA-publisher, clusterrole-aggregation and resourceclaim
-# controllers do run, so Jobs/Deployments create Pods, pods get the
+# Nodes: none until someone creates them. KWOK (sigs.k8s.io/kwok) manages the
+# nodes annotated kwok.x-k8s.io/node=fake and the pods bound to them, as a
+# kubelet would, by the stages of tests/e2e/kwok/stages.yaml (Running at once;
+# completion, failure and slow termination on demand by annotations); it
+# renews their Leases, so the node-lifecycle controller keeps them Ready and
+# takes their not-ready taint off. tests/e2e/fleet.py makes a fake GPU fleet
+# of such nodes from a policy. Pods that no node fits stay Pending.
+#
+# The job, replicaset, deployment, garbage-collector, namespace,
+# service-account (+token), root-CA-publisher, clusterrole-aggregation,
+# resourceclaim, node-lifecycle and taint-eviction controllers run, so Jobs/Deployments create Pods, pods get the
 # ResourceClaims of their templates, new namespaces get a "default"
 # ServiceAccount (create Pods only after it exists), deleted namespaces are
-# emptied, and the built-in ClusterRoles admin/edit/view carry their real
-# aggregated rules (`up` waits for edit's), etc.
+# emptied, the built-in ClusterRoles admin/edit/view carry their real
+# aggregated rules (`up` waits for edit's), NoExecute taints evict, etc.
 
 set -euo pipefail
 
@@ -56,12 +63,16 @@ default_controllers+=,clusterrole-aggregation-controller
 # resource-claim-controller; on by default with DynamicResourceAllocation,
 # GA since 1.34).
 default_controllers+=,resourceclaim-controller
+# Nodes: Ready/NotReady from their Leases, the not-ready/unreachable taints;
+# NoExecute taints evict. Not the pod garbage collector: tests bind pods to
+# nodes that do not exist (gpugate_e2e.bind_pod), which it would delete.
+default_controllers+=,node-lifecycle-controller,taint-eviction-controller
 
 timeout_s=${GPUGATE_CLUSTER_TIMEOUT:-180}
 stop_timeout_s=${GPUGATE_STOP_TIMEOUT:-10}
 
 # Components in start order; `down` stops them in reverse order.
-components=(etcd kube-apiserver kube-controller-manager)
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
 
 # Messages go to a saved copy of the original stderr, so that they are not
 # lost when a signal trap fires while stderr is temporarily redirected
@@ -289,6 +300,7 @@ generate_pki() {
         "IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
     sign admin "/O=system:masters/CN=admin" client_ext
     sign kube-controller-manager "/CN=system:kube-controller-manager" client_ext
+    sign kube-scheduler "/CN=system:kube-scheduler" client_ext
     # Front-proxy (request-header) client, as kubeadm sets up. Without a
     # request-header CA the kube-system/extension-apiserver-authentication
     # ConfigMap is incomplete and kube-controller-manager logs an error
@@ -366,6 +378,10 @@ wait_for() {
 
 apiserver_ready() { [[ $(kubectl_ get --raw /readyz 2>/dev/null) == ok ]]; }
 
+# healthz URL: the component answers "ok" (the scheduler over TLS with its
+# own self-signed certificate, kwok over plain HTTP).
+healthz() { [[ $(curl -ksS --max-time 2 "$1" 2>/dev/null) == ok ]]; }
+
 # edit_aggregated: ClusterRole edit has its aggregated rules (it may write
 # pods and jobs, and read them: system:aggregate-to-edit and -to-view are in).
 edit_aggregated() {
@@ -392,9 +408,9 @@ cmd_up() {
             fi
         done
         # Stale state from an earlier cluster: start from scratch.
-        rm -rf -- "${cluster_dir:?}"/{etcd,pki,pids,logs,kcm-certs,env,admin.kubeconfig,kube-controller-manager.kubeconfig}
+        rm -rf -- "${cluster_dir:?}"/{etcd,pki,pids,logs,kcm-certs,scheduler-certs,env,admin.kubeconfig,kube-controller-manager.kubeconfig,kube-scheduler.kubeconfig,kube-scheduler.yaml}
     fi
-    mkdir -p "$cluster_dir"/{etcd,pki,pids,logs,kcm-certs}
+    mkdir -p "$cluster_dir"/{etcd,pki,pids,logs,kcm-certs,scheduler-certs}
     chmod 700 "$cluster_dir/etcd" "$cluster_dir/pki"
     : >"$marker"
 
@@ -406,7 +422,7 @@ cmd_up() {
     # Binaries (no-op in milliseconds once cached).
     local build_out
     build_out=$("$script_dir/build-tools.sh") || die "build-tools.sh failed"
-    eval "$build_out" # sets KUBE_BIN_DIR, ETCD_BIN_DIR
+    eval "$build_out" # sets KUBE_BIN_DIR, ETCD_BIN_DIR, KWOK_BIN_DIR
     kubectl=$KUBE_BIN_DIR/kubectl
 
     pki=$cluster_dir/pki
@@ -414,15 +430,18 @@ cmd_up() {
     log "PKI generated ($(elapsed "$t_start"))"
 
     etcd_client_port=$(free_port)
-    local etcd_peer_port apiserver_port kcm_port
+    local etcd_peer_port apiserver_port kcm_port scheduler_port kwok_port
     etcd_peer_port=$(free_port)
     apiserver_port=$(free_port)
     kcm_port=$(free_port)
+    scheduler_port=$(free_port)
+    kwok_port=$(free_port)
     local etcd_url=http://127.0.0.1:$etcd_client_port
     apiserver_url=https://127.0.0.1:$apiserver_port
 
     write_kubeconfig "$cluster_dir/admin.kubeconfig" admin
     write_kubeconfig "$cluster_dir/kube-controller-manager.kubeconfig" kube-controller-manager
+    write_kubeconfig "$cluster_dir/kube-scheduler.kubeconfig" kube-scheduler
 
     deadline=$((SECONDS + timeout_s))
 
@@ -487,6 +506,7 @@ cmd_up() {
         --use-service-account-credentials=true \
         --service-account-private-key-file="$pki/sa.key" \
         --root-ca-file="$pki/ca.crt" \
+        --kube-api-qps=200 --kube-api-burst=400 \
         --leader-elect=false
     # Pods can only be created once the namespace's default ServiceAccount
     # exists (ServiceAccount admission), so that is the real "ready" signal.
@@ -498,6 +518,41 @@ cmd_up() {
         wait_for "ClusterRole edit aggregated" kube-controller-manager edit_aggregated
     fi
 
+    # The real scheduler, as kubeadm runs it (its bootstrap RBAC identity),
+    # with room for the scale run's bursts (client-go's default is 50 qps).
+    cat >"$cluster_dir/kube-scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: $cluster_dir/kube-scheduler.kubeconfig
+  qps: 500
+  burst: 1000
+leaderElection:
+  leaderElect: false
+EOF
+    start kube-scheduler "$KUBE_BIN_DIR/kube-scheduler" \
+        --config="$cluster_dir/kube-scheduler.yaml" \
+        --bind-address=127.0.0.1 \
+        --secure-port="$scheduler_port" \
+        --cert-dir="$cluster_dir/scheduler-certs" \
+        --authentication-kubeconfig="$cluster_dir/kube-scheduler.kubeconfig" \
+        --authorization-kubeconfig="$cluster_dir/kube-scheduler.kubeconfig"
+    wait_for "kube-scheduler /healthz" kube-scheduler \
+        healthz "https://127.0.0.1:$scheduler_port/healthz"
+
+    # KWOK: the kubelets of the fake nodes. Pod IPs come from a /12 (the
+    # default /24 runs out at 254 pods); its Leases last 40 s, as a
+    # kubelet's do.
+    start kwok "$KWOK_BIN_DIR/kwok" \
+        --kubeconfig="$cluster_dir/admin.kubeconfig" \
+        --config="$script_dir/kwok/stages.yaml" \
+        --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+        --node-lease-duration-seconds=40 \
+        --cidr=10.64.0.0/12 \
+        --node-ip=10.63.0.1 \
+        --server-address="127.0.0.1:$kwok_port"
+    wait_for "kwok /healthz" kwok healthz "http://127.0.0.1:$kwok_port/healthz"
+
     {
         printf '# Generated by %s up; source this file.\n' "$prog"
         printf 'export CLUSTER_DIR=%q\n' "$cluster_dir"
@@ -505,6 +560,7 @@ cmd_up() {
         printf 'export KUBECTL=%q\n' "$kubectl"
         printf 'export KUBE_BIN_DIR=%q\n' "$KUBE_BIN_DIR"
         printf 'export ETCD_BIN_DIR=%q\n' "$ETCD_BIN_DIR"
+        printf 'export KWOK_BIN_DIR=%q\n' "$KWOK_BIN_DIR"
         printf 'export APISERVER_URL=%q\n' "$apiserver_url"
         printf 'export APISERVER_PORT=%q\n' "$apiserver_port"
         printf 'export ETCD_URL=%q\n' "$etcd_url"
@@ -514,6 +570,8 @@ cmd_up() {
         printf 'export ETCD_PID=%q\n' "$(pid_of etcd)"
         printf 'export APISERVER_PID=%q\n' "$(pid_of kube-apiserver)"
         printf 'export CONTROLLER_MANAGER_PID=%q\n' "$(pid_of kube-controller-manager)"
+        printf 'export SCHEDULER_PID=%q\n' "$(pid_of kube-scheduler)"
+        printf 'export KWOK_PID=%q\n' "$(pid_of kwok)"
     } >"$cluster_dir/env"
 
     trap - EXIT INT TERM

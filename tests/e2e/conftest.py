@@ -164,3 +164,15 @@ def files(tmp_path) -> Path:
     """A directory for the manifests a test applies (kubectl apply -f NAME
     runs there, so messages name the file the way users see them)."""
     return tmp_path
+
+
+@pytest.fixture(scope="module")
+def fleet(stack):
+    """The example policy's fake GPU fleet (e2e.EXAMPLE_FLEET), Ready, for
+    the tests of one module; deleted after them.  Outside it there are no
+    nodes, so elsewhere pods stay Pending unless a test binds them."""
+    f = e2e.Fleet(stack.kubectl, **e2e.EXAMPLE_FLEET).create()
+    try:
+        yield f
+    finally:
+        f.delete()

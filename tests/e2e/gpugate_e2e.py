@@ -982,6 +982,78 @@ def wait_service_accounts(kubectl: Kubectl, namespaces: Iterable[str],
 
 
 # ---------------------------------------------------------------------------
+# the fake GPU fleet (tests/e2e/fleet.py; KWOK runs its nodes, cluster.sh)
+
+# The example policy's cluster, as its header describes it: 6 H100 nodes in
+# two NVLink domains of 3, 4 A100 nodes in MIG mixed strategy (2 cut into
+# 1g.10gb slices, 2 into 3g.40gb), 4 time-sliced L4 nodes, and 2 CPU nodes.
+EXAMPLE_FLEET = {"nodes": {"h100-80gb": 6, "a100-1g.10gb": 2, "a100-3g.40gb": 2,
+                           "l4-shared": 4},
+                 "cpu_nodes": 2, "clique_size": 3}
+FLEET_LABEL = "fleet.gpugate.io/fleet"
+
+
+class Fleet:
+    """Nodes made by fleet.make_fleet from a policy, created in the cluster
+    and managed by KWOK: a node is Ready (no not-ready taint) before
+    create() returns, and pods bound to it run (tests/e2e/kwok/stages.yaml)."""
+
+    def __init__(self, kubectl: Kubectl, policy: Path = EXAMPLE_POLICY,
+                 name: str = "e2e", nodes: dict[str, int] | None = None,
+                 default_nodes: int = 2, cpu_nodes: int = 2, clique_size: int = 2):
+        import fleet  # tests/e2e/fleet.py: needs PyYAML
+        import yaml
+
+        self.kubectl = kubectl
+        self.name = name
+        self.policy = yaml.safe_load(Path(policy).read_text())
+        self.items = fleet.make_fleet(self.policy, default_nodes, nodes or {},
+                                      cpu_nodes, clique_size, name=name)
+        self.by_name = {n["metadata"]["name"]: n for n in self.items}
+
+    def create(self, timeout: float = 60.0) -> "Fleet":
+        t0 = time.monotonic()
+        self.kubectl.create({"apiVersion": "v1", "kind": "List",
+                             "items": self.items}).check()
+        wait_until(f"the {len(self.items)} nodes of fleet {self.name} to be Ready",
+                   self.ready, timeout, interval=0.5)
+        log(f"fleet {self.name}: {len(self.items)} nodes Ready in "
+            f"{time.monotonic() - t0:.1f}s")
+        return self
+
+    def ready(self) -> bool:
+        items = self.kubectl("get", "nodes", "-l", f"{FLEET_LABEL}={self.name}",
+                             "-o", "json").json()["items"]
+        ok = 0
+        for n in items:
+            conds = {c["type"]: c["status"] for c in n["status"].get("conditions", [])}
+            taints = {t["key"] for t in n["spec"].get("taints", [])}
+            if conds.get("Ready") == "True" and "node.kubernetes.io/not-ready" not in taints:
+                ok += 1
+        return ok == len(self.items)
+
+    def delete(self, timeout: float = 60.0) -> None:
+        self.kubectl("delete", "nodes", "-l", f"{FLEET_LABEL}={self.name}",
+                     "--wait=true", timeout=timeout).check()
+
+    def flavor_of(self, node_name: str) -> str | None:
+        """The flavor a fleet node was made for; None for a CPU node or a
+        node that is not the fleet's."""
+        n = self.by_name.get(node_name)
+        if not n:
+            return None
+        for f in self.policy.get("flavors") or []:
+            if f["resource"] in n["status"]["allocatable"]:
+                sel = dict(s.split("=", 1) for s in f.get("nodeSelector") or [])
+                if all(n["metadata"]["labels"].get(k) == v for k, v in sel.items()):
+                    return f["name"]
+        return None
+
+    def label(self, node_name: str, key: str) -> str | None:
+        return self.by_name[node_name]["metadata"]["labels"].get(key)
+
+
+# ---------------------------------------------------------------------------
 # several replicas behind one address (test_replicas.py, issue #14)
 
 
