@@ -8,6 +8,7 @@
 #include "base/file.h"
 #include "base/strmap.h"
 #include "policy/policy.h"
+#include "policy/pool.h"
 #include "policy/src.h"
 #include "policy/srcpos.h"
 
@@ -36,6 +37,7 @@ struct policy {
 	const char *source;
 	struct policy_settings settings;
 	struct policy_checkpoint checkpoint;
+	struct policy_health health;
 	struct policy_flavor *flavors;
 	size_t n_flavors;
 	struct policy_class *classes;
@@ -394,6 +396,120 @@ static void build_checkpoint(struct builder *b)
 	}
 }
 
+/*
+ * The health signals gpugate knows out of the box (docs/policy.md
+ * "health"), checked against the sources of the systems that write them:
+ *   - node.kubernetes.io/out-of-service: Kubernetes' well-known taint for a
+ *     node that is shut down (k8s.io/api core/v1 well_known_taints.go);
+ *   - NVIDIA NVSentinel: the label dgxc.nvidia.com/nvsentinel-state (any
+ *     value: quarantined, draining, remediating, ...-failed; it goes when
+ *     the node recovers) and the conditions its GPU and syslog health
+ *     monitors write as True for fatal faults (DCGM health watches, XID,
+ *     SXID, a GPU fallen off the bus);
+ *   - node-problem-detector's default monitors: hard node faults.
+ * Cordons (NVSentinel's quarantine, a driver upgrade) and NotReady are
+ * exclusions of their own (policy/pool.h).
+ */
+static const char *const default_health_taints[] = {
+	"node.kubernetes.io/out-of-service",
+};
+static const char *const default_health_conditions[] = {
+	"GpuMemWatch", "GpuNvlinkWatch", "GpuPcieWatch", "GpuInforomWatch",
+	"GpuDriverWatch", "GpuSmWatch", "GpuMcuWatch", "GpuPmuWatch",
+	"GpuNvswitchWatch", "GpuXidError", "SysLogsXIDError", "SysLogsSXIDError",
+	"SysLogsGPUFallenOff",
+	"KernelDeadlock", "ReadonlyFilesystem", "XfsShutdown",
+	"CperHardwareErrorFatal",
+};
+static const char *const default_health_labels[] = {
+	"dgxc.nvidia.com/nvsentinel-state",
+};
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* s[0, n) copied into the policy's arena. */
+static const char *dupn(struct builder *b, const char *s, size_t n)
+{
+	char *out = alloc(b, n + 1, 1);
+
+	if (out) {
+		memcpy(out, s, n);
+		out[n] = '\0';
+	}
+	return out;
+}
+
+/* The defaults (unless defaults: false) and then the file's entries. */
+static const char *const *health_list(struct builder *b, bool defaults,
+				      const char *const *builtin, size_t n_builtin,
+				      char *const *mine, unsigned n_mine, size_t *n)
+{
+	const char **out;
+
+	*n = (defaults ? n_builtin : 0) + n_mine;
+	out = alloc(b, *n + 1, sizeof(*out));
+	if (!out)
+		return NULL;
+	for (size_t i = 0; defaults && i < n_builtin; i++)
+		out[i] = builtin[i];
+	for (unsigned i = 0; i < n_mine; i++)
+		out[(defaults ? n_builtin : 0) + i] = mine[i];
+	return out;
+}
+
+static void build_health(struct builder *b)
+{
+	const struct src_health *s = b->src->health;
+	struct policy_health *h = &b->p->health;
+	bool defaults = !s || !s->defaults || *s->defaults;
+	const char *const *t, *const *c, *const *l;
+	size_t nt, nc, nl;
+	struct policy_health_taint *taints;
+	struct policy_health_condition *conds;
+	struct policy_kv *labels;
+
+	t = health_list(b, defaults, default_health_taints, COUNT(default_health_taints),
+			s ? s->taints : NULL, s ? s->taints_count : 0, &nt);
+	c = health_list(b, defaults, default_health_conditions,
+			COUNT(default_health_conditions), s ? s->conditions : NULL,
+			s ? s->conditions_count : 0, &nc);
+	l = health_list(b, defaults, default_health_labels, COUNT(default_health_labels),
+			s ? s->labels : NULL, s ? s->labels_count : 0, &nl);
+	taints = alloc(b, nt + 1, sizeof(*taints));
+	conds = alloc(b, nc + 1, sizeof(*conds));
+	labels = alloc(b, nl + 1, sizeof(*labels));
+	if (b->oom || !t || !c || !l || !taints || !conds || !labels)
+		return;
+	for (size_t i = 0; i < nt; i++) {
+		struct pool_signal sig;
+
+		pool_signal_split(t[i], true, &sig);
+		taints[i].key = dupn(b, t[i], sig.key_len);
+		taints[i].value = sig.has_value ? dupn(b, sig.value, sig.value_len) : NULL;
+		taints[i].effect = sig.effect ? dup(b, sig.effect) : NULL;
+	}
+	for (size_t i = 0; i < nc; i++) {
+		struct pool_signal sig;
+
+		pool_signal_split(c[i], false, &sig);
+		conds[i].type = dupn(b, c[i], sig.key_len);
+		conds[i].status = sig.has_value ? dupn(b, sig.value, sig.value_len)
+						: dup(b, "True");
+	}
+	for (size_t i = 0; i < nl; i++) {
+		struct pool_signal sig;
+
+		pool_signal_split(l[i], false, &sig);
+		labels[i].key = dupn(b, l[i], sig.key_len);
+		labels[i].value = sig.has_value ? dupn(b, sig.value, sig.value_len) : NULL;
+	}
+	h->taints = taints;
+	h->n_taints = nt;
+	h->conditions = conds;
+	h->n_conditions = nc;
+	h->labels = labels;
+	h->n_labels = nl;
+}
+
 static struct policy *policy_build(const char *source,
 				   const struct src_policy *src)
 {
@@ -414,6 +530,7 @@ static struct policy *policy_build(const char *source,
 	p->source = dup(&b, source);
 	build_settings(&b);
 	build_checkpoint(&b);
+	build_health(&b);
 	build_flavors(&b);
 	if (!b.oom)
 		build_classes(&b);
@@ -517,6 +634,11 @@ const struct policy_settings *policy_settings(const struct policy *p)
 const struct policy_checkpoint *policy_checkpoint(const struct policy *p)
 {
 	return &p->checkpoint;
+}
+
+const struct policy_health *policy_health(const struct policy *p)
+{
+	return &p->health;
 }
 
 size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,

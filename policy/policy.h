@@ -150,6 +150,31 @@ struct policy_checkpoint {
 	size_t n_env;
 };
 
+/*
+ * health: the signals of the health systems a cluster runs that take a
+ * node out of the pool (policy/pool.h; docs/policy.md "health").  A value
+ * or effect of NULL matches any.
+ */
+struct policy_health_taint {
+	const char *key;
+	const char *value;
+	const char *effect;
+};
+
+struct policy_health_condition {
+	const char *type;
+	const char *status; /* "True", "False" or "Unknown" */
+};
+
+struct policy_health {
+	const struct policy_health_taint *taints;
+	size_t n_taints;
+	const struct policy_health_condition *conditions;
+	size_t n_conditions;
+	const struct policy_kv *labels; /* key=value */
+	size_t n_labels;
+};
+
 struct policy;
 
 /*
@@ -168,6 +193,7 @@ void policy_free(struct policy *p);
 const char *policy_source(const struct policy *p); /* file name given to load */
 const struct policy_settings *policy_settings(const struct policy *p);
 const struct policy_checkpoint *policy_checkpoint(const struct policy *p);
+const struct policy_health *policy_health(const struct policy *p);
 
 /*
  * The checkpoint claim name of a tenant's workload in namespace ns: tmpl

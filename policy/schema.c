@@ -222,6 +222,23 @@ static const cyaml_schema_field_t checkpoint_fields[] = {
 	CYAML_FIELD_END,
 };
 
+/* Health signals: taints, conditions and labels named one per entry. */
+#define HEALTH_SIGNALS_MAX 256
+static const cyaml_schema_field_t health_fields[] = {
+	CYAML_FIELD_BOOL_PTR("defaults", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_health, defaults),
+	CYAML_FIELD_SEQUENCE("taints", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_health, taints, &text_entry, 0,
+			     HEALTH_SIGNALS_MAX),
+	CYAML_FIELD_SEQUENCE("conditions", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_health, conditions, &text_entry, 0,
+			     HEALTH_SIGNALS_MAX),
+	CYAML_FIELD_SEQUENCE("labels", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_health, labels, &text_entry, 0,
+			     HEALTH_SIGNALS_MAX),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t policy_fields[] = {
 	CYAML_FIELD_INT("version", CYAML_FLAG_DEFAULT, struct src_policy,
 			version),
@@ -238,6 +255,9 @@ static const cyaml_schema_field_t policy_fields[] = {
 				CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
 				struct src_policy, checkpoint,
 				checkpoint_fields),
+	CYAML_FIELD_MAPPING_PTR("health",
+				CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+				struct src_policy, health, health_fields),
 	CYAML_FIELD_END,
 };
 

@@ -104,6 +104,16 @@ struct src_checkpoint {
 	unsigned env_count;
 };
 
+struct src_health {
+	bool *defaults;
+	char **taints;
+	unsigned taints_count;
+	char **conditions;
+	unsigned conditions_count;
+	char **labels;
+	unsigned labels_count;
+};
+
 struct src_policy {
 	int64_t version;
 	struct src_settings *settings;
@@ -114,6 +124,7 @@ struct src_policy {
 	struct src_tenant *tenants;
 	unsigned tenants_count;
 	struct src_checkpoint *checkpoint;
+	struct src_health *health;
 };
 
 /*

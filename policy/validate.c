@@ -9,6 +9,7 @@
 #include "base/diag.h"
 #include "base/strmap.h"
 #include "policy/k8s.h"
+#include "policy/pool.h"
 #include "policy/policy.h"
 #include "policy/src.h"
 #include "policy/srcpos.h"
@@ -777,6 +778,73 @@ static void check_checkpoint(struct vctx *v)
 }
 #undef LINE
 
+/*
+ * health: one signal per entry.  kind is "taint", "condition" or "label";
+ * a taint may end in :Effect, a condition's value is its status.
+ */
+static void check_signal(struct vctx *v, unsigned line, const char *kind,
+			 const char *s)
+{
+	bool taint = strcmp(kind, "taint") == 0;
+	bool condition = strcmp(kind, "condition") == 0;
+	struct pool_signal sig;
+	char key[K8S_QUALIFIED_NAME_MAX + 1], value[K8S_QUALIFIED_NAME_MAX + 1];
+
+	pool_signal_split(s, taint, &sig);
+	if (sig.key_len == 0 || sig.key_len >= sizeof(key) ||
+	    (sig.has_value && sig.value_len >= sizeof(value))) {
+		err(v, line, "health: %s \"%.60s\" is not of the form %s", kind, s,
+		    taint ? "key[=value][:NoSchedule|PreferNoSchedule|NoExecute]"
+			  : condition ? "Type[=True|False|Unknown]" : "key[=value]");
+		return;
+	}
+	memcpy(key, s, sig.key_len);
+	key[sig.key_len] = '\0';
+	if (sig.has_value) {
+		memcpy(value, sig.value, sig.value_len);
+		value[sig.value_len] = '\0';
+	}
+	if (!k8s_qualified_name_valid(key)) {
+		err(v, line, "health: %s \"%s\": \"%s\" is not a valid %s", kind, s,
+		    key, condition ? "condition type" : taint ? "taint key" : "label key");
+		return;
+	}
+	if (condition && sig.has_value && strcmp(value, "True") != 0 &&
+	    strcmp(value, "False") != 0 && strcmp(value, "Unknown") != 0)
+		err(v, line, "health: condition \"%s\": the status must be True, "
+		    "False or Unknown", s);
+	else if (!condition && sig.has_value && !k8s_label_value_valid(value))
+		err(v, line, "health: %s \"%s\": \"%s\" is not a valid %s value",
+		    kind, s, value, taint ? "taint" : "label");
+}
+
+static void check_signals(struct vctx *v, const char *field, const char *kind,
+			  char *const *list, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		unsigned line = srcpos_line(v->pos, "health.%s[%u]", field, i);
+
+		check_signal(v, line, kind, list[i]);
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(list[j], list[i]) == 0) {
+				err(v, line, "health: %s \"%s\" is listed twice", kind,
+				    list[i]);
+				break;
+			}
+	}
+}
+
+static void check_health(struct vctx *v)
+{
+	const struct src_health *h = v->src->health;
+
+	if (!h)
+		return;
+	check_signals(v, "taints", "taint", h->taints, h->taints_count);
+	check_signals(v, "conditions", "condition", h->conditions, h->conditions_count);
+	check_signals(v, "labels", "label", h->labels, h->labels_count);
+}
+
 int validate_src(const char *file, const struct src_policy *src,
 		 const struct srcpos *pos, struct diag *d)
 {
@@ -795,6 +863,7 @@ int validate_src(const char *file, const struct src_policy *src,
 	check_classes(&v);
 	check_tenants(&v);
 	check_checkpoint(&v);
+	check_health(&v);
 	strmap_release(&v.flavors);
 	strmap_release(&v.classes);
 	strmap_release(&v.tenants);

@@ -62,7 +62,7 @@ static struct bad_case bad_cases[] = {
 	{"unknown top key",
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nflavours: []\n",
 	 "t.yaml:5: unknown key \"flavours\" (expected one of: version, settings, "
-	 "flavors, classes, tenants, checkpoint)\n"},
+	 "flavors, classes, tenants, checkpoint, health)\n"},
 	{"duplicate key",
 	 "version: 1\nversion: 1\nflavors: []\nclasses: []\ntenants: []\n",
 	 "t.yaml:2: duplicate key \"version\"\n"},
@@ -422,6 +422,33 @@ static struct bad_case bad_cases[] = {
 	 "version: 1\nsettings:\n  gpuDeviceClassNames: []\n"
 	 "flavors: []\nclasses: []\ntenants: []\n",
 	 "t.yaml:3: settings.gpuDeviceClassNames: must have at least 1 entry\n"},
+	{"health signals that are not well formed",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
+	 "  taints:\n    - \"gpu-error=fatal:Sometimes\"\n    - \"=x\"\n"
+	 "    - \"a b\"\n    - \"gpu-error=bad value:NoExecute\"\n"
+	 "    - gpu-error\n    - gpu-error\n"
+	 "  conditions:\n    - \"GpuXidError=Yes\"\n    - \"Gpu Xid\"\n"
+	 "  labels:\n    - \"repair=in progress\"\n    - \"/x\"\n",
+	 "t.yaml:7: health: taint \"gpu-error=fatal:Sometimes\": "
+	 "\"fatal:Sometimes\" is not a valid taint value\n"
+	 "t.yaml:8: health: taint \"=x\" is not of the form "
+	 "key[=value][:NoSchedule|PreferNoSchedule|NoExecute]\n"
+	 "t.yaml:9: health: taint \"a b\": \"a b\" is not a valid taint key\n"
+	 "t.yaml:10: health: taint \"gpu-error=bad value:NoExecute\": "
+	 "\"bad value\" is not a valid taint value\n"
+	 "t.yaml:12: health: taint \"gpu-error\" is listed twice\n"
+	 "t.yaml:14: health: condition \"GpuXidError=Yes\": the status must be "
+	 "True, False or Unknown\n"
+	 "t.yaml:15: health: condition \"Gpu Xid\": \"Gpu Xid\" is not a valid "
+	 "condition type\n"
+	 "t.yaml:17: health: label \"repair=in progress\": \"in progress\" is "
+	 "not a valid label value\n"
+	 "t.yaml:18: health: label \"/x\": \"/x\" is not a valid label key\n"},
+	{"an unknown health key",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
+	 "  taint: [x]\n",
+	 "t.yaml:6: health: unknown key \"taint\" (expected one of: defaults, "
+	 "taints, conditions, labels)\n"},
 };
 
 ParameterizedTestParameters(validate, rejects)

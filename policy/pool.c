@@ -1,0 +1,326 @@
+#include "policy/pool.h"
+
+#include "policy/policy.h"
+
+#include "base/strmap.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *pool_exclusion_name(enum pool_exclusion e)
+{
+	switch (e) {
+	case POOL_USABLE: return "usable";
+	case POOL_HEALTH: return "health";
+	case POOL_NOT_READY: return "NotReady";
+	case POOL_CORDONED: return "cordoned";
+	case POOL_TAINTED: return "tainted";
+	}
+	return "?";
+}
+
+const char *pool_verdict_name(enum pool_verdict v)
+{
+	switch (v) {
+	case POOL_FITS: return "fits";
+	case POOL_UNKNOWN: return "unknown";
+	case POOL_NONE_USABLE: return "none-usable";
+	case POOL_NEVER_FITS: return "never-fits";
+	case POOL_NOT_NOW: return "not-now";
+	}
+	return "?";
+}
+
+void pool_signal_split(const char *s, bool with_effect, struct pool_signal *out)
+{
+	static const char *const effects[] = {"NoSchedule", "PreferNoSchedule",
+					      "NoExecute"};
+	size_t len = strlen(s);
+	const char *eq;
+
+	memset(out, 0, sizeof(*out));
+	if (with_effect) {
+		const char *colon = strrchr(s, ':');
+
+		for (size_t i = 0; colon && i < sizeof(effects) / sizeof(effects[0]); i++)
+			if (strcmp(colon + 1, effects[i]) == 0) {
+				out->effect = colon + 1;
+				len = (size_t)(colon - s);
+			}
+	}
+	eq = memchr(s, '=', len);
+	out->key_len = eq ? (size_t)(eq - s) : len;
+	if (eq) {
+		out->has_value = true;
+		out->value = eq + 1;
+		out->value_len = len - out->key_len - 1;
+	}
+}
+
+const char *pool_node_label(const struct pool_node *n, const char *key)
+{
+	for (size_t i = 0; i < n->n_labels; i++)
+		if (strcmp(n->labels[i].key, key) == 0)
+			return n->labels[i].value;
+	return NULL;
+}
+
+const struct pool_resource *pool_node_resource(const struct pool_node *n,
+					       const char *res)
+{
+	for (size_t i = 0; i < n->n_resources; i++)
+		if (strcmp(n->resources[i].name, res) == 0)
+			return &n->resources[i];
+	return NULL;
+}
+
+bool pool_node_in_flavor(const struct pool_node *n, const struct policy_flavor *f)
+{
+	for (size_t i = 0; i < f->n_node_selector; i++) {
+		const char *v = pool_node_label(n, f->node_selector[i].key);
+
+		if (!v || strcmp(v, f->node_selector[i].value) != 0)
+			return false;
+	}
+	return pool_node_resource(n, f->resource) != NULL;
+}
+
+/* The scheduler's rule (TolerationsTolerateTaint): an empty key with
+ * Exists tolerates every taint; an empty effect every effect. */
+static bool tolerated(const struct policy_flavor *f, const struct pool_taint *t)
+{
+	for (size_t i = 0; i < f->n_tolerations; i++) {
+		const struct policy_toleration *x = &f->tolerations[i];
+		bool exists = strcmp(x->op, "Exists") == 0;
+
+		if (x->effect[0] && strcmp(x->effect, t->effect) != 0)
+			continue;
+		if (!x->key[0]) {
+			if (exists)
+				return true;
+			continue;
+		}
+		if (strcmp(x->key, t->key) != 0)
+			continue;
+		if (exists || strcmp(x->value, t->value) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool health_taint(const struct policy_health *h, const struct pool_taint *t)
+{
+	for (size_t i = 0; h && i < h->n_taints; i++) {
+		const struct policy_health_taint *x = &h->taints[i];
+
+		if (strcmp(x->key, t->key) == 0 &&
+		    (!x->value || strcmp(x->value, t->value) == 0) &&
+		    (!x->effect || strcmp(x->effect, t->effect) == 0))
+			return true;
+	}
+	return false;
+}
+
+static void taint_text(const struct pool_taint *t, char *why, size_t size)
+{
+	snprintf(why, size, "taint %s%s%s:%s", t->key, t->value[0] ? "=" : "",
+		 t->value, t->effect);
+}
+
+enum pool_exclusion pool_node_exclusion(const struct pool_node *n,
+					const struct policy_flavor *f,
+					const struct policy_health *h,
+					char *why, size_t size)
+{
+	const char *ready = NULL;
+
+	why[0] = '\0';
+	for (size_t i = 0; i < n->n_taints; i++)
+		if (health_taint(h, &n->taints[i])) {
+			taint_text(&n->taints[i], why, size);
+			return POOL_HEALTH;
+		}
+	for (size_t i = 0; i < n->n_conditions; i++) {
+		const struct pool_condition *c = &n->conditions[i];
+
+		if (strcmp(c->type, "Ready") == 0)
+			ready = c->status;
+		for (size_t k = 0; h && k < h->n_conditions; k++)
+			if (strcmp(h->conditions[k].type, c->type) == 0 &&
+			    strcmp(h->conditions[k].status, c->status) == 0) {
+				snprintf(why, size, "condition %s=%s%s%s%s", c->type,
+					 c->status, c->reason[0] ? " (reason " : "",
+					 c->reason, c->reason[0] ? ")" : "");
+				return POOL_HEALTH;
+			}
+	}
+	for (size_t i = 0; h && i < h->n_labels; i++) {
+		const char *v = pool_node_label(n, h->labels[i].key);
+
+		if (v && (!h->labels[i].value || strcmp(v, h->labels[i].value) == 0)) {
+			snprintf(why, size, "label %s=%s", h->labels[i].key, v);
+			return POOL_HEALTH;
+		}
+	}
+	if (!n->ready) {
+		snprintf(why, size, "Ready=%s", ready ? ready : "(none)");
+		return POOL_NOT_READY;
+	}
+	if (n->unschedulable) {
+		snprintf(why, size, "spec.unschedulable");
+		return POOL_CORDONED;
+	}
+	for (size_t i = 0; i < n->n_taints; i++) {
+		const struct pool_taint *t = &n->taints[i];
+
+		if ((strcmp(t->effect, "NoSchedule") == 0 ||
+		     strcmp(t->effect, "NoExecute") == 0) && !tolerated(f, t)) {
+			taint_text(t, why, size);
+			return POOL_TAINTED;
+		}
+	}
+	return POOL_USABLE;
+}
+
+static int64_t at_least_zero(int64_t v)
+{
+	return v < 0 ? 0 : v;
+}
+
+void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
+		     const struct policy_flavor *f, const struct policy_health *h,
+		     struct pool_member *members, struct pool_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->flavor = f;
+	v->members = members;
+	for (size_t i = 0; i < n_nodes; i++) {
+		const struct pool_node *n = nodes[i];
+		const struct pool_resource *r;
+		struct pool_member *m;
+
+		r = pool_node_in_flavor(n, f) ? pool_node_resource(n, f->resource) : NULL;
+		if (!r)
+			continue;
+		m = &members[v->n_members++];
+		m->node = n;
+		m->exclusion = pool_node_exclusion(n, f, h, m->why, sizeof(m->why));
+		m->capacity = at_least_zero(r->capacity);
+		/* The kubelet reports allocatable beside capacity; without it
+		 * the scheduler has nothing to place against. */
+		m->allocatable = at_least_zero(r->allocatable);
+		m->allocated = at_least_zero(r->allocated);
+		m->free = at_least_zero(m->allocatable - m->allocated);
+		if (m->exclusion != POOL_USABLE)
+			continue;
+		v->n_usable++;
+		v->capacity += m->capacity;
+		v->allocatable += m->allocatable;
+		v->allocated += m->allocated;
+		v->free += m->free;
+		if (!v->largest_allocatable_node || m->allocatable > v->largest_allocatable) {
+			v->largest_allocatable = m->allocatable;
+			v->largest_allocatable_node = n->name;
+		}
+		if (!v->largest_free_node || m->free > v->largest_free) {
+			v->largest_free = m->free;
+			v->largest_free_node = n->name;
+		}
+	}
+}
+
+struct domain {
+	const char *name;
+	int64_t now, empty;
+};
+
+/* Per domain of key among the usable members: the pods of per_pod units
+ * each that it holds now and when empty.  Returns how many domains went
+ * into ds (room for v->n_members), or -1 when out of memory. */
+static long count_domains(const struct pool_view *v, int64_t per_pod,
+			  const char *key, struct domain *ds)
+{
+	struct strmap index;
+	long n = 0;
+
+	strmap_init(&index);
+	for (size_t i = 0; i < v->n_members; i++) {
+		const struct pool_member *m = &v->members[i];
+		const char *d = m->exclusion == POOL_USABLE
+					? pool_node_label(m->node, key)
+					: NULL;
+		size_t k;
+
+		if (!d)
+			continue;
+		if (!strmap_get(&index, d, &k)) {
+			k = (size_t)n;
+			if (strmap_put(&index, d, k, NULL) < 0) {
+				n = -1;
+				break;
+			}
+			ds[n++] = (struct domain){.name = d};
+		}
+		ds[k].now += m->free / per_pod;
+		ds[k].empty += m->allocatable / per_pod;
+	}
+	strmap_release(&index);
+	return n;
+}
+
+void pool_fit(const struct pool_view *v, int64_t per_pod, int64_t pods,
+	      const char *topology_key, struct pool_fit *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->per_pod = per_pod;
+	out->pods = pods;
+	out->n_excluded = v->n_members - v->n_usable;
+	if (v->n_members == 0) {
+		out->verdict = POOL_UNKNOWN;
+		return;
+	}
+	if (per_pod <= 0 || pods <= 0) {
+		out->verdict = POOL_FITS;
+		return;
+	}
+	if (!topology_key) {
+		for (size_t i = 0; i < v->n_members; i++) {
+			const struct pool_member *m = &v->members[i];
+
+			if (m->exclusion == POOL_USABLE) {
+				out->fit_now += m->free / per_pod;
+				out->fit_empty += m->allocatable / per_pod;
+			}
+		}
+	} else {
+		struct domain *ds = calloc(v->n_members ? v->n_members : 1, sizeof(*ds));
+		long n = ds ? count_domains(v, per_pod, topology_key, ds) : -1;
+
+		if (n < 0) { /* advisory: say nothing rather than guess */
+			free(ds);
+			out->verdict = POOL_FITS;
+			return;
+		}
+		/* The domain named is the one with the most room now; the
+		 * verdict uses the most any one domain holds now and empty. */
+		out->n_domains = (size_t)n;
+		for (long k = 0; k < n; k++) {
+			if (!out->domain || ds[k].now > out->fit_now) {
+				out->domain = ds[k].name;
+				out->fit_now = ds[k].now;
+			}
+			if (ds[k].empty > out->fit_empty)
+				out->fit_empty = ds[k].empty;
+		}
+		free(ds);
+	}
+	if (v->n_usable == 0)
+		out->verdict = POOL_NONE_USABLE;
+	else if (out->fit_empty < pods)
+		out->verdict = POOL_NEVER_FITS;
+	else if (out->fit_now < pods)
+		out->verdict = POOL_NOT_NOW;
+	else
+		out->verdict = POOL_FITS;
+}

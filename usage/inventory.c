@@ -1,0 +1,608 @@
+#include "usage/inventory.h"
+
+#include "base/arena.h"
+#include "base/strmap.h"
+#include "policy/policy.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* What the pods bound to one node ask for of one resource. */
+struct alloc {
+	char *resource;
+	int64_t units;
+};
+
+/* One node name: its Node object (when known) and its pods' sums. */
+struct slot {
+	char *name; /* the key of slot_by_name */
+	bool has_node;
+	bool stale; /* not put since relist_begin */
+	struct arena arena; /* the node's copy */
+	struct pool_node node;
+	struct alloc *alloc;
+	size_t n_alloc, cap_alloc;
+	/* Flavor membership under policy member_of: one byte per flavor. */
+	const struct policy *member_of;
+	unsigned char *member;
+};
+
+struct pod {
+	char *uid; /* the key of pod_by_uid */
+	char *node; /* NULL: holds nothing on any node */
+	struct inventory_ask *asks;
+	size_t n_asks;
+	bool stale;
+};
+
+struct inventory {
+	pthread_mutex_t mu;
+	struct strmap slot_by_name;
+	struct slot **slots;
+	size_t n_slots, cap_slots;
+	struct strmap pod_by_uid;
+	struct pod **pods;
+	size_t n_pods, cap_pods;
+	size_t n_nodes; /* slots with has_node */
+	bool relisting[INVENTORY_KINDS], synced[INVENTORY_KINDS];
+	/* Scratch for views, grown as needed (under mu). */
+	const struct pool_node **cand;
+	struct pool_member *members;
+	size_t cap_scratch;
+};
+
+struct inventory *inventory_new(void)
+{
+	struct inventory *inv = calloc(1, sizeof(*inv));
+
+	if (!inv)
+		return NULL;
+	pthread_mutex_init(&inv->mu, NULL);
+	strmap_init(&inv->slot_by_name);
+	strmap_init(&inv->pod_by_uid);
+	return inv;
+}
+
+static void slot_free(struct slot *s)
+{
+	arena_release(&s->arena);
+	for (size_t i = 0; i < s->n_alloc; i++)
+		free(s->alloc[i].resource);
+	free(s->alloc);
+	free(s->member);
+	free(s->name);
+	free(s);
+}
+
+static void pod_free(struct pod *p)
+{
+	for (size_t i = 0; i < p->n_asks; i++)
+		free((char *)p->asks[i].resource);
+	free(p->asks);
+	free(p->node);
+	free(p->uid);
+	free(p);
+}
+
+void inventory_free(struct inventory *inv)
+{
+	if (!inv)
+		return;
+	for (size_t i = 0; i < inv->n_slots; i++)
+		slot_free(inv->slots[i]);
+	for (size_t i = 0; i < inv->n_pods; i++)
+		pod_free(inv->pods[i]);
+	free(inv->slots);
+	free(inv->pods);
+	free(inv->cand);
+	free(inv->members);
+	strmap_release(&inv->slot_by_name);
+	strmap_release(&inv->pod_by_uid);
+	pthread_mutex_destroy(&inv->mu);
+	free(inv);
+}
+
+/* Grows *arr (of *cap elements of size) to hold need. */
+static int grow(void **arr, size_t *cap, size_t need, size_t size)
+{
+	size_t n = *cap ? *cap : 16;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	while (n < need)
+		n *= 2;
+	p = realloc(*arr, n * size);
+	if (!p)
+		return -1;
+	*arr = p;
+	*cap = n;
+	return 0;
+}
+
+/* ---- slots --------------------------------------------------------- */
+
+static struct slot *slot_find(struct inventory *inv, const char *name)
+{
+	size_t i;
+
+	return strmap_get(&inv->slot_by_name, name, &i) ? inv->slots[i] : NULL;
+}
+
+static struct slot *slot_get(struct inventory *inv, const char *name)
+{
+	struct slot *s = slot_find(inv, name);
+
+	if (s)
+		return s;
+	if (grow((void **)&inv->slots, &inv->cap_slots, inv->n_slots + 1,
+		 sizeof(*inv->slots)) < 0)
+		return NULL;
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->name = strdup(name))) {
+		free(s);
+		return NULL;
+	}
+	arena_init(&s->arena);
+	if (strmap_put(&inv->slot_by_name, s->name, inv->n_slots, NULL) < 0) {
+		slot_free(s);
+		return NULL;
+	}
+	inv->slots[inv->n_slots++] = s;
+	return s;
+}
+
+/* Drops s when it holds neither a node nor any allocation. */
+static void slot_drop_if_empty(struct inventory *inv, struct slot *s)
+{
+	size_t i, last;
+
+	if (s->has_node || s->n_alloc)
+		return;
+	if (!strmap_del(&inv->slot_by_name, s->name, &i))
+		return;
+	last = --inv->n_slots;
+	if (i != last) {
+		inv->slots[i] = inv->slots[last];
+		strmap_del(&inv->slot_by_name, inv->slots[i]->name, NULL);
+		strmap_put(&inv->slot_by_name, inv->slots[i]->name, i, NULL);
+	}
+	slot_free(s);
+}
+
+/* Adds sign x asks to the node's sums. */
+static int slot_add(struct slot *s, const struct inventory_ask *asks, size_t n,
+		    int sign)
+{
+	for (size_t k = 0; k < n; k++) {
+		size_t i;
+
+		for (i = 0; i < s->n_alloc; i++)
+			if (strcmp(s->alloc[i].resource, asks[k].resource) == 0)
+				break;
+		if (i == s->n_alloc) {
+			if (sign < 0)
+				continue; /* never added (out of memory then) */
+			if (grow((void **)&s->alloc, &s->cap_alloc, s->n_alloc + 1,
+				 sizeof(*s->alloc)) < 0)
+				return -1;
+			s->alloc[i].resource = strdup(asks[k].resource);
+			if (!s->alloc[i].resource)
+				return -1;
+			s->alloc[i].units = 0;
+			s->n_alloc++;
+		}
+		s->alloc[i].units += sign * asks[k].units;
+		if (s->alloc[i].units <= 0) {
+			free(s->alloc[i].resource);
+			s->alloc[i] = s->alloc[--s->n_alloc];
+		}
+	}
+	return 0;
+}
+
+static int64_t slot_allocated(const struct slot *s, const char *res)
+{
+	for (size_t i = 0; i < s->n_alloc; i++)
+		if (strcmp(s->alloc[i].resource, res) == 0)
+			return s->alloc[i].units;
+	return 0;
+}
+
+/* ---- nodes --------------------------------------------------------- */
+
+static int copy_node(struct arena *a, const struct pool_node *n, struct pool_node *out)
+{
+	struct pool_label *l = arena_calloc(a, n->n_labels + 1, sizeof(*l));
+	struct pool_resource *r = arena_calloc(a, n->n_resources + 1, sizeof(*r));
+	struct pool_taint *t = arena_calloc(a, n->n_taints + 1, sizeof(*t));
+	struct pool_condition *c = arena_calloc(a, n->n_conditions + 1, sizeof(*c));
+
+	*out = *n;
+	out->name = arena_strdup(a, n->name);
+	if (!l || !r || !t || !c || !out->name)
+		return -1;
+	for (size_t i = 0; i < n->n_labels; i++) {
+		l[i].key = arena_strdup(a, n->labels[i].key);
+		l[i].value = arena_strdup(a, n->labels[i].value);
+		if (!l[i].key || !l[i].value)
+			return -1;
+	}
+	for (size_t i = 0; i < n->n_resources; i++) {
+		r[i] = n->resources[i];
+		r[i].allocated = 0;
+		if (!(r[i].name = arena_strdup(a, n->resources[i].name)))
+			return -1;
+	}
+	for (size_t i = 0; i < n->n_taints; i++) {
+		t[i].key = arena_strdup(a, n->taints[i].key);
+		t[i].value = arena_strdup(a, n->taints[i].value);
+		t[i].effect = arena_strdup(a, n->taints[i].effect);
+		if (!t[i].key || !t[i].value || !t[i].effect)
+			return -1;
+	}
+	for (size_t i = 0; i < n->n_conditions; i++) {
+		c[i].type = arena_strdup(a, n->conditions[i].type);
+		c[i].status = arena_strdup(a, n->conditions[i].status);
+		c[i].reason = arena_strdup(a, n->conditions[i].reason);
+		if (!c[i].type || !c[i].status || !c[i].reason)
+			return -1;
+	}
+	out->labels = l;
+	out->resources = r;
+	out->taints = t;
+	out->conditions = c;
+	return 0;
+}
+
+int inventory_node_put(struct inventory *inv, const struct pool_node *n)
+{
+	struct arena a;
+	struct pool_node copy;
+	struct slot *s;
+	int rc = -1;
+
+	arena_init(&a);
+	if (copy_node(&a, n, &copy) < 0) {
+		arena_release(&a);
+		return -1;
+	}
+	pthread_mutex_lock(&inv->mu);
+	s = slot_get(inv, n->name);
+	if (s) {
+		arena_release(&s->arena);
+		s->arena = a;
+		s->node = copy;
+		s->node.name = s->name;
+		if (!s->has_node)
+			inv->n_nodes++;
+		s->has_node = true;
+		s->stale = false;
+		s->member_of = NULL; /* membership is computed again */
+		rc = 0;
+	} else {
+		arena_release(&a);
+	}
+	pthread_mutex_unlock(&inv->mu);
+	return rc;
+}
+
+static void node_forget(struct inventory *inv, struct slot *s)
+{
+	if (!s->has_node)
+		return;
+	arena_release(&s->arena);
+	arena_init(&s->arena);
+	memset(&s->node, 0, sizeof(s->node));
+	s->has_node = false;
+	s->member_of = NULL;
+	inv->n_nodes--;
+	slot_drop_if_empty(inv, s);
+}
+
+void inventory_node_delete(struct inventory *inv, const char *name)
+{
+	struct slot *s;
+
+	pthread_mutex_lock(&inv->mu);
+	s = slot_find(inv, name);
+	if (s)
+		node_forget(inv, s);
+	pthread_mutex_unlock(&inv->mu);
+}
+
+/* ---- pods ---------------------------------------------------------- */
+
+/* Takes p's units off its node. */
+static void pod_unbind(struct inventory *inv, struct pod *p)
+{
+	struct slot *s = p->node ? slot_find(inv, p->node) : NULL;
+
+	if (s) {
+		slot_add(s, p->asks, p->n_asks, -1);
+		slot_drop_if_empty(inv, s);
+	}
+}
+
+static void pod_remove(struct inventory *inv, size_t i)
+{
+	struct pod *p = inv->pods[i];
+	size_t last = --inv->n_pods;
+
+	strmap_del(&inv->pod_by_uid, p->uid, NULL);
+	if (i != last) {
+		inv->pods[i] = inv->pods[last];
+		strmap_del(&inv->pod_by_uid, inv->pods[i]->uid, NULL);
+		strmap_put(&inv->pod_by_uid, inv->pods[i]->uid, i, NULL);
+	}
+	pod_unbind(inv, p);
+	pod_free(p);
+}
+
+static struct pod *pod_new(const char *uid, const char *node,
+			   const struct inventory_ask *asks, size_t n)
+{
+	struct pod *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->uid = strdup(uid);
+	p->node = node ? strdup(node) : NULL;
+	p->asks = n ? calloc(n, sizeof(*p->asks)) : NULL;
+	if (!p->uid || (node && !p->node) || (n && !p->asks)) {
+		pod_free(p);
+		return NULL;
+	}
+	for (size_t i = 0; i < n; i++) {
+		p->asks[i].units = asks[i].units;
+		p->asks[i].resource = strdup(asks[i].resource);
+		p->n_asks = i + 1;
+		if (!p->asks[i].resource) {
+			pod_free(p);
+			return NULL;
+		}
+	}
+	return p;
+}
+
+int inventory_pod_put(struct inventory *inv, const char *uid, const char *node,
+		      const struct inventory_ask *asks, size_t n_asks)
+{
+	struct pod *p = pod_new(uid, node, asks, n_asks);
+	struct slot *s;
+	size_t i;
+	int rc = 0;
+
+	pthread_mutex_lock(&inv->mu);
+	if (strmap_get(&inv->pod_by_uid, uid, &i))
+		pod_remove(inv, i);
+	if (!p)
+		goto oom;
+	if (p->node && p->n_asks) {
+		s = slot_get(inv, p->node);
+		if (!s || slot_add(s, p->asks, p->n_asks, 1) < 0) {
+			if (s) {
+				slot_add(s, p->asks, p->n_asks, -1);
+				slot_drop_if_empty(inv, s);
+			}
+			goto oom;
+		}
+	}
+	if (grow((void **)&inv->pods, &inv->cap_pods, inv->n_pods + 1,
+		 sizeof(*inv->pods)) < 0 ||
+	    strmap_put(&inv->pod_by_uid, p->uid, inv->n_pods, NULL) < 0) {
+		pod_unbind(inv, p);
+		goto oom;
+	}
+	inv->pods[inv->n_pods++] = p;
+	pthread_mutex_unlock(&inv->mu);
+	return 0;
+oom:
+	if (p)
+		pod_free(p);
+	rc = -1;
+	pthread_mutex_unlock(&inv->mu);
+	return rc;
+}
+
+void inventory_pod_delete(struct inventory *inv, const char *uid)
+{
+	size_t i;
+
+	pthread_mutex_lock(&inv->mu);
+	if (strmap_get(&inv->pod_by_uid, uid, &i))
+		pod_remove(inv, i);
+	pthread_mutex_unlock(&inv->mu);
+}
+
+/* ---- relists ------------------------------------------------------- */
+
+void inventory_relist_begin(struct inventory *inv, enum inventory_kind kind)
+{
+	pthread_mutex_lock(&inv->mu);
+	inv->relisting[kind] = true;
+	if (kind == INVENTORY_NODES)
+		for (size_t i = 0; i < inv->n_slots; i++)
+			inv->slots[i]->stale = inv->slots[i]->has_node;
+	else
+		for (size_t i = 0; i < inv->n_pods; i++)
+			inv->pods[i]->stale = true;
+	pthread_mutex_unlock(&inv->mu);
+}
+
+void inventory_relist_end(struct inventory *inv, enum inventory_kind kind)
+{
+	pthread_mutex_lock(&inv->mu);
+	if (inv->relisting[kind]) {
+		if (kind == INVENTORY_NODES) {
+			/* node_forget may swap-remove: walk from the end. */
+			for (size_t i = inv->n_slots; i-- > 0;)
+				if (i < inv->n_slots && inv->slots[i]->stale) {
+					inv->slots[i]->stale = false;
+					node_forget(inv, inv->slots[i]);
+				}
+		} else {
+			for (size_t i = inv->n_pods; i-- > 0;)
+				if (inv->pods[i]->stale)
+					pod_remove(inv, i);
+		}
+	}
+	inv->relisting[kind] = false;
+	inv->synced[kind] = true;
+	pthread_mutex_unlock(&inv->mu);
+}
+
+bool inventory_synced(struct inventory *inv)
+{
+	bool s;
+
+	pthread_mutex_lock(&inv->mu);
+	s = inv->synced[INVENTORY_NODES] && inv->synced[INVENTORY_PODS];
+	pthread_mutex_unlock(&inv->mu);
+	return s;
+}
+
+size_t inventory_nodes(struct inventory *inv)
+{
+	size_t n;
+
+	pthread_mutex_lock(&inv->mu);
+	n = inv->n_nodes;
+	pthread_mutex_unlock(&inv->mu);
+	return n;
+}
+
+size_t inventory_pods(struct inventory *inv)
+{
+	size_t n;
+
+	pthread_mutex_lock(&inv->mu);
+	n = inv->n_pods;
+	pthread_mutex_unlock(&inv->mu);
+	return n;
+}
+
+/* ---- views --------------------------------------------------------- */
+
+/* Is s's node in flavor f of p (cached per policy)? */
+static bool member(struct slot *s, const struct policy *p, const struct policy_flavor *f)
+{
+	size_t n = policy_flavor_count(p);
+
+	if (!s->has_node)
+		return false;
+	if (s->member_of != p) {
+		unsigned char *m = realloc(s->member, n ? n : 1);
+
+		if (!m) /* out of memory: decide without the cache */
+			return pool_node_in_flavor(&s->node, f);
+		for (size_t i = 0; i < n; i++)
+			m[i] = pool_node_in_flavor(&s->node, policy_flavor_at(p, i));
+		s->member = m;
+		s->member_of = p;
+	}
+	return f->index < n && s->member[f->index];
+}
+
+/* Under mu: v for f, over the scratch buffers.  -1 when out of memory. */
+static int view(struct inventory *inv, const struct policy *p,
+		const struct policy_flavor *f, const struct policy_health *h,
+		struct pool_view *v)
+{
+	size_t n = 0;
+
+	if (grow((void **)&inv->cand, &inv->cap_scratch, inv->n_slots + 1,
+		 sizeof(*inv->cand)) < 0)
+		return -1;
+	/* members is as long as cand: grow() moved cap_scratch already. */
+	{
+		void *m = realloc(inv->members, inv->cap_scratch * sizeof(*inv->members));
+
+		if (!m)
+			return -1;
+		inv->members = m;
+	}
+	for (size_t i = 0; i < inv->n_slots; i++) {
+		struct slot *s = inv->slots[i];
+
+		if (!member(s, p, f))
+			continue;
+		for (size_t k = 0; k < s->node.n_resources; k++) {
+			struct pool_resource *r = (struct pool_resource *)&s->node.resources[k];
+
+			r->allocated = slot_allocated(s, r->name);
+		}
+		inv->cand[n++] = &s->node;
+	}
+	pool_view_build(inv->cand, n, f, h, inv->members, v);
+	return 0;
+}
+
+static void copy_name(char *dst, size_t size, const char *src)
+{
+	snprintf(dst, size, "%s", src ? src : "");
+}
+
+void inventory_fit(struct inventory *inv, const struct policy *p,
+		   const struct policy_flavor *f, int64_t per_pod, int64_t pods,
+		   const char *topology_key, struct inventory_fit *out)
+{
+	struct pool_view v;
+
+	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&inv->mu);
+	if (!inv->synced[INVENTORY_NODES] || !inv->synced[INVENTORY_PODS] ||
+	    view(inv, p, f, policy_health(p), &v) < 0) {
+		pthread_mutex_unlock(&inv->mu);
+		return;
+	}
+	pool_fit(&v, per_pod, pods, topology_key, &out->fit);
+	out->synced = true;
+	out->n_nodes = v.n_members;
+	out->n_usable = v.n_usable;
+	out->allocatable = v.allocatable;
+	out->free = v.free;
+	out->largest_allocatable = v.largest_allocatable;
+	out->largest_free = v.largest_free;
+	copy_name(out->largest_allocatable_node, sizeof(out->largest_allocatable_node),
+		  v.largest_allocatable_node);
+	copy_name(out->largest_free_node, sizeof(out->largest_free_node),
+		  v.largest_free_node);
+	copy_name(out->domain, sizeof(out->domain), out->fit.domain);
+	out->fit.domain = out->fit.domain ? out->domain : NULL;
+	for (size_t i = 0; i < v.n_members; i++) {
+		const struct pool_member *m = &v.members[i];
+
+		if (m->exclusion == POOL_USABLE)
+			continue;
+		if (out->n_excluded < INVENTORY_MAX_EXCLUDED) {
+			copy_name(out->excluded[out->n_excluded].node,
+				  INVENTORY_NAME_LEN, m->node->name);
+			out->excluded[out->n_excluded].exclusion = m->exclusion;
+			copy_name(out->excluded[out->n_excluded].why,
+				  sizeof(out->excluded[0].why), m->why);
+		}
+		out->n_excluded++;
+	}
+	pthread_mutex_unlock(&inv->mu);
+}
+
+int inventory_each(struct inventory *inv, const struct policy *p,
+		   void (*fn)(void *ctx, const struct pool_view *v), void *ctx)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&inv->mu);
+	for (size_t i = 0; i < policy_flavor_count(p) && rc == 0; i++) {
+		struct pool_view v;
+
+		if (view(inv, p, policy_flavor_at(p, i), policy_health(p), &v) < 0)
+			rc = -1;
+		else
+			fn(ctx, &v);
+	}
+	pthread_mutex_unlock(&inv->mu);
+	return rc;
+}
