@@ -20,6 +20,10 @@ void cmd_serve_usage(FILE *out);
 int cmd_explain(int argc, char **argv);
 void cmd_explain_usage(FILE *out);
 
+/* gpugate pool: 0 shown, 1 the cluster could not be read, 2 usage. */
+int cmd_pool(int argc, char **argv);
+void cmd_pool_usage(FILE *out);
+
 /* gpugate certs: 0 written, 1 failure, 2 usage.  Prints the caBundle. */
 int cmd_certs(int argc, char **argv);
 void cmd_certs_usage(FILE *out);

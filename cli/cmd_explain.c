@@ -249,7 +249,7 @@ int cmd_explain(int argc, char **argv)
 	rc = make_review(obj, ns, "explain-mutate", &rv, &d);
 	if (rc != 0)
 		goto out;
-	if (handler_evaluate(p, &rv, HANDLER_MUTATE, NULL, &mut) < 0) {
+	if (handler_evaluate(p, &rv, HANDLER_MUTATE, NULL, NULL, &mut) < 0) {
 		rc = out_of_memory(&d);
 		goto out;
 	}
@@ -295,7 +295,7 @@ int cmd_explain(int argc, char **argv)
 	}
 	if (make_review(result, ns, "explain-validate", &rv2, &d) != 0)
 		goto out;
-	if (handler_evaluate(p, &rv2, HANDLER_VALIDATE, NULL, &val) < 0) {
+	if (handler_evaluate(p, &rv2, HANDLER_VALIDATE, NULL, NULL, &val) < 0) {
 		rc = out_of_memory(&d);
 		goto out;
 	}

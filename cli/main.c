@@ -17,6 +17,8 @@ static const struct command commands[] = {
 	{"check", "validate policy files", cmd_check, cmd_check_usage},
 	{"explain", "show what gpugate does with a Pod or Job manifest",
 	 cmd_explain, cmd_explain_usage},
+	{"pool", "show the cluster's GPU pool and tenants' quota", cmd_pool,
+	 cmd_pool_usage},
 	{"certs", "write a CA and a serving certificate", cmd_certs,
 	 cmd_certs_usage},
 	{"version", "print the version", cmd_version, cmd_version_usage},

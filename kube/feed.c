@@ -9,27 +9,33 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* What the feed watches, by enum usage_kind: every object of each kind (no
- * label selector, see feed.h). */
+/* The kinds of usage, then Nodes (with an inventory only). */
+#define FEED_NODES USAGE_KINDS
+#define FEED_KINDS (USAGE_KINDS + 1)
+
+/* What the feed watches, by enum usage_kind and FEED_NODES: every object
+ * of each kind (no label selector, see feed.h). */
 static const struct {
 	const char *name, *path;
 	bool optional;
-} watched[USAGE_KINDS] = {
+} watched[FEED_KINDS] = {
 	[USAGE_PODS] = {"pods", "/api/v1/pods", false},
 	[USAGE_JOBS] = {"jobs", "/apis/batch/v1/jobs", false},
 	/* A cluster without resource.k8s.io/v1 has no claims. */
 	[USAGE_CLAIMS] = {"claims", "/apis/resource.k8s.io/v1/resourceclaims", true},
+	[FEED_NODES] = {"nodes", "/api/v1/nodes", false},
 };
 
 struct feed_kind {
 	struct feed *f;
-	enum usage_kind kind;
+	int kind; /* enum usage_kind, or FEED_NODES */
 	struct informer *inf;
 };
 
 struct feed {
 	struct feed_config cfg;
-	struct feed_kind kinds[USAGE_KINDS];
+	struct feed_kind kinds[FEED_KINDS];
+	int n_kinds;               /* USAGE_KINDS, or FEED_KINDS with an inventory */
 	pthread_mutex_t mu;        /* up[] and the store's watching state */
 	bool up[USAGE_KINDS];
 };
@@ -37,6 +43,31 @@ struct feed {
 static const char *kind_name(const struct feed_kind *k)
 {
 	return watched[k->kind].name;
+}
+
+/* A Node or a Pod into the inventory. */
+static void to_inventory(struct feed *f, int kind, const json_t *obj, struct arena *a)
+{
+	if (kind == FEED_NODES) {
+		struct pool_node n;
+
+		if (f->cfg.node(f->cfg.facts_ctx, obj, a, &n) == 0 &&
+		    inventory_node_put(f->cfg.inventory, &n) < 0)
+			log_event(LOG_WARN, "msg=\"inventory: out of memory\" node=%s",
+				  n.name);
+	} else {
+		struct inventory_placement pl;
+
+		if (f->cfg.placement(f->cfg.facts_ctx, obj, a, &pl) < 0)
+			return;
+		/* A pod that holds nothing on a node is not kept. */
+		if (!pl.node || !pl.n_asks)
+			inventory_pod_delete(f->cfg.inventory, pl.uid);
+		else if (inventory_pod_put(f->cfg.inventory, pl.uid, pl.node, pl.asks,
+					   pl.n_asks) < 0)
+			log_event(LOG_WARN, "msg=\"inventory: out of memory\" pod=%s",
+				  pl.uid);
+	}
 }
 
 static void on_object(void *ctx, const json_t *obj)
@@ -47,37 +78,67 @@ static void on_object(void *ctx, const json_t *obj)
 	struct arena a;
 
 	arena_init(&a);
-	if (f->cfg.charge(f->cfg.charge_ctx, obj, k->kind, &a, &it) == 0) {
+	if (k->kind != FEED_NODES &&
+	    f->cfg.charge(f->cfg.charge_ctx, obj, (enum usage_kind)k->kind, &a, &it) == 0) {
 		if (it.active)
 			usage_observe(f->cfg.usage, &it);
 		else
 			usage_forget(f->cfg.usage, it.uid);
 	}
+	if (f->cfg.inventory && (k->kind == FEED_NODES || k->kind == USAGE_PODS))
+		to_inventory(f, k->kind, obj, &a);
 	arena_release(&a);
 }
 
 static void on_delete(void *ctx, const json_t *obj)
 {
 	struct feed_kind *k = ctx;
-	const char *uid = json_string_value(
-		json_object_get(json_object_get(obj, "metadata"), "uid"));
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *uid = json_string_value(json_object_get(meta, "uid"));
 
-	if (uid)
-		usage_forget(k->f->cfg.usage, uid);
+	if (k->kind == FEED_NODES) {
+		const char *name = json_string_value(json_object_get(meta, "name"));
+
+		if (name)
+			inventory_node_delete(k->f->cfg.inventory, name);
+		return;
+	}
+	if (!uid)
+		return;
+	usage_forget(k->f->cfg.usage, uid);
+	if (k->f->cfg.inventory && k->kind == USAGE_PODS)
+		inventory_pod_delete(k->f->cfg.inventory, uid);
 }
 
 static void on_relist_begin(void *ctx)
 {
 	struct feed_kind *k = ctx;
+	struct inventory *inv = k->f->cfg.inventory;
 
-	usage_relist_begin(k->f->cfg.usage, k->kind);
+	if (k->kind == FEED_NODES) {
+		inventory_relist_begin(inv, INVENTORY_NODES);
+		return;
+	}
+	usage_relist_begin(k->f->cfg.usage, (enum usage_kind)k->kind);
+	if (inv && k->kind == USAGE_PODS)
+		inventory_relist_begin(inv, INVENTORY_PODS);
 }
 
 static void on_relist_end(void *ctx, bool first)
 {
 	struct feed_kind *k = ctx;
+	struct inventory *inv = k->f->cfg.inventory;
 
-	usage_relist_end(k->f->cfg.usage, k->kind);
+	if (k->kind == FEED_NODES) {
+		inventory_relist_end(inv, INVENTORY_NODES);
+		if (first)
+			log_event(LOG_INFO, "msg=\"inventory synced\" kind=nodes "
+					    "entries=%zu", inventory_nodes(inv));
+		return;
+	}
+	usage_relist_end(k->f->cfg.usage, (enum usage_kind)k->kind);
+	if (inv && k->kind == USAGE_PODS)
+		inventory_relist_end(inv, INVENTORY_PODS);
 	if (first)
 		log_event(LOG_INFO, "msg=\"usage synced\" kind=%s entries=%zu",
 			  kind_name(k), usage_entries(k->f->cfg.usage));
@@ -92,6 +153,8 @@ static void on_connected(void *ctx, bool up)
 	struct feed *f = k->f;
 	bool all = true;
 
+	if (k->kind == FEED_NODES)
+		return; /* quota does not wait for Nodes */
 	pthread_mutex_lock(&f->mu);
 	f->up[k->kind] = up;
 	for (int i = 0; i < USAGE_KINDS; i++)
@@ -109,6 +172,10 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 		diag_addf(d, "feed: no usage store or no charge rule");
 		return -1;
 	}
+	if (cfg->inventory && (!cfg->node || !cfg->placement)) {
+		diag_addf(d, "feed: an inventory needs the node and placement readers");
+		return -1;
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f) {
 		diag_addf(d, "out of memory");
@@ -118,7 +185,8 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 	pthread_mutex_init(&f->mu, NULL);
 	/* Nothing is watched yet: reservations wait. */
 	usage_set_watching(cfg->usage, false);
-	for (int i = 0; i < USAGE_KINDS; i++) {
+	f->n_kinds = cfg->inventory ? FEED_KINDS : USAGE_KINDS;
+	for (int i = 0; i < f->n_kinds; i++) {
 		struct feed_kind *k = &f->kinds[i];
 		struct informer_config ic = {
 			.kube = cfg->kube,
@@ -134,7 +202,7 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 		};
 
 		k->f = f;
-		k->kind = (enum usage_kind)i;
+		k->kind = i;
 		if (informer_start(&ic, &k->inf, d) < 0)
 			goto fail;
 	}
@@ -165,10 +233,10 @@ void feed_stop(struct feed *f)
 {
 	if (!f)
 		return;
-	/* All at once: the stop takes about a second, not three. */
-	for (int i = 0; i < USAGE_KINDS; i++)
+	/* All at once: the stop takes about a second, not four. */
+	for (int i = 0; i < f->n_kinds; i++)
 		informer_cancel(f->kinds[i].inf);
-	for (int i = 0; i < USAGE_KINDS; i++)
+	for (int i = 0; i < f->n_kinds; i++)
 		informer_stop(f->kinds[i].inf);
 	pthread_mutex_destroy(&f->mu);
 	free(f);

@@ -29,13 +29,21 @@
  * leave it stale.  The first whole list of each kind is logged
  * (msg="usage synced" kind=pods entries=N).
  *
+ * With an inventory (usage/inventory.h), a fourth informer lists and
+ * watches every Node, and every pod also goes to the inventory: where it is
+ * bound and what it asks there.  Nodes count neither for feed_synced nor
+ * for feed_connected: quota does not depend on them, and a cluster that
+ * refuses to list Nodes (RBAC) only leaves the pool unknown (logged).
+ *
  * The feed knows neither the policy nor what an object holds: the caller
  * gives it the charge rule (webhook/charge.h charge_item_current with the
- * policy holder, in gpugate serve).
+ * policy holder, in gpugate serve) and, for the inventory, the readers of
+ * webhook/node-facts.h.
  */
 #ifndef GPUGATE_FEED_H
 #define GPUGATE_FEED_H
 
+#include "usage/inventory.h"
 #include "usage/usage.h"
 
 #include <jansson.h>
@@ -57,6 +65,15 @@ struct feed_config {
 	int (*charge)(void *ctx, const json_t *obj, enum usage_kind kind,
 		      struct arena *a, struct usage_item *out);
 	void *charge_ctx;
+	/* Optional: the inventory to keep, and how to read a Node and where a
+	 * Pod is (both with the facts' rules; strings live as long as obj and
+	 * the arena).  Called from the feed's threads. */
+	struct inventory *inventory;
+	int (*node)(void *ctx, const json_t *obj, struct arena *a,
+		    struct pool_node *out);
+	int (*placement)(void *ctx, const json_t *obj, struct arena *a,
+			 struct inventory_placement *out);
+	void *facts_ctx;
 	unsigned idle_seconds;          /* a silent watch is broken; 0: 180 */
 	unsigned unserved_retry_ms;     /* claims not served: 0: 300000 */
 };

@@ -23,6 +23,7 @@
 #include "policy/charge.h"
 #include "policy/dra.h"
 #include "policy/k8s.h"
+#include "policy/pool.h"
 #include "policy/reach.h"
 
 #include <inttypes.h>
@@ -1638,6 +1639,120 @@ void decide(const struct decide_input *in, const struct usage_view *usage,
 		     out->claim.units, out->claim.may_borrow, usage ? usage : &quota_no_usage,
 		     &q);
 	decide_quota(in, out, &q);
+}
+
+/* ---- the pool (policy/pool.h) ----------------------------------------- */
+
+/* "; 2 nodes excluded: a (cordoned), b (condition X=True)" or "". */
+static void excluded_text(const struct pool_check *pc, char *buf, size_t size)
+{
+	size_t len;
+
+	buf[0] = '\0';
+	if (!pc->n_excluded)
+		return;
+	snprintf(buf, size, "; %zu node%s excluded: ", pc->n_excluded,
+		 pc->n_excluded == 1 ? "" : "s");
+	for (size_t i = 0; i < pc->n_excluded && i < POOL_MAX_EXCLUDED; i++) {
+		const char *why = pc->excluded[i].exclusion == POOL_HEALTH ||
+					  pc->excluded[i].exclusion == POOL_TAINTED
+				  ? pc->excluded[i].why
+				  : pool_exclusion_name(pc->excluded[i].exclusion);
+
+		len = strlen(buf);
+		snprintf(buf + len, size - len, "%s%s (%s)", i ? ", " : "",
+			 pc->excluded[i].node, why);
+	}
+	len = strlen(buf);
+	if (pc->n_excluded > POOL_MAX_EXCLUDED)
+		snprintf(buf + len, size - len, ", ...");
+}
+
+static bool needs_pool_check(const struct decide_input *in, const struct decision *out)
+{
+	const struct quota_claim *cl = &out->claim;
+
+	/* A Job's pod was weighed with its Job; claims have no node yet. */
+	return cl->needed && !cl->owner_job_uid && cl->per_pod > 0 &&
+	       (in->wl->kind == WL_POD || in->wl->kind == WL_JOB);
+}
+
+bool decide_pool_denies(const struct decide_input *in, const struct decision *out,
+			const struct pool_check *pc)
+{
+	return needs_pool_check(in, out) && pc && pc->known &&
+	       pc->fit.verdict == POOL_NEVER_FITS && out->mode == POLICY_MODE_ENFORCE;
+}
+
+void decide_pool(const struct decide_input *in, struct decision *out,
+		 const struct pool_check *pc)
+{
+	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
+	const struct quota_claim *cl = &out->claim;
+	const struct policy_flavor *f = cl->flavor;
+	const struct pool_fit *fit = &pc->fit;
+	bool job = in->wl->kind == WL_JOB && cl->pods > 1;
+	const char *topo = job && out->plan.topology == POLICY_TOPOLOGY_REQUIRED
+				   ? out->plan.topology_key
+				   : NULL;
+	const char *what = in->wl->kind == WL_JOB ? "job" : "pod";
+	char ex[600], gang[160];
+
+	if (!pc || !pc->known || !needs_pool_check(in, out))
+		return;
+	excluded_text(pc, ex, sizeof(ex));
+	snprintf(gang, sizeof(gang), "the job's %" PRId64 " pods of %u %s", cl->pods,
+		 cl->per_pod, f->resource);
+	if (fit->verdict == POOL_NEVER_FITS) {
+		if (cl->per_pod > pc->largest_allocatable)
+			violate(&c, "pool", "no usable node of flavor %s can hold a pod of "
+				"%u %s: the largest offers %" PRId64 " (%s)%s",
+				f->name, cl->per_pod, f->resource,
+				pc->largest_allocatable, pc->largest_allocatable_node, ex);
+		else if (topo)
+			violate(&c, "pool", "no %s domain of flavor %s can hold %s: the "
+				"largest holds %" PRId64 "%s%s",
+				topo, f->name, gang, fit->fit_empty,
+				fit->n_domains ? "" : " (no usable node has the label)", ex);
+		else
+			violate(&c, "pool", "the usable nodes of flavor %s can hold at most "
+				"%" PRId64 " of %s%s",
+				f->name, fit->fit_empty, gang, ex);
+		return;
+	}
+	if (!out->allowed || in->phase != DECIDE_VALIDATE)
+		return; /* advice is given once, when admitted (kubectl prints it) */
+	switch (fit->verdict) {
+	case POOL_UNKNOWN:
+		add_warning(out, "gpugate: no node of flavor %s is in the cluster: the "
+			    "%s waits until one joins", f->name, what);
+		break;
+	case POOL_NONE_USABLE:
+		add_warning(out, "gpugate: all %zu nodes of flavor %s are excluded, the "
+			    "%s waits until one is back%s", pc->n_nodes, f->name, what, ex);
+		break;
+	case POOL_NOT_NOW:
+		if (topo)
+			add_warning(out, "gpugate: admitted, but no %s domain of flavor %s "
+				    "has room for %s now: the best (%s) has room for "
+				    "%" PRId64 "%s",
+				    topo, f->name, gang, pc->domain, fit->fit_now, ex);
+		else if (job)
+			add_warning(out, "gpugate: admitted, but flavor %s has room for "
+				    "%" PRId64 " of %s now (%" PRId64 " free, at most %"
+				    PRId64 " on one node)%s",
+				    f->name, fit->fit_now, gang, pc->free, pc->largest_free, ex);
+		else
+			add_warning(out, "gpugate: admitted, but no node of flavor %s has "
+				    "%u %s free now: %" PRId64 " free on %zu nodes, at most %"
+				    PRId64 " on one%s; the pod waits%s",
+				    f->name, cl->per_pod, f->resource, pc->free, pc->n_usable,
+				    pc->largest_free,
+				    pc->free >= cl->per_pod ? " (fragmentation)" : "", ex);
+		break;
+	default:
+		break;
+	}
 }
 
 /* ---- ephemeral containers --------------------------------------------- */

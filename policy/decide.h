@@ -154,6 +154,22 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 		  const struct quota_result *q);
 
 /*
+ * The pool (policy/pool.h) for an admitted request: pc is what the
+ * inventory says about out->claim (NULL or not known: nothing is said).
+ * decide_pool_denies() tells, before quota is reserved, whether
+ * decide_pool() will deny (no usable node could ever hold it, enforce
+ * mode).  decide_pool(), after decide_quota(): the denial ("pool" rule;
+ * a warning in warn mode), else at /validate advice when there is no
+ * room now (fragmentation, excluded nodes, no node of the flavor yet).
+ * A Job's pods were weighed with their Job and are not checked again.
+ */
+struct pool_check;
+bool decide_pool_denies(const struct decide_input *in, const struct decision *out,
+			const struct pool_check *pc);
+void decide_pool(const struct decide_input *in, struct decision *out,
+		 const struct pool_check *pc);
+
+/*
  * An UPDATE of a Pod's ephemeralcontainers subresource (kubectl debug),
  * at /validate: in->wl is the whole Pod as it will be, its
  * spec.ephemeralContainers included.  Only the security rules run, over

@@ -324,3 +324,60 @@ void pool_fit(const struct pool_view *v, int64_t per_pod, int64_t pods,
 	else
 		out->verdict = POOL_FITS;
 }
+
+static void copy_name(char *dst, size_t size, const char *src)
+{
+	snprintf(dst, size, "%s", src ? src : "");
+}
+
+void pool_check_build(const struct pool_view *v, int64_t per_pod, int64_t pods,
+		      const char *topology_key, struct pool_check *out)
+{
+	memset(out, 0, sizeof(*out));
+	pool_fit(v, per_pod, pods, topology_key, &out->fit);
+	out->known = true;
+	out->n_nodes = v->n_members;
+	out->n_usable = v->n_usable;
+	out->allocatable = v->allocatable;
+	out->free = v->free;
+	out->largest_allocatable = v->largest_allocatable;
+	out->largest_free = v->largest_free;
+	copy_name(out->largest_allocatable_node, sizeof(out->largest_allocatable_node),
+		  v->largest_allocatable_node);
+	copy_name(out->largest_free_node, sizeof(out->largest_free_node),
+		  v->largest_free_node);
+	copy_name(out->domain, sizeof(out->domain), out->fit.domain);
+	out->fit.domain = out->fit.domain ? out->domain : NULL;
+	for (size_t i = 0; i < v->n_members; i++) {
+		const struct pool_member *m = &v->members[i];
+
+		if (m->exclusion == POOL_USABLE)
+			continue;
+		if (out->n_excluded < POOL_MAX_EXCLUDED) {
+			copy_name(out->excluded[out->n_excluded].node, POOL_NAME_LEN,
+				  m->node->name);
+			out->excluded[out->n_excluded].exclusion = m->exclusion;
+			copy_name(out->excluded[out->n_excluded].why,
+				  sizeof(out->excluded[0].why), m->why);
+		}
+		out->n_excluded++;
+	}
+}
+
+void pool_summarize(const struct pool_view *v, struct pool_summary *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->flavor = v->flavor;
+	out->allocatable = v->allocatable;
+	out->allocated = v->allocated;
+	out->free = v->free;
+	out->largest_free = v->largest_free;
+	for (size_t i = 0; i < v->n_members; i++) {
+		const struct pool_member *m = &v->members[i];
+
+		out->nodes[m->exclusion]++;
+		out->capacity += m->capacity;
+		if (m->exclusion != POOL_USABLE)
+			out->excluded += m->capacity;
+	}
+}

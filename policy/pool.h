@@ -151,6 +151,17 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 		     const struct policy_flavor *f, const struct policy_health *h,
 		     struct pool_member *members, struct pool_view *v);
 
+/* A flavor at a glance (metrics, the pool report). */
+struct pool_summary {
+	const struct policy_flavor *flavor;
+	size_t nodes[POOL_TAINTED + 1]; /* by enum pool_exclusion */
+	int64_t capacity;      /* status.capacity of every node of the flavor */
+	int64_t allocatable, allocated, free, largest_free; /* usable nodes */
+	int64_t excluded;      /* capacity of the excluded nodes */
+};
+
+void pool_summarize(const struct pool_view *v, struct pool_summary *out);
+
 enum pool_verdict {
 	POOL_FITS,        /* there is room now */
 	POOL_UNKNOWN,     /* no node of the flavor in the cluster (yet: an
@@ -177,6 +188,37 @@ struct pool_fit {
 	size_t n_domains;            /* with a topology key: domains seen */
 	size_t n_excluded;           /* nodes of the flavor that are excluded */
 };
+
+#define POOL_NAME_LEN 254
+#define POOL_MAX_EXCLUDED 4
+
+/* What the pool says about one request, copied out of a view (the
+ * inventory builds it under its lock; decide.c words it). */
+struct pool_check {
+	bool known;                  /* false: nothing else is set */
+	struct pool_fit fit;         /* fit.domain points into domain below */
+	size_t n_nodes, n_usable;
+	int64_t allocatable, free;   /* of the usable nodes */
+	int64_t largest_allocatable, largest_free;
+	char largest_allocatable_node[POOL_NAME_LEN];
+	char largest_free_node[POOL_NAME_LEN];
+	char domain[64];             /* the best topology domain, or "" */
+	/* The first excluded nodes, with why. */
+	size_t n_excluded;           /* all of them */
+	struct {
+		char node[POOL_NAME_LEN];
+		enum pool_exclusion exclusion;
+		char why[160];
+	} excluded[POOL_MAX_EXCLUDED];
+};
+
+/*
+ * Fills *out from view v: pool_fit of pods pods of per_pod units (in one
+ * domain of topology_key when not NULL), the totals and the excluded
+ * nodes.  Pure.
+ */
+void pool_check_build(const struct pool_view *v, int64_t per_pod, int64_t pods,
+		      const char *topology_key, struct pool_check *out);
 
 /*
  * Whether pods pods of per_pod units each can be placed on v's usable

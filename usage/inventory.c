@@ -540,52 +540,17 @@ static int view(struct inventory *inv, const struct policy *p,
 	return 0;
 }
 
-static void copy_name(char *dst, size_t size, const char *src)
-{
-	snprintf(dst, size, "%s", src ? src : "");
-}
-
 void inventory_fit(struct inventory *inv, const struct policy *p,
 		   const struct policy_flavor *f, int64_t per_pod, int64_t pods,
-		   const char *topology_key, struct inventory_fit *out)
+		   const char *topology_key, struct pool_check *out)
 {
 	struct pool_view v;
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&inv->mu);
-	if (!inv->synced[INVENTORY_NODES] || !inv->synced[INVENTORY_PODS] ||
-	    view(inv, p, f, policy_health(p), &v) < 0) {
-		pthread_mutex_unlock(&inv->mu);
-		return;
-	}
-	pool_fit(&v, per_pod, pods, topology_key, &out->fit);
-	out->synced = true;
-	out->n_nodes = v.n_members;
-	out->n_usable = v.n_usable;
-	out->allocatable = v.allocatable;
-	out->free = v.free;
-	out->largest_allocatable = v.largest_allocatable;
-	out->largest_free = v.largest_free;
-	copy_name(out->largest_allocatable_node, sizeof(out->largest_allocatable_node),
-		  v.largest_allocatable_node);
-	copy_name(out->largest_free_node, sizeof(out->largest_free_node),
-		  v.largest_free_node);
-	copy_name(out->domain, sizeof(out->domain), out->fit.domain);
-	out->fit.domain = out->fit.domain ? out->domain : NULL;
-	for (size_t i = 0; i < v.n_members; i++) {
-		const struct pool_member *m = &v.members[i];
-
-		if (m->exclusion == POOL_USABLE)
-			continue;
-		if (out->n_excluded < INVENTORY_MAX_EXCLUDED) {
-			copy_name(out->excluded[out->n_excluded].node,
-				  INVENTORY_NAME_LEN, m->node->name);
-			out->excluded[out->n_excluded].exclusion = m->exclusion;
-			copy_name(out->excluded[out->n_excluded].why,
-				  sizeof(out->excluded[0].why), m->why);
-		}
-		out->n_excluded++;
-	}
+	if (inv->synced[INVENTORY_NODES] && inv->synced[INVENTORY_PODS] &&
+	    view(inv, p, f, policy_health(p), &v) == 0)
+		pool_check_build(&v, per_pod, pods, topology_key, out);
 	pthread_mutex_unlock(&inv->mu);
 }
 

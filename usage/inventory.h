@@ -37,6 +37,14 @@ struct inventory_ask {
 	int64_t units;
 };
 
+/* A pod as the inventory needs it (webhook/node-facts.c reads it). */
+struct inventory_placement {
+	const char *uid;
+	const char *node; /* NULL: holds nothing on any node */
+	const struct inventory_ask *asks;
+	size_t n_asks;
+};
+
 struct inventory;
 
 struct inventory *inventory_new(void);
@@ -65,37 +73,15 @@ bool inventory_synced(struct inventory *inv);
 size_t inventory_nodes(struct inventory *inv);
 size_t inventory_pods(struct inventory *inv);
 
-#define INVENTORY_NAME_LEN 254
-#define INVENTORY_MAX_EXCLUDED 4
-
-/* What a decision needs of one flavor, copied out. */
-struct inventory_fit {
-	bool synced;                 /* false: nothing else is set */
-	struct pool_fit fit;         /* fit.domain points into domain below */
-	size_t n_nodes, n_usable;
-	int64_t allocatable, free;   /* of the usable nodes */
-	int64_t largest_allocatable, largest_free;
-	char largest_allocatable_node[INVENTORY_NAME_LEN];
-	char largest_free_node[INVENTORY_NAME_LEN];
-	char domain[64];             /* the best topology domain, or "" */
-	/* The first excluded nodes, with why (policy/pool.h). */
-	size_t n_excluded;           /* all of them */
-	struct {
-		char node[INVENTORY_NAME_LEN];
-		enum pool_exclusion exclusion;
-		char why[160];
-	} excluded[INVENTORY_MAX_EXCLUDED];
-};
-
 /*
  * Whether pods pods of per_pod units of flavor f (of policy p) fit
  * (pool_fit, in one domain of topology_key when not NULL), under p's
- * health settings, into *out.  out->synced false: the inventory has not
+ * health settings, into *out.  out->known false: the inventory has not
  * listed nodes and pods yet (or ran out of memory), nothing is known.
  */
 void inventory_fit(struct inventory *inv, const struct policy *p,
 		   const struct policy_flavor *f, int64_t per_pod, int64_t pods,
-		   const char *topology_key, struct inventory_fit *out);
+		   const char *topology_key, struct pool_check *out);
 
 /*
  * Calls fn once per flavor of p with its view (pool_view_build under

@@ -27,6 +27,8 @@
 #include "webhook/handler.h"
 #include "webhook/holder.h"
 #include "webhook/metrics.h"
+#include "webhook/node-facts.h"
+#include "webhook/pool-report.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -50,6 +52,7 @@ struct daemon {
 	struct kube_config kube;
 	bool have_api;
 	struct usage_store *usage;
+	struct inventory *inventory;      /* API mode only */
 	struct feed *feed;
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
@@ -295,6 +298,7 @@ static void route_metrics(void *ctx, const struct http_request *req,
 	struct metrics_state st = {
 		.policy = holder_acquire(dm->holder, &ref),
 		.usage = dm->usage,
+		.inventory = dm->inventory,
 		.api = dm->feed != NULL,
 		.api_connected = dm->feed && feed_connected(dm->feed),
 		.api_synced = dm->feed && feed_synced(dm->feed),
@@ -317,6 +321,31 @@ static void route_metrics(void *ctx, const struct http_request *req,
 	}
 	out->status = 200;
 	out->content_type = "text/plain; version=0.0.4; charset=utf-8";
+}
+
+/* The pool at a glance (webhook/pool-report.h): JSON. */
+static void route_pool(void *ctx, const struct http_request *req,
+		       struct http_reply *out)
+{
+	struct daemon *dm = ctx;
+	struct holder_ref *ref;
+	const struct policy *p = holder_acquire(dm->holder, &ref);
+	json_t *r = p ? pool_report(p, dm->inventory, dm->usage) : NULL;
+	char *text = r ? json_dumps(r, JSON_COMPACT) : NULL;
+	char *body = text ? strdup(text) : NULL; /* the server free()s it */
+
+	(void)req;
+	jsonmem_free(text);
+	json_decref(r);
+	holder_release(ref);
+	if (!body) {
+		http_reply_text(out, 500, "pool report unavailable\n");
+		return;
+	}
+	out->status = 200;
+	out->content_type = "application/json";
+	out->len = strlen(body);
+	out->body = body;
 }
 
 /* ---- start and stop ---------------------------------------------------- */
@@ -437,8 +466,16 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	if (dm->have_api) {
 		struct feed_config fc = {.kube = &dm->kube, .usage = dm->usage,
 					 .charge = charge_item_current,
-					 .charge_ctx = dm->holder};
+					 .charge_ctx = dm->holder,
+					 .node = node_facts_cb,
+					 .placement = pod_placement_cb};
 
+		dm->inventory = inventory_new();
+		if (!dm->inventory) {
+			diag_addf(d, "gpugate serve: out of memory");
+			goto fail;
+		}
+		fc.inventory = dm->inventory;
 		if (feed_start(&fc, &dm->feed, d) < 0)
 			goto fail;
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
@@ -454,6 +491,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	dm->handler.policy = dm->holder;
 	dm->handler.metrics = dm->metrics;
 	dm->handler.usage = dm->usage;
+	dm->handler.inventory = dm->inventory;
 	sc.host = dm->host;
 	sc.port = cfg->port;
 	sc.threads = cfg->threads;
@@ -470,6 +508,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			{"GET", "/healthz", route_healthz, NULL, 0},
 			{"GET", "/readyz", route_readyz, dm, 0},
 			{"GET", "/metrics", route_metrics, dm, 0},
+			{"GET", "/pool", route_pool, dm, 0},
 		};
 
 		sc.routes = routes;
@@ -510,6 +549,7 @@ void daemon_stop(struct daemon *dm)
 	}
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
+	inventory_free(dm->inventory);
 	usage_free(dm->usage);
 	kube_shared_io_free(dm->shared_io);
 	kube_config_release(&dm->kube);

@@ -5,6 +5,8 @@
 #include "codec/jget.h"
 #include "codec/jsonmem.h"
 #include "http/server.h"
+#include "policy/pool.h"
+#include "usage/inventory.h"
 #include "usage/usage.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
@@ -121,7 +123,7 @@ static bool is_ephemeral_update(const struct review *rv,
 
 int handler_evaluate(const struct policy *p, const struct review *rv,
 		     enum handler_endpoint ep, struct usage_store *u,
-		     struct evaluation *ev)
+		     struct inventory *inv, struct evaluation *ev)
 {
 	const json_t *obj = rv->object;
 	struct decide_input in = {
@@ -180,13 +182,24 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 	if (ev->dec.claim.needed) {
 		const struct quota_claim *c = &ev->dec.claim;
 		struct quota_result qr;
-		/* Hold units only for what will be admitted, never for dry runs. */
-		bool reserve = ep == HANDLER_VALIDATE && !rv->dry_run &&
-			       ev->dec.allowed;
+		struct pool_check pc = {.known = false};
+		bool reserve;
 
+		if (inv && c->flavor)
+			inventory_fit(inv, p, c->flavor, c->per_pod, c->pods,
+				      ev->dec.plan.topology == POLICY_TOPOLOGY_REQUIRED &&
+					      c->pods > 1
+				      ? ev->dec.plan.topology_key
+				      : NULL,
+				      &pc);
+		/* Hold units only for what will be admitted, never for dry
+		 * runs, nor for what the pool is about to refuse. */
+		reserve = ep == HANDLER_VALIDATE && !rv->dry_run && ev->dec.allowed &&
+			  !decide_pool_denies(&in, &ev->dec, &pc);
 		usage_decide(u, p, &ev->wl, c, reserve,
 			     ev->dec.mode != POLICY_MODE_ENFORCE, &qr);
 		decide_quota(&in, &ev->dec, &qr);
+		decide_pool(&in, &ev->dec, &pc);
 	}
 	if (ep == HANDLER_MUTATE && ev->dec.allowed && ev->dec.plan.active &&
 	    rv->object)
@@ -310,7 +323,7 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 		reply_text(out, 503, "gpugate: no policy loaded");
 		goto done;
 	}
-	if (handler_evaluate(p, &rv, ep, h->usage, &ev) < 0) {
+	if (handler_evaluate(p, &rv, ep, h->usage, h->inventory, &ev) < 0) {
 		reply_text(out, 500, "gpugate: out of memory");
 		goto done;
 	}

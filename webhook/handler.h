@@ -21,6 +21,7 @@
 
 enum handler_endpoint { HANDLER_MUTATE, HANDLER_VALIDATE };
 
+struct inventory;
 struct usage_store;
 
 struct evaluation {
@@ -40,12 +41,13 @@ void evaluation_release(struct evaluation *ev);
 
 /*
  * Evaluates one decoded review.  u is where usage lives (NULL: nothing in
- * use; usage/usage.h).  Returns 0,
- * or -1 when out of memory.  ev->bad_request marks a malformed object.
+ * use; usage/usage.h); inv the cluster's GPU nodes (NULL: the pool is not
+ * known and nothing is said of it; usage/inventory.h).  Returns 0, or -1
+ * when out of memory.  ev->bad_request marks a malformed object.
  */
 int handler_evaluate(const struct policy *p, const struct review *rv,
 		     enum handler_endpoint ep, struct usage_store *u,
-		     struct evaluation *ev);
+		     struct inventory *inv, struct evaluation *ev);
 
 struct holder;
 struct metrics;
@@ -54,6 +56,9 @@ struct handler {
 	struct holder *policy;
 	struct metrics *metrics;     /* may be NULL */
 	struct usage_store *usage;   /* may be NULL: nothing in use */
+	/* The cluster's GPU nodes (API mode); NULL: the pool is not known,
+	 * and admission says nothing about it. */
+	struct inventory *inventory;
 	/* Build the whole review, even the parts no rule reads
 	 * (review_decode_all()): for tests that compare the two. */
 	bool read_all;

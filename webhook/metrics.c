@@ -2,9 +2,12 @@
 
 #include "base/strbuf.h"
 #include "policy/policy.h"
+#include "policy/pool.h"
+#include "usage/inventory.h"
 #include "usage/usage.h"
 
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -103,6 +106,80 @@ static void render_quota(struct strbuf *sb, const struct metrics_state *st,
 }
 
 /* Quota per tenant and flavor, the usage store, the feed, the certificate. */
+struct summaries {
+	struct pool_summary *v;
+	size_t n, cap;
+};
+
+static void collect(void *ctx, const struct pool_view *v)
+{
+	struct summaries *s = ctx;
+
+	if (s->n < s->cap)
+		pool_summarize(v, &s->v[s->n++]);
+}
+
+/* One gauge per flavor of the summaries: value at offset off. */
+static void pool_gauge(struct strbuf *sb, const struct summaries *s, const char *name,
+		       const char *help, size_t off)
+{
+	strbuf_addf(sb, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name);
+	for (size_t i = 0; i < s->n; i++)
+		strbuf_addf(sb, "%s{flavor=\"%s\"} %lld\n", name, s->v[i].flavor->name,
+			    (long long)*(const int64_t *)((const char *)&s->v[i] + off));
+}
+
+static void render_pool(struct strbuf *sb, const struct metrics_state *st)
+{
+	struct summaries s = {.cap = policy_flavor_count(st->policy)};
+	bool synced = inventory_synced(st->inventory);
+
+	strbuf_addf(sb, "# HELP gpugate_pool_synced 1 once Nodes and Pods were "
+			"listed: the pool is known.\n"
+			"# TYPE gpugate_pool_synced gauge\n"
+			"gpugate_pool_synced %d\n",
+		    synced);
+	if (!synced || !s.cap)
+		return;
+	s.v = calloc(s.cap, sizeof(*s.v));
+	if (!s.v || inventory_each(st->inventory, st->policy, collect, &s) < 0) {
+		free(s.v);
+		return;
+	}
+	strbuf_addf(sb, "# HELP gpugate_pool_nodes Nodes of each flavor, by state: "
+			"usable, or why excluded.\n"
+			"# TYPE gpugate_pool_nodes gauge\n");
+	for (size_t i = 0; i < s.n; i++)
+		for (int e = POOL_USABLE; e <= POOL_TAINTED; e++)
+			strbuf_addf(sb, "gpugate_pool_nodes{flavor=\"%s\",state=\"%s\"} "
+					"%zu\n",
+				    s.v[i].flavor->name,
+				    pool_exclusion_name((enum pool_exclusion)e),
+				    s.v[i].nodes[e]);
+	pool_gauge(sb, &s, "gpugate_pool_capacity_units",
+		   "Capacity of every node of the flavor, in units of its resource.",
+		   offsetof(struct pool_summary, capacity));
+	pool_gauge(sb, &s, "gpugate_pool_allocatable_units",
+		   "Allocatable units of the usable nodes (a device plugin lowers it "
+		   "for unhealthy devices).",
+		   offsetof(struct pool_summary, allocatable));
+	pool_gauge(sb, &s, "gpugate_pool_allocated_units",
+		   "Units that bound pods which are not Succeeded or Failed ask for on "
+		   "the usable nodes (Terminating ones included).",
+		   offsetof(struct pool_summary, allocated));
+	pool_gauge(sb, &s, "gpugate_pool_free_units",
+		   "Allocatable minus allocated, summed over the usable nodes.",
+		   offsetof(struct pool_summary, free));
+	pool_gauge(sb, &s, "gpugate_pool_largest_free_units",
+		   "The most units free on one usable node.",
+		   offsetof(struct pool_summary, largest_free));
+	pool_gauge(sb, &s, "gpugate_pool_excluded_units",
+		   "Capacity of the excluded nodes (health, NotReady, cordoned, "
+		   "tainted).",
+		   offsetof(struct pool_summary, excluded));
+	free(s.v);
+}
+
 static void render_state(struct strbuf *sb, const struct metrics_state *st)
 {
 	render_quota(sb, st, "gpugate_quota_nominal",
@@ -115,6 +192,8 @@ static void render_state(struct strbuf *sb, const struct metrics_state *st)
 			"# TYPE gpugate_ledger_entries gauge\n"
 			"gpugate_ledger_entries %zu\n",
 		    usage_entries(st->usage));
+	if (st->inventory && st->policy)
+		render_pool(sb, st);
 	if (st->api)
 		strbuf_addf(sb, "# HELP gpugate_kube_watch_connected 1 while the "
 				"Pod and Job watches are connected.\n"

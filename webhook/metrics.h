@@ -39,6 +39,7 @@ void metrics_admission(struct metrics *m, enum metrics_endpoint ep,
 void metrics_policy_reload(struct metrics *m, bool ok);
 void metrics_cert_reload(struct metrics *m, bool ok);
 
+struct inventory;
 struct policy;
 struct usage_store;
 
@@ -49,6 +50,9 @@ struct metrics_state {
 	 * lines when policy is NULL. */
 	const struct policy *policy;
 	struct usage_store *usage;
+	/* gpugate_pool_*: the flavors' nodes and units (usage/inventory.h),
+	 * when not NULL (API mode) and policy is set. */
+	struct inventory *inventory;
 	/* gpugate_kube_watch_connected and gpugate_kube_synced, in API mode. */
 	bool api;
 	bool api_connected;

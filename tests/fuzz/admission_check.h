@@ -119,7 +119,7 @@ static void check_mutated_again(const struct policy *p, const struct review *rv,
 
 	again.object = mutated;
 	evaluation_init(&ev);
-	if (handler_evaluate(p, &again, HANDLER_MUTATE, q, &ev) < 0)
+	if (handler_evaluate(p, &again, HANDLER_MUTATE, q, NULL, &ev) < 0)
 		fuzz_fail("out of memory");
 	if (ev.bad_request) {
 		fprintf(stderr, "error: %s\n", ev.error);
@@ -137,7 +137,7 @@ static void check_mutated_again(const struct policy *p, const struct review *rv,
 	evaluation_release(&ev);
 
 	evaluation_init(&ev);
-	if (handler_evaluate(p, &again, HANDLER_VALIDATE, q, &ev) < 0)
+	if (handler_evaluate(p, &again, HANDLER_VALIDATE, q, NULL, &ev) < 0)
 		fuzz_fail("out of memory");
 	if (ev.bad_request) {
 		fprintf(stderr, "error: %s\n", ev.error);
@@ -162,7 +162,7 @@ static void check_endpoint(const struct policy *p, const struct review *rv,
 	if (rv->object && !before)
 		fuzz_fail("out of memory");
 	evaluation_init(&ev);
-	if (handler_evaluate(p, rv, ep, q, &ev) < 0)
+	if (handler_evaluate(p, rv, ep, q, NULL, &ev) < 0)
 		fuzz_fail("out of memory");
 #ifdef FUZZ_TRACE /* -DFUZZ_TRACE: one line per evaluation on stderr */
 	fprintf(stderr, "trace: %s quota=%s allowed=%d rule=%s patch=%zu %s%s\n",

@@ -169,7 +169,7 @@ static void check_admit(enum handler_endpoint ep, const uint8_t *data,
 			  "the response could not be encoded)");
 	}
 	evaluation_init(&ev);
-	if (handler_evaluate(pol, rv, ep, NULL, &ev) < 0)
+	if (handler_evaluate(pol, rv, ep, NULL, NULL, &ev) < 0)
 		fuzz_fail("out of memory");
 	want = encode_like_admit(rv, &ev, &len);
 	if (!want || len != out.len || memcmp(want, out.body, len) != 0) {

@@ -4,7 +4,7 @@ tests/integration/test_watch.py).
 
 It serves what gpugate asks for and nothing else:
 
-    GET /api/v1/pods, GET /apis/batch/v1/jobs
+    GET /api/v1/pods, GET /apis/batch/v1/jobs, GET /api/v1/nodes
     and GET /apis/resource.k8s.io/v1/resourceclaims (404 while `serve`d off)
         ?labelSelector=KEY           objects that carry label KEY (the only
                                      selector served: gpugate.io/tenant)
@@ -97,7 +97,7 @@ class Request:
 
 @dataclass
 class _Resource:
-    kind: str                            # "pods" / "jobs" / "claims"
+    kind: str                            # "pods" / "jobs" / "claims" / "nodes"
     path: str
     list_kind: str
     obj_kind: str
@@ -624,6 +624,7 @@ class FakeKube(_Objects):
             "claims": _Resource("claims", "/apis/resource.k8s.io/v1/resourceclaims",
                                 "ResourceClaimList", "ResourceClaim",
                                 "resource.k8s.io/v1"),
+            "nodes": _Resource("nodes", "/api/v1/nodes", "NodeList", "Node", "v1"),
         }
         self._by_path = {r.path: r for r in self._res.values()}
         self._objects_init()

@@ -347,7 +347,7 @@ def test_broken_policy(gpugate_bin, tmp_path):
     line = text.count("\n")
     bad_input(explain(gpugate_bin, "--policy", str(pol), str(POD_YAML)),
               f'{pol}:{line}: unknown key "bogus" (expected one of: version, settings, '
-              f'flavors, classes, tenants, checkpoint)\n')
+              f'flavors, classes, tenants, checkpoint, health)\n')
 
 
 def test_missing_policy_file(gpugate_bin, tmp_path):

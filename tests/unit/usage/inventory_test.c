@@ -82,11 +82,11 @@ static void synced(void)
 
 Test(inventory, knows_nothing_until_both_kinds_are_listed)
 {
-	struct inventory_fit f;
+	struct pool_check f;
 
 	put_node("a", 8, true, NULL); /* a watch event before the first list */
 	inventory_fit(I, P, H100, 1, 1, NULL, &f);
-	cr_assert_not(f.synced);
+	cr_assert_not(f.known);
 	inventory_relist_begin(I, INVENTORY_NODES);
 	put_node("b", 8, true, NULL);
 	inventory_relist_end(I, INVENTORY_NODES);
@@ -96,13 +96,13 @@ Test(inventory, knows_nothing_until_both_kinds_are_listed)
 	inventory_relist_end(I, INVENTORY_PODS);
 	cr_assert(inventory_synced(I));
 	inventory_fit(I, P, H100, 1, 1, NULL, &f);
-	cr_assert(f.synced);
+	cr_assert(f.known);
 	cr_assert_eq(f.fit.verdict, POOL_FITS);
 }
 
 Test(inventory, pods_allocate_on_their_node_before_and_after_it_is_known)
 {
-	struct inventory_fit f;
+	struct pool_check f;
 
 	synced();
 	put_pod("p1", "a", 5); /* seen before its node */
@@ -132,7 +132,7 @@ Test(inventory, pods_allocate_on_their_node_before_and_after_it_is_known)
 
 Test(inventory, excluded_nodes_are_copied_out_with_why)
 {
-	struct inventory_fit f;
+	struct pool_check f;
 
 	synced();
 	put_node("a", 8, false, NULL);
@@ -149,7 +149,7 @@ Test(inventory, excluded_nodes_are_copied_out_with_why)
 
 Test(inventory, a_relist_drops_what_it_did_not_see)
 {
-	struct inventory_fit f;
+	struct pool_check f;
 
 	synced();
 	put_node("a", 8, true, "A");
@@ -176,7 +176,7 @@ Test(inventory, a_relist_drops_what_it_did_not_see)
 
 Test(inventory, many_nodes_and_pods_add_up)
 {
-	struct inventory_fit f;
+	struct pool_check f;
 	char name[32], uid[32];
 
 	synced();

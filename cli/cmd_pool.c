@@ -1,0 +1,145 @@
+/*
+ * gpugate pool: the pool at a glance, from the cluster, once — per flavor
+ * its nodes (usable, or why excluded), capacity, allocated, free and the
+ * largest free on one node; per tenant used, nominal, borrowed and lent.
+ * The same report as GET /pool of gpugate serve (webhook/pool-report.h),
+ * read through the same feed (webhook/snapshot.h).
+ */
+#include "base/diag.h"
+#include "base/strbuf.h"
+#include "cli/cmd.h"
+#include "kube/config.h"
+#include "policy/policy.h"
+#include "webhook/holder.h"
+#include "webhook/pool-report.h"
+#include "webhook/snapshot.h"
+
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void cmd_pool_usage(FILE *out)
+{
+	fputs("usage: gpugate pool --policy FILE --kubeconfig FILE [-o text|json]\n"
+	      "                    [--timeout SECONDS]\n"
+	      "\n"
+	      "Lists the cluster's Nodes, Pods, Jobs and ResourceClaims once and shows\n"
+	      "the pool as gpugate serve sees it under the policy: per flavor its\n"
+	      "nodes, how many are usable (the others are excluded: a health signal,\n"
+	      "NotReady, cordoned, or a taint the flavor does not tolerate), capacity,\n"
+	      "allocated, free and the largest free on one node; per tenant and\n"
+	      "flavor the units used, the nominal quota, what it borrows and what it\n"
+	      "lends.  -o json prints the document GET /pool serves.\n"
+	      "\n"
+	      "  --timeout SECONDS  wait at most this long for the lists (default 60)\n"
+	      "\n"
+	      "Exit status: 0 shown; 1 the cluster could not be read; 2 usage error or\n"
+	      "invalid policy.\n",
+	      out);
+}
+
+static int usage_error(const char *msg)
+{
+	fprintf(stderr, "gpugate pool: %s\n", msg);
+	cmd_pool_usage(stderr);
+	return 2;
+}
+
+int cmd_pool(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"policy", required_argument, NULL, 'p'},
+		{"kubeconfig", required_argument, NULL, 'k'},
+		{"output", required_argument, NULL, 'o'},
+		{"timeout", required_argument, NULL, 't'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
+	const char *policy_path = NULL, *kubeconfig = NULL, *output = "text";
+	unsigned timeout_s = 60;
+	struct kube_config kube = {0};
+	struct policy *p = NULL;
+	struct holder *holder = NULL;
+	struct snapshot snap = {0};
+	struct diag d;
+	json_t *report = NULL;
+	int c, rc = 1;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': policy_path = optarg; break;
+		case 'k': kubeconfig = optarg; break;
+		case 'o': output = optarg; break;
+		case 't': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!*optarg || *end || v < 1 || v > 3600)
+				return usage_error("--timeout wants 1 to 3600 seconds");
+			timeout_s = (unsigned)v;
+			break;
+		}
+		case 'h': cmd_pool_usage(stdout); return 0;
+		default: return usage_error("unknown option");
+		}
+	}
+	if (optind != argc)
+		return usage_error("unexpected argument");
+	if (!policy_path || !kubeconfig)
+		return usage_error("--policy and --kubeconfig are required");
+	if (strcmp(output, "text") != 0 && strcmp(output, "json") != 0)
+		return usage_error("-o wants text or json");
+	diag_init(&d);
+	if (policy_load(policy_path, &p, &d) < 0) {
+		fputs(diag_text(&d), stderr);
+		return 2;
+	}
+	holder = holder_new(p);
+	if (!holder) {
+		policy_free(p);
+		fputs("gpugate pool: out of memory\n", stderr);
+		return 1;
+	}
+	diag_init(&d);
+	if (kube_config_load(kubeconfig, &kube, &d) < 0 ||
+	    snapshot_take(&kube, holder, timeout_s * 1000u, &snap, &d) < 0) {
+		fprintf(stderr, "gpugate pool: %s", diag_text(&d));
+		goto out;
+	}
+	report = pool_report(p, snap.inventory, snap.usage);
+	if (!report) {
+		fputs("gpugate pool: out of memory\n", stderr);
+		goto out;
+	}
+	if (strcmp(output, "json") == 0) {
+		if (json_dumpf(report, stdout, JSON_INDENT(2)) < 0)
+			goto out;
+		putchar('\n');
+	} else {
+		struct strbuf sb;
+
+		strbuf_init(&sb, 64u << 20);
+		if (pool_report_text(report, &sb) < 0) {
+			strbuf_release(&sb);
+			fputs("gpugate pool: out of memory\n", stderr);
+			goto out;
+		}
+		{
+			size_t len;
+			char *text = strbuf_take(&sb, &len);
+
+			fwrite(text, 1, len, stdout);
+			free(text);
+		}
+	}
+	rc = 0;
+out:
+	json_decref(report);
+	snapshot_release(&snap);
+	kube_config_release(&kube);
+	holder_free(holder); /* frees p */
+	return rc;
+}

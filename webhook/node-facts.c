@@ -1,0 +1,228 @@
+#include "webhook/node-facts.h"
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "policy/charge.h"
+#include "policy/k8s.h"
+#include "policy/workload.h"
+#include "webhook/facts.h"
+
+#include <string.h>
+
+static const char *str(const json_t *obj, const char *key)
+{
+	const char *s = json_string_value(json_object_get(obj, key));
+
+	return s ? s : "";
+}
+
+/* Whole units of a quantity; -1 when absent or not whole. */
+static int64_t units(const json_t *q)
+{
+	int64_t v;
+
+	if (!json_is_string(q) || k8s_quantity_whole(json_string_value(q), &v) < 0)
+		return -1;
+	return v;
+}
+
+static int labels_of(const json_t *labels, struct arena *a, struct pool_node *out)
+{
+	struct pool_label *l;
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+
+	if (!labels)
+		return 0;
+	if (!json_is_object(labels))
+		return -1;
+	l = arena_calloc(a, json_object_size(labels) + 1, sizeof(*l));
+	if (!l)
+		return -1;
+	json_object_foreach((json_t *)labels, k, v)
+		if (json_is_string(v))
+			l[n++] = (struct pool_label){k, json_string_value(v)};
+	out->labels = l;
+	out->n_labels = n;
+	return 0;
+}
+
+/* The extended resources of capacity and allocatable (names with a '/'). */
+static int resources_of(const json_t *status, struct arena *a, struct pool_node *out)
+{
+	const json_t *cap = json_object_get(status, "capacity");
+	const json_t *alloc = json_object_get(status, "allocatable");
+	struct pool_resource *r;
+	const char *k;
+	json_t *v;
+	size_t n = 0;
+
+	if ((cap && !json_is_object(cap)) || (alloc && !json_is_object(alloc)))
+		return -1;
+	r = arena_calloc(a, json_object_size(cap) + json_object_size(alloc) + 1,
+			 sizeof(*r));
+	if (!r)
+		return -1;
+	json_object_foreach((json_t *)cap, k, v)
+		if (strchr(k, '/'))
+			r[n++] = (struct pool_resource){k, units(v),
+							units(json_object_get(alloc, k)), 0};
+	json_object_foreach((json_t *)alloc, k, v)
+		if (strchr(k, '/') && !json_object_get(cap, k))
+			r[n++] = (struct pool_resource){k, -1, units(v), 0};
+	out->resources = r;
+	out->n_resources = n;
+	return 0;
+}
+
+static int taints_of(const json_t *taints, struct arena *a, struct pool_node *out)
+{
+	struct pool_taint *t;
+	size_t i, n = 0;
+	json_t *x;
+
+	if (!taints)
+		return 0;
+	if (!json_is_array(taints))
+		return -1;
+	t = arena_calloc(a, json_array_size(taints) + 1, sizeof(*t));
+	if (!t)
+		return -1;
+	json_array_foreach(taints, i, x)
+		if (json_is_object(x) && json_string_value(json_object_get(x, "key")))
+			t[n++] = (struct pool_taint){str(x, "key"), str(x, "value"),
+						     str(x, "effect")};
+	out->taints = t;
+	out->n_taints = n;
+	return 0;
+}
+
+static int conditions_of(const json_t *conds, struct arena *a, struct pool_node *out)
+{
+	struct pool_condition *c;
+	size_t i, n = 0;
+	json_t *x;
+
+	if (!conds)
+		return 0;
+	if (!json_is_array(conds))
+		return -1;
+	c = arena_calloc(a, json_array_size(conds) + 1, sizeof(*c));
+	if (!c)
+		return -1;
+	json_array_foreach(conds, i, x) {
+		if (!json_is_object(x) || !json_string_value(json_object_get(x, "type")))
+			continue;
+		c[n] = (struct pool_condition){str(x, "type"), str(x, "status"),
+					       str(x, "reason")};
+		if (strcmp(c[n].type, "Ready") == 0)
+			out->ready = strcmp(c[n].status, "True") == 0;
+		n++;
+	}
+	out->conditions = c;
+	out->n_conditions = n;
+	return 0;
+}
+
+int node_facts(const json_t *obj, struct arena *a, struct pool_node *out)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const json_t *spec = json_object_get(obj, "spec");
+	const json_t *status = json_object_get(obj, "status");
+	const json_t *unsched = json_object_get(spec, "unschedulable");
+
+	memset(out, 0, sizeof(*out));
+	out->name = json_string_value(json_object_get(meta, "name"));
+	if (!out->name || (spec && !json_is_object(spec)) ||
+	    (status && !json_is_object(status)) || (unsched && !json_is_boolean(unsched)))
+		return -1;
+	out->unschedulable = json_is_true(unsched);
+	if (labels_of(json_object_get(meta, "labels"), a, out) < 0 ||
+	    resources_of(status, a, out) < 0 ||
+	    taints_of(json_object_get(spec, "taints"), a, out) < 0 ||
+	    conditions_of(json_object_get(status, "conditions"), a, out) < 0)
+		return -1;
+	return 0;
+}
+
+/* Adds res to the asks (once) with its units under the scheduler's rule. */
+static void ask(const struct wl_pod *pod, const char *res, struct inventory_ask *asks,
+		size_t *n)
+{
+	int64_t u;
+
+	if (!strchr(res, '/'))
+		return;
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(asks[i].resource, res) == 0)
+			return;
+	u = charge_pod_units(pod, res);
+	if (u > 0)
+		asks[(*n)++] = (struct inventory_ask){res, u};
+}
+
+static void asks_of(const struct wl_container *cs, size_t n_cs, const struct wl_pod *pod,
+		    struct inventory_ask *asks, size_t *n)
+{
+	for (size_t i = 0; i < n_cs; i++) {
+		for (size_t k = 0; k < cs[i].n_limits; k++)
+			ask(pod, cs[i].limits[k].name, asks, n);
+		for (size_t k = 0; k < cs[i].n_requests; k++)
+			ask(pod, cs[i].requests[k].name, asks, n);
+	}
+}
+
+int pod_placement(const json_t *obj, struct arena *a, struct inventory_placement *out)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *phase = json_string_value(
+		json_object_get(json_object_get(obj, "status"), "phase"));
+	struct workload wl = {.kind = WL_POD, .op = WL_CREATE};
+	struct inventory_ask *asks;
+	size_t max = 0, n = 0;
+	struct diag d;
+
+	memset(out, 0, sizeof(*out));
+	out->uid = json_string_value(json_object_get(meta, "uid"));
+	if (!out->uid)
+		return -1;
+	out->node = json_string_value(json_object_get(json_object_get(obj, "spec"),
+						      "nodeName"));
+	if (out->node && (!out->node[0] || (phase && (strcmp(phase, "Succeeded") == 0 ||
+						     strcmp(phase, "Failed") == 0))))
+		out->node = NULL;
+	if (!out->node)
+		return 0;
+	diag_init(&d);
+	if (facts_extract(obj, &wl, a, &d) < 0)
+		return 0; /* gpugate cannot read it: it asks nothing */
+	for (size_t i = 0; i < wl.pod.n_containers; i++)
+		max += wl.pod.containers[i].n_limits + wl.pod.containers[i].n_requests;
+	for (size_t i = 0; i < wl.pod.n_init_containers; i++)
+		max += wl.pod.init_containers[i].n_limits +
+		       wl.pod.init_containers[i].n_requests;
+	if (!max)
+		return 0;
+	asks = arena_calloc(a, max, sizeof(*asks));
+	if (!asks)
+		return -1;
+	asks_of(wl.pod.containers, wl.pod.n_containers, &wl.pod, asks, &n);
+	asks_of(wl.pod.init_containers, wl.pod.n_init_containers, &wl.pod, asks, &n);
+	out->asks = asks;
+	out->n_asks = n;
+	return 0;
+}
+
+int node_facts_cb(void *ctx, const json_t *obj, struct arena *a, struct pool_node *out)
+{
+	(void)ctx;
+	return node_facts(obj, a, out);
+}
+
+int pod_placement_cb(void *ctx, const json_t *obj, struct arena *a,
+		     struct inventory_placement *out)
+{
+	(void)ctx;
+	return pod_placement(obj, a, out);
+}

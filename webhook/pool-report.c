@@ -1,0 +1,260 @@
+#include "webhook/pool-report.h"
+
+#include "base/strbuf.h"
+#include "policy/policy.h"
+#include "policy/pool.h"
+#include "usage/inventory.h"
+#include "usage/usage.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct build {
+	json_t *flavors;
+	bool oom;
+};
+
+static void add(json_t *obj, const char *key, json_t *v, bool *oom)
+{
+	if (!v || json_object_set_new(obj, key, v) < 0)
+		*oom = true;
+}
+
+static json_t *node_json(const struct pool_member *m, bool *oom)
+{
+	json_t *n = json_object();
+
+	if (!n) {
+		*oom = true;
+		return NULL;
+	}
+	add(n, "name", json_string(m->node->name), oom);
+	add(n, "state", json_string(pool_exclusion_name(m->exclusion)), oom);
+	if (m->why[0])
+		add(n, "why", json_string(m->why), oom);
+	add(n, "capacity", json_integer(m->capacity), oom);
+	add(n, "allocatable", json_integer(m->allocatable), oom);
+	add(n, "allocated", json_integer(m->allocated), oom);
+	add(n, "free", json_integer(m->free), oom);
+	return n;
+}
+
+static void flavor_json(void *ctx, const struct pool_view *v)
+{
+	struct build *b = ctx;
+	struct pool_summary s;
+	json_t *f = json_object(), *states = json_object(), *nodes = json_array();
+
+	if (!f || !states || !nodes) {
+		json_decref(f);
+		json_decref(states);
+		json_decref(nodes);
+		b->oom = true;
+		return;
+	}
+	pool_summarize(v, &s);
+	add(f, "name", json_string(v->flavor->name), &b->oom);
+	add(f, "resource", json_string(v->flavor->resource), &b->oom);
+	add(f, "sharing", json_string(policy_sharing_name(v->flavor->sharing)), &b->oom);
+	add(f, "nodes", json_integer((json_int_t)v->n_members), &b->oom);
+	add(f, "usable", json_integer((json_int_t)v->n_usable), &b->oom);
+	for (int e = POOL_USABLE; e <= POOL_TAINTED; e++)
+		add(states, pool_exclusion_name((enum pool_exclusion)e),
+		    json_integer((json_int_t)s.nodes[e]), &b->oom);
+	add(f, "states", states, &b->oom);
+	add(f, "capacity", json_integer(s.capacity), &b->oom);
+	add(f, "allocatable", json_integer(s.allocatable), &b->oom);
+	add(f, "allocated", json_integer(s.allocated), &b->oom);
+	add(f, "free", json_integer(s.free), &b->oom);
+	add(f, "largestFree", json_integer(s.largest_free), &b->oom);
+	if (v->largest_free_node)
+		add(f, "largestFreeNode", json_string(v->largest_free_node), &b->oom);
+	add(f, "excludedUnits", json_integer(s.excluded), &b->oom);
+	for (size_t i = 0; i < v->n_members; i++) {
+		json_t *n = node_json(&v->members[i], &b->oom);
+
+		if (n && json_array_append_new(nodes, n) < 0)
+			b->oom = true;
+	}
+	add(f, "nodeList", nodes, &b->oom);
+	if (json_array_append_new(b->flavors, f) < 0)
+		b->oom = true;
+}
+
+/* Per tenant and flavor: used, nominal, borrowed (used above nominal) and
+ * lent (the cohort's borrowing attributed to lenders in policy order). */
+static json_t *tenants_json(const struct policy *p, struct usage_store *u, bool *oom)
+{
+	size_t nt = policy_tenant_count(p), nf = policy_flavor_count(p);
+	int64_t *used = calloc(nt * nf + 1, sizeof(*used));
+	int64_t *lent = calloc(nt * nf + 1, sizeof(*lent));
+	json_t *out = json_array();
+
+	if (!used || !lent || !out) {
+		*oom = true;
+		goto done;
+	}
+	for (size_t t = 0; t < nt; t++)
+		for (size_t f = 0; f < nf; f++)
+			used[t * nf + f] = u ? usage_used(u, policy_tenant_at(p, t)->name,
+							  policy_flavor_at(p, f)->name)
+					     : 0;
+	for (size_t c = 0; c < policy_cohort_count(p); c++)
+		for (size_t f = 0; f < nf; f++) {
+			int64_t borrowed = 0;
+
+			for (size_t t = 0; t < nt; t++) {
+				const struct policy_tenant *x = policy_tenant_at(p, t);
+				const struct policy_quota *q =
+					policy_tenant_quota(x, policy_flavor_at(p, f));
+
+				if (q && x->cohort_index == (int)c && used[t * nf + f] > q->nominal)
+					borrowed += used[t * nf + f] - q->nominal;
+			}
+			for (size_t t = 0; t < nt && borrowed > 0; t++) {
+				const struct policy_tenant *x = policy_tenant_at(p, t);
+				const struct policy_quota *q =
+					policy_tenant_quota(x, policy_flavor_at(p, f));
+				int64_t spare, give;
+
+				if (!q || x->cohort_index != (int)c)
+					continue;
+				spare = q->nominal - used[t * nf + f];
+				if (q->lending_limit != POLICY_NO_LIMIT && spare > q->lending_limit)
+					spare = q->lending_limit;
+				give = spare < borrowed ? spare : borrowed;
+				if (give > 0) {
+					lent[t * nf + f] = give;
+					borrowed -= give;
+				}
+			}
+		}
+	for (size_t t = 0; t < nt; t++) {
+		const struct policy_tenant *x = policy_tenant_at(p, t);
+		json_t *o = json_object(), *qs = json_array();
+
+		if (!o || !qs) {
+			json_decref(o);
+			json_decref(qs);
+			*oom = true;
+			break;
+		}
+		add(o, "name", json_string(x->name), oom);
+		if (x->cohort)
+			add(o, "cohort", json_string(x->cohort), oom);
+		for (size_t i = 0; i < x->n_quota; i++) {
+			const struct policy_quota *q = &x->quota[i];
+			size_t k = t * nf + q->flavor->index;
+			json_t *e = json_object();
+
+			if (!e) {
+				*oom = true;
+				break;
+			}
+			add(e, "flavor", json_string(q->flavor->name), oom);
+			add(e, "used", json_integer(used[k]), oom);
+			add(e, "nominal", json_integer(q->nominal), oom);
+			add(e, "borrowed", json_integer(used[k] > q->nominal
+								? used[k] - q->nominal
+								: 0), oom);
+			add(e, "lent", json_integer(lent[k]), oom);
+			if (json_array_append_new(qs, e) < 0)
+				*oom = true;
+		}
+		add(o, "quota", qs, oom);
+		if (json_array_append_new(out, o) < 0)
+			*oom = true;
+	}
+done:
+	free(used);
+	free(lent);
+	return out;
+}
+
+json_t *pool_report(const struct policy *p, struct inventory *inv,
+		    struct usage_store *u)
+{
+	struct build b = {.flavors = json_array()};
+	json_t *r = json_object();
+	bool synced = inv && inventory_synced(inv);
+
+	if (!r || !b.flavors) {
+		json_decref(r);
+		json_decref(b.flavors);
+		return NULL;
+	}
+	add(r, "synced", json_boolean(synced), &b.oom);
+	if (synced && inventory_each(inv, p, flavor_json, &b) < 0)
+		b.oom = true;
+	add(r, "flavors", b.flavors, &b.oom);
+	add(r, "tenants", tenants_json(p, u, &b.oom), &b.oom);
+	if (b.oom) {
+		json_decref(r);
+		return NULL;
+	}
+	return r;
+}
+
+static long long num(const json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+static const char *text(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "-";
+}
+
+int pool_report_text(const json_t *report, struct strbuf *out)
+{
+	const json_t *flavors = json_object_get(report, "flavors");
+	const json_t *tenants = json_object_get(report, "tenants");
+	const json_t *f, *t, *q, *n;
+	size_t i, k;
+
+	if (!json_is_true(json_object_get(report, "synced")))
+		strbuf_addf(out, "the pool is not known yet (Nodes and Pods not listed)\n");
+	else {
+		strbuf_addf(out, "%-20s %5s %6s %8s %9s %5s %12s  %s\n", "FLAVOR", "NODES",
+			    "USABLE", "CAPACITY", "ALLOCATED", "FREE", "LARGEST-FREE",
+			    "EXCLUDED");
+		json_array_foreach(flavors, i, f) {
+			size_t shown = 0;
+
+			strbuf_addf(out, "%-20s %5lld %6lld %8lld %9lld %5lld %12lld  ",
+				    text(f, "name"), num(f, "nodes"), num(f, "usable"),
+				    num(f, "capacity"), num(f, "allocated"), num(f, "free"),
+				    num(f, "largestFree"));
+			json_array_foreach(json_object_get(f, "nodeList"), k, n) {
+				if (strcmp(text(n, "state"), "usable") == 0)
+					continue;
+				if (shown++ == 3) {
+					strbuf_addf(out, ", ...");
+					break;
+				}
+				/* As admission words it (policy/decide.c): the
+				 * signal for health and taints, else the state. */
+				strbuf_addf(out, "%s%s (%s)", shown > 1 ? ", " : "",
+					    text(n, "name"),
+					    strcmp(text(n, "state"), "health") == 0 ||
+							    strcmp(text(n, "state"),
+								   "tainted") == 0
+						    ? text(n, "why")
+						    : text(n, "state"));
+			}
+			strbuf_addf(out, "%s\n", shown ? "" : "-");
+		}
+	}
+	strbuf_addf(out, "\n%-20s %-20s %6s %8s %9s %6s\n", "TENANT", "FLAVOR", "USED",
+		    "NOMINAL", "BORROWED", "LENT");
+	json_array_foreach(tenants, i, t)
+		json_array_foreach(json_object_get(t, "quota"), k, q)
+			strbuf_addf(out, "%-20s %-20s %6lld %8lld %9lld %6lld\n",
+				    text(t, "name"), text(q, "flavor"), num(q, "used"),
+				    num(q, "nominal"), num(q, "borrowed"), num(q, "lent"));
+	return strbuf_failed(out) ? -1 : 0;
+}

@@ -1,0 +1,29 @@
+/*
+ * pool-report: the pool at a glance (GET /pool, `gpugate pool`): per flavor
+ * its nodes (usable, or why excluded), capacity, allocated, free and the
+ * largest free on one node, node by node; per tenant and flavor what it
+ * uses, its nominal quota, what it borrows and what it lends.
+ *
+ * "lent" is an attribution: Kueue-style cohorts do not record who lends to
+ * whom, so the units the cohort's members borrow are attributed to the
+ * members with unused lendable quota in policy order.
+ */
+#ifndef GPUGATE_POOL_REPORT_H
+#define GPUGATE_POOL_REPORT_H
+
+#include <jansson.h>
+
+struct inventory;
+struct policy;
+struct strbuf;
+struct usage_store;
+
+/* The report as JSON (docs/operations.md "The pool"); NULL when out of
+ * memory.  inv NULL or not synced: "synced": false and no flavors. */
+json_t *pool_report(const struct policy *p, struct inventory *inv,
+		    struct usage_store *u);
+
+/* The report as two tables for a terminal.  -1 when out of memory. */
+int pool_report_text(const json_t *report, struct strbuf *out);
+
+#endif
