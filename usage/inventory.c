@@ -548,8 +548,10 @@ void inventory_fit(struct inventory *inv, const struct policy *p,
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&inv->mu);
+	/* A cluster without a single Node (a control plane alone) says
+	 * nothing about its pool. */
 	if (inv->synced[INVENTORY_NODES] && inv->synced[INVENTORY_PODS] &&
-	    view(inv, p, f, policy_health(p), &v) == 0)
+	    inv->n_nodes > 0 && view(inv, p, f, policy_health(p), &v) == 0)
 		pool_check_build(&v, per_pod, pods, topology_key, out);
 	pthread_mutex_unlock(&inv->mu);
 }

@@ -77,7 +77,8 @@ size_t inventory_pods(struct inventory *inv);
  * Whether pods pods of per_pod units of flavor f (of policy p) fit
  * (pool_fit, in one domain of topology_key when not NULL), under p's
  * health settings, into *out.  out->known false: the inventory has not
- * listed nodes and pods yet (or ran out of memory), nothing is known.
+ * listed nodes and pods yet, the cluster has no Node at all (a control
+ * plane alone), or out of memory: nothing is known.
  */
 void inventory_fit(struct inventory *inv, const struct policy *p,
 		   const struct policy_flavor *f, int64_t per_pod, int64_t pods,

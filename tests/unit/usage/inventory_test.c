@@ -65,6 +65,15 @@ static void put_node(const char *name, int64_t alloc, bool ready, const char *cl
 	memset(n, 'x', sizeof(n) - 1);
 }
 
+static void put_cpu_node(const char *name)
+{
+	struct pool_condition cond[] = {{"Ready", "True", ""}};
+	struct pool_node node = {.name = name, .conditions = cond, .n_conditions = 1,
+				 .ready = true};
+
+	cr_assert_eq(inventory_node_put(I, &node), 0);
+}
+
 static void put_pod(const char *uid, const char *node, int64_t gpus)
 {
 	struct inventory_ask ask = {"nvidia.com/gpu", gpus};
@@ -169,9 +178,16 @@ Test(inventory, a_relist_drops_what_it_did_not_see)
 	cr_assert_eq(f.fit.verdict, POOL_FITS);
 	cr_assert_str_eq(f.domain, "A");
 	cr_assert_eq(f.n_nodes, 1);
+	/* Another node, of no flavor: the cluster has nodes, none of h100. */
+	put_cpu_node("cpu-0");
 	inventory_node_delete(I, "a");
 	inventory_fit(I, P, H100, 8, 1, NULL, &f);
+	cr_assert(f.known);
 	cr_assert_eq(f.fit.verdict, POOL_UNKNOWN);
+	/* No node at all (a control plane alone): nothing is said. */
+	inventory_node_delete(I, "cpu-0");
+	inventory_fit(I, P, H100, 8, 1, NULL, &f);
+	cr_assert_not(f.known);
 }
 
 Test(inventory, many_nodes_and_pods_add_up)
