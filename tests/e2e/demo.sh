@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # demo.sh - a short, scripted kubectl session against a real local control
-# plane with gpugate registered as its admission webhook (example policy).
+# plane with gpugate registered as its admission webhook (example policy),
+# on the fake GPU fleet of that policy (KWOK nodes: pods are scheduled and
+# run, tests/e2e/fleet.py and kwok/stages.yaml).
 #
 # Usage: tests/e2e/demo.sh          (or: make demo)
 #   DEMO_PAUSE=0 tests/e2e/demo.sh  no pauses (default 1 second per step)
@@ -40,7 +42,12 @@ trap teardown EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-say() { printf '\n%s# %s%s\n' "$dim" "$*" "$off"; }
+# say LINE...: a comment for the viewer, one line per argument.
+say() {
+    local line
+    echo
+    for line; do printf '%s# %s%s\n' "$dim" "$line" "$off"; done
+}
 show() { printf '%s$ %s%s\n' "$bold" "$*" "$off"; }
 # run CMD...: show it, run it (it must succeed), pause.
 run() {
@@ -61,10 +68,15 @@ refused() {
     sleep "$pause"
 }
 
+# How long eval's pod runs before its fake kubelet reports it done (step 6):
+# long enough for the steps that show it running, pauses included.
+run_for=$(awk -v p="$pause" 'BEGIN { printf "%ds", 8 + 4 * p + 0.5 }')
+
 t0=$SECONDS
-echo "${dim}# starting a local control plane (etcd, kube-apiserver, kube-controller-manager)"
-echo "# and gpugate with policy/examples/gpu-cluster.yaml...${off}"
-python3 "$root/tests/e2e/gpugate_e2e.py" up "$dir"
+echo "${dim}# starting a local control plane (etcd, kube-apiserver, kube-controller-manager,"
+echo "# kube-scheduler; KWOK plays the kubelets of a fake GPU fleet) and gpugate with"
+echo "# policy/examples/gpu-cluster.yaml...${off}"
+python3 "$root/tests/e2e/gpugate_e2e.py" up --fleet "$dir"
 # shellcheck disable=SC1091
 source "$dir/env"
 export PATH=$KUBE_BIN_DIR:$PATH KUBECONFIG KUBECACHEDIR=$dir/kubectl-cache
@@ -77,13 +89,84 @@ exec 2>&1
 # What gpugate counts for research's H100 (shown as the command it is).
 metric="curl -s --cacert \$GPUGATE_CA \$GPUGATE_URL/metrics | grep 'quota_used{tenant=\"research\",flavor=\"h100-80gb\"}'"
 usage() { eval "$metric"; }
-wait_pods() { # N LABEL: until N pods with LABEL exist
+# wait_used N: until gpugate counts N (its watch follows the cluster), 20 s
+# at most; a failed step otherwise.
+wait_used() {
     local i
     for ((i = 0; i < 100; i++)); do
-        [[ $(kubectl get pods -n research -l "$2" -o name | wc -l) -ge $1 ]] && return 0
+        usage | grep -q " $1\$" && return 0
         sleep 0.2
     done
-    return 1
+    echo "${red}demo.sh: gpugate counts $(usage | awk '{print $2}') H100 for research, not $1${off}"
+    failures=$((failures + 1))
+}
+
+# placed SPEC...: each pod is Running on a node that offers the GPU resource
+# its containers ask for (the flavor's: the scheduler applied the flavor's
+# nodeSelector and toleration as well), and the pods that gpugate gave
+# required pod affinity share one value of its topology key's node label.
+# SPEC: NS/NAME (a pod) or NS/job:NAME (the Job's parallelism of pods).
+# Prints what is wrong and fails; quiet otherwise.
+placed_py='
+import json, sys
+by = {}
+for o in json.load(sys.stdin)["items"]:
+    by.setdefault(o["kind"], {})[(o["metadata"].get("namespace"), o["metadata"]["name"])] = o
+nodes = {name: o for (_, name), o in by.get("Node", {}).items()}
+pods, bad = [], []
+for spec in sys.argv[1:]:
+    ns, name = spec.split("/", 1)
+    if name.startswith("job:"):
+        job = by.get("Job", {}).get((ns, name[4:]))
+        mine = [o for (n, _), o in by.get("Pod", {}).items() if n == ns and
+                o["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name") == name[4:]]
+        want = job["spec"].get("parallelism", 1) if job else 1
+        if len(mine) != want:
+            bad.append(f"{spec}: {len(mine)} pods, not {want}")
+        pods += mine
+    elif (ns, name) in by.get("Pod", {}):
+        pods.append(by["Pod"][(ns, name)])
+    else:
+        bad.append(f"{spec}: no such pod")
+domains = {}
+for p in pods:
+    who = p["metadata"]["namespace"] + "/" + p["metadata"]["name"]
+    phase, node = p["status"].get("phase"), p["spec"].get("nodeName")
+    if phase != "Running" or node not in nodes:
+        bad.append(who + ": " + str(phase) + " on " + (node or "no node"))
+        continue
+    alloc = nodes[node]["status"].get("allocatable", {})
+    res = {r for c in p["spec"]["containers"]
+           for r in (c.get("resources", {}).get("limits") or {}) if r.startswith("nvidia.com/")}
+    if not res:
+        bad.append(f"{who}: asks for no GPU resource")
+    for r in sorted(res):
+        if int(alloc.get(r, "0")) <= 0:
+            bad.append(f"{who}: on {node}, which offers no {r}")
+    aff = (p["spec"].get("affinity") or {}).get("podAffinity") or {}
+    for t in aff.get("requiredDuringSchedulingIgnoredDuringExecution") or []:
+        key = t["topologyKey"]
+        sel = json.dumps(t.get("labelSelector"), sort_keys=True)
+        domains.setdefault((key, sel), set()).add(nodes[node]["metadata"]["labels"].get(key))
+for (key, sel), vals in domains.items():
+    if len(vals) != 1 or None in vals:
+        bad.append(f"pods of {sel} in {len(vals)} domains of {key}: {sorted(map(str, vals))}")
+for b in bad:
+    print("demo.sh:", b)
+sys.exit(1 if bad else 0)
+'
+placed() { kubectl get pods,jobs,nodes -A -o json | python3 -c "$placed_py" "$@"; }
+# expect_running SPEC...: until `placed SPEC...` holds (some 30 s at most);
+# a failed step otherwise.
+expect_running() {
+    local i
+    for ((i = 0; i < 100; i++)); do
+        placed "$@" >/dev/null && return 0
+        sleep 0.3
+    done
+    echo "${red}demo.sh: not running where they should:${off}"
+    placed "$@" || true
+    failures=$((failures + 1))
 }
 
 cp "$root/examples/pod-train-small.yaml" "$root/examples/job-too-big.yaml" .
@@ -104,37 +187,141 @@ spec:
         - name: trainer
           image: nvcr.io/nvidia/pytorch:24.05-py3
 EOF
-sed -e 's/name: pretrain/name: finetune/' -e 's/parallelism: 3/parallelism: 2/' \
-    job-train.yaml >job-finetune.yaml
+sed -e 's/name: pretrain/name: finetune/' -e '/parallelism: 3/d' job-train.yaml >job-finetune.yaml
+cat >class-pods.yaml <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: llm-serve
+  namespace: product-inference
+  labels:
+    gpugate.io/class: inference-mig   # a 1g.10gb MIG slice of an A100
+spec:
+  containers:
+    - name: server
+      image: nvcr.io/nvidia/tritonserver:24.05-py3
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: notebook
+  namespace: research
+  labels:
+    gpugate.io/class: dev-shared      # a time-sliced share of an L4
+spec:
+  containers:
+    - name: jupyter
+      image: quay.io/jupyter/pytorch-notebook
+EOF
+cat >job-eval.yaml <<EOF
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: eval
+  namespace: research
+  labels:
+    gpugate.io/class: train-large
+spec:
+  template:
+    metadata:
+      annotations:                         # to KWOK, the fake kubelet:
+        fleet.gpugate.io/exit: Succeeded   #   exit 0
+        fleet.gpugate.io/run-for: $(printf '%-9s' "$run_for")#   after running this long
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: eval
+          image: nvcr.io/nvidia/pytorch:24.05-py3
+EOF
+# The claim that the checkpoint hooks of preemptible classes mount
+# (checkpoint.claimName "{tenant}-checkpoints"): without it their pods would
+# stay Pending. No storage here: a static PV, and its claim marked bound as
+# the PV controller (not running) would mark it.
+cat >checkpoints.yaml <<'EOF'
+apiVersion: v1
+kind: PersistentVolume
+metadata:
+  name: research-checkpoints
+spec:
+  capacity: {storage: 10Ti}
+  accessModes: [ReadWriteMany]
+  nfs: {server: nfs.example.internal, path: /checkpoints/research}
+  claimRef: {namespace: research, name: research-checkpoints}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata:
+  name: research-checkpoints
+  namespace: research
+  annotations: {pv.kubernetes.io/bind-completed: "yes"}
+spec:
+  accessModes: [ReadWriteMany]
+  resources: {requests: {storage: 10Ti}}
+  storageClassName: ""
+  volumeName: research-checkpoints
+EOF
+if ! kubectl apply -f checkpoints.yaml >/dev/null; then
+    echo "${red}demo.sh: could not create research's checkpoint volume${off}"
+    failures=$((failures + 1))
+fi
 
-say "Tenant research (namespace research) may hold 32 H100 (+ what cohort lab lends)."
-say "1. A Pod asks for a class; gpugate maps it and says so:"
-run "grep -v '^#' pod-train-small.yaml"
-run kubectl apply -f pod-train-small.yaml
+say "Tenant research (namespace research) may hold 32 H100, plus up to 8 that its cohort lends."
+say "1. The fleet: fake nodes (KWOK) labelled as NVIDIA's GPU feature discovery labels real ones,"
+run kubectl get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com/gpu.clique
+say "   what each offers (the device plugin's resources), and the taint that keeps other pods off:"
+run "kubectl get nodes -o custom-columns='NAME:.metadata.name,H100:.status.allocatable.nvidia\.com/gpu,MIG-1G.10GB:.status.allocatable.nvidia\.com/mig-1g\.10gb,MIG-3G.40GB:.status.allocatable.nvidia\.com/mig-3g\.40gb,L4-SHARED:.status.allocatable.nvidia\.com/gpu\.shared,TAINT:.spec.taints[*].key'"
 
-say "2. What gpugate changed in the Pod:"
-run "kubectl get pod experiment-42 -n research -o yaml | grep -E '^ +gpugate.io/|nvidia.com/gpu|GPUGATE_|preStop|claimName|terminationGrace'"
-
-say "3. A Job of 3 pods x 8 H100: one reservation for the whole gang."
+# The order matters: the scheduler is not gang-aware. The first pod of
+# pretrain takes any free H100 node and the others must follow it into its
+# clique (3 nodes), so pretrain goes first, onto an empty fleet; experiment-42
+# then lands in the other clique, eval takes a whole node there and finetune
+# (one pod, no affinity) the node eval leaves or the last one.
+say "2. A Job of 3 pods x 8 H100: one reservation for the whole gang, its pods in one NVLink clique."
 run "grep -v '^#' job-train.yaml | grep -E 'kind|name|class|parallelism'"
 run kubectl apply -f job-train.yaml
-wait_pods 3 batch.kubernetes.io/job-name=pretrain ||
-    { echo "${red}demo.sh: the job controller created no pods${off}" >&2; failures=$((failures + 1)); }
-run kubectl get pods -n research -L gpugate.io/gang,gpugate.io/tenant
+expect_running research/job:pretrain
+run kubectl get pods -n research -o wide -L gpugate.io/gang
+nodes=$(kubectl get pods -n research -l batch.kubernetes.io/job-name=pretrain -o jsonpath='{.items[*].spec.nodeName}')
+run kubectl get nodes "$nodes" -L nvidia.com/gpu.clique
+
+say "3. A Pod asks for a class; gpugate maps it and says so:"
+run "grep -v '^#' pod-train-small.yaml"
+run kubectl apply -f pod-train-small.yaml
+say "   What gpugate changed in the Pod (the claim: research's checkpoint volume, made beforehand):"
+run "kubectl get pod experiment-42 -n research -o yaml | grep -E '^ +gpugate.io/|nvidia.com/gpu|GPUGATE_|preStop|claimName|terminationGrace'"
+
+say "4. A MIG slice for product's inference server, a time-sliced L4 for research's notebook:"
+run "grep -E '^  (name|namespace):|class' class-pods.yaml"
+run kubectl apply -f class-pods.yaml
+expect_running research/job:pretrain research/experiment-42 product-inference/llm-serve research/notebook
+say "   Each pod runs on a node of its flavor:"
+run kubectl get pods -A -o wide -L gpugate.io/flavor
+wait_used 26
 run "$metric"
 
-say "4. Another Job of 2 x 8 does not fit: 26 + 16 > 32, and the cohort lends only 8."
-refused kubectl apply -f job-finetune.yaml
-say "   ... nor does one bigger than the tenant could ever hold:"
+say "5. A Job bigger than the tenant could ever hold is refused at once, not left Pending:"
 refused kubectl apply -f job-too-big.yaml
 
-say "5. The experiment finishes (the kubelet would report this; we patch the status):"
-run "kubectl patch pod experiment-42 -n research --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Succeeded\"}}'"
-for ((i = 0; i < 50; i++)); do usage | grep -q ' 24$' && break; sleep 0.2; done
+say "6. Capacity comes back when a Job completes. eval, 1 pod x 8 H100, runs $run_for and exits 0;" \
+    "   26 + 8 > 32: it borrows 2 from the cohort."
+run "grep -E 'name: eval|class|fleet' job-eval.yaml"
+run kubectl apply -f job-eval.yaml
+expect_running research/job:eval
+wait_used 34
 run "$metric"
-say "   Its 2 GPUs are back: the Job fits now, 8 of them borrowed from the cohort (preemptible)."
+say "   While it runs, finetune (1 pod x 8) must wait: it would borrow 34 + 8 - 32 = 10, the cohort has 6 left."
+placed research/job:eval >/dev/null ||
+    echo "${red}demo.sh: eval does not run any more (it runs $run_for: a slow machine?)${off}"
+refused kubectl apply -f job-finetune.yaml
+say "   eval completes; gpugate sees it, and its 8 GPUs are back:"
+run kubectl wait --for=condition=Complete job/eval -n research --timeout=60s
+wait_used 26
+run "$metric"
+say "   The same request fits now (2 borrowed, so preemptible) and runs:"
 run kubectl apply -f job-finetune.yaml
 run "kubectl get job finetune -n research -o jsonpath='{.metadata.annotations.gpugate\.io/borrowed} borrowed, preemptible={.metadata.labels.gpugate\.io/preemptible}{\"\n\"}'"
+expect_running research/job:finetune
+run "kubectl get pods -n research -o wide -l 'batch.kubernetes.io/job-name in (eval,finetune)'"
 
 echo
 if ((failures)); then

@@ -4,7 +4,8 @@ against it in API mode, and the webhook configurations that connect them.
 Used by conftest.py (the pytest fixtures) and by demo.sh through the small
 command line at the bottom:
 
-    python3 tests/e2e/gpugate_e2e.py up DIR     # cluster + gpugate + webhooks
+    python3 tests/e2e/gpugate_e2e.py up [--fleet] DIR   # cluster + gpugate + webhooks
+                                                        # (+ EXAMPLE_FLEET, Ready)
     python3 tests/e2e/gpugate_e2e.py down DIR   # stop gpugate (SIGTERM), cluster down
 
 Three gpugate processes serve one cluster, each with its own policy and its
@@ -1606,10 +1607,14 @@ class Stack:
 # so `down` finds them through their pid files.
 
 
-def _cli_up(dir: Path) -> int:
+def _cli_up(dir: Path, fleet: bool = False) -> int:
+    """FLEET: also the example policy's fake GPU fleet (EXAMPLE_FLEET), its
+    nodes Ready.  `down` needs nothing more: the nodes go with etcd."""
     st = Stack(dir, quota=False)
     try:
         st.up()
+        if fleet:
+            Fleet(st.kubectl, **EXAMPLE_FLEET).create()
     except BaseException as e:  # leave nothing behind
         log(f"up failed: {e}")
         for g in st.gates.values():
@@ -1656,11 +1661,15 @@ def _cli_down(dir: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3 or argv[1] not in ("up", "down"):
-        print(f"usage: {argv[0]} up|down DIR", file=sys.stderr)
+    args = argv[1:]
+    fleet = args[0:1] == ["up"] and "--fleet" in args
+    if fleet:
+        args.remove("--fleet")
+    if len(args) != 2 or args[0] not in ("up", "down") or not args[1]:  # "" is not "."
+        print(f"usage: {argv[0]} up [--fleet] DIR | down DIR", file=sys.stderr)
         return 2
-    d = Path(argv[2]).resolve()
-    return _cli_up(d) if argv[1] == "up" else _cli_down(d)
+    d = Path(args[1]).resolve()
+    return _cli_up(d, fleet) if args[0] == "up" else _cli_down(d)
 
 
 if __name__ == "__main__":
