@@ -1,25 +1,122 @@
 /* gpugate check: validate policy files and summarise the valid ones. */
 #include "base/diag.h"
+#include "base/log.h"
 #include "cli/cmd.h"
+#include "kube/config.h"
 #include "policy/policy.h"
+#include "policy/pool.h"
+#include "policy/quota.h"
+#include "usage/inventory.h"
+#include "webhook/holder.h"
+#include "webhook/snapshot.h"
 
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void cmd_check_usage(FILE *out)
 {
-	fputs("usage: gpugate check [--quiet] FILE...\n"
+	fputs("usage: gpugate check [--quiet] [--kubeconfig FILE] FILE...\n"
 	      "\n"
 	      "Validates policy files.  Every error is printed as FILE:LINE: message.\n"
 	      "A valid file gets a short summary: counts, and per tenant its\n"
 	      "namespaces and quota.\n"
 	      "\n"
-	      "  -q, --quiet   print errors only\n"
+	      "  -q, --quiet        print errors (and warnings) only\n"
+	      "  --kubeconfig FILE  also hold each valid policy against that cluster:\n"
+	      "                     per flavor, the tenants' nominal quota summed\n"
+	      "                     against what its usable nodes offer (their\n"
+	      "                     allocatable); over-commitment, and a flavor no\n"
+	      "                     node serves, are warnings (FILE: warning: ...),\n"
+	      "                     not errors\n"
 	      "\n"
-	      "Exit status: 0 all files valid, 1 some file invalid, 2 usage error.\n",
+	      "Exit status: 0 all files valid, 1 some file invalid (or the cluster\n"
+	      "could not be read), 2 usage error.\n",
 	      out);
+}
+
+struct capacity {
+	struct pool_summary *v;
+	size_t n, cap;
+};
+
+static void collect(void *ctx, const struct pool_view *v)
+{
+	struct capacity *c = ctx;
+
+	if (c->n < c->cap)
+		pool_summarize(v, &c->v[c->n++]);
+}
+
+/*
+ * The policy held against the cluster: one line per flavor on stdout
+ * (unless quiet), a warning on stderr where the nominal quota is more
+ * than the usable nodes offer, or no node serves the flavor.  Returns 0,
+ * or 1 when the cluster could not be read.
+ */
+static int against_cluster(struct policy *p, const struct kube_config *kube, bool quiet)
+{
+	struct holder *h = holder_new(p);
+	struct capacity c = {.cap = policy_flavor_count(p)};
+	struct snapshot snap;
+	struct diag d;
+	int rc = 1;
+
+	c.v = calloc(c.cap + 1, sizeof(*c.v));
+	diag_init(&d);
+	if (!h || !c.v) {
+		fprintf(stderr, "gpugate check: out of memory\n");
+		goto out;
+	}
+	if (snapshot_take(kube, h, 60000, &snap, &d) < 0) {
+		fprintf(stderr, "gpugate check: %s", diag_text(&d));
+		goto out;
+	}
+	if (inventory_each(snap.inventory, p, collect, &c) < 0) {
+		fprintf(stderr, "gpugate check: out of memory\n");
+		snapshot_release(&snap);
+		goto out;
+	}
+	snapshot_release(&snap);
+	for (size_t i = 0; i < c.n; i++) {
+		const struct pool_summary *s = &c.v[i];
+		const struct policy_flavor *f = s->flavor;
+		int64_t nominal = quota_nominal_sum(p, f);
+		size_t nodes = 0;
+
+		for (int e = POOL_USABLE; e <= POOL_TAINTED; e++)
+			nodes += s->nodes[e];
+		if (!quiet)
+			printf("  cluster: flavor %s: %zu node%s, %zu usable, %" PRId64
+			       " %s allocatable, %" PRId64 " allocated; nominal quota %"
+			       PRId64 "\n",
+			       f->name, nodes, nodes == 1 ? "" : "s", s->nodes[POOL_USABLE],
+			       s->allocatable, f->resource, s->allocated, nominal);
+		if (!nodes)
+			fprintf(stderr, "%s: warning: flavor %s: no node of the cluster "
+					"carries its node labels and offers %s\n",
+				policy_source(p), f->name, f->resource);
+		else if (nominal > s->allocatable)
+			fprintf(stderr, "%s: warning: flavor %s: the tenants' nominal quota "
+					"sums to %" PRId64 ", the usable nodes offer %" PRId64
+					" %s: over-committed by %" PRId64 " (%" PRId64 " %%)%s\n",
+				policy_source(p), f->name, nominal, s->allocatable,
+				f->resource, nominal - s->allocatable,
+				s->allocatable ? (nominal - s->allocatable) * 100 / s->allocatable
+					       : 100,
+				s->nodes[POOL_USABLE] < nodes ? " (excluded nodes not counted)"
+							      : "");
+	}
+	rc = 0;
+out:
+	free(c.v);
+	if (h)
+		holder_free(h); /* frees p */
+	else
+		policy_free(p);
+	return rc;
 }
 
 static void print_limit(const char *what, int64_t v, bool *first)
@@ -76,10 +173,13 @@ int cmd_check(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"quiet", no_argument, NULL, 'q'},
+		{"kubeconfig", required_argument, NULL, 'k'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	bool quiet = false;
+	const char *kubeconfig = NULL;
+	struct kube_config kube = {0};
 	int bad = 0, c;
 
 	optind = 1;
@@ -87,6 +187,9 @@ int cmd_check(int argc, char **argv)
 		switch (c) {
 		case 'q':
 			quiet = true;
+			break;
+		case 'k':
+			kubeconfig = optarg;
 			break;
 		case 'h':
 			cmd_check_usage(stdout);
@@ -100,6 +203,18 @@ int cmd_check(int argc, char **argv)
 		fprintf(stderr, "gpugate check: no policy file given\n");
 		cmd_check_usage(stderr);
 		return 2;
+	}
+	if (kubeconfig) {
+		struct diag d;
+
+		/* The feed's progress is not the command's output; its
+		 * warnings (a list that keeps failing) are. */
+		log_set_level(LOG_WARN);
+		diag_init(&d);
+		if (kube_config_load(kubeconfig, &kube, &d) < 0) {
+			fprintf(stderr, "gpugate check: %s", diag_text(&d));
+			return 1;
+		}
 	}
 	for (int i = optind; i < argc; i++) {
 		struct policy *p = NULL;
@@ -115,7 +230,13 @@ int cmd_check(int argc, char **argv)
 		}
 		if (!quiet)
 			summarise(p);
-		policy_free(p);
+		if (kubeconfig) {
+			if (against_cluster(p, &kube, quiet) != 0)
+				bad = 1;
+		} else {
+			policy_free(p);
+		}
 	}
+	kube_config_release(&kube);
 	return bad;
 }

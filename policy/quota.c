@@ -144,3 +144,16 @@ void quota_decide(const struct policy *p, const struct policy_tenant *t,
 	}
 	out->position = QUOTA_OVER;
 }
+
+int64_t quota_nominal_sum(const struct policy *p, const struct policy_flavor *f)
+{
+	int64_t sum = 0;
+
+	for (size_t i = 0; i < policy_tenant_count(p); i++) {
+		const struct policy_quota *q = policy_tenant_quota(policy_tenant_at(p, i), f);
+
+		if (q)
+			sum += q->nominal;
+	}
+	return sum;
+}

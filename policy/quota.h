@@ -62,6 +62,10 @@ void quota_decide(const struct policy *p, const struct policy_tenant *t,
 		  const struct policy_flavor *f, int64_t units, bool may_borrow,
 		  const struct usage_view *u, struct quota_result *out);
 
+/* The nominal quota of every tenant for flavor f, summed: what the policy
+ * promises of f at once (borrowing moves units, it adds none). */
+int64_t quota_nominal_sum(const struct policy *p, const struct policy_flavor *f);
+
 /* "nominal", "borrowed", "over", ... for logs and metrics. */
 const char *quota_position_name(enum quota_position pos);
 
