@@ -21,7 +21,7 @@ void cmd_serve_usage(FILE *out)
 	      "                     [--conn-timeout SECONDS] [--max-conns N]\n"
 	      "                     [--max-conns-per-ip N] [--reservation-ttl SECONDS]\n"
 	      "                     [--usage-store memory|shared] [--namespace NS]\n"
-	      "                     [--identity NAME]\n"
+	      "                     [--identity NAME] [--waiting-reason-after S]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics.\n"
@@ -57,6 +57,9 @@ void cmd_serve_usage(FILE *out)
 	      "                     gpugate)\n"
 	      "  --identity NAME    this replica (default: $POD_NAME, else the host\n"
 	      "                     name)\n"
+	      "  --waiting-reason-after S  with the API: say why a GPU pod waits for a\n"
+	      "                     node (an Event, reason GPUWaiting) once it has\n"
+	      "                     waited S seconds (default 60; 0: never)\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -139,12 +142,14 @@ int cmd_serve(int argc, char **argv)
 		{"usage-store", required_argument, NULL, 'U'},
 		{"namespace", required_argument, NULL, 'N'},
 		{"identity", required_argument, NULL, 'D'},
+		{"waiting-reason-after", required_argument, NULL, 'W'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	struct daemon_config cfg = {.api = DAEMON_API_AUTO,
 				    .reservation_ttl_s =
-					    DAEMON_RESERVATION_TTL_S_DEFAULT};
+					    DAEMON_RESERVATION_TTL_S_DEFAULT,
+				    .waiting_after_s = DAEMON_WAITING_AFTER_S_DEFAULT};
 	const char *listen = "0.0.0.0:8443";
 	bool embedded = false;
 	char host[64];
@@ -190,6 +195,13 @@ int cmd_serve(int argc, char **argv)
 		case 'R':
 			if (parse_count(optarg, 1, 86400, &cfg.reservation_ttl_s) < 0)
 				return usage_error("--reservation-ttl must be 1..86400 "
+						   "seconds");
+			break;
+		case 'W':
+			if (strcmp(optarg, "0") == 0)
+				cfg.waiting_after_s = 0;
+			else if (parse_count(optarg, 1, 86400, &cfg.waiting_after_s) < 0)
+				return usage_error("--waiting-reason-after must be 0..86400 "
 						   "seconds");
 			break;
 		case 'U':

@@ -60,11 +60,11 @@ static void to_inventory(struct feed *f, int kind, const json_t *obj, struct are
 
 		if (f->cfg.placement(f->cfg.facts_ctx, obj, a, &pl) < 0)
 			return;
-		/* A pod that holds nothing on a node is not kept. */
-		if (!pl.node || !pl.n_asks)
+		/* A pod that neither holds units on a node nor waits for one
+		 * is not kept. */
+		if (!pl.waiting && (!pl.node || !pl.n_asks))
 			inventory_pod_delete(f->cfg.inventory, pl.uid);
-		else if (inventory_pod_put(f->cfg.inventory, pl.uid, pl.node, pl.asks,
-					   pl.n_asks) < 0)
+		else if (inventory_pod_put(f->cfg.inventory, &pl) < 0)
 			log_event(LOG_WARN, "msg=\"inventory: out of memory\" pod=%s",
 				  pl.uid);
 	}

@@ -170,6 +170,19 @@ void decide_pool(const struct decide_input *in, struct decision *out,
 		 const struct pool_check *pc);
 
 /*
+ * Why a pod of per_pod units of flavor f waits for a node, one line in out
+ * (size > 0): what the pool says (pc, for one pod: no node of the flavor,
+ * every node excluded, none could ever hold it, or no room now with who
+ * holds the flavor, from u), else, when the pool has room or is not known,
+ * the scheduler's own message ("" when it gave none: out is then "").
+ */
+struct usage_view;
+void decide_waiting(const struct policy *p, const struct policy_flavor *f,
+		    int64_t per_pod, const struct pool_check *pc,
+		    const struct usage_view *u, const char *scheduler, char *out,
+		    size_t size);
+
+/*
  * An UPDATE of a Pod's ephemeralcontainers subresource (kubectl debug),
  * at /validate: in->wl is the whole Pod as it will be, its
  * spec.ephemeralContainers included.  Only the security rules run, over

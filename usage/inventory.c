@@ -35,6 +35,10 @@ struct pod {
 	struct inventory_ask *asks;
 	size_t n_asks;
 	bool stale;
+	/* Waiting for a node: its facts, strings in wait_arena. */
+	bool waiting;
+	struct inventory_waiting wait;
+	struct arena wait_arena;
 };
 
 struct inventory {
@@ -78,6 +82,7 @@ static void slot_free(struct slot *s)
 
 static void pod_free(struct pod *p)
 {
+	arena_release(&p->wait_arena);
 	for (size_t i = 0; i < p->n_asks; i++)
 		free((char *)p->asks[i].resource);
 	free(p->asks);
@@ -341,6 +346,24 @@ static void pod_remove(struct inventory *inv, size_t i)
 	pod_free(p);
 }
 
+static int copy_waiting(struct pod *p, const struct inventory_waiting *w)
+{
+	struct arena *a = &p->wait_arena;
+
+	p->wait = *w;
+	p->wait.uid = arena_strdup(a, w->uid ? w->uid : "");
+	p->wait.namespace = arena_strdup(a, w->namespace ? w->namespace : "");
+	p->wait.name = arena_strdup(a, w->name ? w->name : "");
+	p->wait.tenant = arena_strdup(a, w->tenant ? w->tenant : "");
+	p->wait.flavor = arena_strdup(a, w->flavor ? w->flavor : "");
+	p->wait.scheduler = arena_strdup(a, w->scheduler ? w->scheduler : "");
+	p->waiting = true;
+	return p->wait.uid && p->wait.namespace && p->wait.name && p->wait.tenant &&
+			       p->wait.flavor && p->wait.scheduler
+		       ? 0
+		       : -1;
+}
+
 static struct pod *pod_new(const char *uid, const char *node,
 			   const struct inventory_ask *asks, size_t n)
 {
@@ -348,6 +371,7 @@ static struct pod *pod_new(const char *uid, const char *node,
 
 	if (!p)
 		return NULL;
+	arena_init(&p->wait_arena);
 	p->uid = strdup(uid);
 	p->node = node ? strdup(node) : NULL;
 	p->asks = n ? calloc(n, sizeof(*p->asks)) : NULL;
@@ -367,16 +391,19 @@ static struct pod *pod_new(const char *uid, const char *node,
 	return p;
 }
 
-int inventory_pod_put(struct inventory *inv, const char *uid, const char *node,
-		      const struct inventory_ask *asks, size_t n_asks)
+int inventory_pod_put(struct inventory *inv, const struct inventory_placement *pl)
 {
-	struct pod *p = pod_new(uid, node, asks, n_asks);
+	struct pod *p = pod_new(pl->uid, pl->node, pl->asks, pl->n_asks);
 	struct slot *s;
 	size_t i;
 	int rc = 0;
 
+	if (p && pl->waiting && copy_waiting(p, pl->waiting) < 0) {
+		pod_free(p);
+		p = NULL;
+	}
 	pthread_mutex_lock(&inv->mu);
-	if (strmap_get(&inv->pod_by_uid, uid, &i))
+	if (strmap_get(&inv->pod_by_uid, pl->uid, &i))
 		pod_remove(inv, i);
 	if (!p)
 		goto oom;
@@ -415,6 +442,34 @@ void inventory_pod_delete(struct inventory *inv, const char *uid)
 	if (strmap_get(&inv->pod_by_uid, uid, &i))
 		pod_remove(inv, i);
 	pthread_mutex_unlock(&inv->mu);
+}
+
+size_t inventory_waiting_list(struct inventory *inv, int64_t before,
+			      struct inventory_waiting *out, size_t max,
+			      struct arena *a)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&inv->mu);
+	for (size_t i = 0; i < inv->n_pods && n < max; i++) {
+		const struct pod *p = inv->pods[i];
+		struct inventory_waiting *w = &out[n];
+
+		if (!p->waiting || p->wait.since > before)
+			continue;
+		*w = p->wait;
+		w->uid = arena_strdup(a, p->wait.uid);
+		w->namespace = arena_strdup(a, p->wait.namespace);
+		w->name = arena_strdup(a, p->wait.name);
+		w->tenant = arena_strdup(a, p->wait.tenant);
+		w->flavor = arena_strdup(a, p->wait.flavor);
+		w->scheduler = arena_strdup(a, p->wait.scheduler);
+		if (w->uid && w->namespace && w->name && w->tenant && w->flavor &&
+		    w->scheduler)
+			n++;
+	}
+	pthread_mutex_unlock(&inv->mu);
+	return n;
 }
 
 /* ---- relists ------------------------------------------------------- */

@@ -37,12 +37,29 @@ struct inventory_ask {
 	int64_t units;
 };
 
+/*
+ * A pod that waits for a node: not bound, not Succeeded or Failed, not
+ * being deleted, and asking for a flavor's units (the charge rule's
+ * tenant, flavor and per-pod count).  Why it waits is the waiter's to say
+ * (webhook/waiter.h).
+ */
+struct inventory_waiting {
+	const char *uid, *namespace, *name;
+	const char *tenant;    /* "" outside every tenant */
+	const char *flavor;
+	int64_t per_pod;
+	int64_t since;         /* metadata.creationTimestamp, Unix seconds; 0 unknown */
+	const char *scheduler; /* the scheduler's message (condition PodScheduled
+				* False), or "" */
+};
+
 /* A pod as the inventory needs it (webhook/node-facts.c reads it). */
 struct inventory_placement {
 	const char *uid;
 	const char *node; /* NULL: holds nothing on any node */
 	const struct inventory_ask *asks;
 	size_t n_asks;
+	const struct inventory_waiting *waiting; /* NULL unless it waits */
 };
 
 struct inventory;
@@ -55,11 +72,10 @@ void inventory_free(struct inventory *inv);
 int inventory_node_put(struct inventory *inv, const struct pool_node *n);
 void inventory_node_delete(struct inventory *inv, const char *name);
 
-/* Puts (or replaces) pod uid: bound to node (NULL: holds nothing on any
- * node) asking for asks.  -1 when out of memory (the pod is then
- * forgotten). */
-int inventory_pod_put(struct inventory *inv, const char *uid, const char *node,
-		      const struct inventory_ask *asks, size_t n_asks);
+/* Puts (or replaces) pod pl->uid: bound to pl->node (NULL: holds nothing
+ * on any node) asking for its asks, or waiting (pl->waiting).  -1 when out
+ * of memory (the pod is then forgotten). */
+int inventory_pod_put(struct inventory *inv, const struct inventory_placement *pl);
 void inventory_pod_delete(struct inventory *inv, const char *uid);
 
 /* A whole list of kind replaces what was known of it: what was not put
@@ -72,6 +88,16 @@ bool inventory_synced(struct inventory *inv);
 
 size_t inventory_nodes(struct inventory *inv);
 size_t inventory_pods(struct inventory *inv);
+
+/*
+ * The waiting pods created at or before `before` (Unix seconds), at most
+ * max of them (oldest first is not promised), copied into out with their
+ * strings in a.  Returns how many.
+ */
+struct arena;
+size_t inventory_waiting_list(struct inventory *inv, int64_t before,
+			      struct inventory_waiting *out, size_t max,
+			      struct arena *a);
 
 /*
  * Whether pods pods of per_pod units of flavor f (of policy p) fit

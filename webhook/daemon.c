@@ -29,6 +29,7 @@
 #include "webhook/metrics.h"
 #include "webhook/node-facts.h"
 #include "webhook/pool-report.h"
+#include "webhook/waiter.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -54,6 +55,7 @@ struct daemon {
 	struct usage_store *usage;
 	struct inventory *inventory;      /* API mode only */
 	struct feed *feed;
+	struct waiter *waiter;            /* API mode, waiting reasons on */
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
 	char identity[254];
@@ -323,6 +325,13 @@ static void route_metrics(void *ctx, const struct http_request *req,
 	out->content_type = "text/plain; version=0.0.4; charset=utf-8";
 }
 
+static bool is_leading(void *ctx)
+{
+	struct daemon *dm = ctx;
+
+	return lease_leading(dm->lease);
+}
+
 /* The pool at a glance (webhook/pool-report.h): JSON. */
 static void route_pool(void *ctx, const struct http_request *req,
 		       struct http_reply *out)
@@ -375,6 +384,17 @@ static void on_leading(void *ctx, bool leading)
 	(void)leading; /* kube/lease.c logs it; prune() asks lease_leading() */
 }
 
+/* This replica's name: --identity, else the host name. */
+static void set_identity(struct daemon *dm)
+{
+	if (dm->cfg.identity && dm->cfg.identity[0])
+		snprintf(dm->identity, sizeof(dm->identity), "%s", dm->cfg.identity);
+	else if (gethostname(dm->identity, sizeof(dm->identity) - 1) < 0 ||
+		 !dm->identity[0])
+		snprintf(dm->identity, sizeof(dm->identity), "gpugate-%ld",
+			 (long)getpid());
+}
+
 /* Shared usage: the ConfigMaps, the backend, the Lease. */
 static int start_shared(struct daemon *dm, unsigned ttl_s, struct diag *d)
 {
@@ -383,12 +403,6 @@ static int start_shared(struct daemon *dm, unsigned ttl_s, struct diag *d)
 	struct lease_config lc = {0};
 
 	snprintf(dm->namespace, sizeof(dm->namespace), "%s", ns);
-	if (dm->cfg.identity && dm->cfg.identity[0])
-		snprintf(dm->identity, sizeof(dm->identity), "%s", dm->cfg.identity);
-	else if (gethostname(dm->identity, sizeof(dm->identity) - 1) < 0 ||
-		 !dm->identity[0])
-		snprintf(dm->identity, sizeof(dm->identity), "gpugate-%ld",
-			 (long)getpid());
 	dm->shared_io = kube_shared_io_new(&dm->kube, dm->namespace, 0, d);
 	if (!dm->shared_io)
 		return -1;
@@ -447,6 +461,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		policy_free(p);
 		goto fail;
 	}
+	set_identity(dm);
 	dm->metrics = metrics_new();
 	dm->holder = holder_new(p);
 	if (dm->have_api && cfg->shared_usage) {
@@ -468,7 +483,8 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 					 .charge = charge_item_current,
 					 .charge_ctx = dm->holder,
 					 .node = node_facts_cb,
-					 .placement = pod_placement_cb};
+					 .placement = pod_placement_cb,
+					 .facts_ctx = dm->holder};
 
 		dm->inventory = inventory_new();
 		if (!dm->inventory) {
@@ -478,6 +494,20 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		fc.inventory = dm->inventory;
 		if (feed_start(&fc, &dm->feed, d) < 0)
 			goto fail;
+		if (cfg->waiting_after_s) {
+			struct waiter_config wc = {
+				.kube = &dm->kube, .policy = dm->holder,
+				.inventory = dm->inventory, .usage = dm->usage,
+				.identity = dm->identity,
+				.after_s = cfg->waiting_after_s,
+				/* Several replicas: the leader writes. */
+				.leading = dm->lease ? is_leading : NULL,
+				.leading_ctx = dm,
+			};
+
+			if (waiter_start(&wc, &dm->waiter, d) < 0)
+				goto fail;
+		}
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
 				    "credentials=\"%s\" reservation_ttl_s=%u",
 			  dm->kube.server, dm->kube.source, ttl_s);
@@ -547,6 +577,7 @@ void daemon_stop(struct daemon *dm)
 		server_stop(dm->server, dm->cfg.grace_ms);
 		log_event(LOG_INFO, "msg=\"stopped\"");
 	}
+	waiter_stop(dm->waiter);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	inventory_free(dm->inventory);

@@ -41,6 +41,7 @@ enum daemon_api {
 /* A reservation whose object has not shown up in the watch by then is
  * dropped (the create failed after /validate). */
 #define DAEMON_RESERVATION_TTL_S_DEFAULT 60
+#define DAEMON_WAITING_AFTER_S_DEFAULT 60
 
 struct daemon_config {
 	const char *policy_path;     /* required */
@@ -62,6 +63,9 @@ struct daemon_config {
 	bool shared_usage;
 	const char *namespace;       /* NULL: "gpugate" */
 	const char *identity;        /* this replica; NULL: the host name */
+	/* API mode: an Event saying why a GPU pod waits for a node, once it
+	 * waited this long (webhook/waiter.h); 0: none. */
+	unsigned waiting_after_s;
 };
 
 struct daemon;

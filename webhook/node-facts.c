@@ -4,10 +4,13 @@
 #include "base/diag.h"
 #include "policy/charge.h"
 #include "policy/k8s.h"
+#include "policy/policy.h"
 #include "policy/workload.h"
 #include "webhook/facts.h"
+#include "webhook/holder.h"
 
 #include <string.h>
+#include <time.h>
 
 static const char *str(const json_t *obj, const char *key)
 {
@@ -173,11 +176,68 @@ static void asks_of(const struct wl_container *cs, size_t n_cs, const struct wl_
 	}
 }
 
-int pod_placement(const json_t *obj, struct arena *a, struct inventory_placement *out)
+/* "2026-12-02T16:27:18Z" -> Unix seconds; 0 when absent or malformed. */
+static int64_t unix_time(const char *s)
+{
+	struct tm tm = {0};
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+
+	return end ? (int64_t)timegm(&tm) : 0;
+}
+
+/* The message of condition PodScheduled=False (the scheduler's reason). */
+static const char *scheduler_message(const json_t *status)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(json_object_get(status, "conditions"), i, c)
+		if (strcmp(str(c, "type"), "PodScheduled") == 0 &&
+		    strcmp(str(c, "status"), "False") == 0)
+			return str(c, "message");
+	return "";
+}
+
+/* A pod that is not bound and not finished: does it wait for a flavor's
+ * units (the charge rule), and since when? */
+static void waiting_of(const struct policy *p, const json_t *obj,
+		       const struct workload *wl, struct arena *a,
+		       struct inventory_placement *out)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	struct inventory_waiting *w;
+	struct charge ch;
+
+	if (!p || json_object_get(meta, "deletionTimestamp"))
+		return;
+	charge_decide(p, wl, &ch);
+	if (!ch.flavor || ch.per_pod <= 0)
+		return;
+	w = arena_calloc(a, 1, sizeof(*w));
+	if (!w)
+		return;
+	*w = (struct inventory_waiting){
+		.uid = out->uid,
+		.namespace = str(meta, "namespace"),
+		.name = str(meta, "name"),
+		.tenant = ch.tenant ? arena_strdup(a, ch.tenant->name) : "",
+		.flavor = arena_strdup(a, ch.flavor->name),
+		.per_pod = ch.per_pod,
+		.since = unix_time(json_string_value(json_object_get(meta,
+								      "creationTimestamp"))),
+		.scheduler = scheduler_message(json_object_get(obj, "status")),
+	};
+	if (w->tenant && w->flavor)
+		out->waiting = w;
+}
+
+int pod_placement(const struct policy *p, const json_t *obj, struct arena *a,
+		  struct inventory_placement *out)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
 	const char *phase = json_string_value(
 		json_object_get(json_object_get(obj, "status"), "phase"));
+	bool done = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
 	struct workload wl = {.kind = WL_POD, .op = WL_CREATE};
 	struct inventory_ask *asks;
 	size_t max = 0, n = 0;
@@ -187,16 +247,20 @@ int pod_placement(const json_t *obj, struct arena *a, struct inventory_placement
 	out->uid = json_string_value(json_object_get(meta, "uid"));
 	if (!out->uid)
 		return -1;
+	if (done)
+		return 0;
 	out->node = json_string_value(json_object_get(json_object_get(obj, "spec"),
 						      "nodeName"));
-	if (out->node && (!out->node[0] || (phase && (strcmp(phase, "Succeeded") == 0 ||
-						     strcmp(phase, "Failed") == 0))))
+	if (out->node && !out->node[0])
 		out->node = NULL;
-	if (!out->node)
-		return 0;
 	diag_init(&d);
-	if (facts_extract(obj, &wl, a, &d) < 0)
+	wl.namespace = json_string_value(json_object_get(meta, "namespace"));
+	if (!wl.namespace || facts_extract(obj, &wl, a, &d) < 0)
 		return 0; /* gpugate cannot read it: it asks nothing */
+	if (!out->node) {
+		waiting_of(p, obj, &wl, a, out);
+		return 0;
+	}
 	for (size_t i = 0; i < wl.pod.n_containers; i++)
 		max += wl.pod.containers[i].n_limits + wl.pod.containers[i].n_requests;
 	for (size_t i = 0; i < wl.pod.n_init_containers; i++)
@@ -223,6 +287,12 @@ int node_facts_cb(void *ctx, const json_t *obj, struct arena *a, struct pool_nod
 int pod_placement_cb(void *ctx, const json_t *obj, struct arena *a,
 		     struct inventory_placement *out)
 {
-	(void)ctx;
-	return pod_placement(obj, a, out);
+	struct holder_ref *ref;
+	const struct policy *p = ctx ? holder_acquire(ctx, &ref) : NULL;
+	int rc = pod_placement(p, obj, a, out);
+
+	/* The waiting facts' names were copied into a: the policy may go. */
+	if (ctx)
+		holder_release(ref);
+	return rc;
 }

@@ -29,12 +29,18 @@ int node_facts(const json_t *obj, struct arena *a, struct pool_node *out);
 /*
  * Where a Pod is and what it asks there: uid, node (spec.nodeName; NULL
  * when it is not bound or is Succeeded or Failed: it holds nothing on a
- * node) and its asks (the extended resources with units > 0).  -1 when obj
- * has no metadata.uid.  A pod gpugate cannot read asks nothing.
+ * node) and its asks (the extended resources with units > 0); for a pod
+ * that is not bound, not finished and not being deleted, and asks for a
+ * flavor's units under p (the charge rule), what waiting says
+ * (struct inventory_waiting; p NULL: nothing).  -1 when obj has no
+ * metadata.uid.  A pod gpugate cannot read asks nothing.
  */
-int pod_placement(const json_t *obj, struct arena *a, struct inventory_placement *out);
+struct policy;
+int pod_placement(const struct policy *p, const json_t *obj, struct arena *a,
+		  struct inventory_placement *out);
 
-/* The feed's callbacks (struct feed_config): the same, ctx unused. */
+/* The feed's callbacks (struct feed_config): the same; pod_placement_cb's
+ * ctx is the policy holder (struct holder *, may be NULL). */
 int node_facts_cb(void *ctx, const json_t *obj, struct arena *a, struct pool_node *out);
 int pod_placement_cb(void *ctx, const json_t *obj, struct arena *a,
 		     struct inventory_placement *out);

@@ -24,7 +24,8 @@ int snapshot_take(const struct kube_config *kube, struct holder *holder,
 {
 	struct feed_config fc = {.kube = kube, .charge = charge_item_current,
 				 .charge_ctx = holder, .node = node_facts_cb,
-				 .placement = pod_placement_cb};
+				 .placement = pod_placement_cb,
+				 .facts_ctx = holder};
 	struct feed *f = NULL;
 	unsigned long long deadline = now_ms() + timeout_ms;
 

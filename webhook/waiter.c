@@ -1,0 +1,284 @@
+#include "webhook/waiter.h"
+
+#include "base/arena.h"
+#include "base/diag.h"
+#include "base/hash.h"
+#include "base/log.h"
+#include "base/nap.h"
+#include "base/strmap.h"
+#include "kube/client.h"
+#include "policy/decide.h"
+#include "policy/policy.h"
+#include "policy/pool.h"
+#include "policy/quota.h"
+#include "usage/inventory.h"
+#include "usage/usage.h"
+#include "webhook/holder.h"
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define WAITING_MAX 4096 /* pods looked at in one round */
+#define EVENT_TIMEOUT_MS 5000
+
+/* What was last written for one pod. */
+struct said {
+	char *uid; /* the key of by_uid */
+	uint64_t reason; /* hash of the message */
+	int64_t at;      /* Unix seconds */
+	bool seen;       /* still waiting in this round */
+};
+
+struct waiter {
+	struct waiter_config cfg;
+	struct kube *kube;
+	char identity[254];
+	struct nap nap;
+	pthread_t thread;
+	/* The thread's own. */
+	struct strmap by_uid;
+	struct said **said;
+	size_t n_said, cap_said;
+};
+
+/* usage_view over the store by names (policy/quota.h). */
+struct view_ctx {
+	const struct policy *p;
+	struct usage_store *u;
+};
+
+static int64_t view_used(const void *ctx, unsigned tenant, unsigned flavor)
+{
+	const struct view_ctx *v = ctx;
+
+	return usage_used(v->u, policy_tenant_at(v->p, tenant)->name,
+			  policy_flavor_at(v->p, flavor)->name);
+}
+
+static void iso_time(int64_t t, char *out, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int write_event(struct waiter *w, const struct inventory_waiting *pod,
+		       const char *message, int64_t now)
+{
+	char when[32], collection[400], gen[300];
+	json_t *ev, *out = NULL;
+	struct diag d;
+	int rc;
+
+	iso_time(now, when, sizeof(when));
+	snprintf(collection, sizeof(collection), "/api/v1/namespaces/%s/events",
+		 pod->namespace);
+	snprintf(gen, sizeof(gen), "%.200s.gpugate-", pod->name);
+	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, "
+		       "s:s, s:s, s:s, s:{s:s}, s:s, s:s, s:s, s:s, s:i}",
+		       "apiVersion", "v1", "kind", "Event",
+		       "metadata", "generateName", gen, "namespace", pod->namespace,
+		       "involvedObject", "apiVersion", "v1", "kind", "Pod",
+		       "name", pod->name, "namespace", pod->namespace, "uid", pod->uid,
+		       "reason", "GPUWaiting", "message", message, "type", "Warning",
+		       "source", "component", "gpugate",
+		       "reportingComponent", "gpugate", "reportingInstance", w->identity,
+		       "firstTimestamp", when, "lastTimestamp", when, "count", 1);
+	if (!ev)
+		return -1;
+	diag_init(&d);
+	rc = kube_create(w->kube, collection, ev, EVENT_TIMEOUT_MS, &out, &d);
+	json_decref(ev);
+	json_decref(out);
+	if (rc < 0) {
+		char q[600];
+
+		log_event(LOG_WARN, "msg=\"waiting reason not written\" pod=%s/%s error=\"%s\"",
+			  pod->namespace, pod->name, log_quote(diag_text(&d), q, sizeof(q)));
+		return -1;
+	}
+	return 0;
+}
+
+static struct said *said_get(struct waiter *w, const char *uid)
+{
+	size_t i;
+	struct said *s;
+
+	if (strmap_get(&w->by_uid, uid, &i))
+		return w->said[i];
+	if (w->n_said == w->cap_said) {
+		size_t cap = w->cap_said ? 2 * w->cap_said : 64;
+		struct said **p = realloc(w->said, cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		w->said = p;
+		w->cap_said = cap;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s || !(s->uid = strdup(uid)) ||
+	    strmap_put(&w->by_uid, s->uid, w->n_said, NULL) < 0) {
+		if (s)
+			free(s->uid);
+		free(s);
+		return NULL;
+	}
+	w->said[w->n_said++] = s;
+	return s;
+}
+
+/* Forgets the pods that no longer wait. */
+static void said_prune(struct waiter *w)
+{
+	for (size_t i = w->n_said; i-- > 0;) {
+		struct said *s = w->said[i];
+
+		if (s->seen) {
+			s->seen = false;
+			continue;
+		}
+		strmap_del(&w->by_uid, s->uid, NULL);
+		if (i != w->n_said - 1) {
+			w->said[i] = w->said[w->n_said - 1];
+			strmap_del(&w->by_uid, w->said[i]->uid, NULL);
+			strmap_put(&w->by_uid, w->said[i]->uid, i, NULL);
+		}
+		w->n_said--;
+		free(s->uid);
+		free(s);
+	}
+}
+
+static void round_once(struct waiter *w)
+{
+	struct inventory_waiting *pods = calloc(WAITING_MAX, sizeof(*pods));
+	int64_t now = (int64_t)time(NULL);
+	unsigned written = 0;
+	struct holder_ref *ref;
+	const struct policy *p;
+	struct arena a;
+	size_t n;
+
+	if (!pods)
+		return;
+	arena_init(&a);
+	n = inventory_waiting_list(w->cfg.inventory, now - (int64_t)w->cfg.after_s, pods,
+				   WAITING_MAX, &a);
+	p = holder_acquire(w->cfg.policy, &ref);
+	for (size_t i = 0; p && i < n && written < w->cfg.max_per_round; i++) {
+		const struct inventory_waiting *pod = &pods[i];
+		const struct policy_flavor *f = policy_flavor_find(p, pod->flavor);
+		struct view_ctx vc = {p, w->cfg.usage};
+		struct usage_view uv = {&vc, view_used};
+		struct pool_check pc;
+		char message[1024];
+		uint64_t h;
+		struct said *s;
+
+		if (!f || !pod->since)
+			continue;
+		inventory_fit(w->cfg.inventory, p, f, pod->per_pod, 1, NULL, &pc);
+		decide_waiting(p, f, pod->per_pod, &pc, w->cfg.usage ? &uv : NULL,
+			       pod->scheduler, message, sizeof(message));
+		s = said_get(w, pod->uid);
+		if (!s)
+			break;
+		s->seen = true;
+		if (!message[0])
+			continue; /* room, and the scheduler said nothing yet */
+		h = hash_fnv1a(HASH_FNV1A_SEED, message);
+		if (s->reason == h && now - s->at < (int64_t)w->cfg.repeat_s)
+			continue;
+		if (write_event(w, pod, message, now) == 0) {
+			s->reason = h;
+			s->at = now;
+			written++;
+		}
+	}
+	holder_release(ref);
+	/* A pod not looked at this round (beyond max_per_round) keeps what
+	 * was said of it only if it was seen: mark every listed pod. */
+	for (size_t i = 0; i < n; i++) {
+		size_t k;
+
+		if (strmap_get(&w->by_uid, pods[i].uid, &k))
+			w->said[k]->seen = true;
+	}
+	said_prune(w);
+	arena_release(&a);
+	free(pods);
+}
+
+static void *run(void *arg)
+{
+	struct waiter *w = arg;
+
+	while (!w->nap.stop) {
+		nap_sleep(&w->nap, w->cfg.interval_s * 1000u);
+		if (w->nap.stop)
+			break;
+		if (w->cfg.leading && !w->cfg.leading(w->cfg.leading_ctx))
+			continue;
+		round_once(w);
+	}
+	return NULL;
+}
+
+int waiter_start(const struct waiter_config *cfg, struct waiter **out, struct diag *d)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		diag_addf(d, "out of memory");
+		return -1;
+	}
+	w->cfg = *cfg;
+	if (!w->cfg.after_s)
+		w->cfg.after_s = 60;
+	if (!w->cfg.interval_s)
+		w->cfg.interval_s = 10;
+	if (!w->cfg.repeat_s)
+		w->cfg.repeat_s = 600;
+	if (!w->cfg.max_per_round)
+		w->cfg.max_per_round = 50;
+	snprintf(w->identity, sizeof(w->identity), "%s", cfg->identity ? cfg->identity : "");
+	w->cfg.identity = w->identity;
+	strmap_init(&w->by_uid);
+	nap_init(&w->nap);
+	w->kube = kube_new(cfg->kube, d);
+	if (!w->kube || pthread_create(&w->thread, NULL, run, w) != 0) {
+		if (w->kube)
+			diag_addf(d, "waiter: cannot start its thread");
+		kube_free(w->kube);
+		nap_release(&w->nap);
+		strmap_release(&w->by_uid);
+		free(w);
+		return -1;
+	}
+	*out = w;
+	return 0;
+}
+
+void waiter_stop(struct waiter *w)
+{
+	if (!w)
+		return;
+	nap_stop(&w->nap);
+	pthread_join(w->thread, NULL);
+	for (size_t i = 0; i < w->n_said; i++) {
+		free(w->said[i]->uid);
+		free(w->said[i]);
+	}
+	free(w->said);
+	strmap_release(&w->by_uid);
+	kube_free(w->kube);
+	nap_release(&w->nap);
+	free(w);
+}
