@@ -1677,6 +1677,15 @@ static bool needs_pool_check(const struct decide_input *in, const struct decisio
 	       (in->wl->kind == WL_POD || in->wl->kind == WL_JOB);
 }
 
+const char *decide_pool_topology(const struct decision *out)
+{
+	/* The class says (the plan exists at /mutate only). */
+	return out->cls && out->cls->topology_mode == POLICY_TOPOLOGY_REQUIRED &&
+			       out->claim.pods > 1
+		       ? out->cls->topology_key
+		       : NULL;
+}
+
 bool decide_pool_denies(const struct decide_input *in, const struct decision *out,
 			const struct pool_check *pc)
 {
@@ -1692,9 +1701,7 @@ void decide_pool(const struct decide_input *in, struct decision *out,
 	const struct policy_flavor *f = cl->flavor;
 	const struct pool_fit *fit = &pc->fit;
 	bool job = in->wl->kind == WL_JOB && cl->pods > 1;
-	const char *topo = job && out->plan.topology == POLICY_TOPOLOGY_REQUIRED
-				   ? out->plan.topology_key
-				   : NULL;
+	const char *topo = decide_pool_topology(out);
 	const char *what = in->wl->kind == WL_JOB ? "job" : "pod";
 	char ex[600], gang[160];
 

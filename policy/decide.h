@@ -164,6 +164,9 @@ void decide_quota(const struct decide_input *in, struct decision *out,
  * A Job's pods were weighed with their Job and are not checked again.
  */
 struct pool_check;
+/* The topology key a gang of out must fit into one domain of (a class
+ * with a required topology and more than one pod), or NULL. */
+const char *decide_pool_topology(const struct decision *out);
 bool decide_pool_denies(const struct decide_input *in, const struct decision *out,
 			const struct pool_check *pc);
 void decide_pool(const struct decide_input *in, struct decision *out,

@@ -187,11 +187,7 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 
 		if (inv && c->flavor)
 			inventory_fit(inv, p, c->flavor, c->per_pod, c->pods,
-				      ev->dec.plan.topology == POLICY_TOPOLOGY_REQUIRED &&
-					      c->pods > 1
-				      ? ev->dec.plan.topology_key
-				      : NULL,
-				      &pc);
+				      decide_pool_topology(&ev->dec), &pc);
 		/* Hold units only for what will be admitted, never for dry
 		 * runs, nor for what the pool is about to refuse. */
 		reserve = ep == HANDLER_VALIDATE && !rv->dry_run && ev->dec.allowed &&

@@ -1,0 +1,308 @@
+/*
+ * The pool at admission and why a pod waits (policy/decide.c decide_pool,
+ * decide_waiting): the texts users read, asserted verbatim.  The pool is
+ * built from plain node values (policy/pool.h); workloads come as JSON
+ * through webhook/facts.c.
+ */
+#include "base/arena.h"
+#include "base/diag.h"
+#include "policy/decide.h"
+#include "policy/pool.h"
+#include "webhook/apply.h"
+#include "webhook/facts.h"
+#include "tests/unit/test_policy.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <string.h>
+
+static const char policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - name: h100\n"
+	"    resource: nvidia.com/gpu\n"
+	"    sharing: exclusive\n"
+	"    nodeSelector: [\"gpu=h100\"]\n"
+	"    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]\n"
+	"    gpusPerNode: 8\n"
+	"classes:\n"
+	"  - {name: big, flavor: h100, gpus: 8, topology: {key: clique}}\n"
+	"  - {name: small, flavor: h100, gpus: 1, maxGpus: 4}\n"
+	"tenants:\n"
+	"  - name: research\n"
+	"    namespaces: [research]\n"
+	"    quota: [{flavor: h100, nominal: 64}]\n"
+	"  - name: sandbox\n"
+	"    namespaces: [sandbox]\n"
+	"    mode: warn\n"
+	"    quota: [{flavor: h100, nominal: 64}]\n";
+
+static struct policy *P;
+
+static void setup(void)
+{
+	P = test_policy(policy_yaml);
+}
+
+static void teardown(void)
+{
+	policy_free(P);
+}
+
+TestSuite(decide_pool, .init = setup, .fini = teardown);
+
+/* Nodes n0..n3: allocatable and allocated given, clique A for n0, n1. */
+struct fleet {
+	struct pool_label labels[4][2];
+	struct pool_resource res[4][1];
+	struct pool_condition ready[1];
+	struct pool_node nodes[4];
+	const struct pool_node *ptr[4];
+	struct pool_member members[4];
+	struct pool_view view;
+};
+
+static void fleet(struct fleet *f, const int64_t alloc[4], const int64_t used[4])
+{
+	static const char *const names[] = {"n0", "n1", "n2", "n3"};
+	static const char *const cliques[] = {"A", "A", "B", "B"};
+
+	f->ready[0] = (struct pool_condition){"Ready", "True", ""};
+	for (int i = 0; i < 4; i++) {
+		f->labels[i][0] = (struct pool_label){"gpu", "h100"};
+		f->labels[i][1] = (struct pool_label){"clique", cliques[i]};
+		f->res[i][0] = (struct pool_resource){"nvidia.com/gpu", 8, alloc[i], used[i]};
+		f->nodes[i] = (struct pool_node){
+			.name = names[i], .labels = f->labels[i], .n_labels = 2,
+			.resources = f->res[i], .n_resources = 1,
+			.conditions = f->ready, .n_conditions = 1, .ready = true};
+		f->ptr[i] = &f->nodes[i];
+	}
+}
+
+static void check(struct fleet *f, int64_t per_pod, int64_t pods, const char *key,
+		  struct pool_check *pc)
+{
+	pool_view_build(f->ptr, 4, policy_flavor_find(P, "h100"), policy_health(P),
+			f->members, &f->view);
+	pool_check_build(&f->view, per_pod, pods, key, pc);
+}
+
+struct run {
+	struct arena arena;
+	json_t *obj;
+	struct workload wl;
+	struct decision dec;
+};
+
+static void done(struct run *r)
+{
+	arena_release(&r->arena);
+	json_decref(r->obj);
+}
+
+static void prepare(struct run *r, const char *ns, json_t *obj, bool job)
+{
+	struct diag d;
+
+	r->obj = obj;
+	arena_init(&r->arena);
+	memset(&r->wl, 0, sizeof(r->wl));
+	r->wl.kind = job ? WL_JOB : WL_POD;
+	r->wl.op = WL_CREATE;
+	r->wl.namespace = ns;
+	r->wl.name = r->wl.uid = "";
+	diag_init(&d);
+	cr_assert_eq(facts_extract(r->obj, &r->wl, &r->arena, &d), 0, "%s", diag_text(&d));
+}
+
+/* decide with no quota in use, then decide_pool with pc; at /validate on
+ * the object as /mutate's plan left it, as the apiserver sends it. */
+static void run(struct run *r, const char *ns, const char *json,
+		enum decide_phase phase, const struct pool_check *pc)
+{
+	json_error_t e;
+	json_t *obj = json_loads(json, 0, &e);
+	bool job = strstr(json, "\"Job\"") != NULL;
+	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = DECIDE_MUTATE};
+
+	cr_assert_not_null(obj, "%s", e.text);
+	prepare(r, ns, obj, job);
+	decide(&in, NULL, &r->dec);
+	if (phase == DECIDE_VALIDATE) {
+		json_t *copy = json_deep_copy(r->obj);
+		struct diag d;
+
+		cr_assert(r->dec.allowed, "%s", r->dec.message);
+		diag_init(&d);
+		cr_assert_eq(apply_plan(copy, &r->wl, &r->dec.plan, P, &d), 0, "%s",
+			     diag_text(&d));
+		done(r);
+		prepare(r, ns, copy, job);
+		in.phase = DECIDE_VALIDATE;
+		decide(&in, NULL, &r->dec);
+	}
+	cr_assert_eq(decide_pool_denies(&in, &r->dec, pc),
+		     pc->known && pc->fit.verdict == POOL_NEVER_FITS &&
+			     r->dec.mode == POLICY_MODE_ENFORCE);
+	decide_pool(&in, &r->dec, pc);
+}
+
+#define POD(cls, gpus)                                                      \
+	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\","  \
+	"\"labels\":{\"gpugate.io/class\":\"" cls "\",\"gpugate.io/gpus\":\"" \
+	gpus "\"}},\"spec\":{\"containers\":[{\"name\":\"c\",\"image\":\"x\"}]}}"
+#define JOB(cls, n)                                                           \
+	"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":"  \
+	"\"j\",\"labels\":{\"gpugate.io/class\":\"" cls "\"}},\"spec\":{"        \
+	"\"parallelism\":" n ",\"completions\":" n ",\"template\":{\"spec\":{"    \
+	"\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"c\",\"image\":" \
+	"\"x\"}]}}}}"
+
+Test(decide_pool, a_pod_no_usable_node_can_hold_is_denied_naming_the_largest)
+{
+	struct fleet f;
+	struct pool_check pc;
+	struct run r;
+
+	fleet(&f, (int64_t[]){7, 6, 8, 8}, (int64_t[]){0, 0, 0, 0});
+	f.nodes[2].unschedulable = true;
+	f.nodes[3].ready = false;
+	check(&f, 8, 1, NULL, &pc);
+	run(&r, "research", POD("big", "8"), DECIDE_MUTATE, &pc);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.rule, "pool");
+	cr_assert_str_eq(r.dec.message,
+			 "gpugate: no usable node of flavor h100 can hold a pod of 8 "
+			 "nvidia.com/gpu: the largest offers 7 (n0); 2 nodes excluded: n2 "
+			 "(cordoned), n3 (NotReady)");
+	done(&r);
+
+	/* Warn mode: admitted, the text becomes a warning at /validate. */
+	run(&r, "sandbox", POD("big", "8"), DECIDE_VALIDATE, &pc);
+	cr_assert(r.dec.allowed);
+	cr_assert_eq(r.dec.n_warnings, 2);
+	cr_assert_str_eq(r.dec.warnings[0], "gpugate: big -> 8 x h100 for tenant sandbox "
+					    "(8/64 in use)");
+	cr_assert_str_eq(r.dec.warnings[1],
+			 "gpugate: no usable node of flavor h100 can hold a pod of 8 "
+			 "nvidia.com/gpu: the largest offers 7 (n0); 2 nodes excluded: n2 "
+			 "(cordoned), n3 (NotReady)");
+	done(&r);
+}
+
+Test(decide_pool, no_room_now_is_advice_at_validate_only)
+{
+	struct fleet f;
+	struct pool_check pc;
+	struct run r;
+
+	fleet(&f, (int64_t[]){8, 8, 8, 8}, (int64_t[]){6, 6, 7, 8});
+	check(&f, 4, 1, NULL, &pc);
+	run(&r, "research", POD("small", "4"), DECIDE_MUTATE, &pc);
+	cr_assert(r.dec.allowed);
+	cr_assert_eq(r.dec.n_warnings, 0);
+	done(&r);
+	run(&r, "research", POD("small", "4"), DECIDE_VALIDATE, &pc);
+	cr_assert(r.dec.allowed);
+	cr_assert_eq(r.dec.n_warnings, 2, "%zu", r.dec.n_warnings);
+	cr_assert_str_eq(r.dec.warnings[1],
+			 "gpugate: admitted, but no node of flavor h100 has 4 "
+			 "nvidia.com/gpu free now: 5 free on 4 nodes, at most 2 on one "
+			 "(fragmentation); the pod waits");
+	done(&r);
+}
+
+Test(decide_pool, a_gang_with_a_required_topology_needs_one_domain)
+{
+	struct fleet f;
+	struct pool_check pc;
+	struct run r;
+
+	/* 3 whole nodes in one clique: each has 2. */
+	fleet(&f, (int64_t[]){8, 8, 8, 8}, (int64_t[]){0, 0, 0, 0});
+	check(&f, 8, 3, "clique", &pc);
+	run(&r, "research", JOB("big", "3"), DECIDE_MUTATE, &pc);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.message,
+			 "gpugate: no clique domain of flavor h100 can hold the job's 3 "
+			 "pods of 8 nvidia.com/gpu: the largest holds 2");
+	done(&r);
+
+	/* 2 fit in a clique when empty; now A is half busy, B busy. */
+	fleet(&f, (int64_t[]){8, 8, 8, 8}, (int64_t[]){8, 0, 8, 1});
+	check(&f, 8, 2, "clique", &pc);
+	run(&r, "research", JOB("big", "2"), DECIDE_VALIDATE, &pc);
+	cr_assert(r.dec.allowed);
+	cr_assert_str_eq(r.dec.warnings[r.dec.n_warnings - 1],
+			 "gpugate: admitted, but no clique domain of flavor h100 has room "
+			 "for the job's 2 pods of 8 nvidia.com/gpu now: the best (A) has "
+			 "room for 1");
+	done(&r);
+}
+
+Test(decide_pool, nothing_known_nothing_said_and_every_node_excluded_is_advice)
+{
+	struct fleet f;
+	struct pool_check pc = {.known = false};
+	struct run r;
+
+	run(&r, "research", POD("big", "8"), DECIDE_VALIDATE, &pc);
+	cr_assert(r.dec.allowed);
+	cr_assert_eq(r.dec.n_warnings, 1); /* the success line only */
+	done(&r);
+
+	fleet(&f, (int64_t[]){8, 8, 8, 8}, (int64_t[]){0, 0, 0, 0});
+	for (int i = 0; i < 4; i++)
+		f.nodes[i].unschedulable = true;
+	check(&f, 8, 1, NULL, &pc);
+	run(&r, "research", POD("big", "8"), DECIDE_VALIDATE, &pc);
+	cr_assert(r.dec.allowed);
+	cr_assert_str_eq(r.dec.warnings[1],
+			 "gpugate: all 4 nodes of flavor h100 are excluded, the pod waits "
+			 "until one is back; 4 nodes excluded: n0 (cordoned), n1 "
+			 "(cordoned), n2 (cordoned), n3 (cordoned)");
+	done(&r);
+}
+
+static int64_t held(const void *ctx, unsigned t, unsigned f)
+{
+	(void)ctx;
+	(void)f;
+	return t == 0 ? 70 : 12; /* research borrows 6 beyond its 64 */
+}
+
+Test(decide_pool, why_a_pod_waits)
+{
+	struct fleet f;
+	struct pool_check pc;
+	const struct policy_flavor *h100 = policy_flavor_find(P, "h100");
+	struct usage_view u = {NULL, held};
+	char why[1024];
+
+	fleet(&f, (int64_t[]){8, 8, 8, 8}, (int64_t[]){6, 6, 7, 8});
+	f.nodes[3].taints = (struct pool_taint[]){{"maintenance", "", "NoExecute"}};
+	f.nodes[3].n_taints = 1;
+	check(&f, 4, 1, NULL, &pc);
+	decide_waiting(P, h100, 4, &pc, &u, "", why, sizeof(why));
+	cr_assert_str_eq(why, "no node of flavor h100 has 4 nvidia.com/gpu free: 5 free "
+			      "on 3 usable nodes, at most 2 on one (fragmentation); quota "
+			      "held by research 70 (borrowed), sandbox 12; 1 node "
+			      "excluded: n3 (taint maintenance:NoExecute)");
+	/* Room: the scheduler's own message, if any. */
+	check(&f, 1, 1, NULL, &pc);
+	decide_waiting(P, h100, 1, &pc, &u, "", why, sizeof(why));
+	cr_assert_str_eq(why, "");
+	decide_waiting(P, h100, 1, &pc, &u, "0/4 nodes are available: 4 Insufficient cpu.",
+		       why, sizeof(why));
+	cr_assert_str_eq(why, "the scheduler says: 0/4 nodes are available: 4 "
+			      "Insufficient cpu.");
+	check(&f, 8, 1, NULL, &pc);
+	f.res[0][0].allocatable = 7;
+	check(&f, 8, 1, NULL, &pc);
+	decide_waiting(P, h100, 8, &pc, &u, "", why, sizeof(why));
+	cr_assert_str_eq(why, "no node of flavor h100 has 8 nvidia.com/gpu free: 4 free "
+			      "on 3 usable nodes, at most 2 on one; quota held by research "
+			      "70 (borrowed), sandbox 12; 1 node excluded: n3 (taint "
+			      "maintenance:NoExecute)");
+}
