@@ -87,6 +87,12 @@ static void on_object(void *ctx, const json_t *obj)
 	}
 	if (f->cfg.inventory && (k->kind == FEED_NODES || k->kind == USAGE_PODS))
 		to_inventory(f, k->kind, obj, &a);
+	if (f->cfg.meter && k->kind == USAGE_PODS) {
+		struct meter_pod mp;
+
+		if (f->cfg.run(f->cfg.facts_ctx, obj, &a, &mp) == 0)
+			meter_put(f->cfg.meter, &mp);
+	}
 	arena_release(&a);
 }
 
@@ -108,6 +114,8 @@ static void on_delete(void *ctx, const json_t *obj)
 	usage_forget(k->f->cfg.usage, uid);
 	if (k->f->cfg.inventory && k->kind == USAGE_PODS)
 		inventory_pod_delete(k->f->cfg.inventory, uid);
+	if (k->f->cfg.meter && k->kind == USAGE_PODS)
+		meter_gone(k->f->cfg.meter, uid);
 }
 
 static void on_relist_begin(void *ctx)
@@ -122,6 +130,8 @@ static void on_relist_begin(void *ctx)
 	usage_relist_begin(k->f->cfg.usage, (enum usage_kind)k->kind);
 	if (inv && k->kind == USAGE_PODS)
 		inventory_relist_begin(inv, INVENTORY_PODS);
+	if (k->f->cfg.meter && k->kind == USAGE_PODS)
+		meter_relist_begin(k->f->cfg.meter);
 }
 
 static void on_relist_end(void *ctx, bool first)
@@ -139,6 +149,8 @@ static void on_relist_end(void *ctx, bool first)
 	usage_relist_end(k->f->cfg.usage, (enum usage_kind)k->kind);
 	if (inv && k->kind == USAGE_PODS)
 		inventory_relist_end(inv, INVENTORY_PODS);
+	if (k->f->cfg.meter && k->kind == USAGE_PODS)
+		meter_relist_end(k->f->cfg.meter);
 	if (first)
 		log_event(LOG_INFO, "msg=\"usage synced\" kind=%s entries=%zu",
 			  kind_name(k), usage_entries(k->f->cfg.usage));
@@ -174,6 +186,10 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 	}
 	if (cfg->inventory && (!cfg->node || !cfg->placement)) {
 		diag_addf(d, "feed: an inventory needs the node and placement readers");
+		return -1;
+	}
+	if (cfg->meter && !cfg->run) {
+		diag_addf(d, "feed: a meter needs the run reader");
 		return -1;
 	}
 	f = calloc(1, sizeof(*f));

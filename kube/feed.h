@@ -44,6 +44,7 @@
 #define GPUGATE_FEED_H
 
 #include "usage/inventory.h"
+#include "usage/meter.h"
 #include "usage/usage.h"
 
 #include <jansson.h>
@@ -74,6 +75,10 @@ struct feed_config {
 	int (*placement)(void *ctx, const json_t *obj, struct arena *a,
 			 struct inventory_placement *out);
 	void *facts_ctx;
+	/* Optional: the meter (usage/meter.h), fed every pod through run. */
+	struct meter *meter;
+	int (*run)(void *ctx, const json_t *obj, struct arena *a,
+		   struct meter_pod *out);
 	unsigned idle_seconds;          /* a silent watch is broken; 0: 180 */
 	unsigned unserved_retry_ms;     /* claims not served: 0: 300000 */
 };

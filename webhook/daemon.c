@@ -54,6 +54,7 @@ struct daemon {
 	bool have_api;
 	struct usage_store *usage;
 	struct inventory *inventory;      /* API mode only */
+	struct meter *meter;              /* API mode only */
 	struct feed *feed;
 	struct waiter *waiter;            /* API mode, waiting reasons on */
 	struct kube_shared_io *shared_io; /* shared usage only */
@@ -301,6 +302,7 @@ static void route_metrics(void *ctx, const struct http_request *req,
 		.policy = holder_acquire(dm->holder, &ref),
 		.usage = dm->usage,
 		.inventory = dm->inventory,
+		.meter = dm->meter,
 		.api = dm->feed != NULL,
 		.api_connected = dm->feed && feed_connected(dm->feed),
 		.api_synced = dm->feed && feed_synced(dm->feed),
@@ -487,11 +489,14 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 					 .facts_ctx = dm->holder};
 
 		dm->inventory = inventory_new();
-		if (!dm->inventory) {
+		dm->meter = meter_new(NULL);
+		if (!dm->inventory || !dm->meter) {
 			diag_addf(d, "gpugate serve: out of memory");
 			goto fail;
 		}
 		fc.inventory = dm->inventory;
+		fc.meter = dm->meter;
+		fc.run = pod_run_cb;
 		if (feed_start(&fc, &dm->feed, d) < 0)
 			goto fail;
 		if (cfg->waiting_after_s) {
@@ -581,6 +586,7 @@ void daemon_stop(struct daemon *dm)
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	inventory_free(dm->inventory);
+	meter_free(dm->meter);
 	usage_free(dm->usage);
 	kube_shared_io_free(dm->shared_io);
 	kube_config_release(&dm->kube);

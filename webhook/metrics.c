@@ -4,6 +4,7 @@
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "usage/inventory.h"
+#include "usage/meter.h"
 #include "usage/usage.h"
 
 #include <inttypes.h>
@@ -180,6 +181,13 @@ static void render_pool(struct strbuf *sb, const struct metrics_state *st)
 	free(s.v);
 }
 
+static void meter_line(void *ctx, const char *tenant, const char *flavor,
+		       double seconds)
+{
+	strbuf_addf(ctx, "gpugate_gpu_seconds_total{tenant=\"%s\",flavor=\"%s\"} %.0f\n",
+		    tenant, flavor, seconds);
+}
+
 static void render_state(struct strbuf *sb, const struct metrics_state *st)
 {
 	render_quota(sb, st, "gpugate_quota_nominal",
@@ -194,6 +202,14 @@ static void render_state(struct strbuf *sb, const struct metrics_state *st)
 		    usage_entries(st->usage));
 	if (st->inventory && st->policy)
 		render_pool(sb, st);
+	if (st->meter) {
+		strbuf_addf(sb, "# HELP gpugate_gpu_seconds_total Units x seconds that "
+				"tenants' GPU pods ran (from status.startTime to the end "
+				"of their containers, or until gone), since this process "
+				"started.\n"
+				"# TYPE gpugate_gpu_seconds_total counter\n");
+		meter_foreach(st->meter, meter_line, sb);
+	}
 	if (st->api)
 		strbuf_addf(sb, "# HELP gpugate_kube_watch_connected 1 while the "
 				"Pod and Job watches are connected.\n"

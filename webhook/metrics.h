@@ -40,6 +40,7 @@ void metrics_policy_reload(struct metrics *m, bool ok);
 void metrics_cert_reload(struct metrics *m, bool ok);
 
 struct inventory;
+struct meter;
 struct policy;
 struct usage_store;
 
@@ -53,6 +54,8 @@ struct metrics_state {
 	/* gpugate_pool_*: the flavors' nodes and units (usage/inventory.h),
 	 * when not NULL (API mode) and policy is set. */
 	struct inventory *inventory;
+	/* gpugate_gpu_seconds_total (usage/meter.h), when not NULL. */
+	struct meter *meter;
 	/* gpugate_kube_watch_connected and gpugate_kube_synced, in API mode. */
 	bool api;
 	bool api_connected;

@@ -278,6 +278,74 @@ int pod_placement(const struct policy *p, const json_t *obj, struct arena *a,
 	return 0;
 }
 
+/* The latest state.terminated.finishedAt of the containers; 0 when none. */
+static int64_t finished_at(const json_t *status)
+{
+	static const char *const lists[] = {"containerStatuses", "initContainerStatuses"};
+	int64_t latest = 0;
+
+	for (size_t l = 0; l < 2; l++) {
+		const json_t *c;
+		size_t i;
+
+		json_array_foreach(json_object_get(status, lists[l]), i, c) {
+			int64_t t = unix_time(json_string_value(json_object_get(
+				json_object_get(json_object_get(c, "state"), "terminated"),
+				"finishedAt")));
+
+			if (t > latest)
+				latest = t;
+		}
+	}
+	return latest;
+}
+
+int pod_run(const struct policy *p, const json_t *obj, struct arena *a,
+	    struct meter_pod *out)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const json_t *status = json_object_get(obj, "status");
+	const char *phase = json_string_value(json_object_get(status, "phase"));
+	struct workload wl = {.kind = WL_POD, .op = WL_CREATE};
+	struct charge ch;
+	struct diag d;
+
+	memset(out, 0, sizeof(*out));
+	out->uid = json_string_value(json_object_get(meta, "uid"));
+	if (!out->uid)
+		return -1;
+	wl.namespace = json_string_value(json_object_get(meta, "namespace"));
+	diag_init(&d);
+	if (!p || !wl.namespace || facts_extract(obj, &wl, a, &d) < 0)
+		return 0;
+	charge_decide(p, &wl, &ch);
+	if (!ch.tenant || ch.per_pod <= 0)
+		return 0;
+	out->tenant = arena_strdup(a, ch.tenant->name);
+	out->flavor = arena_strdup(a, ch.flavor->name);
+	if (!out->tenant || !out->flavor)
+		return -1;
+	out->units = ch.per_pod;
+	out->start = unix_time(json_string_value(json_object_get(status, "startTime")));
+	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) {
+		out->end = finished_at(status);
+		if (!out->end)
+			out->end = (int64_t)time(NULL); /* seen finished now */
+	}
+	return 0;
+}
+
+int pod_run_cb(void *ctx, const json_t *obj, struct arena *a, struct meter_pod *out)
+{
+	struct holder_ref *ref;
+	const struct policy *p = ctx ? holder_acquire(ctx, &ref) : NULL;
+	int rc = pod_run(p, obj, a, out);
+
+	if (ctx)
+		holder_release(ref);
+	return rc;
+}
+
 int node_facts_cb(void *ctx, const json_t *obj, struct arena *a, struct pool_node *out)
 {
 	(void)ctx;

@@ -12,6 +12,7 @@
 
 #include "policy/pool.h"
 #include "usage/inventory.h"
+#include "usage/meter.h"
 
 #include <jansson.h>
 
@@ -39,8 +40,20 @@ struct policy;
 int pod_placement(const struct policy *p, const json_t *obj, struct arena *a,
 		  struct inventory_placement *out);
 
+/*
+ * How long a Pod has run, for the meter (usage/meter.h): its tenant,
+ * flavor and units per pod under p (the charge rule; NULL tenant: not a
+ * GPU pod of a tenant), status.startTime, and for a Succeeded or Failed
+ * pod its end (the latest container finishedAt, else now).  -1 when obj
+ * has no metadata.uid.
+ */
+int pod_run(const struct policy *p, const json_t *obj, struct arena *a,
+	    struct meter_pod *out);
+
 /* The feed's callbacks (struct feed_config): the same; pod_placement_cb's
- * ctx is the policy holder (struct holder *, may be NULL). */
+ * and pod_run_cb's ctx is the policy holder (struct holder *, may be
+ * NULL). */
+int pod_run_cb(void *ctx, const json_t *obj, struct arena *a, struct meter_pod *out);
 int node_facts_cb(void *ctx, const json_t *obj, struct arena *a, struct pool_node *out);
 int pod_placement_cb(void *ctx, const json_t *obj, struct arena *a,
 		     struct inventory_placement *out);
