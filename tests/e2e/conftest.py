@@ -106,7 +106,7 @@ def quota(stack) -> e2e.Gate:
 NAMESPACE_USAGE = {
     "research": ("example", "research", ("h100-80gb", "l4-shared")),
     "research-jobs": ("example", "research", ("h100-80gb", "l4-shared")),
-    "product-inference": ("example", "product", ("h100-80gb", "a100-1g.10gb")),
+    "product-inference": ("example", "product", ("h100-80gb", "a100-1g.10gb", "a100-3g.40gb")),
     "sandbox-1": ("example", "sandbox", ("l4-shared",)),
     **{ns: ("quota", ns, ("h100-80gb",)) for ns in e2e.QUOTA_NAMESPACES},
     **{ns: ("raw", ns, ("h100-80gb",)) for ns in e2e.RAW_NAMESPACES},

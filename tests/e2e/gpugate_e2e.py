@@ -102,6 +102,14 @@ settings:
     description: 8 H100
     flavor: h100-80gb
     gpus: 8
+  # test_fleet.py: a Job's pods in one NVLink domain where the scheduler can
+  # (podAffinity preferred), anywhere else otherwise.
+  - name: gpu-near
+    description: 1 to 8 H100, a Job's pods in one NVLink domain when they fit
+    flavor: h100-80gb
+    gpus: 1
+    maxGpus: 8
+    topology: {key: nvidia.com/gpu.clique, mode: preferred}
 tenants:
   # borrowing: alpha borrows up to 4 beyond its 8; beta lends up to 4.
   - name: alpha
@@ -161,6 +169,11 @@ tenants:
     mode: audit
     quota:
       - {flavor: h100-80gb, nominal: 8}
+  # test_fleet.py: preferred topology on the fake fleet (3 whole H100 nodes).
+  - name: near
+    namespaces: [near]
+    quota:
+      - {flavor: h100-80gb, nominal: 24}
 checkpoint:
   gracePeriodSeconds: 300
   mountPath: /checkpoint
@@ -209,7 +222,7 @@ tenants:
 EXAMPLE_NAMESPACES = ["research", "research-jobs", "product-inference",
                       "sandbox-1", "no-tenant", "gpugate"]
 QUOTA_NAMESPACES = ["alpha", "beta", "solo", "batch", "dry", "durable", "lenient",
-                    "mallory", "victim", "loose", "quiet"]
+                    "mallory", "victim", "loose", "quiet", "near"]
 RAW_NAMESPACES = ["rawgpu"]
 # Created by Stack.start_replicas; REPLICA_STORE_NAMESPACE is where a shared
 # usage store may keep its objects (--namespace in GPUGATE_E2E_REPLICA_ARGS).
