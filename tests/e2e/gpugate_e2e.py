@@ -700,6 +700,12 @@ def sanitizer_env() -> dict[str, str]:
     return env
 
 
+# What the session's gates run with beyond policy, certificates, listen
+# address and kubeconfig: a GPU pod that waited 2 s gets gpugate's
+# GPUWaiting Event (the waiter looks every 10 s; test_waiting.py).
+GATE_ARGS = ("--waiting-reason-after", "2")
+
+
 class Gate:
     """One `gpugate serve` process, in its own session, stdout and stderr in
     files (so that it may outlive the Python process that started it, as in
@@ -1582,8 +1588,9 @@ class Stack:
 
     def start_gate(self, name: str, policy: Path, listen: str = "127.0.0.1:0",
                    kubeconfig: str | None = None) -> Gate:
-        gate = Gate(self.binary, self.certs, policy, self.dir / "gpugate", 
-                    kubeconfig or self.cluster.env["KUBECONFIG"], name=name, listen=listen)
+        gate = Gate(self.binary, self.certs, policy, self.dir / "gpugate",
+                    kubeconfig or self.cluster.env["KUBECONFIG"], name=name, listen=listen,
+                    args=GATE_ARGS)
         return gate.start()
 
     def restart_gate(self, name: str) -> tuple[Gate, list[str]]:
@@ -1595,7 +1602,7 @@ class Stack:
         self.retired.append(old)
         n = sum(1 for g in self.retired if g.name.startswith(name))
         gate = Gate(self.binary, self.certs, old.policy, self.dir / "gpugate",
-                    old.kubeconfig, name=f"{name}-{n + 1}").start()
+                    old.kubeconfig, name=f"{name}-{n + 1}", args=old.args).start()
         self.gates[name] = gate
         gate.wait_ready()
         register(self.kubectl, f"gpugate-{name}", gate, name)
