@@ -1643,9 +1643,15 @@ void decide(const struct decide_input *in, const struct usage_view *usage,
 
 /* ---- the pool (policy/pool.h) ----------------------------------------- */
 
-/* "; 2 nodes excluded: a (cordoned), b (condition X=True)" or "". */
-static void excluded_text(const struct pool_check *pc, char *buf, size_t size)
+/*
+ * "; 2 nodes excluded: a (cordoned), b (condition X=True)" or "", at most
+ * room bytes (size > room): the nodes that do not fit become ", ..." (a
+ * warning has DECIDE_WARNING_LEN bytes in all).
+ */
+static void excluded_text(const struct pool_check *pc, char *buf, size_t size,
+			  size_t room)
 {
+	char entry[POOL_NAME_LEN + 200];
 	size_t len;
 
 	buf[0] = '\0';
@@ -1653,19 +1659,27 @@ static void excluded_text(const struct pool_check *pc, char *buf, size_t size)
 		return;
 	snprintf(buf, size, "; %zu node%s excluded: ", pc->n_excluded,
 		 pc->n_excluded == 1 ? "" : "s");
-	for (size_t i = 0; i < pc->n_excluded && i < POOL_MAX_EXCLUDED; i++) {
-		const char *why = pc->excluded[i].exclusion == POOL_HEALTH ||
-					  pc->excluded[i].exclusion == POOL_TAINTED
-				  ? pc->excluded[i].why
-				  : pool_exclusion_name(pc->excluded[i].exclusion);
+	for (size_t i = 0; i < pc->n_excluded; i++) {
+		const char *why;
 
 		len = strlen(buf);
-		snprintf(buf + len, size - len, "%s%s (%s)", i ? ", " : "",
+		if (i >= POOL_MAX_EXCLUDED) {
+			snprintf(buf + len, size - len, ", ...");
+			break;
+		}
+		why = pc->excluded[i].exclusion == POOL_HEALTH ||
+				      pc->excluded[i].exclusion == POOL_TAINTED
+			      ? pc->excluded[i].why
+			      : pool_exclusion_name(pc->excluded[i].exclusion);
+		snprintf(entry, sizeof(entry), "%s%s (%s)", i ? ", " : "",
 			 pc->excluded[i].node, why);
+		/* Room for this entry and a closing ", ..." after it. */
+		if (i && len + strlen(entry) + 5 > room) {
+			snprintf(buf + len, size - len, ", ...");
+			break;
+		}
+		snprintf(buf + len, size - len, "%s", entry);
 	}
-	len = strlen(buf);
-	if (pc->n_excluded > POOL_MAX_EXCLUDED)
-		snprintf(buf + len, size - len, ", ...");
 }
 
 static bool needs_pool_check(const struct decide_input *in, const struct decision *out)
@@ -1703,11 +1717,13 @@ void decide_pool(const struct decide_input *in, struct decision *out,
 	bool job = in->wl->kind == WL_JOB && cl->pods > 1;
 	const char *topo = decide_pool_topology(out);
 	const char *what = in->wl->kind == WL_JOB ? "job" : "pod";
-	char ex[600], gang[160];
+	char ex[700], ex_short[700], gang[160];
 
 	if (!pc || !pc->known || !needs_pool_check(in, out))
 		return;
-	excluded_text(pc, ex, sizeof(ex));
+	/* Denials have room for every node named; a warning for a few. */
+	excluded_text(pc, ex, sizeof(ex), 600);
+	excluded_text(pc, ex_short, sizeof(ex_short), 90);
 	snprintf(gang, sizeof(gang), "the job's %" PRId64 " pods of %u %s", cl->pods,
 		 cl->per_pod, f->resource);
 	if (fit->verdict == POOL_NEVER_FITS) {
@@ -1735,27 +1751,34 @@ void decide_pool(const struct decide_input *in, struct decision *out,
 			    "%s waits until one joins", f->name, what);
 		break;
 	case POOL_NONE_USABLE:
-		add_warning(out, "gpugate: all %zu nodes of flavor %s are excluded, the "
-			    "%s waits until one is back%s", pc->n_nodes, f->name, what, ex);
+		if (pc->n_usable)
+			add_warning(out, "gpugate: no usable node of flavor %s offers any %s "
+				    "now (allocatable 0), the %s waits until one does%s",
+				    f->name, f->resource, what, ex_short);
+		else
+			add_warning(out, "gpugate: all %zu nodes of flavor %s are excluded, "
+				    "the %s waits until one is back%s",
+				    pc->n_nodes, f->name, what, ex_short);
 		break;
 	case POOL_NOT_NOW:
 		if (topo)
 			add_warning(out, "gpugate: admitted, but no %s domain of flavor %s "
 				    "has room for %s now: the best (%s) has room for "
 				    "%" PRId64 "%s",
-				    topo, f->name, gang, pc->domain, fit->fit_now, ex);
+				    topo, f->name, gang, pc->domain, fit->fit_now, ex_short);
 		else if (job)
 			add_warning(out, "gpugate: admitted, but flavor %s has room for "
 				    "%" PRId64 " of %s now (%" PRId64 " free, at most %"
 				    PRId64 " on one node)%s",
-				    f->name, fit->fit_now, gang, pc->free, pc->largest_free, ex);
+				    f->name, fit->fit_now, gang, pc->free, pc->largest_free, ex_short);
 		else
 			add_warning(out, "gpugate: admitted, but no node of flavor %s has "
 				    "%u %s free now: %" PRId64 " free on %zu nodes, at most %"
-				    PRId64 " on one%s; the pod waits%s",
+				    PRId64 " on one%s; the %s waits%s",
 				    f->name, cl->per_pod, f->resource, pc->free, pc->n_usable,
 				    pc->largest_free,
-				    pc->free >= cl->per_pod ? " (fragmentation)" : "", ex);
+				    pc->free >= cl->per_pod ? " (fragmentation)" : "", what,
+				    ex_short);
 		break;
 	default:
 		break;
@@ -2025,14 +2048,19 @@ void decide_waiting(const struct policy *p, const struct policy_flavor *f,
 			snprintf(out, size, "the scheduler says: %s", scheduler);
 		return;
 	}
-	excluded_text(pc, ex, sizeof(ex));
+	excluded_text(pc, ex, sizeof(ex), 500);
 	switch (fit->verdict) {
 	case POOL_UNKNOWN:
 		snprintf(out, size, "no node of flavor %s is in the cluster", f->name);
 		break;
 	case POOL_NONE_USABLE:
-		snprintf(out, size, "all %zu nodes of flavor %s are excluded (the repair "
-			 "comes first)%s", pc->n_nodes, f->name, ex);
+		if (pc->n_usable)
+			snprintf(out, size, "no usable node of flavor %s offers any %s now "
+				 "(allocatable 0: its device plugin?)%s",
+				 f->name, f->resource, ex);
+		else
+			snprintf(out, size, "all %zu nodes of flavor %s are excluded (the "
+				 "repair comes first)%s", pc->n_nodes, f->name, ex);
 		break;
 	case POOL_NEVER_FITS:
 		snprintf(out, size, "no usable node of flavor %s can hold %" PRId64 " %s: "

@@ -13,6 +13,7 @@
 #include "policy/srcpos.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,7 @@ struct policy {
 	struct policy_settings settings;
 	struct policy_checkpoint checkpoint;
 	struct policy_health health;
+	uint64_t serial; /* unique in this process (policy_serial) */
 	struct policy_flavor *flavors;
 	size_t n_flavors;
 	struct policy_class *classes;
@@ -519,6 +521,11 @@ static struct policy *policy_build(const char *source,
 	if (!p)
 		return NULL;
 	b.p = p;
+	{
+		static _Atomic uint64_t next = 1;
+
+		p->serial = atomic_fetch_add(&next, 1);
+	}
 	arena_init(&p->arena);
 	strmap_init(&p->flavor_by_name);
 	strmap_init(&p->class_by_name);
@@ -639,6 +646,11 @@ const struct policy_checkpoint *policy_checkpoint(const struct policy *p)
 const struct policy_health *policy_health(const struct policy *p)
 {
 	return &p->health;
+}
+
+uint64_t policy_serial(const struct policy *p)
+{
+	return p->serial;
 }
 
 size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,

@@ -194,6 +194,9 @@ const char *policy_source(const struct policy *p); /* file name given to load */
 const struct policy_settings *policy_settings(const struct policy *p);
 const struct policy_checkpoint *policy_checkpoint(const struct policy *p);
 const struct policy_health *policy_health(const struct policy *p);
+/* A number no other policy of this process has had: what a cache keyed by
+ * a policy keys on (its address may be reused once it is freed). */
+uint64_t policy_serial(const struct policy *p);
 
 /*
  * The checkpoint claim name of a tenant's workload in namespace ns: tmpl

@@ -315,7 +315,9 @@ void pool_fit(const struct pool_view *v, int64_t per_pod, int64_t pods,
 		}
 		free(ds);
 	}
-	if (v->n_usable == 0)
+	/* No usable node, or none that offers a unit now (a device plugin
+	 * restarting reports 0): advisory, never a denial. */
+	if (v->n_usable == 0 || v->largest_allocatable == 0)
 		out->verdict = POOL_NONE_USABLE;
 	else if (out->fit_empty < pods)
 		out->verdict = POOL_NEVER_FITS;

@@ -166,9 +166,10 @@ enum pool_verdict {
 	POOL_FITS,        /* there is room now */
 	POOL_UNKNOWN,     /* no node of the flavor in the cluster (yet: an
 			   * autoscaler may add one) */
-	POOL_NONE_USABLE, /* every node of the flavor is excluded: advisory
-			   * only, so that a broken health feed cannot stop
-			   * every GPU pod at the door */
+	POOL_NONE_USABLE, /* every node of the flavor is excluded, or none
+			   * offers a unit (allocatable 0 everywhere: a device
+			   * plugin restarting): advisory only, so that a broken
+			   * health feed cannot stop every GPU pod at the door */
 	POOL_NEVER_FITS,  /* no usable node could hold one pod (or the gang in
 			   * one domain), even empty */
 	POOL_NOT_NOW,     /* it could, but there is no room now */

@@ -24,9 +24,11 @@ struct slot {
 	struct pool_node node;
 	struct alloc *alloc;
 	size_t n_alloc, cap_alloc;
-	/* Flavor membership under policy member_of: one byte per flavor. */
-	const struct policy *member_of;
+	/* Flavor membership under the policy of serial member_of (0: none):
+	 * one byte per flavor, n_member of them. */
+	uint64_t member_of;
 	unsigned char *member;
+	size_t n_member;
 };
 
 struct pod {
@@ -285,7 +287,7 @@ int inventory_node_put(struct inventory *inv, const struct pool_node *n)
 			inv->n_nodes++;
 		s->has_node = true;
 		s->stale = false;
-		s->member_of = NULL; /* membership is computed again */
+		s->member_of = 0; /* membership is computed again */
 		rc = 0;
 	} else {
 		arena_release(&a);
@@ -302,7 +304,7 @@ static void node_forget(struct inventory *inv, struct slot *s)
 	arena_init(&s->arena);
 	memset(&s->node, 0, sizeof(s->node));
 	s->has_node = false;
-	s->member_of = NULL;
+	s->member_of = 0;
 	inv->n_nodes--;
 	slot_drop_if_empty(inv, s);
 }
@@ -548,7 +550,7 @@ static bool member(struct slot *s, const struct policy *p, const struct policy_f
 
 	if (!s->has_node)
 		return false;
-	if (s->member_of != p) {
+	if (s->member_of != policy_serial(p) || s->n_member != n) {
 		unsigned char *m = realloc(s->member, n ? n : 1);
 
 		if (!m) /* out of memory: decide without the cache */
@@ -556,9 +558,10 @@ static bool member(struct slot *s, const struct policy *p, const struct policy_f
 		for (size_t i = 0; i < n; i++)
 			m[i] = pool_node_in_flavor(&s->node, policy_flavor_at(p, i));
 		s->member = m;
-		s->member_of = p;
+		s->n_member = n;
+		s->member_of = policy_serial(p);
 	}
-	return f->index < n && s->member[f->index];
+	return f->index < s->n_member && s->member[f->index];
 }
 
 /* Under mu: v for f, over the scratch buffers.  -1 when out of memory. */

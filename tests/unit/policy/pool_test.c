@@ -251,6 +251,15 @@ Test(pool, fit_never_not_now_and_fits)
 	cr_assert_eq(fit.n_excluded, 2);
 	cr_assert_str_eq(pool_verdict_name(fit.verdict), "none-usable");
 
+	/* Usable nodes that offer nothing (a device plugin restarting reports
+	 * allocatable 0): advisory as well, never a denial. */
+	a.node.ready = b.node.ready = true;
+	a.res[0].allocatable = b.res[0].allocatable = 0;
+	pool_view_build(nodes, 2, H100, NULL, m, &v);
+	pool_fit(&v, 1, 1, NULL, &fit);
+	cr_assert_eq(fit.verdict, POOL_NONE_USABLE);
+	cr_assert_eq(fit.n_excluded, 0);
+
 	/* No node of the flavor at all: unknown (an autoscaler may add one). */
 	pool_view_build(nodes, 2, L4, NULL, m, &v);
 	pool_fit(&v, 1, 1, NULL, &fit);
