@@ -505,6 +505,73 @@ class Churn:
         return self.created / max(time.monotonic() - self.t0, 1e-9)
 
 
+class WriteProbe:
+    """The apiserver's own write latency, beside the creates: every PERIOD
+    seconds a GET and a PUT of ConfigMap bench-probe in STORE_NS (what the
+    shared store does for each reservation, on a document of its own)."""
+
+    def __init__(self, api: e2e.Api, period: float = 0.1):
+        self.api = api
+        self.period = period
+        self.times: list[float] = []
+        self.stopping = threading.Event()
+        self.thread: threading.Thread | None = None
+
+    def start(self) -> "WriteProbe":
+        self.thread = threading.Thread(target=self._run, daemon=True, name="write-probe")
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        path = f"/api/v1/namespaces/{STORE_NS}/configmaps"
+        conn = self.api.connection()
+        try:
+            status, _ = self.api.request("POST", path, {
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "bench-probe"}, "data": {"n": "0"}}, conn=conn)
+            n = 0
+            while not self.stopping.wait(self.period):
+                t = time.perf_counter()
+                status, cm = self.api.request("GET", f"{path}/bench-probe", conn=conn)
+                if status != 200:
+                    continue
+                n += 1
+                cm["data"] = {"n": str(n)}
+                status, _ = self.api.request("PUT", f"{path}/bench-probe", cm, conn=conn)
+                if status == 200:
+                    self.times.append(time.perf_counter() - t)
+        except (OSError, http.client.HTTPException):
+            return
+        finally:
+            conn.close()
+
+    def stop(self) -> list[float]:
+        self.stopping.set()
+        if self.thread is not None:
+            self.thread.join(10)
+        return sorted(self.times)
+
+
+def store_documents(api: e2e.Api) -> tuple[int, int, int]:
+    """The shared store's ConfigMaps in STORE_NS: (count, total bytes of
+    data, largest), the probe's left out."""
+    status, body = api.request("GET", f"/api/v1/namespaces/{STORE_NS}/configmaps")
+    if status != 200:
+        return 0, 0, 0
+    sizes = [sum(len(k) + len(v) for k, v in (cm.get("data") or {}).items())
+             for cm in body["items"]
+             if cm["metadata"]["name"] not in ("bench-probe", "kube-root-ca.crt")]
+    return len(sizes), sum(sizes), max(sizes, default=0)
+
+
+def machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the machine since boot (/proc/stat)."""
+    f = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    hz = os.sysconf("SC_CLK_TCK")
+    idle = f[3] + f[4]
+    return (sum(f[:8]) - idle) / hz, sum(f[:8]) / hz
+
+
 # ---------------------------------------------------------------------------
 # the run
 
@@ -529,6 +596,7 @@ class Run:
         self.holders = 0
         self.port = 0
         self.t_start = time.monotonic()
+        self.busy0 = machine_busy()
 
     # -- processes --
 
@@ -808,6 +876,7 @@ class Run:
         _, before = self.gate.get("/metrics")
         cpu0 = cpu_seconds(self.gate.pid)
         events = EventCounter(self.api).start()
+        probe = WriteProbe(self.api).start()
         t = time.monotonic()
         try:
             lat = sorted(e2e.create_latency(self.api, LATENCY_NS, a.latency_creates, cls="mig",
@@ -815,23 +884,35 @@ class Run:
         finally:
             window = time.monotonic() - t
             counts = events.stop()
+            writes = probe.stop()
+            docs = store_documents(self.api) if store == "shared" else None
             if ch is not None:
                 ch.stop()
         cpu = cpu_seconds(self.gate.pid) - cpu0
         _, after = self.gate.get("/metrics")
         own = []
         for ep in ("mutate", "validate"):
-            q, n = hist_quantile(histogram(before, ep), histogram(after, ep), 0.99)
-            own.append(f"{ep} {ms(q)} (of {n})")
+            hb, ha = histogram(before, ep), histogram(after, ep)
+            p50, n = hist_quantile(hb, ha, 0.50)
+            p99, _ = hist_quantile(hb, ha, 0.99)
+            own.append(f"{ep} {ms(p50)} / {ms(p99)} (of {n})")
         n_events = sum(counts.values())
         rep.figure(f"create latency, {store} store, {side}",
                    f"p50 {ms(e2e.percentile(lat, 50))}, p99 {ms(e2e.percentile(lat, 99))}, "
                    f"max {ms(lat[-1])} ({len(lat)} sequential creates in {window:.1f} s)")
-        rep.figure(f"  gpugate's own p99 ({side})", ", ".join(own))
+        rep.figure(f"  gpugate's own p50 / p99 ({side})", ", ".join(own))
         rep.figure(f"  pod watch events ({side})",
                    f"{n_events / window:.0f}/s ({n_events} in {window:.1f} s: "
                    + ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
                    + f"); gpugate CPU {cpu / window * 100:.0f} %")
+        if writes:
+            rep.figure(f"  apiserver ConfigMap GET+PUT ({side})",
+                       f"p50 {ms(e2e.percentile(writes, 50))}, p99 "
+                       f"{ms(e2e.percentile(writes, 99))} ({len(writes)}, one each 0.1 s)")
+        if docs is not None:
+            rep.figure(f"  shared store documents ({side})",
+                       f"{docs[0]} ConfigMaps, {docs[1] / 1024:.1f} KiB of data, "
+                       f"largest {docs[2] / 1024:.1f} KiB")
         if ch is not None:
             rep.figure("  churn achieved", f"{ch.achieved:.1f} creates/s, {ch.created} created, "
                        f"{ch.deleted} deleted, {ch.errors} errors")
@@ -857,8 +938,21 @@ class Run:
         self.report.figure("pods at the end", f"{sum(1 for _ in pod_plan(a.pods))} "
                            f"Running, usage still the truth")
         total = time.monotonic() - self.t_start
+        busy, avail = machine_busy()
+        t = os.times()
+        ours = t.user + t.system + t.children_user + t.children_system  # gpugate included
+        for k in ("ETCD", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER", "KWOK"):
+            try:
+                ours += cpu_seconds(int(self.cluster.env[f"{k}_PID"]))
+            except (OSError, KeyError, ValueError):
+                pass
+        busy -= self.busy0[0]
+        avail -= self.busy0[1]
         self.report.say("")
         self.report.figure("whole run (wall time)", f"{total:.0f} s = {total / 60:.1f} min")
+        self.report.figure("CPU over the run", f"machine busy {busy:.0f} of {avail:.0f} "
+                           f"CPU-s ({busy / avail * 100:.0f} %); this run's processes "
+                           f"{ours:.0f} CPU-s, the rest of the machine {max(busy - ours, 0):.0f}")
 
 
 def main(argv=None) -> int:
