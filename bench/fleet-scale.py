@@ -418,27 +418,34 @@ class Churn:
     second (annotations of tests/e2e/kwok/stages.yaml: Succeeded after
     RUN_FOR seconds), each deleted LIFETIME seconds after its create; each
     makes ~5 watch events (ADDED, bound, Running, Succeeded, DELETED) and 3
-    admission reviews (mutate, validate CREATE and DELETE)."""
+    admission reviews (mutate, validate CREATE and DELETE).  Creates and
+    deletes each go over THREADS kept-alive connections, so that the rate
+    does not depend on one request's latency."""
 
-    def __init__(self, api: e2e.Api, rate: float, run_for: float, lifetime: float):
+    def __init__(self, api: e2e.Api, rate: float, run_for: float, lifetime: float,
+                 threads: int = 3):
         self.api = api
         self.rate = rate
         self.run_for = run_for
         self.lifetime = lifetime
+        self.nthreads = threads
         self.stopping = threading.Event()
+        self.lock = threading.Lock()
         self.due: collections.deque = collections.deque()
         self.created = self.deleted = self.errors = 0
         self.n = 0
+        self.creators = 0
         self.threads: list[threading.Thread] = []
         self.t0 = 0.0
-        self.creating = True
 
     def start(self) -> "Churn":
         self.t0 = time.monotonic()
-        for target, name in ((self._create, "churn-create"), (self._delete, "churn-delete")):
-            t = threading.Thread(target=target, daemon=True, name=name)
-            t.start()
-            self.threads.append(t)
+        self.creators = self.nthreads
+        for i in range(self.nthreads):
+            for target, name in ((self._create, "churn-create"), (self._delete, "churn-delete")):
+                t = threading.Thread(target=target, daemon=True, name=f"{name}-{i}")
+                t.start()
+                self.threads.append(t)
         return self
 
     def _create(self) -> None:
@@ -447,12 +454,13 @@ class Churn:
                "fleet.gpugate.io/run-for": f"{self.run_for:g}s"}
         try:
             while not self.stopping.is_set():
-                due = self.t0 + self.n / self.rate
-                wait = due - time.monotonic()
+                with self.lock:
+                    k = self.n
+                    self.n += 1
+                wait = self.t0 + k / self.rate - time.monotonic()
                 if wait > 0 and self.stopping.wait(wait):
                     return
-                name = f"churn-{self.n}"
-                self.n += 1
+                name = f"churn-{k}"
                 obj = e2e.pod(name, CHURN_NS, "mig", labels={RUN_LABEL: "churn"},
                               annotations=ann)
                 try:
@@ -462,47 +470,53 @@ class Churn:
                     conn.close()
                     conn = self.api.connection()
                     status = None
-                if status == 201:
-                    self.created += 1
-                    self.due.append((time.monotonic() + self.lifetime, name))
-                else:
-                    self.errors += 1
+                with self.lock:
+                    if status == 201:
+                        self.created += 1
+                        self.due.append((time.monotonic() + self.lifetime, name))
+                    else:
+                        self.errors += 1
         finally:
             conn.close()
-            self.creating = False
+            with self.lock:
+                self.creators -= 1
 
     def _delete(self) -> None:
         conn = self.api.connection()
         try:
-            while self.creating or self.due:
-                if not self.due or self.due[0][0] > time.monotonic():
-                    time.sleep(0.02)
-                    if self.stopping.is_set() and not self.creating:
+            while True:
+                with self.lock:
+                    if self.stopping.is_set() and not self.creators:
                         return  # the rest goes with the deletecollection
+                    item = self.due.popleft() if self.due and \
+                        self.due[0][0] <= time.monotonic() else None
+                if item is None:
+                    time.sleep(0.02)
                     continue
-                _, name = self.due.popleft()
                 try:
                     status, _ = self.api.request(
-                        "DELETE", f"/api/v1/namespaces/{CHURN_NS}/pods/{name}", conn=conn)
+                        "DELETE", f"/api/v1/namespaces/{CHURN_NS}/pods/{item[1]}", conn=conn)
                 except (OSError, http.client.HTTPException):
                     conn.close()
                     conn = self.api.connection()
                     status = None
-                if status in (200, 202, 404):
-                    self.deleted += 1
-                else:
-                    self.errors += 1
+                with self.lock:
+                    if status in (200, 202, 404):
+                        self.deleted += 1
+                    else:
+                        self.errors += 1
         finally:
             conn.close()
 
     def stop(self) -> None:
         self.stopping.set()
+        self.t1 = time.monotonic()
         for t in self.threads:
             t.join(30)
 
     @property
     def achieved(self) -> float:
-        return self.created / max(time.monotonic() - self.t0, 1e-9)
+        return self.created / max(getattr(self, "t1", time.monotonic()) - self.t0, 1e-9)
 
 
 class WriteProbe:
@@ -552,16 +566,23 @@ class WriteProbe:
         return sorted(self.times)
 
 
-def store_documents(api: e2e.Api) -> tuple[int, int, int]:
+def store_documents(api: e2e.Api) -> tuple[int, int, int, int]:
     """The shared store's ConfigMaps in STORE_NS: (count, total bytes of
-    data, largest), the probe's left out."""
+    data, largest, reservation records), the probe's left out."""
     status, body = api.request("GET", f"/api/v1/namespaces/{STORE_NS}/configmaps")
     if status != 200:
-        return 0, 0, 0
-    sizes = [sum(len(k) + len(v) for k, v in (cm.get("data") or {}).items())
-             for cm in body["items"]
-             if cm["metadata"]["name"] not in ("bench-probe", "kube-root-ca.crt")]
-    return len(sizes), sum(sizes), max(sizes, default=0)
+        return 0, 0, 0, 0
+    sizes, records = [], 0
+    for cm in body["items"]:
+        if cm["metadata"]["name"] in ("bench-probe", "kube-root-ca.crt"):
+            continue
+        data = cm.get("data") or {}
+        sizes.append(sum(len(k) + len(v) for k, v in data.items()))
+        try:
+            records += len(json.loads(data.get("reservations") or "[]"))
+        except ValueError:
+            pass
+    return len(sizes), sum(sizes), max(sizes, default=0), records
 
 
 def machine_busy() -> tuple[float, float]:
@@ -597,6 +618,7 @@ class Run:
         self.port = 0
         self.t_start = time.monotonic()
         self.busy0 = machine_busy()
+        self.gate_cpu = 0.0  # of the gpugate processes stopped
 
     # -- processes --
 
@@ -620,6 +642,7 @@ class Run:
         return g
 
     def stop_gate(self) -> tuple[int | None, float]:
+        self.gate_cpu += cpu_seconds(self.gate.pid)
         t = time.monotonic()
         rc = self.gate.terminate()
         return rc, time.monotonic() - t
@@ -911,8 +934,8 @@ class Run:
                        f"{ms(e2e.percentile(writes, 99))} ({len(writes)}, one each 0.1 s)")
         if docs is not None:
             rep.figure(f"  shared store documents ({side})",
-                       f"{docs[0]} ConfigMaps, {docs[1] / 1024:.1f} KiB of data, "
-                       f"largest {docs[2] / 1024:.1f} KiB")
+                       f"{docs[0]} ConfigMaps, {docs[3]} records, {docs[1] / 1024:.1f} KiB "
+                       f"of data, largest {docs[2] / 1024:.1f} KiB (at the window's end)")
         if ch is not None:
             rep.figure("  churn achieved", f"{ch.achieved:.1f} creates/s, {ch.created} created, "
                        f"{ch.deleted} deleted, {ch.errors} errors")
@@ -940,12 +963,19 @@ class Run:
         total = time.monotonic() - self.t_start
         busy, avail = machine_busy()
         t = os.times()
-        ours = t.user + t.system + t.children_user + t.children_system  # gpugate included
-        for k in ("ETCD", "APISERVER", "CONTROLLER_MANAGER", "SCHEDULER", "KWOK"):
+        gpugate = self.gate_cpu + cpu_seconds(self.gate.pid)
+        # this process and its waited-for children: kubectl, cluster.sh, the
+        # stopped gpugate processes (counted above)
+        ours = t.user + t.system + t.children_user + t.children_system
+        parts = {"gpugate": gpugate, "this script, kubectl": ours - self.gate_cpu}
+        ours += cpu_seconds(self.gate.pid)
+        for k in ("APISERVER", "ETCD", "SCHEDULER", "KWOK", "CONTROLLER_MANAGER"):
             try:
-                ours += cpu_seconds(int(self.cluster.env[f"{k}_PID"]))
+                c = cpu_seconds(int(self.cluster.env[f"{k}_PID"]))
             except (OSError, KeyError, ValueError):
-                pass
+                continue
+            parts[k.lower().replace("_", "-")] = c
+            ours += c
         busy -= self.busy0[0]
         avail -= self.busy0[1]
         self.report.say("")
@@ -953,6 +983,9 @@ class Run:
         self.report.figure("CPU over the run", f"machine busy {busy:.0f} of {avail:.0f} "
                            f"CPU-s ({busy / avail * 100:.0f} %); this run's processes "
                            f"{ours:.0f} CPU-s, the rest of the machine {max(busy - ours, 0):.0f}")
+        self.report.figure("  CPU-s by process", ", ".join(
+            f"{k} {v:.0f}" if v >= 10 else f"{k} {v:.1f}" for k, v in
+            sorted(parts.items(), key=lambda kv: -kv[1])))
 
 
 def main(argv=None) -> int:
