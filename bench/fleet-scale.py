@@ -35,12 +35,14 @@ creation; the pods' creation (creates/s, latency) and the time until all
 are Running; gpugate's VmRSS and VmHWM once its usage equals the truth
 (computed from the pods, never from gpugate); a restart (SIGTERM, a new
 process on the same port) timed to /readyz 200 and to usage equal to the
-truth; create latency of class pods (client p50/p99, gpugate's own p99
+truth; create latency of class pods (client p50/p99, gpugate's own p50/p99
 from its histogram) without and with the background churn.
 
 The report goes to stdout and build/bench/fleet-scale.txt, progress to
 stderr.  Exit status 0 when the run completed (figures are not judged), 1
-when it could not, 130 when interrupted.  Everything started here (the
+when it could not (a create refused, a pod never Running, gpugate's usage
+never the truth, a gpugate that did not exit 0 on SIGTERM or printed a
+sanitizer report), 130 when interrupted.  Everything started here (the
 cluster, gpugate) is stopped on every exit; the temporary directory is
 removed unless --keep or a failure, in which case its path is printed.
 """
@@ -647,12 +649,15 @@ class Run:
         rc = self.gate.terminate()
         return rc, time.monotonic() - t
 
-    def cleanup(self, ok: bool) -> None:
+    def cleanup(self, ok: bool) -> bool:
+        """Stops everything; False when a gpugate did not exit 0 on SIGTERM
+        or printed a sanitizer report (or ok was False already)."""
         for g in self.gates:
             if g.alive:
                 rc = g.terminate()
                 if rc != 0:
                     log(f"{g.name}: exit {rc} after SIGTERM; stderr:\n{g.stderr_tail()}")
+                    ok = False
         for g in self.gates:
             r = g.sanitizer_report()
             if r:
@@ -664,6 +669,7 @@ class Run:
             log(f"temporary files kept in {self.dir}")
         else:
             shutil.rmtree(self.dir, ignore_errors=True)
+        return ok
 
     # -- steps --
 
@@ -1040,8 +1046,8 @@ def main(argv=None) -> int:
         if run.report.lines:
             run.report.save()
             log(f"report saved to {REPORT_FILE}")
-        run.cleanup(ok)
-    return 0
+        clean = run.cleanup(ok)
+    return 0 if clean else 1
 
 
 if __name__ == "__main__":
