@@ -210,7 +210,7 @@ bench-feed: $(GPUGATE)
 # registered (--kubeconfig), 10,000 class pods Running; memory, restart
 # catch-up, create latency with and without watch churn.  FLEET_ARGS go to
 # bench/fleet-scale.py (--nodes N, --pods P, --usage-store S, --small, ...).
-# About 5 minutes at full size (docs/benchmarks.md, "Scale run").
+# About 3-6 minutes at full size on 2 CPUs (docs/benchmarks.md, "Scale run").
 bench-fleet: e2e-tools-check $(GPUGATE)
 	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) python3 bench/fleet-scale.py $(FLEET_ARGS)
 
