@@ -12,6 +12,9 @@
 #                        base with main)
 #   make bench-feed [FEED_ARGS=...]   memory and sync time of the usage feed
 #                        with 100,000 Pods in a fake API (bench/feed-memory.sh)
+#   make bench-fleet [FLEET_ARGS=...]   the scale run: 1,000 KWOK GPU nodes,
+#                        10,000 pods through a real apiserver and scheduler
+#                        (bench/fleet-scale.py; FLEET_ARGS=--small: 100/1,000)
 #   make format | clean
 #
 # The first make on a fresh machine installs the Debian packages it needs
@@ -83,7 +86,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed fuzz
+.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -201,6 +204,15 @@ bench-ab: $(GPUGATE)
 # (--pods N, --gpu-pods G, --jobs M, --burst W, --quick, ...).  About 30 s.
 bench-feed: $(GPUGATE)
 	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) bench/feed-memory.sh $(FEED_ARGS)
+
+# The scale run (issue #15): the e2e control plane with kube-scheduler and
+# KWOK, a fleet of fake GPU nodes from bench/policy-fleet.yaml, gpugate
+# registered (--kubeconfig), 10,000 class pods Running; memory, restart
+# catch-up, create latency with and without watch churn.  FLEET_ARGS go to
+# bench/fleet-scale.py (--nodes N, --pods P, --usage-store S, --small, ...).
+# About 3-6 minutes at full size on 2 CPUs (docs/benchmarks.md, "Scale run").
+bench-fleet: e2e-tools-check $(GPUGATE)
+	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) python3 bench/fleet-scale.py $(FLEET_ARGS)
 
 # libFuzzer harnesses (clang); FUZZ_SECONDS per harness, default 60.
 fuzz:
