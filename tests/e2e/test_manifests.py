@@ -145,6 +145,11 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("list", "jobs.batch", "yes"), ("watch", "jobs.batch", "yes"),
                             ("list", "resourceclaims.resource.k8s.io", "yes"),
                             ("watch", "resourceclaims.resource.k8s.io", "yes"),
+                            # The pool (#16): every Node, and an Event on a
+                            # GPU pod that waits; nothing more of either.
+                            ("list", "nodes", "yes"), ("watch", "nodes", "yes"),
+                            ("patch", "nodes", "no"), ("create", "events", "yes"),
+                            ("delete", "events", "no"),
                             ("list", "resourceclaimtemplates.resource.k8s.io", "no"),
                             ("list", "secrets", "no"), ("create", "pods", "no"),
                             ("update", "mutatingwebhookconfigurations", "no")):
@@ -177,6 +182,8 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
     try:
         gate.wait_ready(30)  # listed Pods, Jobs and ResourceClaims with the base's RBAC
         assert "gpugate_kube_watch_connected 1" in gate.metrics()
+        # ...and the Nodes (the pool) with the ClusterRole's nodes rule.
+        wait_until("the pool known", lambda: "gpugate_pool_synced 1" in gate.metrics(), 20)
         # ...and took the Lease of the shared store with its Role.
         wait_until("the leader elected", lambda: 'msg="leader elected"' in gate.stderr_text(),
                    20, 0.2)
