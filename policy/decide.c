@@ -1630,6 +1630,12 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 void decide(const struct decide_input *in, const struct usage_view *usage,
 	    struct decision *out)
 {
+	decide_with_pool(in, usage, NULL, out);
+}
+
+void decide_with_pool(const struct decide_input *in, const struct usage_view *usage,
+		      const struct pool_check *pc, struct decision *out)
+{
 	struct quota_result q;
 
 	decide_prepare(in, out);
@@ -1638,7 +1644,7 @@ void decide(const struct decide_input *in, const struct usage_view *usage,
 	quota_decide(in->policy, out->claim.tenant, out->claim.flavor,
 		     out->claim.units, out->claim.may_borrow, usage ? usage : &quota_no_usage,
 		     &q);
-	decide_quota(in, out, &q);
+	decide_quota_pool(in, out, &q, pc);
 }
 
 /* ---- the pool (policy/pool.h) ----------------------------------------- */
@@ -1682,6 +1688,16 @@ static void excluded_text(const struct pool_check *pc, char *buf, size_t size,
 	}
 }
 
+/* "all 4 nodes", or "the one node" (n == 1). */
+static const char *nodes_text(size_t n, const char *all, char *buf, size_t size)
+{
+	if (n == 1)
+		snprintf(buf, size, "the one node");
+	else
+		snprintf(buf, size, "%s %zu nodes", all, n);
+	return buf;
+}
+
 static bool needs_pool_check(const struct decide_input *in, const struct decision *out)
 {
 	const struct quota_claim *cl = &out->claim;
@@ -1707,26 +1723,24 @@ bool decide_pool_denies(const struct decide_input *in, const struct decision *ou
 	       pc->fit.verdict == POOL_NEVER_FITS && out->mode == POLICY_MODE_ENFORCE;
 }
 
-void decide_pool(const struct decide_input *in, struct decision *out,
-		 const struct pool_check *pc)
+/* The pool's rule: a request no usable node could ever hold. */
+static void pool_rule(const struct decide_input *in, struct decision *out,
+		      const struct pool_check *pc)
 {
 	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
 	const struct quota_claim *cl = &out->claim;
 	const struct policy_flavor *f = cl->flavor;
 	const struct pool_fit *fit = &pc->fit;
-	bool job = in->wl->kind == WL_JOB && cl->pods > 1;
 	const char *topo = decide_pool_topology(out);
-	const char *what = in->wl->kind == WL_JOB ? "job" : "pod";
-	char ex[700], ex_short[700], gang[160];
+	char ex[700], gang[160];
 
-	if (!pc || !pc->known || !needs_pool_check(in, out))
+	if (!pc->known || !needs_pool_check(in, out) || fit->verdict != POOL_NEVER_FITS)
 		return;
-	/* Denials have room for every node named; a warning for a few. */
+	/* A denial has room for every node named (up to four). */
 	excluded_text(pc, ex, sizeof(ex), 600);
-	excluded_text(pc, ex_short, sizeof(ex_short), 90);
 	snprintf(gang, sizeof(gang), "the job's %" PRId64 " pods of %u %s", cl->pods,
 		 cl->per_pod, f->resource);
-	if (fit->verdict == POOL_NEVER_FITS) {
+	{
 		if (cl->per_pod > pc->largest_allocatable)
 			violate(&c, "pool", "no usable node of flavor %s can hold a pod of "
 				"%u %s: the largest offers %" PRId64 " (%s)%s",
@@ -1741,10 +1755,27 @@ void decide_pool(const struct decide_input *in, struct decision *out,
 			violate(&c, "pool", "the usable nodes of flavor %s can hold at most "
 				"%" PRId64 " of %s%s",
 				f->name, fit->fit_empty, gang, ex);
-		return;
 	}
-	if (!out->allowed || in->phase != DECIDE_VALIDATE)
+}
+
+/* The pool's advice, at /validate, for what was admitted: no room now. */
+static void pool_advice(const struct decide_input *in, struct decision *out,
+			const struct pool_check *pc)
+{
+	const struct quota_claim *cl = &out->claim;
+	const struct policy_flavor *f = cl->flavor;
+	const struct pool_fit *fit = &pc->fit;
+	bool job = in->wl->kind == WL_JOB && cl->pods > 1;
+	const char *topo = decide_pool_topology(out);
+	const char *what = in->wl->kind == WL_JOB ? "job" : "pod";
+	char ex_short[700], gang[160], n1[40];
+
+	if (!pc->known || !needs_pool_check(in, out) || !out->allowed ||
+	    in->phase != DECIDE_VALIDATE)
 		return; /* advice is given once, when admitted (kubectl prints it) */
+	excluded_text(pc, ex_short, sizeof(ex_short), 90);
+	snprintf(gang, sizeof(gang), "the job's %" PRId64 " pods of %u %s", cl->pods,
+		 cl->per_pod, f->resource);
 	switch (fit->verdict) {
 	case POOL_UNKNOWN:
 		add_warning(out, "gpugate: no node of flavor %s is in the cluster: the "
@@ -1756,9 +1787,10 @@ void decide_pool(const struct decide_input *in, struct decision *out,
 				    "now (allocatable 0), the %s waits until one does%s",
 				    f->name, f->resource, what, ex_short);
 		else
-			add_warning(out, "gpugate: all %zu nodes of flavor %s are excluded, "
-				    "the %s waits until one is back%s",
-				    pc->n_nodes, f->name, what, ex_short);
+			add_warning(out, "gpugate: %s of flavor %s %s excluded, the %s "
+				    "waits until one is back%s",
+				    nodes_text(pc->n_nodes, "all", n1, sizeof(n1)), f->name,
+				    pc->n_nodes == 1 ? "is" : "are", what, ex_short);
 		break;
 	case POOL_NOT_NOW:
 		if (topo)
@@ -1773,9 +1805,10 @@ void decide_pool(const struct decide_input *in, struct decision *out,
 				    f->name, fit->fit_now, gang, pc->free, pc->largest_free, ex_short);
 		else
 			add_warning(out, "gpugate: admitted, but no node of flavor %s has "
-				    "%u %s free now: %" PRId64 " free on %zu nodes, at most %"
+				    "%u %s free now: %" PRId64 " free on %zu node%s, at most %"
 				    PRId64 " on one%s; the %s waits%s",
 				    f->name, cl->per_pod, f->resource, pc->free, pc->n_usable,
+				    pc->n_usable == 1 ? "" : "s",
 				    pc->largest_free,
 				    pc->free >= cl->per_pod ? " (fragmentation)" : "", what,
 				    ex_short);
@@ -1783,6 +1816,19 @@ void decide_pool(const struct decide_input *in, struct decision *out,
 	default:
 		break;
 	}
+}
+
+void decide_quota_pool(const struct decide_input *in, struct decision *out,
+		       const struct quota_result *q, const struct pool_check *pc)
+{
+	/* Quota speaks first: only what quota admits meets the pool's rule,
+	 * recorded before decide_quota() words the plan (the decision
+	 * annotation of warn and audit modes carries it). */
+	if (pc && (q->position == QUOTA_NOMINAL || q->position == QUOTA_BORROWED))
+		pool_rule(in, out, pc);
+	decide_quota(in, out, q);
+	if (pc)
+		pool_advice(in, out, pc);
 }
 
 /* ---- ephemeral containers --------------------------------------------- */
@@ -2039,7 +2085,7 @@ void decide_waiting(const struct policy *p, const struct policy_flavor *f,
 		    const struct usage_view *u, const char *scheduler, char *out,
 		    size_t size)
 {
-	char ex[600], holders[300] = "";
+	char ex[600], holders[300] = "", n1[40];
 	const struct pool_fit *fit = &pc->fit;
 
 	out[0] = '\0';
@@ -2059,8 +2105,10 @@ void decide_waiting(const struct policy *p, const struct policy_flavor *f,
 				 "(allocatable 0: its device plugin?)%s",
 				 f->name, f->resource, ex);
 		else
-			snprintf(out, size, "all %zu nodes of flavor %s are excluded (the "
-				 "repair comes first)%s", pc->n_nodes, f->name, ex);
+			snprintf(out, size, "%s of flavor %s %s excluded (the repair "
+				 "comes first)%s",
+				 nodes_text(pc->n_nodes, "all", n1, sizeof(n1)), f->name,
+				 pc->n_nodes == 1 ? "is" : "are", ex);
 		break;
 	case POOL_NEVER_FITS:
 		snprintf(out, size, "no usable node of flavor %s can hold %" PRId64 " %s: "
@@ -2102,8 +2150,9 @@ void decide_waiting(const struct policy *p, const struct policy_flavor *f,
 			}
 		}
 		snprintf(out, size, "no node of flavor %s has %" PRId64 " %s free: %" PRId64
-			 " free on %zu usable nodes, at most %" PRId64 " on one%s%s%s",
+			 " free on %zu usable node%s, at most %" PRId64 " on one%s%s%s",
 			 f->name, per_pod, f->resource, pc->free, pc->n_usable,
+			 pc->n_usable == 1 ? "" : "s",
 			 pc->largest_free, pc->free >= per_pod ? " (fragmentation)" : "",
 			 holders, ex);
 		break;

@@ -154,23 +154,25 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 		  const struct quota_result *q);
 
 /*
- * The pool (policy/pool.h) for an admitted request: pc is what the
- * inventory says about out->claim (NULL or not known: nothing is said).
- * decide_pool_denies() tells, before quota is reserved, whether
- * decide_pool() will deny (no usable node could ever hold it, enforce
- * mode).  decide_pool(), after decide_quota(): the denial ("pool" rule;
- * a warning in warn mode), else at /validate advice when there is no
- * room now (fragmentation, excluded nodes, no node of the flavor yet).
- * A Job's pods were weighed with their Job and are not checked again.
+ * Step 2 with the pool (policy/pool.h): pc is what the inventory says about
+ * out->claim (NULL or not known: nothing is said).  When quota admits it,
+ * a request no usable node could ever hold violates rule "pool" (denied
+ * in enforce mode; a warning in warn mode; recorded in audit mode, in the
+ * decision annotation like any rule); then decide_quota(); then, at
+ * /validate, advice for what was admitted but has no room now
+ * (fragmentation, excluded nodes, no node of the flavor yet).  A Job's
+ * pods were weighed with their Job and are not checked again.
+ * decide_pool_denies() tells before quota is reserved whether the pool
+ * will deny (enforce mode), so that nothing is reserved for it.
  */
 struct pool_check;
+void decide_quota_pool(const struct decide_input *in, struct decision *out,
+		       const struct quota_result *q, const struct pool_check *pc);
 /* The topology key a gang of out must fit into one domain of (a class
  * with a required topology and more than one pod), or NULL. */
 const char *decide_pool_topology(const struct decision *out);
 bool decide_pool_denies(const struct decide_input *in, const struct decision *out,
 			const struct pool_check *pc);
-void decide_pool(const struct decide_input *in, struct decision *out,
-		 const struct pool_check *pc);
 
 /*
  * Why a pod of per_pod units of flavor f waits for a node, one line in out
@@ -200,5 +202,8 @@ void decide_ephemeral(const struct decide_input *in, struct decision *out);
  */
 void decide(const struct decide_input *in, const struct usage_view *usage,
 	    struct decision *out);
+/* The same with what the pool says (NULL: nothing). */
+void decide_with_pool(const struct decide_input *in, const struct usage_view *usage,
+		      const struct pool_check *pc, struct decision *out);
 
 #endif

@@ -194,8 +194,7 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 			  !decide_pool_denies(&in, &ev->dec, &pc);
 		usage_decide(u, p, &ev->wl, c, reserve,
 			     ev->dec.mode != POLICY_MODE_ENFORCE, &qr);
-		decide_quota(&in, &ev->dec, &qr);
-		decide_pool(&in, &ev->dec, &pc);
+		decide_quota_pool(&in, &ev->dec, &qr, &pc);
 	}
 	if (ep == HANDLER_MUTATE && ev->dec.allowed && ev->dec.plan.active &&
 	    rv->object)

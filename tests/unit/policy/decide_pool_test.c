@@ -128,7 +128,7 @@ static void run(struct run *r, const char *ns, const char *json,
 
 	cr_assert_not_null(obj, "%s", e.text);
 	prepare(r, ns, obj, job);
-	decide(&in, NULL, &r->dec);
+	decide_with_pool(&in, NULL, pc, &r->dec);
 	if (phase == DECIDE_VALIDATE) {
 		json_t *copy = json_deep_copy(r->obj);
 		struct diag d;
@@ -140,12 +140,11 @@ static void run(struct run *r, const char *ns, const char *json,
 		done(r);
 		prepare(r, ns, copy, job);
 		in.phase = DECIDE_VALIDATE;
-		decide(&in, NULL, &r->dec);
+		decide_with_pool(&in, NULL, pc, &r->dec);
 	}
 	cr_assert_eq(decide_pool_denies(&in, &r->dec, pc),
 		     pc->known && pc->fit.verdict == POOL_NEVER_FITS &&
 			     r->dec.mode == POLICY_MODE_ENFORCE);
-	decide_pool(&in, &r->dec, pc);
 }
 
 #define POD(cls, gpus)                                                      \
@@ -178,13 +177,19 @@ Test(decide_pool, a_pod_no_usable_node_can_hold_is_denied_naming_the_largest)
 			 "(cordoned), n3 (NotReady)");
 	done(&r);
 
-	/* Warn mode: admitted, the text becomes a warning at /validate. */
+	/* Warn mode: admitted; the decision annotation records it ... */
+	run(&r, "sandbox", POD("big", "8"), DECIDE_MUTATE, &pc);
+	cr_assert(r.dec.allowed);
+	cr_assert(strstr(r.dec.plan.decision, "no usable node of flavor h100 can hold"),
+		  "%s", r.dec.plan.decision);
+	done(&r);
+	/* ... and the text becomes a warning at /validate, as any rule's. */
 	run(&r, "sandbox", POD("big", "8"), DECIDE_VALIDATE, &pc);
 	cr_assert(r.dec.allowed);
 	cr_assert_eq(r.dec.n_warnings, 2);
-	cr_assert_str_eq(r.dec.warnings[0], "gpugate: big -> 8 x h100 for tenant sandbox "
+	cr_assert_str_eq(r.dec.warnings[1], "gpugate: big -> 8 x h100 for tenant sandbox "
 					    "(8/64 in use)");
-	cr_assert_str_eq(r.dec.warnings[1],
+	cr_assert_str_eq(r.dec.warnings[0],
 			 "gpugate: no usable node of flavor h100 can hold a pod of 8 "
 			 "nvidia.com/gpu: the largest offers 7 (n0); 2 nodes excluded: n2 "
 			 "(cordoned), n3 (NotReady)");
