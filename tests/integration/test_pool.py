@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 from pathlib import Path
 
@@ -815,6 +816,43 @@ health:
         f'{p}:{n + 5}: health: label "example.com/q=not ok": "not ok" is not a valid label '
         f'value',
         f"{p}: 4 errors"], r.stderr
+
+
+@pytest.mark.xfail(strict=False, reason=(
+    "usage/inventory.c caches each node's flavor membership under the policy's address "
+    "(slot.member_of == p): after two reloads with no decision, /metrics or /pool in "
+    "between, the new policy is often calloc()ed where the one the cache was made under "
+    "was freed, and the stale membership is used (and s->member, sized for that "
+    "policy's flavors, is read at the new policy's indexes).  Seen: the H100 nodes "
+    "missing ('no node of flavor h100-80gb is in the cluster') in 1 to 2 of 10 "
+    "H200 -> H100 -> H100 reloads.  Not strict: it depends on malloc reusing the "
+    "address (never under ASan, whose quarantine delays reuse)"))
+def test_membership_follows_the_policy_across_reloads(pool_gate, kube, tmp_path):
+    """The H100 flavor's nodeSelector is switched to H200 and back, by
+    SIGHUP reloads; after each round the two H100 nodes are the flavor's."""
+    text = EXAMPLE_POLICY.read_text()
+    h200 = text.replace("NVIDIA-H100-80GB-HBM3", "NVIDIA-H200-141GB-HBM3e")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(text)
+    kube.put("nodes", api_node("h100-0"), api_node("h100-1"))
+    srv = pool_gate(policy)
+
+    def reload(t: str) -> None:
+        policy.write_text(t)
+        n = srv.stderr_text().count('msg="policy reloaded"')
+        srv.proc.send_signal(signal.SIGHUP)
+        poll(lambda: srv.stderr_text().count('msg="policy reloaded"') > n, "a reload")
+
+    for i in range(25):
+        reload(h200)
+        # a decision under the H200 policy: the nodes are not the flavor's
+        m, v = admit(srv, class_pod(f"a{i}", "train-small"), dry_run=True)
+        assert v.warnings[1:] == ["gpugate: no node of flavor h100-80gb is in the cluster: "
+                                  "the pod waits until one joins"], (i, v.warnings)
+        reload(text)
+        reload(text)
+        m, v = admit(srv, class_pod(f"b{i}", "train-small"), dry_run=True)
+        assert v.warnings == [success("train-small", 1, 1)], (i, v.warnings)
 
 
 # ---------------------------------------------------------------------------
