@@ -1679,13 +1679,21 @@ static void excluded_text(const struct pool_check *pc, char *buf, size_t size,
 			      : pool_exclusion_name(pc->excluded[i].exclusion);
 		snprintf(entry, sizeof(entry), "%s%s (%s)", i ? ", " : "",
 			 pc->excluded[i].node, why);
-		/* Room for this entry and a closing ", ..." after it. */
-		if (i && len + strlen(entry) + 5 > room) {
-			snprintf(buf + len, size - len, ", ...");
+		/* Room for this entry and a closing ", ..." after it (none
+		 * needed after the last). */
+		if (len + strlen(entry) + (i + 1 < pc->n_excluded ? 5 : 0) > room) {
+			if (i)
+				snprintf(buf + len, size - len, ", ...");
+			else /* not even one: the count alone */
+				snprintf(buf, size, "; %zu node%s excluded (gpugate pool "
+					 "names them)", pc->n_excluded,
+					 pc->n_excluded == 1 ? "" : "s");
 			break;
 		}
 		snprintf(buf + len, size - len, "%s", entry);
 	}
+	if (strlen(buf) > room)
+		buf[0] = '\0';
 }
 
 /* "all 4 nodes", or "the one node" (n == 1). */
@@ -1773,38 +1781,52 @@ static void pool_advice(const struct decide_input *in, struct decision *out,
 	if (!pc->known || !needs_pool_check(in, out) || !out->allowed ||
 	    in->phase != DECIDE_VALIDATE)
 		return; /* advice is given once, when admitted (kubectl prints it) */
-	excluded_text(pc, ex_short, sizeof(ex_short), 90);
+/* A warning as long as its kind may be (DECIDE_WARNING_LEN): the text
+ * first, then as many excluded nodes as fit after it. */
+#define ADVISE(...)                                                            \
+	do {                                                                   \
+		char probe_[2 * DECIDE_WARNING_LEN];                           \
+		size_t len_;                                                   \
+		ex_short[0] = '\0';                                            \
+		snprintf(probe_, sizeof(probe_), __VA_ARGS__);                 \
+		len_ = strlen(probe_);                                         \
+		excluded_text(pc, ex_short, sizeof(ex_short),                  \
+			      len_ + 1 < DECIDE_WARNING_LEN                    \
+				      ? DECIDE_WARNING_LEN - 1 - len_          \
+				      : 0);                                    \
+		add_warning(out, __VA_ARGS__);                                 \
+	} while (0)
 	snprintf(gang, sizeof(gang), "the job's %" PRId64 " pods of %u %s", cl->pods,
 		 cl->per_pod, f->resource);
 	switch (fit->verdict) {
 	case POOL_UNKNOWN:
-		add_warning(out, "gpugate: no node of flavor %s is in the cluster: the "
+		ADVISE("gpugate: no node of flavor %s is in the cluster: the "
 			    "%s waits until one joins", f->name, what);
 		break;
 	case POOL_NONE_USABLE:
 		if (pc->n_usable)
-			add_warning(out, "gpugate: no usable node of flavor %s offers any %s "
+			ADVISE("gpugate: no usable node of flavor %s offers any %s "
 				    "now (allocatable 0), the %s waits until one does%s",
 				    f->name, f->resource, what, ex_short);
 		else
-			add_warning(out, "gpugate: %s of flavor %s %s excluded, the %s "
+			ADVISE("gpugate: %s of flavor %s %s excluded, the %s "
 				    "waits until one is back%s",
 				    nodes_text(pc->n_nodes, "all", n1, sizeof(n1)), f->name,
 				    pc->n_nodes == 1 ? "is" : "are", what, ex_short);
 		break;
 	case POOL_NOT_NOW:
 		if (topo)
-			add_warning(out, "gpugate: admitted, but no %s domain of flavor %s "
+			ADVISE("gpugate: admitted, but no %s domain of flavor %s "
 				    "has room for %s now: the best (%s) has room for "
 				    "%" PRId64 "%s",
 				    topo, f->name, gang, pc->domain, fit->fit_now, ex_short);
 		else if (job)
-			add_warning(out, "gpugate: admitted, but flavor %s has room for "
+			ADVISE("gpugate: admitted, but flavor %s has room for "
 				    "%" PRId64 " of %s now (%" PRId64 " free, at most %"
 				    PRId64 " on one node)%s",
 				    f->name, fit->fit_now, gang, pc->free, pc->largest_free, ex_short);
 		else
-			add_warning(out, "gpugate: admitted, but no node of flavor %s has "
+			ADVISE("gpugate: admitted, but no node of flavor %s has "
 				    "%u %s free now: %" PRId64 " free on %zu node%s, at most %"
 				    PRId64 " on one%s; the %s waits%s",
 				    f->name, cl->per_pod, f->resource, pc->free, pc->n_usable,
@@ -1817,6 +1839,7 @@ static void pool_advice(const struct decide_input *in, struct decision *out,
 		break;
 	}
 }
+#undef ADVISE
 
 void decide_quota_pool(const struct decide_input *in, struct decision *out,
 		       const struct quota_result *q, const struct pool_check *pc)
