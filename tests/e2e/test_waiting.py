@@ -50,7 +50,7 @@ def test_a_waiting_pod_is_told_why_in_kubectl_describe(stack, kubectl, quota, fl
         created(r, "big")
         # gpugate said so at the door ...
         assert "Warning: gpugate: admitted, but no node of flavor h100-80gb has 8 " \
-               "nvidia.com/gpu free now: 2 free on 1 nodes, at most 2 on one; the pod " \
+               "nvidia.com/gpu free now: 2 free on 1 node, at most 2 on one; the pod " \
                "waits; 5 nodes excluded: h100-80gb-1 (cordoned)" in r.err, r.err
         # ... and says it again on the pod once it has waited.
         events = wait_until("gpugate's GPUWaiting event on batch/big",
@@ -62,7 +62,7 @@ def test_a_waiting_pod_is_told_why_in_kubectl_describe(stack, kubectl, quota, fl
         assert ev["involvedObject"]["kind"] == "Pod"
         assert ev["message"] == (
             "no node of flavor h100-80gb has 8 nvidia.com/gpu free: 2 free on 1 usable "
-            "nodes, at most 2 on one; quota held by batch 14; 5 nodes excluded: "
+            "node, at most 2 on one; quota held by batch 14; 5 nodes excluded: "
             "h100-80gb-1 (cordoned), h100-80gb-2 (cordoned), h100-80gb-3 (cordoned), "
             "h100-80gb-4 (cordoned), ...")
         d = kubectl("describe", "pod", "big", "-n", "batch").check().out
