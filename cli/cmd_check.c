@@ -32,22 +32,9 @@ void cmd_check_usage(FILE *out)
 	      "                     node serves, are warnings (FILE: warning: ...),\n"
 	      "                     not errors\n"
 	      "\n"
-	      "Exit status: 0 all files valid, 1 some file invalid (or the cluster\n"
-	      "could not be read), 2 usage error.\n",
+	      "Exit status: 0 all files valid, 1 some file invalid, 2 usage error.\n"
+	      "With --kubeconfig, also 1 when the cluster could not be read.\n",
 	      out);
-}
-
-struct capacity {
-	struct pool_summary *v;
-	size_t n, cap;
-};
-
-static void collect(void *ctx, const struct pool_view *v)
-{
-	struct capacity *c = ctx;
-
-	if (c->n < c->cap)
-		pool_summarize(v, &c->v[c->n++]);
 }
 
 /*
@@ -59,14 +46,15 @@ static void collect(void *ctx, const struct pool_view *v)
 static int against_cluster(struct policy *p, const struct kube_config *kube, bool quiet)
 {
 	struct holder *h = holder_new(p);
-	struct capacity c = {.cap = policy_flavor_count(p)};
+	size_t cap = policy_flavor_count(p);
+	struct pool_summary *v = calloc(cap + 1, sizeof(*v));
+	long n = 0;
 	struct snapshot snap;
 	struct diag d;
 	int rc = 1;
 
-	c.v = calloc(c.cap + 1, sizeof(*c.v));
 	diag_init(&d);
-	if (!h || !c.v) {
+	if (!h || !v) {
 		fprintf(stderr, "gpugate check: out of memory\n");
 		goto out;
 	}
@@ -74,14 +62,15 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 		fprintf(stderr, "gpugate check: %s", diag_text(&d));
 		goto out;
 	}
-	if (inventory_each(snap.inventory, p, collect, &c) < 0) {
+	n = inventory_summaries(snap.inventory, p, v, cap);
+	if (n < 0) {
 		fprintf(stderr, "gpugate check: out of memory\n");
 		snapshot_release(&snap);
 		goto out;
 	}
 	snapshot_release(&snap);
-	for (size_t i = 0; i < c.n; i++) {
-		const struct pool_summary *s = &c.v[i];
+	for (long i = 0; i < n; i++) {
+		const struct pool_summary *s = &v[i];
 		const struct policy_flavor *f = s->flavor;
 		int64_t nominal = quota_nominal_sum(p, f);
 		size_t nodes = 0;
@@ -111,7 +100,7 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 	}
 	rc = 0;
 out:
-	free(c.v);
+	free(v);
 	if (h)
 		holder_free(h); /* frees p */
 	else

@@ -631,3 +631,26 @@ int inventory_each(struct inventory *inv, const struct policy *p,
 	pthread_mutex_unlock(&inv->mu);
 	return rc;
 }
+
+struct summaries {
+	struct pool_summary *v;
+	size_t n, max;
+};
+
+static void summarize_one(void *ctx, const struct pool_view *v)
+{
+	struct summaries *s = ctx;
+
+	if (s->n < s->max)
+		pool_summarize(v, &s->v[s->n++]);
+}
+
+long inventory_summaries(struct inventory *inv, const struct policy *p,
+			 struct pool_summary *out, size_t max)
+{
+	struct summaries s = {out, 0, max};
+
+	if (inventory_each(inv, p, summarize_one, &s) < 0)
+		return -1;
+	return (long)s.n;
+}

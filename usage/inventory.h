@@ -118,4 +118,11 @@ void inventory_fit(struct inventory *inv, const struct policy *p,
 int inventory_each(struct inventory *inv, const struct policy *p,
 		   void (*fn)(void *ctx, const struct pool_view *v), void *ctx);
 
+/*
+ * pool_summarize() of each flavor of p, into out (room for max, at least
+ * policy_flavor_count(p)).  Returns how many, or -1 when out of memory.
+ */
+long inventory_summaries(struct inventory *inv, const struct policy *p,
+			 struct pool_summary *out, size_t max);
+
 #endif

@@ -112,14 +112,6 @@ struct summaries {
 	size_t n, cap;
 };
 
-static void collect(void *ctx, const struct pool_view *v)
-{
-	struct summaries *s = ctx;
-
-	if (s->n < s->cap)
-		pool_summarize(v, &s->v[s->n++]);
-}
-
 /* One gauge per flavor of the summaries: value at offset off. */
 static void pool_gauge(struct strbuf *sb, const struct summaries *s, const char *name,
 		       const char *help, size_t off)
@@ -143,9 +135,15 @@ static void render_pool(struct strbuf *sb, const struct metrics_state *st)
 	if (!synced || !s.cap)
 		return;
 	s.v = calloc(s.cap, sizeof(*s.v));
-	if (!s.v || inventory_each(st->inventory, st->policy, collect, &s) < 0) {
-		free(s.v);
-		return;
+	{
+		long n = s.v ? inventory_summaries(st->inventory, st->policy, s.v, s.cap)
+			     : -1;
+
+		if (n < 0) {
+			free(s.v);
+			return;
+		}
+		s.n = (size_t)n;
 	}
 	strbuf_addf(sb, "# HELP gpugate_pool_nodes Nodes of each flavor, by state: "
 			"usable, or why excluded.\n"

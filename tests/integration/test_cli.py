@@ -181,7 +181,7 @@ def test_check_several_files(gpugate_bin, tmp_path):
         (1, "", 2 * BAD_ERRORS.format(file=bad))
 
 
-CHECK_USAGE = "usage: gpugate check [--quiet] FILE...\n"
+CHECK_USAGE = "usage: gpugate check [--quiet] [--kubeconfig FILE] FILE...\n"
 
 
 @pytest.mark.parametrize("args, first_line", [
