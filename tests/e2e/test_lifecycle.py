@@ -70,7 +70,7 @@ def test_gpugate_down_means_fail_closed(stack, kubectl, clean, files):
         kubectl("delete", "pod", "unchecked", "-n", "kube-system", "--ignore-not-found")
         # same port, so the registration needs no change
         new = Gate(gate.binary, gate.certs, gate.policy, gate.workdir, gate.kubeconfig,
-                   name="quota-same-port", listen=f"127.0.0.1:{port}")
+                   name="quota-same-port", listen=f"127.0.0.1:{port}", args=gate.args)
         for _ in range(50):  # the port may linger a moment
             try:
                 new.start()
