@@ -1003,6 +1003,42 @@ static void plan_checkpoint(struct ctx *c)
 		pl->add_failure_rule = true;
 }
 
+/* "tenant "product" borrows 8, tenant "x" borrows 2": who holds the lent
+ * units of q (QUOTA_MAX_NAMED named, then "and N more"). */
+static void borrowers_text(const struct quota_result *q, char *buf, size_t size)
+{
+	size_t n = q->n_borrowers < QUOTA_MAX_NAMED ? q->n_borrowers : QUOTA_MAX_NAMED;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strlen(buf);
+
+		snprintf(buf + len, size - len, "%stenant \"%.63s\" borrows %" PRId64,
+			 i ? ", " : "", q->borrowers[i].tenant, q->borrowers[i].borrowed);
+	}
+	if (q->n_borrowers > n) {
+		size_t len = strlen(buf);
+
+		snprintf(buf + len, size - len, " and %zu more", q->n_borrowers - n);
+	}
+}
+
+/* The denial of QUOTA_LENT_OUT; `req` says what was requested. */
+static void lent_out(struct ctx *c, const struct quota_result *q, const char *tenant,
+		     const char *flavor, const char *req)
+{
+	char who[QUOTA_MAX_NAMED * 96 + 32];
+
+	borrowers_text(q, who, sizeof(who));
+	violate(c, "quota",
+		"tenant \"%s\" cannot have its lent %s quota back now: requested "
+		"%s, in use %" PRId64 " of nominal %" PRId64 ", and %" PRId64 " of "
+		"those units are lent out in cohort \"%s\" (%s); with "
+		"reclaimWithinCohort Never it waits until they are returned",
+		tenant, flavor, req, q->used, q->nominal, q->reclaim,
+		q->cohort ? q->cohort : "", who);
+}
+
 /* "24/32 in use" and, when borrowing, the borrowed part. */
 static void position_text(const struct ctx *c, char *buf, size_t size)
 {
@@ -1031,6 +1067,13 @@ static void position_text(const struct ctx *c, char *buf, size_t size)
 
 		text_cat(buf, size, text_int(used, q->used + q->requested), "/",
 			 text_int(nominal, q->nominal), " in use", NULL);
+		if (q->position == QUOTA_NOMINAL && q->reclaim > 0) {
+			size_t len = strlen(buf);
+
+			snprintf(buf + len, size - len,
+				 ", reclaims %" PRId64 " lent in %.40s", q->reclaim,
+				 q->cohort ? q->cohort : "the cohort");
+		}
 		return;
 	}
 	}
@@ -1544,6 +1587,9 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 	case QUOTA_UNAVAILABLE:
 		unavailable(&c, q);
 		break;
+	case QUOTA_LENT_OUT:
+		lent_out(&c, q, cl->tenant->name, cl->flavor->name, req);
+		break;
 	case QUOTA_NO_QUOTA:
 		violate(&c, "quota",
 			"tenant \"%s\" has no quota for flavor %s (class %s); ask the "
@@ -1975,6 +2021,14 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 		return;
 	if (q->position == QUOTA_UNAVAILABLE) {
 		unavailable(c, q);
+		return;
+	}
+	if (q->position == QUOTA_LENT_OUT) {
+		char req[160];
+
+		snprintf(req, sizeof(req), "%" PRId64 " (claim, device class %s)",
+			 h->units, h->device_class);
+		lent_out(c, q, tenant, flavor, req);
 		return;
 	}
 	if (q->position == QUOTA_NO_QUOTA) {

@@ -22,6 +22,7 @@
 #define DEFAULT_CLASS_LABEL "gpugate.io/class"
 #define DEFAULT_GPUS_LABEL "gpugate.io/gpus"
 #define DEFAULT_GRACE_SECONDS 300
+#define DEFAULT_CHECKPOINT_TIMEOUT_SECONDS 300
 #define DEFAULT_MOUNT_PATH "/checkpoint"
 /* NVIDIA's DRA driver: whole GPUs, and MIG partitions. */
 static const char *const default_gpu_device_classes[] = {"gpu.nvidia.com",
@@ -65,6 +66,19 @@ const char *policy_sharing_name(enum policy_sharing s)
 					    "mps"};
 
 	return (unsigned)s < POLICY_SHARING__COUNT ? names[s] : "unknown";
+}
+
+const char *policy_reclaim_name(enum policy_reclaim r)
+{
+	switch (r) {
+	case POLICY_RECLAIM_ANY:
+		return "Any";
+	case POLICY_RECLAIM_LOWER_PRIORITY:
+		return "LowerPriority";
+	case POLICY_RECLAIM_NEVER:
+		return "Never";
+	}
+	return "Any";
 }
 
 const char *policy_mode_name(enum policy_mode m)
@@ -321,6 +335,12 @@ static void build_tenants(struct builder *b)
 		if (!s->sharing_count)
 			t->sharing_mask = (1u << POLICY_SHARING__COUNT) - 1;
 		t->mode = s->mode ? (enum policy_mode)*s->mode : p->settings.mode;
+		t->reclaim = POLICY_RECLAIM_ANY;
+		if (s->reclaimWithinCohort && *s->reclaimWithinCohort == SRC_RECLAIM_NEVER)
+			t->reclaim = POLICY_RECLAIM_NEVER;
+		else if (s->reclaimWithinCohort &&
+			 *s->reclaimWithinCohort == SRC_RECLAIM_LOWER_PRIORITY)
+			t->reclaim = POLICY_RECLAIM_LOWER_PRIORITY;
 		build_tenant_quota(b, s, t);
 		if (t->name)
 			put(b, &p->tenant_by_name, t->name, i);
@@ -373,6 +393,8 @@ static void build_checkpoint(struct builder *b)
 	c->grace_period_seconds = s && s->gracePeriodSeconds
 					  ? *s->gracePeriodSeconds
 					  : DEFAULT_GRACE_SECONDS;
+	c->timeout_seconds = s && s->timeoutSeconds ? *s->timeoutSeconds
+						    : DEFAULT_CHECKPOINT_TIMEOUT_SECONDS;
 	c->mount_path = dup(b, s && s->mountPath ? s->mountPath
 						 : DEFAULT_MOUNT_PATH);
 	c->claim_name = dup(b, s ? s->claimName : NULL);

@@ -39,6 +39,22 @@ enum policy_mode {
 	POLICY_MODE_AUDIT,
 };
 
+/*
+ * reclaimWithinCohort: what a tenant's request that fits its nominal quota
+ * does when part of that quota is lent out to borrowers (Kueue's names and
+ * meanings).  Any: admitted, and that many units are reclaimed from the
+ * cohort's borrowing workloads; LowerPriority: the same, from workloads of
+ * lower priority only; Never: denied while the units are lent out.
+ */
+enum policy_reclaim {
+	POLICY_RECLAIM_ANY,
+	POLICY_RECLAIM_LOWER_PRIORITY,
+	POLICY_RECLAIM_NEVER,
+};
+
+/* "Any", "LowerPriority", "Never". */
+const char *policy_reclaim_name(enum policy_reclaim r);
+
 enum policy_raw_requests {
 	POLICY_RAW_REJECT,
 	POLICY_RAW_ALLOW,
@@ -123,6 +139,7 @@ struct policy_tenant {
 	size_t n_classes;
 	unsigned sharing_mask;         /* bit (1u << enum policy_sharing) */
 	enum policy_mode mode;         /* settings.mode unless overridden */
+	enum policy_reclaim reclaim;   /* reclaimWithinCohort, default Any */
 	/* Quota by flavor index; NULL entry: no quota for that flavor. */
 	const struct policy_quota *const *quota_by_flavor;
 	const struct policy_quota *quota; /* in file order */
@@ -142,6 +159,8 @@ struct policy_settings {
 
 struct policy_checkpoint {
 	int64_t grace_period_seconds;
+	/* How long a reclaim waits for a victim's checkpoint report. */
+	int64_t timeout_seconds;
 	const char *mount_path;
 	const char *claim_name; /* template with {tenant}/{namespace}; NULL: emptyDir */
 	const char *const *pre_stop; /* command argv; n_pre_stop == 0: none */

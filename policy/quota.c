@@ -14,6 +14,14 @@
  * of its unused nominal is lendable; what members already borrow is taken
  * from that pool first.
  *
+ * Reclaim: a request within nominal (U + R <= N) takes units of T's own
+ * unused nominal quota, and the lendable part of those may be lent out.
+ * With deficit = sum of max(0, U_M - N_M) - sum of min(L_M, max(0, N_M -
+ * U_M)) over all members (T included), the request needs reclaimed what it
+ * adds to the deficit: deficit(U_T + R) - deficit(U_T).  Kueue never lets
+ * a cohort hold more than its quota: with reclaimWithinCohort Never that
+ * is a denial (the workload waits), else gpugate admits and reclaims.
+ *
  * "Never fits" compares R alone with the most T could ever hold: N when in
  * no cohort, N + B with a borrowing limit, else N + every member's lendable
  * nominal.
@@ -44,6 +52,49 @@ static int64_t nothing_used(const void *ctx, unsigned tenant, unsigned flavor)
 
 const struct usage_view quota_no_usage = {.ctx = NULL, .used = nothing_used};
 
+/* The cohort's deficit, with `extra` units added to tenant t's usage (t
+ * NULL: as it is).  Borrowers are noted in out when out is not NULL. */
+static int64_t deficit(const struct policy *p, int cohort_index,
+		       const struct policy_flavor *f, const struct usage_view *u,
+		       const struct policy_tenant *t, int64_t extra,
+		       struct quota_result *out)
+{
+	int64_t borrowing = 0, lendable = 0;
+
+	for (size_t i = 0; i < policy_tenant_count(p); i++) {
+		const struct policy_tenant *m = policy_tenant_at(p, i);
+		const struct policy_quota *mq;
+		int64_t mu, nominal, cap, over;
+
+		if (m->cohort_index != cohort_index)
+			continue;
+		mq = policy_tenant_quota(m, f);
+		mu = u->used(u->ctx, m->index, f->index) + (m == t ? extra : 0);
+		nominal = mq ? mq->nominal : 0;
+		cap = !mq ? 0 : mq->lending_limit == POLICY_NO_LIMIT ? mq->nominal
+								    : mq->lending_limit;
+		over = max64(0, mu - nominal);
+		borrowing += over;
+		lendable += min64(cap, max64(0, nominal - mu));
+		if (out && over > 0 && m != t) {
+			if (out->n_borrowers < QUOTA_MAX_NAMED)
+				out->borrowers[out->n_borrowers] =
+					(struct quota_borrower){m->name, over};
+			out->n_borrowers++;
+		}
+	}
+	return max64(0, borrowing - lendable);
+}
+
+int64_t quota_cohort_deficit(const struct policy *p, int cohort_index,
+			     const struct policy_flavor *f,
+			     const struct usage_view *u)
+{
+	if (cohort_index < 0)
+		return 0;
+	return deficit(p, cohort_index, f, u, NULL, 0, NULL);
+}
+
 const char *quota_position_name(enum quota_position pos)
 {
 	switch (pos) {
@@ -63,6 +114,8 @@ const char *quota_position_name(enum quota_position pos)
 		return "covered";
 	case QUOTA_UNAVAILABLE:
 		return "unavailable";
+	case QUOTA_LENT_OUT:
+		return "lent-out";
 	}
 	return "unknown";
 }
@@ -132,6 +185,16 @@ void quota_decide(const struct policy *p, const struct policy_tenant *t,
 	}
 	if (out->used + units <= q->nominal) {
 		out->position = QUOTA_NOMINAL;
+		if (!t->cohort)
+			return;
+		out->reclaim = deficit(p, t->cohort_index, f, u, t, units, out) -
+			       deficit(p, t->cohort_index, f, u, t, 0, NULL);
+		if (out->reclaim <= 0) {
+			out->reclaim = 0;
+			out->n_borrowers = 0;
+		} else if (t->reclaim == POLICY_RECLAIM_NEVER) {
+			out->position = QUOTA_LENT_OUT;
+		}
 		return;
 	}
 	need = out->used + units - q->nominal;

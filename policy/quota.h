@@ -11,6 +11,7 @@
 #define GPUGATE_QUOTA_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct policy;
@@ -35,6 +36,19 @@ enum quota_position {
 	QUOTA_NOT_PREPARED,  /* would borrow, but the caller may not borrow */
 	QUOTA_COVERED,       /* a Job's pod: the Job's reservation holds it */
 	QUOTA_UNAVAILABLE,   /* the usage store cannot decide now (reason) */
+	/* Fits the nominal quota, but `reclaim` of the units are lent out to
+	 * borrowers and the tenant's reclaimWithinCohort is Never: denied
+	 * until they come back (Kueue's answer: the workload waits). */
+	QUOTA_LENT_OUT,
+};
+
+/* At most this many borrowers are named in a quota result. */
+#define QUOTA_MAX_NAMED 4
+
+/* A member of the cohort that holds more than its nominal quota. */
+struct quota_borrower {
+	const char *tenant; /* points into the policy */
+	int64_t borrowed;   /* units held beyond its nominal quota */
 };
 
 struct quota_result {
@@ -49,6 +63,18 @@ struct quota_result {
 	int64_t cohort_lendable; /* sum of the other members' lendable nominal */
 	const char *cohort;      /* NULL when the tenant is in no cohort */
 	const char *holder;      /* QUOTA_COVERED: the Job holding the units */
+	/*
+	 * Units of the nominal quota this request takes that are lent out:
+	 * what the cohort would hold beyond its members' quotas after the
+	 * request, less what it already held beyond them before.  With
+	 * position QUOTA_NOMINAL (reclaimWithinCohort Any or LowerPriority)
+	 * gpugate reclaims them from the borrowers; QUOTA_LENT_OUT denies.
+	 */
+	int64_t reclaim;
+	/* Who borrows in the cohort now, in policy order (when reclaim > 0):
+	 * the first QUOTA_MAX_NAMED, and how many there are in all. */
+	struct quota_borrower borrowers[QUOTA_MAX_NAMED];
+	size_t n_borrowers;
 	char reason[160];        /* QUOTA_UNAVAILABLE: why, one line */
 };
 
@@ -61,6 +87,18 @@ struct quota_result {
 void quota_decide(const struct policy *p, const struct policy_tenant *t,
 		  const struct policy_flavor *f, int64_t units, bool may_borrow,
 		  const struct usage_view *u, struct quota_result *out);
+
+/*
+ * The units cohort `cohort_index` holds of flavor f beyond what its
+ * members' quotas allow: what its members borrow, less the lendable part
+ * (at most lendingLimit) of the nominal quota they leave unused; 0 when it
+ * holds no more than that.  A lender admitted on nominal quota while its
+ * units were lent out makes it positive until the borrowers give them
+ * back.
+ */
+int64_t quota_cohort_deficit(const struct policy *p, int cohort_index,
+			     const struct policy_flavor *f,
+			     const struct usage_view *u);
 
 /* The nominal quota of every tenant for flavor f, summed: what the policy
  * promises of f at once (borrowing moves units, it adds none). */

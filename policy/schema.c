@@ -43,6 +43,12 @@ static const cyaml_strval_t sharing_strings[] = {
 static const cyaml_strval_t mode_strings[] = {
 	{"enforce", 0}, {"warn", 1}, {"audit", 2},
 };
+/* Kueue's names (ClusterQueue preemption.reclaimWithinCohort). */
+static const cyaml_strval_t reclaim_strings[] = {
+	{"Any", SRC_RECLAIM_ANY},
+	{"LowerPriority", SRC_RECLAIM_LOWER_PRIORITY},
+	{"Never", SRC_RECLAIM_NEVER},
+};
 static const cyaml_strval_t raw_strings[] = {
 	{"reject", 0}, {"allow", 1},
 };
@@ -200,6 +206,9 @@ static const cyaml_schema_field_t tenant_fields[] = {
 			     struct src_tenant, sharing, &sharing_entry, 1, 4),
 	CYAML_FIELD_ENUM_PTR("mode", CYAML_FLAG_OPTIONAL, struct src_tenant, mode,
 			     mode_strings, CYAML_ARRAY_LEN(mode_strings)),
+	CYAML_FIELD_ENUM_PTR("reclaimWithinCohort", CYAML_FLAG_OPTIONAL,
+			     struct src_tenant, reclaimWithinCohort, reclaim_strings,
+			     CYAML_ARRAY_LEN(reclaim_strings)),
 	CYAML_FIELD_SEQUENCE("quota", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
 			     struct src_tenant, quota, &quota_entry, 0, 1000),
 	CYAML_FIELD_END,
@@ -211,6 +220,8 @@ static const cyaml_schema_value_t tenant_entry = {
 static const cyaml_schema_field_t checkpoint_fields[] = {
 	CYAML_FIELD_INT_PTR("gracePeriodSeconds", CYAML_FLAG_OPTIONAL,
 			    struct src_checkpoint, gracePeriodSeconds),
+	CYAML_FIELD_INT_PTR("timeoutSeconds", CYAML_FLAG_OPTIONAL,
+			    struct src_checkpoint, timeoutSeconds),
 	CYAML_FIELD_STRING_PTR("mountPath", CYAML_FLAG_OPTIONAL,
 			       struct src_checkpoint, mountPath, 1, TEXT_MAX_LEN),
 	CYAML_FIELD_STRING_PTR("claimName", CYAML_FLAG_OPTIONAL,

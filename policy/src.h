@@ -17,6 +17,7 @@ struct diag;
 struct srcpos;
 
 /* Enum values as libcyaml stores them; order matches policy.h enums. */
+enum src_reclaim { SRC_RECLAIM_ANY, SRC_RECLAIM_LOWER_PRIORITY, SRC_RECLAIM_NEVER };
 enum src_topology_mode { SRC_TOPOLOGY_REQUIRED, SRC_TOPOLOGY_PREFERRED };
 enum src_toleration_op { SRC_OP_EXISTS, SRC_OP_EQUAL };
 enum src_effect {
@@ -81,6 +82,7 @@ struct src_tenant {
 	int *sharing;
 	unsigned sharing_count;
 	int *mode;
+	int *reclaimWithinCohort; /* enum src_reclaim */
 	struct src_quota *quota;
 	unsigned quota_count;
 };
@@ -96,6 +98,7 @@ struct src_settings {
 
 struct src_checkpoint {
 	int64_t *gracePeriodSeconds;
+	int64_t *timeoutSeconds;
 	char *mountPath;
 	char *claimName;
 	char **preStop;

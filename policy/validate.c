@@ -642,6 +642,11 @@ static void check_tenants(struct vctx *v)
 			    "tenant \"%s\": cohort name \"%s\" is not valid (" NAME_RULE
 			    ")",
 			    t->name, t->cohort);
+		if (!t->cohort && t->reclaimWithinCohort)
+			err(v, srcpos_line(v->pos, "tenants[%u].reclaimWithinCohort", i),
+			    "tenant \"%s\": reclaimWithinCohort needs a cohort (the "
+			    "tenant is in none)",
+			    t->name);
 		check_quota(v, i, t);
 		check_tenant_classes(v, i, t);
 	}
@@ -736,6 +741,11 @@ static void check_checkpoint(struct vctx *v)
 		    "checkpoint: gracePeriodSeconds %" PRId64
 		    " must be between 0 and %d",
 		    *c->gracePeriodSeconds, POLICY_MAX_GRACE_SECONDS);
+	if (c->timeoutSeconds &&
+	    (*c->timeoutSeconds < 1 || *c->timeoutSeconds > POLICY_MAX_GRACE_SECONDS))
+		err(v, srcpos_line(v->pos, "checkpoint.timeoutSeconds"),
+		    "checkpoint: timeoutSeconds %" PRId64 " must be between 1 and %d",
+		    *c->timeoutSeconds, POLICY_MAX_GRACE_SECONDS);
 	if (c->mountPath && (c->mountPath[0] != '/' || strchr(c->mountPath, ':') ||
 			     strcmp(c->mountPath, "/") == 0))
 		err(v, srcpos_line(v->pos, "checkpoint.mountPath"),

@@ -1240,6 +1240,55 @@ Test(decide, borrowed_quota_makes_the_pod_preemptible)
 	done(&r);
 }
 
+/* product asks for its whole nominal 8 while research borrows 4 of the 4
+ * product may lend (lender uses all of its own). */
+static void lend_out_product(void)
+{
+	used[T_RESEARCH][F_H100] = 20;
+	used[T_LENDER][F_H100] = 32;
+}
+
+Test(decide, lent_quota_is_reclaimed_by_default)
+{
+	struct run r;
+
+	lend_out_product();
+	run(&r, "product", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.quota.position, QUOTA_NOMINAL);
+	cr_assert_eq(r.dec.quota.reclaim, 4);
+	cr_assert_str_eq(r.dec.plan.decision,
+			 "big: 8 x h100 for tenant product; 8/8 in use, reclaims 4 lent "
+			 "in lab");
+	done(&r);
+}
+
+Test(decide, lent_quota_with_reclaim_never_waits)
+{
+	static const char at[] = "    cohort: lab\n    sharing: [exclusive, mig]\n";
+	char yaml[sizeof(policy_yaml) + 64];
+	const char *cut = strstr(policy_yaml, at);
+	struct run r;
+
+	cr_assert(cut);
+	snprintf(yaml, sizeof(yaml), "%.*s    reclaimWithinCohort: Never\n%s",
+		 (int)(cut - policy_yaml), policy_yaml, cut);
+	policy_free(P);
+	P = test_policy(yaml);
+	lend_out_product();
+	run(&r, "product", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "quota",
+		      "gpugate: tenant \"product\" cannot have its lent h100 quota back "
+		      "now: requested 8 (class big), in use 0 of nominal 8, and 4 of "
+		      "those units are lent out in cohort \"lab\" (tenant \"research\" "
+		      "borrows 4); with reclaimWithinCohort Never it waits until they "
+		      "are returned");
+	cr_assert_eq(r.dec.quota.position, QUOTA_LENT_OUT);
+	done(&r);
+}
+
 Test(decide, borrowing_limit_binds)
 {
 	struct run r;

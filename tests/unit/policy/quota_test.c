@@ -225,3 +225,109 @@ Test(quota, worked_example_in_the_docs)
 	cr_assert_eq(r.ceiling, 40);
 	policy_free(p);
 }
+
+/*
+ * Lent quota coming back (reclaimWithinCohort).  The cohort of policy_yaml,
+ * with b Never and c Any: a borrows 6 (16 of nominal 10), which b (lending
+ * at most 3 of its 8; 5 are guaranteed to it) and c (all of its 4) lend.
+ */
+static const char reclaim_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: g, resource: x.io/g, sharing: exclusive, gpusPerNode: 64}\n"
+	"classes: []\n"
+	"tenants:\n"
+	"  - {name: a, namespaces: [a], cohort: lab,\n"
+	"     quota: [{flavor: g, nominal: 10, borrowingLimit: 6}]}\n"
+	"  - {name: b, namespaces: [b], cohort: lab, reclaimWithinCohort: Never,\n"
+	"     quota: [{flavor: g, nominal: 8, lendingLimit: 3}]}\n"
+	"  - {name: c, namespaces: [c], cohort: lab, reclaimWithinCohort: Any,\n"
+	"     quota: [{flavor: g, nominal: 4}]}\n"
+	"  - {name: zero, namespaces: [zero], cohort: lab, reclaimWithinCohort: LowerPriority,\n"
+	"     quota: [{flavor: g, nominal: 0}]}\n"
+	"  - {name: solo, namespaces: [solo], quota: [{flavor: g, nominal: 5}]}\n";
+
+struct rcase {
+	char name[64];
+	int tenant;
+	int64_t used[NT];
+	int64_t request;
+	enum quota_position want;
+	int64_t reclaim;
+	size_t n_borrowers;
+	/* quota_cohort_deficit with the request counted (as if admitted) */
+	int64_t deficit_after;
+};
+
+static struct rcase rcases[] = {
+	{"the guaranteed part is never lent", B, {16}, 5, QUOTA_NOMINAL, 0, 0, 0},
+	{"b's lendable part is lent: Never denies", B, {16}, 8, QUOTA_LENT_OUT, 2, 1,
+	 2},
+	{"... by as much as is lent of it", B, {16}, 7, QUOTA_LENT_OUT, 1, 1, 1},
+	{"... and what is still free lends", B, {16}, 6, QUOTA_NOMINAL, 0, 0, 0},
+	{"Any admits and reclaims", C, {16}, 4, QUOTA_NOMINAL, 3, 1, 3},
+	{"Any: nothing lent, nothing reclaimed", C, {10}, 4, QUOTA_NOMINAL, 0, 0, 0},
+	{"a pending reclaim is not counted twice", C, {16, 8}, 2, QUOTA_NOMINAL, 2, 1,
+	 4},
+	{"Never with a reclaim already pending", B, {16, 0, 4}, 5, QUOTA_NOMINAL, 0,
+	 0, 3},
+	{"a borrower reclaims nothing", A, {12}, 2, QUOTA_BORROWED, 0, 0, 0},
+	{"no cohort: nothing to reclaim", SOLO, {[A] = 16, [SOLO] = 1}, 4,
+	 QUOTA_NOMINAL, 0, 0, 0},
+};
+
+ParameterizedTestParameters(quota, reclaims)
+{
+	return cr_make_param_array(struct rcase, rcases,
+				   sizeof(rcases) / sizeof(rcases[0]));
+}
+
+ParameterizedTest(struct rcase *c, quota, reclaims)
+{
+	static const char *const names[] = {"a", "b", "c", "zero", "solo"};
+	struct usage_view view = {.ctx = NULL, .used = used_fn};
+	const struct policy_tenant *t;
+	struct policy *p = NULL;
+	struct quota_result r;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("q.yaml", reclaim_yaml, strlen(reclaim_yaml), &p, &d),
+		     0, "%s", diag_text(&d));
+	memcpy(used_now, c->used, sizeof(used_now));
+	t = policy_tenant_find(p, names[c->tenant]);
+	quota_decide(p, t, policy_flavor_find(p, "g"), c->request, true, &view, &r);
+	cr_expect_eq(r.position, c->want, "%s: position %s", c->name,
+		     quota_position_name(r.position));
+	cr_expect_eq(r.reclaim, c->reclaim, "%s: reclaim %lld", c->name,
+		     (long long)r.reclaim);
+	cr_expect_eq(r.n_borrowers, c->n_borrowers, "%s: %zu borrowers", c->name,
+		     r.n_borrowers);
+	if (c->n_borrowers) {
+		cr_expect_str_eq(r.borrowers[0].tenant, "a", "%s", c->name);
+		cr_expect_eq(r.borrowers[0].borrowed, c->used[A] - 10, "%s", c->name);
+	}
+	used_now[c->tenant] += c->request;
+	cr_expect_eq(quota_cohort_deficit(p, t->cohort_index, policy_flavor_find(p, "g"),
+					  &view),
+		     c->deficit_after, "%s: deficit after", c->name);
+	policy_free(p);
+}
+
+Test(quota, reclaim_names)
+{
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("q.yaml", reclaim_yaml, strlen(reclaim_yaml), &p, &d),
+		     0, "%s", diag_text(&d));
+	cr_expect_eq(policy_tenant_find(p, "a")->reclaim, POLICY_RECLAIM_ANY, "default");
+	cr_expect_eq(policy_tenant_find(p, "b")->reclaim, POLICY_RECLAIM_NEVER);
+	cr_expect_eq(policy_tenant_find(p, "zero")->reclaim, POLICY_RECLAIM_LOWER_PRIORITY);
+	cr_expect_str_eq(policy_reclaim_name(POLICY_RECLAIM_LOWER_PRIORITY), "LowerPriority");
+	cr_expect_str_eq(quota_position_name(QUOTA_LENT_OUT), "lent-out");
+	cr_expect_eq(quota_cohort_deficit(p, -1, policy_flavor_find(p, "g"), &quota_no_usage),
+		     0);
+	policy_free(p);
+}

@@ -260,6 +260,21 @@ static struct bad_case bad_cases[] = {
 	      "    quota:\n      - {flavor: h100, nominal: 4, borrowingLimit: 8}\n",
 	 "t.yaml:15: tenant \"t\": quota h100: borrowingLimit and lendingLimit "
 	 "need a cohort (the tenant is in none)\n"},
+	{"reclaim without a cohort",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n"
+	      "    reclaimWithinCohort: Never\n"
+	      "    quota:\n      - {flavor: h100, nominal: 4}\n",
+	 "t.yaml:14: tenant \"t\": reclaimWithinCohort needs a cohort (the tenant "
+	 "is in none)\n"},
+	{"reclaim: not Kueue's word",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n    cohort: lab\n"
+	      "    reclaimWithinCohort: never\n",
+	 "t.yaml:15: tenants[0].reclaimWithinCohort: \"never\" is not one of: Any, "
+	 "LowerPriority, Never\n"},
+	{"checkpoint timeout",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
+	 "  timeoutSeconds: 0\n",
+	 "t.yaml:6: checkpoint: timeoutSeconds 0 must be between 1 and 86400\n"},
 	{"second quota entry",
 	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n"
 	      "    quota:\n      - {flavor: h100, nominal: 4}\n"
