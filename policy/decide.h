@@ -39,6 +39,10 @@
 #define STAMP_BORROWED "gpugate.io/borrowed"
 #define ANNOTATION_CONTAINER "gpugate.io/container"
 #define CHECKPOINT_VOLUME "gpugate-checkpoint"
+/* A reclaim's request to a victim, and the victim's report (RFC 3339
+ * times; docs/quota.md "Lent quota coming back"). */
+#define STAMP_CHECKPOINT_REQUESTED "gpugate.io/checkpoint-requested"
+#define STAMP_CHECKPOINT_DONE "gpugate.io/checkpoint-done"
 
 #define DECIDE_MESSAGE_LEN 1024
 #define DECIDE_WARNING_LEN 256
