@@ -196,6 +196,47 @@ static void purpose(const struct round *rd, const struct seen *s, char *buf, siz
 			 s->flavor->name, s->tenant->cohort);
 }
 
+/* The lender's newest workload of s's flavor and cohort (the one that
+ * waits for the units, most likely), NULL when none is known. */
+static const struct seen *lender_of(const struct round *rd, const struct seen *s)
+{
+	struct usage_names names;
+	struct usage_view uv;
+	const struct seen *best = NULL;
+
+	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
+	for (size_t i = 0; i < rd->n; i++) {
+		const struct seen *o = &rd->seen[i];
+		const struct policy_quota *q = policy_tenant_quota(o->tenant, s->flavor);
+
+		if (o->flavor != s->flavor || o->tenant == s->tenant || o->w.owned ||
+		    o->tenant->cohort_index != s->tenant->cohort_index || !q ||
+		    uv.used(uv.ctx, o->tenant->index, s->flavor->index) > q->nominal)
+			continue;
+		if (!best || o->w.created_ms > best->w.created_ms)
+			best = o;
+	}
+	return best;
+}
+
+/* An Event on the lender's workload: what is being done for it. */
+static void tell_lender(struct round *rd, const struct seen *victim, const char *what)
+{
+	const struct seen *l = lender_of(rd, victim);
+	struct events_object o;
+	char msg[700];
+
+	if (!l)
+		return;
+	o = object_of(&l->w);
+	snprintf(msg, sizeof(msg), "taking back %lld %s lent in cohort %s: %s %s %s/%s",
+		 (long long)victim->w.units, victim->flavor->name, victim->tenant->cohort, what,
+		 victim->w.kind == USAGE_JOBS ? "job" : "pod", victim->w.namespace,
+		 victim->w.name);
+	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Normal", msg,
+		     rd->now_ms / 1000);
+}
+
 static void signal_victim(struct round *rd, struct seen *s)
 {
 	const struct usage_workload *w = &s->w;
@@ -225,6 +266,7 @@ static void signal_victim(struct round *rd, struct seen *s)
 		 (long long)policy_checkpoint(rd->p)->timeout_seconds);
 	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
+	tell_lender(rd, s, "checkpoint requested of");
 	log_event(LOG_INFO, "msg=\"checkpoint requested\" workload=%s/%s for=\"%s\"",
 		  w->namespace, w->name, why);
 }
@@ -302,6 +344,7 @@ static void release_victim(struct round *rd, struct seen *s, bool reported)
 			 reported ? "checkpointed" : "checkpoint not reported in time", why);
 	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
+	tell_lender(rd, s, w->kind == USAGE_JOBS ? "suspended" : "evicted");
 	log_event(LOG_INFO, "msg=\"reclaimed\" workload=%s/%s how=%s reported=%s for=\"%s\"",
 		  w->namespace, w->name, w->kind == USAGE_JOBS ? "suspended" : "evicted",
 		  reported ? "true" : "false", why);
