@@ -966,6 +966,53 @@ static void plan_claim_name(struct ctx *c, const char *tmpl)
 	}
 }
 
+static bool signal_volume_is_ours(const struct wl_volume *v)
+{
+	return v->downward_path && strcmp(v->downward_path, SIGNAL_ITEM) == 0 &&
+	       v->downward_field && strcmp(v->downward_field, SIGNAL_FIELD_PATH) == 0;
+}
+
+/*
+ * The checkpoint signal: what the user already has under its name or at
+ * its path is kept (apply.c), with a warning when it is not gpugate's own,
+ * since $GPUGATE_CHECKPOINT_SIGNAL may then never show a request.
+ */
+static void plan_signal(struct ctx *c)
+{
+	const struct wl_pod *pod = &c->wl->pod;
+
+	c->out->plan.signal = true;
+	for (size_t i = 0; i < pod->n_volumes; i++)
+		if (pod->volumes[i].name &&
+		    strcmp(pod->volumes[i].name, SIGNAL_VOLUME) == 0 &&
+		    !signal_volume_is_ours(&pod->volumes[i]))
+			add_warning(c->out,
+				    "gpugate: the pod keeps its own volume \"" SIGNAL_VOLUME
+				    "\"; " SIGNAL_FILE " may not show checkpoint requests");
+	for (size_t i = 0; i < pod->n_containers; i++) {
+		const struct wl_container *ct = &pod->containers[i];
+		bool ours = false, other = false;
+
+		for (size_t m = 0; m < ct->n_mounts; m++) {
+			bool named = ct->mounts[m].volume &&
+				     strcmp(ct->mounts[m].volume, SIGNAL_VOLUME) == 0;
+			bool at = ct->mounts[m].path &&
+				  strcmp(ct->mounts[m].path, SIGNAL_MOUNT_PATH) == 0;
+
+			if (named && at && !ct->mounts[m].sub_path)
+				ours = true;
+			else if (named || at)
+				other = true;
+		}
+		if (other && !ours)
+			add_warning(c->out,
+				    "gpugate: container \"%.63s\" keeps its own mount of "
+				    "\"" SIGNAL_VOLUME "\" or at " SIGNAL_MOUNT_PATH
+				    "; it may not see checkpoint requests",
+				    ct->name ? ct->name : "");
+	}
+}
+
 static void plan_checkpoint(struct ctx *c)
 {
 	const struct policy_checkpoint *ck = policy_checkpoint(c->p);
@@ -974,6 +1021,7 @@ static void plan_checkpoint(struct ctx *c)
 	const struct wl_container *gpu = &wl->pod.containers[pl->gpu_container];
 
 	pl->checkpoint = true;
+	plan_signal(c);
 	pl->grace = ck->grace_period_seconds;
 	if (ck->claim_name)
 		plan_claim_name(c, ck->claim_name);

@@ -39,10 +39,20 @@
 #define STAMP_BORROWED "gpugate.io/borrowed"
 #define ANNOTATION_CONTAINER "gpugate.io/container"
 #define CHECKPOINT_VOLUME "gpugate-checkpoint"
-/* A reclaim's request to a victim, and the victim's report (RFC 3339
- * times; docs/quota.md "Lent quota coming back"). */
+/* The checkpoint signal (SPEC section 6): the reclaimer (webhook/reclaimer.h)
+ * writes STAMP_CHECKPOINT_REQUESTED (an RFC 3339 UTC time) on a victim's pods; a
+ * downward API volume shows it inside the containers as the file
+ * SIGNAL_FILE, which is empty until then.  The workload answers with
+ * STAMP_CHECKPOINT_DONE on its pod.  Neither is a stamp users are kept from
+ * setting: a pod that sets the request on itself only signals itself. */
 #define STAMP_CHECKPOINT_REQUESTED "gpugate.io/checkpoint-requested"
 #define STAMP_CHECKPOINT_DONE "gpugate.io/checkpoint-done"
+#define SIGNAL_VOLUME "gpugate-signal"
+#define SIGNAL_MOUNT_PATH "/etc/gpugate/signal"
+#define SIGNAL_ITEM "checkpoint-requested"
+#define SIGNAL_FIELD_PATH "metadata.annotations['" STAMP_CHECKPOINT_REQUESTED "']"
+#define SIGNAL_FILE SIGNAL_MOUNT_PATH "/" SIGNAL_ITEM
+#define SIGNAL_ENV "GPUGATE_CHECKPOINT_SIGNAL"
 
 #define DECIDE_MESSAGE_LEN 1024
 #define DECIDE_WARNING_LEN 256
@@ -121,6 +131,10 @@ struct plan {
 	bool set_pre_stop;
 	int64_t grace;               /* terminationGracePeriodSeconds at least */
 	bool add_failure_rule;       /* Job podFailurePolicy Ignore rule */
+	/* The checkpoint signal: the SIGNAL_VOLUME downward API volume, its
+	 * read-only mount at SIGNAL_MOUNT_PATH and SIGNAL_ENV=SIGNAL_FILE in
+	 * every app container (each only where the user has none). */
+	bool signal;
 	/* Job: spec.podReplacementPolicy Failed when the user set none, so
 	 * that a replacement pod waits until its predecessor has really
 	 * stopped (and given back its GPUs) rather than being charged beside

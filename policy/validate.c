@@ -775,6 +775,7 @@ static void check_checkpoint(struct vctx *v)
 			    "checkpoint: env name \"%s\" is not a valid variable name",
 			    name);
 		else if (strcmp(name, "GPUGATE_PREEMPTIBLE") == 0 ||
+			 strcmp(name, "GPUGATE_CHECKPOINT_SIGNAL") == 0 ||
 			 strcmp(name, "NVIDIA_VISIBLE_DEVICES") == 0 ||
 			 strcmp(name, "NVIDIA_MIG_CONFIG_DEVICES") == 0 ||
 			 strcmp(name, "NVIDIA_MIG_MONITOR_DEVICES") == 0)

@@ -91,6 +91,10 @@ struct wl_container {
 struct wl_volume {
 	const char *name;
 	const char *host_path; /* hostPath.path, or NULL */
+	/* A downwardAPI volume of exactly one item: its path and
+	 * fieldRef.fieldPath (NULL when absent); both NULL otherwise. */
+	const char *downward_path;
+	const char *downward_field;
 };
 
 /* ---- DRA: the device requests of a ResourceClaim's spec ---------------- */

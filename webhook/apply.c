@@ -360,6 +360,8 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 		for (size_t e = 0; e < ck->n_env; e++)
 			ensure_env(a, ct, ck->env[e].key, ck->env[e].value);
 		ensure_env(a, ct, "GPUGATE_PREEMPTIBLE", "1");
+		if (pl->signal)
+			ensure_env(a, ct, SIGNAL_ENV, SIGNAL_FILE);
 		mounts = ensure_array(a, ct, "volumeMounts");
 		/* A mount already at the path (the user's own volume) wins. */
 		if (mounts && !has_named(mounts, "name", CHECKPOINT_VOLUME) &&
@@ -367,6 +369,13 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 			append(a, mounts,
 			       obj("name", json_string(CHECKPOINT_VOLUME),
 				   "mountPath", json_string(ck->mount_path), NULL));
+		/* The same for the signal (decide.c warns). */
+		if (pl->signal && mounts && !has_named(mounts, "name", SIGNAL_VOLUME) &&
+		    !has_named(mounts, "mountPath", SIGNAL_MOUNT_PATH))
+			append(a, mounts,
+			       obj("name", json_string(SIGNAL_VOLUME),
+				   "mountPath", json_string(SIGNAL_MOUNT_PATH),
+				   "readOnly", json_true(), NULL));
 	}
 	if (vols && !has_named(vols, "name", CHECKPOINT_VOLUME)) {
 		if (pl->claim_name[0])
@@ -380,6 +389,20 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 			       obj("name", json_string(CHECKPOINT_VOLUME),
 				   "emptyDir", json_object(), NULL));
 	}
+	/* The file is empty until the annotation exists; kubelet rewrites it
+	 * when the annotation changes. */
+	if (pl->signal && vols && !has_named(vols, "name", SIGNAL_VOLUME))
+		append(a, vols,
+		       obj("name", json_string(SIGNAL_VOLUME),
+			   "downwardAPI",
+			   obj("items",
+			       list_of(obj("path", json_string(SIGNAL_ITEM),
+					   "fieldRef",
+					   obj("fieldPath",
+					       json_string(SIGNAL_FIELD_PATH), NULL),
+					   NULL)),
+			       NULL),
+			   NULL));
 	if (pl->set_pre_stop && gpu_ct) {
 		json_t *lc = ensure_object(a, gpu_ct, "lifecycle");
 		json_t *cmd = json_array();

@@ -326,6 +326,21 @@ static const struct wl_container *containers(struct fx *x, const json_t *spec,
 	return out;
 }
 
+/* A downwardAPI volume of one item (the checkpoint signal's shape), read
+ * leniently: any other shape leaves both fields NULL. */
+static void downward(const json_t *vol, struct wl_volume *v)
+{
+	const json_t *items = jget(jget(vol, "downwardAPI"), "items");
+	const json_t *item;
+
+	if (!json_is_array(items) || json_array_size(items) != 1)
+		return;
+	item = json_array_get(items, 0);
+	v->downward_path = json_string_value(jget(item, "path"));
+	v->downward_field =
+		json_string_value(jget(jget(item, "fieldRef"), "fieldPath"));
+}
+
 static void volumes(struct fx *x, const json_t *spec, const char *path,
 		    struct wl_pod *pod)
 {
@@ -351,6 +366,7 @@ static void volumes(struct fx *x, const json_t *spec, const char *path,
 		v[i].name = string(x, item, "name", vp);
 		hp = member(x, item, "hostPath", JSON_OBJECT, vp);
 		v[i].host_path = hp ? string(x, hp, "path", vp) : NULL;
+		downward(item, &v[i]);
 	}
 	pod->volumes = v;
 	pod->n_volumes = json_array_size(arr);

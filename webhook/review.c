@@ -77,7 +77,7 @@ static enum wl_kind kind_of(const json_t *gvk)
 	     "stdinOnce|tty",                                                    \
 	spec "/containers|initContainers|ephemeralContainers/[]/"                \
 	     "env/[]/valueFrom",                                                 \
-	spec "/volumes/[]/projected|configMap|secret|downwardAPI|emptyDir|"      \
+	spec "/volumes/[]/projected|configMap|secret|emptyDir|"                  \
 	     "persistentVolumeClaim|csi|ephemeral|nfs|image",                    \
 	spec "/dnsPolicy|dnsConfig|serviceAccountName|serviceAccount|"           \
 	     "automountServiceAccountToken|schedulerName|enableServiceLinks|"    \

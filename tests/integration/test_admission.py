@@ -197,9 +197,15 @@ def test_mutation_creates_every_missing_parent(client):
     assert p["metadata"]["annotations"][DECISION].startswith("train-small: 1 x h100-80gb")
     assert p["spec"]["nodeSelector"] == H100_SELECTOR
     assert p["spec"]["tolerations"] == [GPU_TOLERATION]
-    assert p["spec"]["volumes"][0]["name"] == "gpugate-checkpoint"
-    assert ct["volumeMounts"] == [{"name": "gpugate-checkpoint", "mountPath": "/checkpoint"}]
-    assert env_of(ct) == {"GPUGATE_CHECKPOINT_DIR": "/checkpoint", "GPUGATE_PREEMPTIBLE": "1"}
+    assert [v["name"] for v in p["spec"]["volumes"]] == ["gpugate-checkpoint", "gpugate-signal"]
+    assert p["spec"]["volumes"][1]["downwardAPI"] == {"items": [{
+        "path": "checkpoint-requested",
+        "fieldRef": {"fieldPath": "metadata.annotations['gpugate.io/checkpoint-requested']"}}]}
+    assert ct["volumeMounts"] == [
+        {"name": "gpugate-checkpoint", "mountPath": "/checkpoint"},
+        {"name": "gpugate-signal", "mountPath": "/etc/gpugate/signal", "readOnly": True}]
+    assert env_of(ct) == {"GPUGATE_CHECKPOINT_DIR": "/checkpoint", "GPUGATE_PREEMPTIBLE": "1",
+                          "GPUGATE_CHECKPOINT_SIGNAL": "/etc/gpugate/signal/checkpoint-requested"}
 
 
 def test_mutation_with_explicit_nulls_and_empty_maps(client):
@@ -238,7 +244,8 @@ def test_mutation_preserves_what_the_user_wrote(client):
     assert spec["nodeSelector"] == {"topology.kubernetes.io/zone": "eu-1a", **H100_SELECTOR}
     assert spec["tolerations"] == [user_tol, GPU_TOLERATION]  # no duplicate
     assert spec["volumes"][0] == {"name": "data", "emptyDir": {}}
-    assert [v["name"] for v in spec["volumes"]] == ["data", "gpugate-checkpoint"]
+    assert [v["name"] for v in spec["volumes"]] == ["data", "gpugate-checkpoint",
+                                                    "gpugate-signal"]
     assert spec["terminationGracePeriodSeconds"] == 900  # max(current, 600)
     # the user's cpu request and memory limit win over the class's
     assert main["resources"]["requests"] == {"cpu": "4"}
@@ -250,6 +257,9 @@ def test_mutation_preserves_what_the_user_wrote(client):
     assert env_of(side)["GPUGATE_PREEMPTIBLE"] == "mine"
     assert env_of(side)["GPUGATE_CHECKPOINT_DIR"] == "/checkpoint"
     assert {"name": "gpugate-checkpoint", "mountPath": "/checkpoint"} in side["volumeMounts"]
+    assert {"name": "gpugate-signal", "mountPath": "/etc/gpugate/signal",
+            "readOnly": True} in side["volumeMounts"]
+    assert env_of(side)["GPUGATE_CHECKPOINT_SIGNAL"] == "/etc/gpugate/signal/checkpoint-requested"
     assert "resources" not in side
     assert "lifecycle" not in side  # preStop only on the GPU container
     v = client.admit("validate", p, dry_run=True)

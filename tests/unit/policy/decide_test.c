@@ -1786,6 +1786,102 @@ Test(decide, forged_stamps_on_a_plain_pod_are_stripped)
 	done(&r);
 }
 
+Test(decide, checkpoint_signal_annotations_are_not_stamps)
+{
+	struct run r;
+
+	/* A plain pod: nothing to strip, nothing to do. */
+	run(&r, "research",
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"annotations\":"
+	    "{\"" STAMP_CHECKPOINT_REQUESTED "\":\"2026-12-02T21:00:00Z\",\""
+	    STAMP_CHECKPOINT_DONE "\":\"2026-12-02T21:01:00Z\"}},\"spec\":"
+	    ONE_CONTAINER "}",
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_not(r.dec.plan.strip_stamps);
+	cr_assert_not(r.dec.plan.active);
+	done(&r);
+	/* A class pod: mapped, admitted, not stripped. */
+	run(&r, "research",
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+	    "{\"gpugate.io/class\":\"small\"},\"annotations\":{\""
+	    STAMP_CHECKPOINT_REQUESTED "\":\"2026-12-02T21:00:00Z\"}},\"spec\":"
+	    ONE_CONTAINER "}",
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert(r.dec.plan.map);
+	cr_assert_not(r.dec.plan.strip_stamps);
+	done(&r);
+}
+
+Test(decide, preemptible_work_gets_the_checkpoint_signal)
+{
+	struct run r;
+
+	run(&r, "research", POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.plan.checkpoint);
+	cr_assert(r.dec.plan.signal);
+	cr_assert_eq(r.dec.n_warnings, 0);
+	done(&r);
+	run(&r, "research",
+	    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"labels\":"
+	    "{\"gpugate.io/class\":\"small\"}},\"spec\":{\"template\":{\"spec\":"
+	    NEVER_SPEC "}}}",
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.plan.signal, "the Job's pod template");
+	done(&r);
+	run(&r, "research", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert_not(r.dec.plan.checkpoint);
+	cr_assert_not(r.dec.plan.signal, "not preemptible: no signal");
+	done(&r);
+}
+
+Test(decide, users_own_signal_volume_and_mount_are_kept_with_a_warning)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"volumes\":[{\"name\":\"gpugate-signal\",\"emptyDir\":{}}],"
+		"\"containers\":[{\"name\":\"main\"}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.plan.signal);
+	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_str_eq(r.dec.warnings[0],
+			 "gpugate: the pod keeps its own volume \"gpugate-signal\"; "
+			 "/etc/gpugate/signal/checkpoint-requested may not show "
+			 "checkpoint requests");
+	done(&r);
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"volumes\":[{\"name\":\"cfg\",\"emptyDir\":{}}],"
+		"\"containers\":[{\"name\":\"main\",\"volumeMounts\":[{\"name\":"
+		"\"cfg\",\"mountPath\":\"/etc/gpugate/signal\"}]}]}"),
+	    DECIDE_MUTATE);
+	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_str_eq(r.dec.warnings[0],
+			 "gpugate: container \"main\" keeps its own mount of "
+			 "\"gpugate-signal\" or at /etc/gpugate/signal; it may not see "
+			 "checkpoint requests");
+	done(&r);
+	/* gpugate's own volume and mount (a re-applied object, a Job's pod)
+	 * are not the user's. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"volumes\":[{\"name\":\"gpugate-signal\",\"downwardAPI\":{"
+		"\"items\":[{\"path\":\"checkpoint-requested\",\"fieldRef\":{"
+		"\"apiVersion\":\"v1\",\"fieldPath\":\"metadata.annotations["
+		"'gpugate.io/checkpoint-requested']\"}}]}}],"
+		"\"containers\":[{\"name\":\"main\",\"volumeMounts\":[{\"name\":"
+		"\"gpugate-signal\",\"mountPath\":\"/etc/gpugate/signal\","
+		"\"readOnly\":true}]}]}"),
+	    DECIDE_MUTATE);
+	cr_assert_eq(r.dec.n_warnings, 0, "%s", r.dec.warnings[0]);
+	done(&r);
+}
+
 Test(decide, update_may_not_touch_the_stamps)
 {
 	struct run old, now;

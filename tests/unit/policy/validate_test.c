@@ -306,7 +306,8 @@ static struct bad_case bad_cases[] = {
 	 "  gracePeriodSeconds: 999999\n  mountPath: relative/dir\n"
 	 "  claimName: \"{team}-ckpt\"\n"
 	 "  env: [\"NOEQUALS\", \"1BAD=x\", \"GPUGATE_PREEMPTIBLE=0\", "
-	 "\"NVIDIA_MIG_MONITOR_DEVICES=all\", \"A=1\", \"A=2\"]\n",
+	 "\"NVIDIA_MIG_MONITOR_DEVICES=all\", \"A=1\", \"A=2\", "
+	 "\"GPUGATE_CHECKPOINT_SIGNAL=/x\"]\n",
 	 "t.yaml:6: checkpoint: gracePeriodSeconds 999999 must be between 0 and "
 	 "86400\n"
 	 "t.yaml:7: checkpoint: mountPath \"relative/dir\" must be an absolute "
@@ -317,7 +318,8 @@ static struct bad_case bad_cases[] = {
 	 "t.yaml:9: checkpoint: env name \"1BAD\" is not a valid variable name\n"
 	 "t.yaml:9: checkpoint: env \"GPUGATE_PREEMPTIBLE\" is reserved\n"
 	 "t.yaml:9: checkpoint: env \"NVIDIA_MIG_MONITOR_DEVICES\" is reserved\n"
-	 "t.yaml:9: checkpoint: env \"A\" is set twice\n"},
+	 "t.yaml:9: checkpoint: env \"A\" is set twice\n"
+	 "t.yaml:9: checkpoint: env \"GPUGATE_CHECKPOINT_SIGNAL\" is reserved\n"},
 	{"claim name not a name",
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
 	 "  claimName: \"{tenant}_Checkpoints\"\n",

@@ -153,20 +153,118 @@ Test(apply, keeps_what_the_user_wrote)
 	cr_assert_null(json_object_get(req, "cpu"),
 		       "a cpu limit is a request: the class cpu is not added");
 	cr_assert_str_eq(json_string_value(json_object_get(req, "memory")), "8Gi");
-	/* env: the user's value wins, gpugate's variable is added once. */
-	cr_assert_eq(json_array_size(env), 2);
+	/* env: the user's value wins, gpugate's variables are added once. */
+	cr_assert_eq(json_array_size(env), 3);
 	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(env, 0),
 							   "value")),
 			 "/mine");
 	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(env, 1),
 							   "name")),
 			 "GPUGATE_PREEMPTIBLE");
-	/* The user's volume already sits at the mount path: no second mount. */
-	cr_assert_eq(json_array_size(mounts), 1);
+	/* The user's volume already sits at the mount path: no second mount;
+	 * the signal's is added. */
+	cr_assert_eq(json_array_size(mounts), 2);
 	cr_assert_eq(json_integer_value(json_object_get(
 			     spec, "terminationGracePeriodSeconds")),
 		     900, "a longer grace period is kept");
-	cr_assert_eq(json_array_size(json_object_get(spec, "volumes")), 2);
+	cr_assert_eq(json_array_size(json_object_get(spec, "volumes")), 3);
+	json_decref(out);
+}
+
+#define SIGNAL_VOLUME_JSON                                                     \
+	"{\"name\":\"gpugate-signal\",\"downwardAPI\":{\"items\":[{\"path\":"   \
+	"\"checkpoint-requested\",\"fieldRef\":{\"fieldPath\":"                 \
+	"\"metadata.annotations['gpugate.io/checkpoint-requested']\"}}]}}"
+#define SIGNAL_MOUNT_JSON                                                      \
+	"{\"name\":\"gpugate-signal\",\"mountPath\":\"/etc/gpugate/signal\","   \
+	"\"readOnly\":true}"
+#define SIGNAL_ENV_JSON                                                        \
+	"{\"name\":\"GPUGATE_CHECKPOINT_SIGNAL\",\"value\":"                    \
+	"\"/etc/gpugate/signal/checkpoint-requested\"}"
+
+/* item is in arr, as JSON text. */
+static bool holds(const json_t *arr, const char *item)
+{
+	json_t *want = parse(item);
+	bool found = false;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(arr, i, v)
+		if (json_equal(v, want))
+			found = true;
+	json_decref(want);
+	return found;
+}
+
+static void assert_signal(const json_t *spec)
+{
+	const json_t *ct;
+	size_t i;
+
+	cr_assert(holds(json_object_get(spec, "volumes"), SIGNAL_VOLUME_JSON));
+	json_array_foreach(json_object_get(spec, "containers"), i, ct) {
+		cr_assert(holds(json_object_get(ct, "volumeMounts"), SIGNAL_MOUNT_JSON),
+			  "container %zu", i);
+		cr_assert(holds(json_object_get(ct, "env"), SIGNAL_ENV_JSON),
+			  "container %zu", i);
+	}
+}
+
+Test(apply, checkpoint_signal_on_a_pod)
+{
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+		"{\"gpugate.io/class\":\"train-small\"},\"annotations\":{"
+		"\"gpugate.io/checkpoint-requested\":\"2026-12-02T21:00:00Z\"}},"
+		"\"spec\":{\"containers\":[{\"name\":\"main\"},{\"name\":\"side\"}]}}");
+	const json_t *ann = json_object_get(json_object_get(out, "metadata"),
+					    "annotations");
+
+	assert_signal(json_object_get(out, "spec"));
+	cr_assert_str_eq(json_string_value(json_object_get(
+				 ann, "gpugate.io/checkpoint-requested")),
+			 "2026-12-02T21:00:00Z", "not a stamp: kept");
+	json_decref(out);
+}
+
+Test(apply, checkpoint_signal_on_a_job_template)
+{
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":"
+		"\"j\",\"labels\":{\"gpugate.io/class\":\"train-small\"}},\"spec\":{"
+		"\"template\":{\"spec\":{\"restartPolicy\":\"Never\",\"containers\":"
+		"[{\"name\":\"main\"}]}}}}");
+	const json_t *tspec = json_object_get(
+		json_object_get(json_object_get(out, "spec"), "template"), "spec");
+
+	assert_signal(tspec);
+	cr_assert_eq(json_array_size(json_object_get(tspec, "volumes")), 2);
+	json_decref(out);
+}
+
+Test(apply, users_own_signal_volume_is_kept)
+{
+	json_t *out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+		"{\"gpugate.io/class\":\"train-small\"}},\"spec\":{\"volumes\":"
+		"[{\"name\":\"gpugate-signal\",\"emptyDir\":{}}],\"containers\":"
+		"[{\"name\":\"main\",\"volumeMounts\":[{\"name\":\"gpugate-signal\","
+		"\"mountPath\":\"/mine\"}]}]}}");
+	const json_t *spec = json_object_get(out, "spec");
+	const json_t *vols = json_object_get(spec, "volumes");
+	const json_t *ct = json_array_get(json_object_get(spec, "containers"), 0);
+
+	cr_assert(holds(vols, "{\"name\":\"gpugate-signal\",\"emptyDir\":{}}"));
+	cr_assert_not(holds(vols, SIGNAL_VOLUME_JSON), "never clobbered");
+	cr_assert_eq(json_array_size(vols), 2, "theirs and gpugate-checkpoint");
+	cr_assert(holds(json_object_get(ct, "volumeMounts"),
+			"{\"name\":\"gpugate-signal\",\"mountPath\":\"/mine\"}"));
+	cr_assert_not(holds(json_object_get(ct, "volumeMounts"), SIGNAL_MOUNT_JSON));
+	cr_assert(holds(json_object_get(ct, "env"), SIGNAL_ENV_JSON));
 	json_decref(out);
 }
 
