@@ -117,7 +117,7 @@ def test_a_borrower_checkpoints_is_suspended_and_comes_back(stack, kubectl, quot
     assert any(m.startswith("checkpointed and suspended to return 8 h100-80gb for tenant "
                             "owner") for m in events(kubectl, "taker", "borrower"))
     wait_until("owner's Job to run", lambda: running(kubectl, "owner", "lender", 2), 60)
-    assert events(kubectl, "owner", "lender") == [
+    assert sorted(events(kubectl, "owner", "lender")) == [
         "taking back 8 h100-80gb lent in cohort rc: checkpoint requested of job "
         "taker/borrower",
         "taking back 8 h100-80gb lent in cohort rc: suspended job taker/borrower"], events(
