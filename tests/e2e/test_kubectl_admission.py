@@ -98,10 +98,19 @@ def test_example_pod_train_small(kubectl, example, clean):
     assert meta["annotations"][DECISION] == \
         "train-small: 2 x h100-80gb for tenant research; 2/32 in use"
     # checkpoint hooks (SPEC section 6)
-    assert env_of(c) == {"GPUGATE_CHECKPOINT_DIR": "/checkpoint", "GPUGATE_PREEMPTIBLE": "1"}
+    assert env_of(c) == {"GPUGATE_CHECKPOINT_DIR": "/checkpoint", "GPUGATE_PREEMPTIBLE": "1",
+        "GPUGATE_CHECKPOINT_SIGNAL": "/etc/gpugate/signal/checkpoint-requested"}
     assert {"name": "gpugate-checkpoint", "mountPath": "/checkpoint"} in c["volumeMounts"]
     assert {"name": "gpugate-checkpoint",
             "persistentVolumeClaim": {"claimName": "research-checkpoints"}} in spec["volumes"]
+    # the checkpoint signal (#17): the apiserver takes the downward API volume
+    assert {"name": "gpugate-signal", "mountPath": "/etc/gpugate/signal",
+            "readOnly": True} in c["volumeMounts"]
+    assert {"name": "gpugate-signal", "downwardAPI": {"defaultMode": 420, "items": [
+        {"path": "checkpoint-requested", "fieldRef": {
+            "apiVersion": "v1",
+            "fieldPath": "metadata.annotations['gpugate.io/checkpoint-requested']"}}]}} \
+        in spec["volumes"], spec["volumes"]
     assert c["lifecycle"] == {"preStop": {"exec": {"command": PRE_STOP}}}
     assert spec["terminationGracePeriodSeconds"] == 600
     assert "priorityClassName" not in spec and spec["priority"] == 0
@@ -148,9 +157,11 @@ def test_gpu_container_annotation_and_own_prestop(kubectl, example, clean, files
     assert trainer["resources"]["limits"] == {"nvidia.com/gpu": "3"}
     assert "limits" not in logger.get("resources", {})
     assert trainer["lifecycle"] == own_stop
-    assert env_of(trainer) == {"GPUGATE_CHECKPOINT_DIR": "/mine", "GPUGATE_PREEMPTIBLE": "1"}
+    assert env_of(trainer) == {"GPUGATE_CHECKPOINT_DIR": "/mine", "GPUGATE_PREEMPTIBLE": "1",
+        "GPUGATE_CHECKPOINT_SIGNAL": "/etc/gpugate/signal/checkpoint-requested"}
     assert env_of(logger) == {"GPUGATE_CHECKPOINT_DIR": "/checkpoint",
-                              "GPUGATE_PREEMPTIBLE": "1"}
+                              "GPUGATE_PREEMPTIBLE": "1",
+        "GPUGATE_CHECKPOINT_SIGNAL": "/etc/gpugate/signal/checkpoint-requested"}
     assert {"name": "gpugate-checkpoint", "mountPath": "/checkpoint"} in logger["volumeMounts"]
     assert spec["nodeSelector"] == {"topology.kubernetes.io/zone": "z1", **H100_SELECTOR}
     assert {"key": "dedicated", "operator": "Equal", "value": "ml",

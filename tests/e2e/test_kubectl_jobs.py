@@ -118,7 +118,8 @@ def test_preemptible_job_is_accepted_by_the_apiserver(kubectl, example, clean, f
         assert c["resources"]["limits"] == {"nvidia.com/gpu": "2"}
         assert c["lifecycle"] == {"preStop": {"exec": {"command": PRE_STOP}}}
         assert env_of(c) == {"GPUGATE_CHECKPOINT_DIR": "/checkpoint",
-                             "GPUGATE_PREEMPTIBLE": "1"}
+                             "GPUGATE_PREEMPTIBLE": "1",
+        "GPUGATE_CHECKPOINT_SIGNAL": "/etc/gpugate/signal/checkpoint-requested"}
         assert p["spec"]["terminationGracePeriodSeconds"] == 600
         assert "affinity" not in p["spec"]  # train-small has no topology rule
     steady_used(example, "research", 4)

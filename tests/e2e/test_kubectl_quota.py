@@ -91,7 +91,8 @@ def test_borrowing_across_the_cohort(kubectl, quota, clean, files):
     # borrowed work is preemptible: checkpoint hooks (class gpu itself is not)
     assert meta["labels"][PREEMPTIBLE] == "true"
     c = gpu_container_of(live)
-    assert env_of(c) == {"GPUGATE_CHECKPOINT_DIR": "/checkpoint", "GPUGATE_PREEMPTIBLE": "1"}
+    assert env_of(c) == {"GPUGATE_CHECKPOINT_DIR": "/checkpoint", "GPUGATE_PREEMPTIBLE": "1",
+        "GPUGATE_CHECKPOINT_SIGNAL": "/etc/gpugate/signal/checkpoint-requested"}
     assert c["lifecycle"]["preStop"]["exec"]["command"] == ["/bin/sh", "-c",
                                                             "kill -TERM 1; sleep 30"]
     assert {"name": "gpugate-checkpoint", "mountPath": "/checkpoint"} in c["volumeMounts"]
