@@ -1,7 +1,8 @@
 /*
  * Reclaim of lent quota: the deficit and the choice of victims.
  *
- * The deficit is a sum of one signed term per member M,
+ * The deficit is a sum of one signed term per member M (quota_excess(),
+ * policy/quota.h),
  *   excess(M) = max(0, U_M - N_M) - min(L_M, max(0, N_M - U_M)),
  * what M borrows minus what M can still lend, so D = max(0, sum excess).
  * A pick keeps that sum and, after each victim, replaces the term of the
