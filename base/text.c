@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 #include <string.h>
+#include <time.h>
 
 /* Length of the valid UTF-8 sequence at s (1..4), 0 if invalid or cut. */
 static size_t seq_len(const unsigned char *s)
@@ -134,4 +135,12 @@ void text_cat(char *buf, size_t size, ...)
 	}
 	va_end(ap);
 	buf[n] = '\0';
+}
+
+int64_t text_unix_time(const char *s)
+{
+	struct tm tm = {0};
+	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
+
+	return end ? (int64_t)timegm(&tm) : 0;
 }

@@ -21,6 +21,11 @@ void text_clean(char *s);
  * with "..." when anything was cut. */
 void text_clip(char *s, size_t max);
 
+/* "2026-12-02T16:27:18Z" (RFC 3339 in UTC, as Kubernetes writes times;
+ * fractional seconds ignored) -> Unix seconds; 0 when absent or
+ * malformed. */
+int64_t text_unix_time(const char *s);
+
 /* Room for any uint64_t in decimal, with its NUL. */
 #define TEXT_DECIMAL_MAX 21
 

@@ -378,6 +378,11 @@ static void sh_foreach(struct usage_store *u, usage_sum_fn fn, void *ctx)
 	usage_foreach(shared_of(u)->local, fn, ctx);
 }
 
+static void sh_each_workload(struct usage_store *u, usage_workload_fn fn, void *ctx)
+{
+	usage_each_workload(shared_of(u)->local, fn, ctx);
+}
+
 static void sh_free(struct usage_store *u)
 {
 	struct shared *s = shared_of(u);
@@ -404,6 +409,7 @@ static const struct usage_backend shared_backend = {
 	.used = sh_used,
 	.entries = sh_entries,
 	.foreach = sh_foreach,
+	.each_workload = sh_each_workload,
 	.free = sh_free,
 };
 

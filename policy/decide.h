@@ -39,8 +39,8 @@
 #define STAMP_BORROWED "gpugate.io/borrowed"
 #define ANNOTATION_CONTAINER "gpugate.io/container"
 #define CHECKPOINT_VOLUME "gpugate-checkpoint"
-/* The checkpoint signal (SPEC section 6): a reclaim controller writes
- * STAMP_CHECKPOINT_REQUESTED (an RFC 3339 UTC time) on a victim's pods; a
+/* The checkpoint signal (SPEC section 6): the reclaimer (webhook/reclaimer.h)
+ * writes STAMP_CHECKPOINT_REQUESTED (an RFC 3339 UTC time) on a victim's pods; a
  * downward API volume shows it inside the containers as the file
  * SIGNAL_FILE, which is empty until then.  The workload answers with
  * STAMP_CHECKPOINT_DONE on its pod.  Neither is a stamp users are kept from

@@ -52,6 +52,17 @@ static int64_t nothing_used(const void *ctx, unsigned tenant, unsigned flavor)
 
 const struct usage_view quota_no_usage = {.ctx = NULL, .used = nothing_used};
 
+int64_t quota_excess(const struct policy_tenant *t, const struct policy_flavor *f,
+		     int64_t used)
+{
+	const struct policy_quota *q = policy_tenant_quota(t, f);
+	int64_t nominal = q ? q->nominal : 0;
+	int64_t cap = !q ? 0 : q->lending_limit == POLICY_NO_LIMIT ? q->nominal
+								   : q->lending_limit;
+
+	return max64(0, used - nominal) - min64(cap, max64(0, nominal - used));
+}
+
 /* The cohort's deficit, with `extra` units added to tenant t's usage (t
  * NULL: as it is).  Borrowers are noted in out when out is not NULL. */
 static int64_t deficit(const struct policy *p, int cohort_index,
@@ -59,23 +70,19 @@ static int64_t deficit(const struct policy *p, int cohort_index,
 		       const struct policy_tenant *t, int64_t extra,
 		       struct quota_result *out)
 {
-	int64_t borrowing = 0, lendable = 0;
+	int64_t sum = 0;
 
 	for (size_t i = 0; i < policy_tenant_count(p); i++) {
 		const struct policy_tenant *m = policy_tenant_at(p, i);
 		const struct policy_quota *mq;
-		int64_t mu, nominal, cap, over;
+		int64_t mu, over;
 
 		if (m->cohort_index != cohort_index)
 			continue;
 		mq = policy_tenant_quota(m, f);
 		mu = u->used(u->ctx, m->index, f->index) + (m == t ? extra : 0);
-		nominal = mq ? mq->nominal : 0;
-		cap = !mq ? 0 : mq->lending_limit == POLICY_NO_LIMIT ? mq->nominal
-								    : mq->lending_limit;
-		over = max64(0, mu - nominal);
-		borrowing += over;
-		lendable += min64(cap, max64(0, nominal - mu));
+		over = max64(0, mu - (mq ? mq->nominal : 0));
+		sum += quota_excess(m, f, mu);
 		if (out && over > 0 && m != t) {
 			if (out->n_borrowers < QUOTA_MAX_NAMED)
 				out->borrowers[out->n_borrowers] =
@@ -83,7 +90,7 @@ static int64_t deficit(const struct policy *p, int cohort_index,
 			out->n_borrowers++;
 		}
 	}
-	return max64(0, borrowing - lendable);
+	return max64(0, sum);
 }
 
 int64_t quota_cohort_deficit(const struct policy *p, int cohort_index,

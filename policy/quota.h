@@ -100,6 +100,12 @@ int64_t quota_cohort_deficit(const struct policy *p, int cohort_index,
 			     const struct policy_flavor *f,
 			     const struct usage_view *u);
 
+/* One member's part of that deficit when it uses `used` of f: what it
+ * borrows (max(0, used - nominal)) less what it can still lend (min(L,
+ * max(0, nominal - used))); no quota entry: nominal 0, lends nothing. */
+int64_t quota_excess(const struct policy_tenant *t, const struct policy_flavor *f,
+		     int64_t used);
+
 /* The nominal quota of every tenant for flavor f, summed: what the policy
  * promises of f at once (borrowing moves units, it adds none). */
 int64_t quota_nominal_sum(const struct policy *p, const struct policy_flavor *f);

@@ -27,6 +27,7 @@ struct usage_backend {
 			const char *flavor);
 	size_t (*entries)(struct usage_store *u);
 	void (*foreach)(struct usage_store *u, usage_sum_fn fn, void *ctx);
+	void (*each_workload)(struct usage_store *u, usage_workload_fn fn, void *ctx);
 	void (*free)(struct usage_store *u);
 };
 

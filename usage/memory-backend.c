@@ -74,6 +74,10 @@ struct entry {
 	bool rides;                    /* a pod its Job's gang covers */
 	enum usage_kind kind;          /* is_job: USAGE_JOBS */
 	bool observed;
+	/* What a reclaim reads, from the last observation (usage_item). */
+	int32_t priority;
+	bool preemptible;
+	int64_t created_ms, signalled_ms, done_ms;
 	const char *name;              /* into uid[] */
 	const char *namespace;         /* into uid[] */
 	char uid[];                    /* then the name, then the namespace */
@@ -485,6 +489,11 @@ static void mem_observe(struct usage_store *u, const struct usage_item *it)
 		e->expires_ms = 0;
 		e->generation = it->generation;
 		e->seen = l->generation[it->kind];
+		e->priority = it->priority;
+		e->preemptible = it->preemptible;
+		e->created_ms = it->created_ms;
+		e->signalled_ms = it->signalled_ms;
+		e->done_ms = it->done_ms;
 	}
 	pthread_mutex_unlock(&l->mu);
 }
@@ -611,6 +620,20 @@ static size_t mem_entries(struct usage_store *u)
 	return n;
 }
 
+/* The sum's tenant and flavor names ("tenant\x1fflavor"). */
+static bool split_key(const char *key, char *tenant, size_t size, const char **flavor)
+{
+	const char *sep = strchr(key, '\x1f');
+	size_t tl = sep ? (size_t)(sep - key) : 0;
+
+	if (!sep || tl >= size)
+		return false;
+	memcpy(tenant, key, tl);
+	tenant[tl] = '\0';
+	*flavor = sep + 1;
+	return true;
+}
+
 static void mem_foreach(struct usage_store *u, usage_sum_fn fn, void *ctx)
 {
 	struct ledger *l = ledger_of(u);
@@ -621,14 +644,79 @@ static void mem_foreach(struct usage_store *u, usage_sum_fn fn, void *ctx)
 	while (strmap_next(&l->sums, &pos, &key, &v)) {
 		const struct sum *sm = (const struct sum *)(uintptr_t)v;
 		char tenant[300];
-		const char *sep = strchr(sm->key, '\x1f');
-		size_t tl = sep ? (size_t)(sep - sm->key) : 0;
+		const char *flavor;
 
-		if (!sep || tl >= sizeof(tenant))
+		if (!split_key(sm->key, tenant, sizeof(tenant), &flavor))
 			continue;
-		memcpy(tenant, sm->key, tl);
-		tenant[tl] = '\0';
-		fn(ctx, tenant, sep + 1, sm->used);
+		fn(ctx, tenant, flavor, sm->used);
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+/* A Job's priority: its template's, or that of its riding pods (the
+ * Priority admission plugin resolved their priorityClassName), the
+ * highest. */
+static int32_t job_priority(const struct entry *e)
+{
+	int32_t prio = e->priority;
+
+	if (!e->family)
+		return prio;
+	for (const struct entry *pod = e->family->pods; pod; pod = pod->next)
+		if (pod->rides && pod->priority > prio)
+			prio = pod->priority;
+	return prio;
+}
+
+/* A Job's report: its own, else the latest of its riding pods' when every
+ * one of them has reported; 0 when some has not. */
+static int64_t job_done(const struct entry *e)
+{
+	int64_t latest = 0;
+
+	if (e->done_ms || !e->family || !e->family->riders)
+		return e->done_ms;
+	for (const struct entry *pod = e->family->pods; pod; pod = pod->next) {
+		if (!pod->rides)
+			continue;
+		if (!pod->done_ms)
+			return 0;
+		if (pod->done_ms > latest)
+			latest = pod->done_ms;
+	}
+	return latest;
+}
+
+static void mem_each_workload(struct usage_store *u, usage_workload_fn fn, void *ctx)
+{
+	struct ledger *l = ledger_of(u);
+	size_t pos = 0, v;
+	const char *key;
+
+	pthread_mutex_lock(&l->mu);
+	while (strmap_next(&l->entries, &pos, &key, &v)) {
+		const struct entry *e = (const struct entry *)(uintptr_t)v;
+		struct usage_workload w;
+		char tenant[300];
+
+		if (!e->observed || e->charged <= 0 || e->rides ||
+		    e->kind == USAGE_CLAIMS ||
+		    !split_key(e->sum->key, tenant, sizeof(tenant), &w.flavor))
+			continue;
+		w.uid = e->uid;
+		w.kind = e->kind;
+		w.namespace = e->namespace;
+		w.name = e->name;
+		w.tenant = tenant;
+		w.units = e->charged;
+		w.priority = e->is_job ? job_priority(e) : e->priority;
+		w.created_ms = e->created_ms;
+		w.preemptible = e->preemptible;
+		w.signalled_ms = e->signalled_ms;
+		w.done_ms = e->is_job ? job_done(e) : e->done_ms;
+		w.pods = e->is_job && e->family ? (size_t)e->family->riders : 0;
+		w.owned = !e->is_job && e->family;
+		fn(ctx, &w);
 	}
 	pthread_mutex_unlock(&l->mu);
 }
@@ -657,6 +745,7 @@ static const struct usage_backend memory_backend = {
 	.used = mem_used,
 	.entries = mem_entries,
 	.foreach = mem_foreach,
+	.each_workload = mem_each_workload,
 	.free = mem_free,
 };
 

@@ -2,6 +2,7 @@
 #include "usage/usage.h"
 
 #include "policy/decide.h"
+#include "policy/policy.h"
 #include "policy/quota.h"
 #include "usage/backend.h"
 
@@ -74,6 +75,12 @@ void usage_foreach(struct usage_store *u, usage_sum_fn fn, void *ctx)
 		u->be->foreach(u, fn, ctx);
 }
 
+void usage_each_workload(struct usage_store *u, usage_workload_fn fn, void *ctx)
+{
+	if (u && u->be->each_workload)
+		u->be->each_workload(u, fn, ctx);
+}
+
 const char *usage_backend_name(const struct usage_store *u)
 {
 	return u ? u->be->name : "none";
@@ -83,4 +90,21 @@ void usage_free(struct usage_store *u)
 {
 	if (u && u->be->free)
 		u->be->free(u);
+}
+
+static int64_t names_used(const void *ctx, unsigned tenant, unsigned flavor)
+{
+	const struct usage_names *n = ctx;
+
+	return usage_used(n->u, policy_tenant_at(n->p, tenant)->name,
+			  policy_flavor_at(n->p, flavor)->name);
+}
+
+void usage_names_view(struct usage_names *names, const struct policy *p,
+		      struct usage_store *u, struct usage_view *out)
+{
+	names->p = p;
+	names->u = u;
+	out->ctx = names;
+	out->used = names_used;
 }

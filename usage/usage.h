@@ -57,7 +57,38 @@ struct usage_item {
 	bool active;               /* false: terminal pod, suspended or finished Job */
 	const char *owner_job_uid; /* a pod that may ride on its Job's gang */
 	int64_t generation;        /* metadata.generation */
+	/* What a reclaim reads (docs/design/reclaim.md); 0 / false when the
+	 * object does not say. */
+	int32_t priority;          /* a Pod's spec.priority, a Job's template's */
+	int64_t created_ms;        /* metadata.creationTimestamp, ms since epoch */
+	bool preemptible;          /* label gpugate.io/preemptible "true" */
+	int64_t signalled_ms;      /* annotation gpugate.io/checkpoint-requested */
+	int64_t done_ms;           /* annotation gpugate.io/checkpoint-done */
 };
+
+/* A workload that holds quota now, as the watch shows it: a Job's gang, or
+ * a pod that rides on no gang.  Strings live for the call only. */
+struct usage_workload {
+	const char *uid;
+	enum usage_kind kind;      /* USAGE_JOBS or USAGE_PODS (claims are left out) */
+	const char *namespace;
+	const char *name;
+	const char *tenant;
+	const char *flavor;
+	int64_t units;             /* what it holds now */
+	int32_t priority;          /* a Job: or its riding pods', the highest */
+	int64_t created_ms;
+	bool preemptible;
+	int64_t signalled_ms;      /* the workload's own request, 0: none */
+	/* The workload reported its checkpoint: its own annotation, or (a Job)
+	 * that of every pod riding on its gang, the latest of them; 0: not. */
+	int64_t done_ms;
+	size_t pods;               /* a Job: the pods riding on its gang */
+	/* A pod that names a Job (its gang does not cover it: the Job is
+	 * suspended, finished, or the pod is beyond the gang). */
+	bool owned;
+};
+typedef void (*usage_workload_fn)(void *ctx, const struct usage_workload *w);
 
 /* ---- admission ---------------------------------------------------------- */
 
@@ -109,11 +140,32 @@ size_t usage_expire(struct usage_store *u);
 
 int64_t usage_used(struct usage_store *u, const char *tenant,
 		   const char *flavor);
+/*
+ * The quota arithmetic's view (policy/quota.h) of store u under policy p,
+ * by names: *names holds both and must outlive the view.  u NULL: nothing
+ * in use.
+ */
+struct usage_names {
+	const struct policy *p;
+	struct usage_store *u;
+};
+struct usage_view;
+void usage_names_view(struct usage_names *names, const struct policy *p,
+		      struct usage_store *u, struct usage_view *out);
+
 /* Workloads holding quota. */
 size_t usage_entries(struct usage_store *u);
 typedef void (*usage_sum_fn)(void *ctx, const char *tenant, const char *flavor,
 			     int64_t used);
 void usage_foreach(struct usage_store *u, usage_sum_fn fn, void *ctx);
+
+/*
+ * Every observed workload (not a reservation, not a DRA claim) that holds
+ * units now, under the store's lock: fn must not call the store.  What the
+ * reclaim controller chooses victims from.  A backend without it lists
+ * nothing.
+ */
+void usage_each_workload(struct usage_store *u, usage_workload_fn fn, void *ctx);
 
 /* The backend's name ("memory"), for logs. */
 const char *usage_backend_name(const struct usage_store *u);

@@ -2,6 +2,8 @@
 
 #include "base/arena.h"
 #include "base/diag.h"
+#include "base/text.h"
+#include "policy/decide.h"
 #include "policy/charge.h"
 #include "policy/policy.h"
 #include "policy/workload.h"
@@ -22,6 +24,41 @@ static enum wl_kind wl_kind_of(enum usage_kind kind)
 	default:
 		return WL_POD;
 	}
+}
+
+static const char *string_at(const json_t *obj, const char *a, const char *b)
+{
+	return json_string_value(json_object_get(json_object_get(obj, a), b));
+}
+
+/* What a reclaim reads of obj (docs/design/reclaim.md): priority, creation,
+ * the preemptible stamp and the checkpoint annotations. */
+static void reclaim_facts(const json_t *obj, enum usage_kind kind,
+			  struct usage_item *out)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const json_t *spec = json_object_get(obj, "spec");
+	const json_t *pod_meta = meta;
+	const char *pre;
+
+	if (kind == USAGE_JOBS) {
+		const json_t *tmpl = json_object_get(spec, "template");
+
+		spec = json_object_get(tmpl, "spec");
+		pod_meta = json_object_get(tmpl, "metadata");
+	}
+	out->priority = (int32_t)json_integer_value(json_object_get(spec, "priority"));
+	out->created_ms =
+		text_unix_time(json_string_value(json_object_get(meta, "creationTimestamp"))) *
+		1000;
+	pre = string_at(pod_meta, "labels", STAMP_PREEMPTIBLE);
+	if (!pre && pod_meta != meta)
+		pre = string_at(meta, "labels", STAMP_PREEMPTIBLE);
+	out->preemptible = pre && strcmp(pre, "true") == 0;
+	out->signalled_ms =
+		text_unix_time(string_at(meta, "annotations", STAMP_CHECKPOINT_REQUESTED)) * 1000;
+	out->done_ms = text_unix_time(string_at(meta, "annotations", STAMP_CHECKPOINT_DONE)) *
+		       1000;
 }
 
 int charge_item(const struct policy *p, const json_t *obj, enum usage_kind kind,
@@ -55,6 +92,8 @@ int charge_item(const struct policy *p, const json_t *obj, enum usage_kind kind,
 	out->units = ch.units;
 	out->active = ch.active;
 	out->generation = wl.generation;
+	if (kind != USAGE_CLAIMS && out->active)
+		reclaim_facts(obj, kind, out);
 	return 0;
 }
 

@@ -29,6 +29,7 @@
 #include "webhook/metrics.h"
 #include "webhook/node-facts.h"
 #include "webhook/pool-report.h"
+#include "webhook/reclaimer.h"
 #include "webhook/waiter.h"
 
 #include <errno.h>
@@ -57,6 +58,7 @@ struct daemon {
 	struct meter *meter;              /* API mode only */
 	struct feed *feed;
 	struct waiter *waiter;            /* API mode, waiting reasons on */
+	struct reclaimer *reclaimer;      /* API mode */
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
 	char identity[254];
@@ -303,6 +305,7 @@ static void route_metrics(void *ctx, const struct http_request *req,
 		.usage = dm->usage,
 		.inventory = dm->inventory,
 		.meter = dm->meter,
+		.reclaimer = dm->reclaimer,
 		.api = dm->feed != NULL,
 		.api_connected = dm->feed && feed_connected(dm->feed),
 		.api_synced = dm->feed && feed_synced(dm->feed),
@@ -513,6 +516,17 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			if (waiter_start(&wc, &dm->waiter, d) < 0)
 				goto fail;
 		}
+		{
+			struct reclaimer_config rcfg = {
+				.kube = &dm->kube, .policy = dm->holder,
+				.usage = dm->usage, .identity = dm->identity,
+				.leading = dm->lease ? is_leading : NULL,
+				.leading_ctx = dm,
+			};
+
+			if (reclaimer_start(&rcfg, &dm->reclaimer, d) < 0)
+				goto fail;
+		}
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
 				    "credentials=\"%s\" reservation_ttl_s=%u",
 			  dm->kube.server, dm->kube.source, ttl_s);
@@ -583,6 +597,7 @@ void daemon_stop(struct daemon *dm)
 		log_event(LOG_INFO, "msg=\"stopped\"");
 	}
 	waiter_stop(dm->waiter);
+	reclaimer_stop(dm->reclaimer);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	inventory_free(dm->inventory);

@@ -5,6 +5,7 @@
 #include "policy/pool.h"
 #include "usage/inventory.h"
 #include "usage/meter.h"
+#include "webhook/reclaimer.h"
 #include "usage/usage.h"
 
 #include <inttypes.h>
@@ -207,6 +208,32 @@ static void render_state(struct strbuf *sb, const struct metrics_state *st)
 				"started.\n"
 				"# TYPE gpugate_gpu_seconds_total counter\n");
 		meter_foreach(st->meter, meter_line, sb);
+	}
+	if (st->reclaimer) {
+		struct reclaimer_stats rs;
+
+		reclaimer_stats(st->reclaimer, &rs);
+		strbuf_addf(sb, "# HELP gpugate_reclaims_total Steps of reclaims of lent "
+				"GPUs, by result: signalled (checkpoint requested), "
+				"checkpointed or timeout (released after the workload's "
+				"report, or without it), abandoned (no longer needed), "
+				"resumed, failed (a write the API refused).\n"
+				"# TYPE gpugate_reclaims_total counter\n"
+				"gpugate_reclaims_total{result=\"signalled\"} %llu\n"
+				"gpugate_reclaims_total{result=\"checkpointed\"} %llu\n"
+				"gpugate_reclaims_total{result=\"timeout\"} %llu\n"
+				"gpugate_reclaims_total{result=\"abandoned\"} %llu\n"
+				"gpugate_reclaims_total{result=\"resumed\"} %llu\n"
+				"gpugate_reclaims_total{result=\"failed\"} %llu\n"
+				"# HELP gpugate_checkpoint_wait_seconds From the checkpoint "
+				"request to the release of a reclaimed workload.\n"
+				"# TYPE gpugate_checkpoint_wait_seconds summary\n"
+				"gpugate_checkpoint_wait_seconds_sum %.3f\n"
+				"gpugate_checkpoint_wait_seconds_count %llu\n",
+			    (unsigned long long)rs.signalled, (unsigned long long)rs.checkpointed,
+			    (unsigned long long)rs.timed_out, (unsigned long long)rs.abandoned,
+			    (unsigned long long)rs.resumed, (unsigned long long)rs.failed,
+			    rs.wait_seconds, (unsigned long long)rs.waits);
 	}
 	if (st->api)
 		strbuf_addf(sb, "# HELP gpugate_kube_watch_connected 1 while the "

@@ -42,6 +42,7 @@ void metrics_cert_reload(struct metrics *m, bool ok);
 struct inventory;
 struct meter;
 struct policy;
+struct reclaimer;
 struct usage_store;
 
 /* What a scrape shows beside the counters, gathered by its caller. */
@@ -56,6 +57,8 @@ struct metrics_state {
 	struct inventory *inventory;
 	/* gpugate_gpu_seconds_total (usage/meter.h), when not NULL. */
 	struct meter *meter;
+	/* The reclaim controller (API mode), may be NULL. */
+	struct reclaimer *reclaimer;
 	/* gpugate_kube_watch_connected and gpugate_kube_synced, in API mode. */
 	bool api;
 	bool api_connected;

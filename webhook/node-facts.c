@@ -2,6 +2,7 @@
 
 #include "base/arena.h"
 #include "base/diag.h"
+#include "base/text.h"
 #include "policy/charge.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
@@ -176,15 +177,6 @@ static void asks_of(const struct wl_container *cs, size_t n_cs, const struct wl_
 	}
 }
 
-/* "2026-12-02T16:27:18Z" -> Unix seconds; 0 when absent or malformed. */
-static int64_t unix_time(const char *s)
-{
-	struct tm tm = {0};
-	const char *end = s ? strptime(s, "%Y-%m-%dT%H:%M:%S", &tm) : NULL;
-
-	return end ? (int64_t)timegm(&tm) : 0;
-}
-
 /* The message of condition PodScheduled=False (the scheduler's reason). */
 static const char *scheduler_message(const json_t *status)
 {
@@ -223,7 +215,7 @@ static void waiting_of(const struct policy *p, const json_t *obj,
 		.tenant = ch.tenant ? arena_strdup(a, ch.tenant->name) : "",
 		.flavor = arena_strdup(a, ch.flavor->name),
 		.per_pod = ch.per_pod,
-		.since = unix_time(json_string_value(json_object_get(meta,
+		.since = text_unix_time(json_string_value(json_object_get(meta,
 								      "creationTimestamp"))),
 		.scheduler = scheduler_message(json_object_get(obj, "status")),
 	};
@@ -289,7 +281,7 @@ static int64_t finished_at(const json_t *status)
 		size_t i;
 
 		json_array_foreach(json_object_get(status, lists[l]), i, c) {
-			int64_t t = unix_time(json_string_value(json_object_get(
+			int64_t t = text_unix_time(json_string_value(json_object_get(
 				json_object_get(json_object_get(c, "state"), "terminated"),
 				"finishedAt")));
 
@@ -326,7 +318,7 @@ int pod_run(const struct policy *p, const json_t *obj, struct arena *a,
 	if (!out->tenant || !out->flavor)
 		return -1;
 	out->units = ch.per_pod;
-	out->start = unix_time(json_string_value(json_object_get(status, "startTime")));
+	out->start = text_unix_time(json_string_value(json_object_get(status, "startTime")));
 	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) {
 		out->end = finished_at(status);
 		if (!out->end)

@@ -13,6 +13,7 @@
 #include "policy/quota.h"
 #include "usage/inventory.h"
 #include "usage/usage.h"
+#include "webhook/events.h"
 #include "webhook/holder.h"
 
 #include <jansson.h>
@@ -23,7 +24,6 @@
 #include <time.h>
 
 #define WAITING_MAX 4096 /* pods looked at in one round */
-#define EVENT_TIMEOUT_MS 5000
 
 /* What was last written for one pod. */
 struct said {
@@ -45,65 +45,13 @@ struct waiter {
 	size_t n_said, cap_said;
 };
 
-/* usage_view over the store by names (policy/quota.h). */
-struct view_ctx {
-	const struct policy *p;
-	struct usage_store *u;
-};
-
-static int64_t view_used(const void *ctx, unsigned tenant, unsigned flavor)
-{
-	const struct view_ctx *v = ctx;
-
-	return usage_used(v->u, policy_tenant_at(v->p, tenant)->name,
-			  policy_flavor_at(v->p, flavor)->name);
-}
-
-static void iso_time(int64_t t, char *out, size_t size)
-{
-	time_t tt = (time_t)t;
-	struct tm tm;
-
-	gmtime_r(&tt, &tm);
-	strftime(out, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
 
 static int write_event(struct waiter *w, const struct inventory_waiting *pod,
 		       const char *message, int64_t now)
 {
-	char when[32], collection[400], gen[300];
-	json_t *ev, *out = NULL;
-	struct diag d;
-	int rc;
+	const struct events_object o = {"v1", "Pod", pod->namespace, pod->name, pod->uid};
 
-	iso_time(now, when, sizeof(when));
-	snprintf(collection, sizeof(collection), "/api/v1/namespaces/%s/events",
-		 pod->namespace);
-	snprintf(gen, sizeof(gen), "%.200s.gpugate-", pod->name);
-	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, "
-		       "s:s, s:s, s:s, s:{s:s}, s:s, s:s, s:s, s:s, s:i}",
-		       "apiVersion", "v1", "kind", "Event",
-		       "metadata", "generateName", gen, "namespace", pod->namespace,
-		       "involvedObject", "apiVersion", "v1", "kind", "Pod",
-		       "name", pod->name, "namespace", pod->namespace, "uid", pod->uid,
-		       "reason", "GPUWaiting", "message", message, "type", "Warning",
-		       "source", "component", "gpugate",
-		       "reportingComponent", "gpugate", "reportingInstance", w->identity,
-		       "firstTimestamp", when, "lastTimestamp", when, "count", 1);
-	if (!ev)
-		return -1;
-	diag_init(&d);
-	rc = kube_create(w->kube, collection, ev, EVENT_TIMEOUT_MS, &out, &d);
-	json_decref(ev);
-	json_decref(out);
-	if (rc < 0) {
-		char q[600];
-
-		log_event(LOG_WARN, "msg=\"waiting reason not written\" pod=%s/%s error=\"%s\"",
-			  pod->namespace, pod->name, log_quote(diag_text(&d), q, sizeof(q)));
-		return -1;
-	}
-	return 0;
+	return events_write(w->kube, w->identity, &o, "GPUWaiting", "Warning", message, now);
 }
 
 static struct said *said_get(struct waiter *w, const char *uid)
@@ -175,8 +123,8 @@ static void round_once(struct waiter *w)
 	for (size_t i = 0; p && i < n && written < w->cfg.max_per_round; i++) {
 		const struct inventory_waiting *pod = &pods[i];
 		const struct policy_flavor *f = policy_flavor_find(p, pod->flavor);
-		struct view_ctx vc = {p, w->cfg.usage};
-		struct usage_view uv = {&vc, view_used};
+		struct usage_names names;
+		struct usage_view uv;
 		struct pool_check pc;
 		char message[1024];
 		uint64_t h;
@@ -184,6 +132,7 @@ static void round_once(struct waiter *w)
 
 		if (!f || !pod->since)
 			continue;
+		usage_names_view(&names, p, w->cfg.usage, &uv);
 		inventory_fit(w->cfg.inventory, p, f, pod->per_pod, 1, NULL, &pc);
 		decide_waiting(p, f, pod->per_pod, &pc, w->cfg.usage ? &uv : NULL,
 			       pod->scheduler, message, sizeof(message));

@@ -174,7 +174,33 @@ tenants:
     namespaces: [near]
     quota:
       - {flavor: h100-80gb, nominal: 24}
+  # test_reclaim.py (#17): lent GPUs come back.  owner lends all of its 8
+  # and takes them back (Any, the default); taker lives on borrowed quota.
+  # keeper (Never) waits instead while holder borrows from it.
+  - name: owner
+    namespaces: [owner]
+    cohort: rc
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
+  - name: taker
+    namespaces: [taker]
+    cohort: rc
+    quota:
+      - {flavor: h100-80gb, nominal: 0}
+  - name: keeper
+    namespaces: [keeper]
+    cohort: rn
+    reclaimWithinCohort: Never
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
+  - name: holder
+    namespaces: [holder]
+    cohort: rn
+    quota:
+      - {flavor: h100-80gb, nominal: 0}
 checkpoint:
+  # test_reclaim.py: a victim that does not report is released after this.
+  timeoutSeconds: 12
   gracePeriodSeconds: 300
   mountPath: /checkpoint
   preStop: ["/bin/sh", "-c", "kill -TERM 1; sleep 30"]
@@ -222,7 +248,8 @@ tenants:
 EXAMPLE_NAMESPACES = ["research", "research-jobs", "product-inference",
                       "sandbox-1", "no-tenant", "gpugate"]
 QUOTA_NAMESPACES = ["alpha", "beta", "solo", "batch", "dry", "durable", "lenient",
-                    "mallory", "victim", "loose", "quiet", "near"]
+                    "mallory", "victim", "loose", "quiet", "near", "owner", "taker",
+                    "keeper", "holder"]
 RAW_NAMESPACES = ["rawgpu"]
 # Created by Stack.start_replicas; REPLICA_STORE_NAMESPACE is where a shared
 # usage store may keep its objects (--namespace in GPUGATE_E2E_REPLICA_ARGS).

@@ -150,11 +150,21 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("list", "nodes", "yes"), ("watch", "nodes", "yes"),
                             ("patch", "nodes", "no"), ("create", "events", "yes"),
                             ("delete", "events", "no"),
+                            # Reclaim (#17): annotate and suspend borrowers,
+                            # evict bare pods; never delete.
+                            ("patch", "pods", "yes"), ("patch", "jobs.batch", "yes"),
+                            ("delete", "pods", "no"), ("delete", "jobs.batch", "no"),
+                            ("update", "jobs.batch", "no"),
                             ("list", "resourceclaimtemplates.resource.k8s.io", "no"),
                             ("list", "secrets", "no"), ("create", "pods", "no"),
                             ("update", "mutatingwebhookconfigurations", "no")):
         r = k("auth", "can-i", verb, res, "--all-namespaces", f"--as={SA}")
         assert r.out.strip() == want, (verb, res, r)
+    # Evictions (the Eviction API keeps PodDisruptionBudgets), no status writes.
+    for verb, sub, want in (("create", "eviction", "yes"), ("patch", "status", "no")):
+        r = k("auth", "can-i", verb, "pods", f"--subresource={sub}", "--all-namespaces",
+              f"--as={SA}")
+        assert r.out.strip() == want, (verb, sub, r)
     # The shared usage store and its Lease, in gpugate's namespace only.
     for verb, res, ns, want in (("get", "configmaps", "gpugate", "yes"),
                                 ("create", "configmaps", "gpugate", "yes"),

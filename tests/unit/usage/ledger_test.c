@@ -451,3 +451,103 @@ Test(ledger, concurrent_creates_never_over_admit)
 	cr_assert_eq(usage_entries(l), 14);
 	usage_free(l);
 }
+
+/* What the reclaimer reads (usage_each_workload): observed workloads that
+ * hold units, a Job's gang whole, the facts of the last observation. */
+struct listed {
+	struct usage_workload w[8];
+	char uid[8][32];
+	size_t n;
+};
+
+static void list_one(void *ctx, const struct usage_workload *w)
+{
+	struct listed *l = ctx;
+
+	cr_assert_lt(l->n, 8);
+	snprintf(l->uid[l->n], sizeof(l->uid[0]), "%s", w->uid);
+	l->w[l->n] = *w;
+	l->w[l->n].uid = l->uid[l->n];
+	l->w[l->n].namespace = l->w[l->n].name = l->w[l->n].tenant = l->w[l->n].flavor =
+		NULL; /* not kept past the call */
+	l->n++;
+}
+
+/* The listed workload uid, or one with uid "" when it was not listed. */
+static const struct usage_workload *listed_find(const struct listed *l, const char *uid)
+{
+	static const struct usage_workload none = {.uid = ""};
+
+	for (size_t i = 0; i < l->n; i++)
+		if (strcmp(l->uid[i], uid) == 0)
+			return &l->w[i];
+	return &none;
+}
+
+Test(ledger, each_workload_lists_what_holds_units_now)
+{
+	struct usage_memory_config cfg = {.reservation_ttl_ms = 30000, .now_ms = now_ms};
+	struct usage_store *l = usage_memory_new(&cfg);
+	struct usage_item it;
+	struct listed got = {0};
+	const struct usage_workload *w;
+
+	/* A reservation is not listed: it has no object to write to yet. */
+	cr_assert_eq(reserve(l, "a", "r1", WL_POD, 1, NULL), QUOTA_NOMINAL);
+	it = item("j1", true, "a", 4, true, NULL);
+	it.slots = 2;
+	it.units = 8;
+	it.priority = -5;
+	it.created_ms = 1700000000000;
+	it.preemptible = true;
+	it.signalled_ms = 1700000100000;
+	usage_observe(l, &it);
+	it = item("j1-a", false, "a", 4, true, "j1");
+	it.done_ms = 1700000200000;
+	it.priority = 100; /* resolved from the template's priorityClassName */
+	usage_observe(l, &it);
+	it = item("j1-b", false, "a", 4, true, "j1");
+	usage_observe(l, &it);
+	it = item("p1", false, "b", 2, true, NULL);
+	it.priority = 7;
+	usage_observe(l, &it);
+	it = item("gone", false, "b", 2, false, NULL);
+	usage_observe(l, &it);
+	usage_each_workload(l, list_one, &got);
+	cr_assert_eq(got.n, 2, "the Job and the bare pod, not its riders: %zu", got.n);
+	w = listed_find(&got, "j1");
+	cr_assert_str_eq(w->uid, "j1");
+	cr_expect_eq(w->kind, USAGE_JOBS);
+	cr_expect_eq(w->units, 8);
+	cr_expect_eq(w->pods, 2);
+	cr_expect_eq(w->priority, 100, "its pods' priority, the highest");
+	cr_expect_eq(w->created_ms, 1700000000000);
+	cr_expect(w->preemptible);
+	cr_expect_eq(w->signalled_ms, 1700000100000);
+	cr_expect_eq(w->done_ms, 0, "one of its two pods has not reported");
+	cr_expect(!w->owned);
+	w = listed_find(&got, "p1");
+	cr_assert_str_eq(w->uid, "p1");
+	cr_expect_eq(w->priority, 7);
+	cr_expect(!w->preemptible);
+
+	/* The second pod reports: the Job has, at the later time. */
+	it = item("j1-b", false, "a", 4, true, "j1");
+	it.done_ms = 1700000300000;
+	it.priority = 100;
+	usage_observe(l, &it);
+	got.n = 0;
+	usage_each_workload(l, list_one, &got);
+	cr_expect_eq(listed_find(&got, "j1")->done_ms, 1700000300000);
+
+	/* Suspended: the Job holds nothing, its pods hold theirs, owned. */
+	it = item("j1", true, "a", 4, false, NULL);
+	usage_observe(l, &it);
+	got.n = 0;
+	usage_each_workload(l, list_one, &got);
+	cr_expect_eq(got.n, 3);
+	cr_expect_str_eq(listed_find(&got, "j1")->uid, "");
+	cr_expect(listed_find(&got, "j1-a")->owned);
+	cr_expect_eq(listed_find(&got, "j1-a")->units, 4);
+	usage_free(l);
+}

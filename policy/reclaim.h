@@ -1,0 +1,100 @@
+/*
+ * reclaim: the pure core of checkpoint-aware reclaim of lent quota.
+ *
+ * Tenants of a cohort lend their unused nominal quota (policy/quota.h).
+ * When a lender is then admitted on its own nominal quota while borrowers
+ * still hold the lent units, the cohort holds more than its quota.  For a
+ * cohort and a flavor the excess, the deficit, is
+ *
+ *   D = max(0, sum_M max(0, U_M - N_M) - sum_M min(L_M, max(0, N_M - U_M)))
+ *
+ * over the members M of the cohort (U used, N nominal, L lendingLimit,
+ * L absent = N; a member with no quota entry for the flavor has N = 0 and
+ * lends nothing): what the members borrow minus what they can still lend.
+ * The part of a member's nominal above its lending limit is guaranteed to
+ * it and never counts as lendable.
+ *
+ * The daemon reclaims D units by choosing victims, whole workloads, among
+ * the cohort's borrowing workloads in Kueue's order; it then checkpoints
+ * and suspends (Job) or evicts (Pod) them.  This module only chooses.
+ *
+ * Pure: every function reads its arguments and the usage view and nothing
+ * else; no I/O, no clock, no globals, no allocation.
+ */
+#ifndef GPUGATE_RECLAIM_H
+#define GPUGATE_RECLAIM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct policy;
+struct policy_flavor;
+struct usage_view;
+
+/* A workload that could be reclaimed: a Job or a bare Pod holding units
+ * of the flavor being reclaimed.  Read only; never kept. */
+struct reclaim_candidate {
+	const char *uid;     /* the workload's uid; NULL compares as "" */
+	unsigned tenant;     /* policy tenant index (policy_tenant->index) */
+	int64_t units;       /* what it holds of the flavor (<= 0: not a victim) */
+	int32_t priority;    /* the workload's priority */
+	int64_t admitted_ms; /* when it was admitted, ms since the epoch */
+	bool preemptible;    /* gpugate.io/preemptible=true: only these are victims */
+	bool signalled;      /* already a victim (its checkpoint was requested) */
+};
+
+/*
+ * D above for cohort cohort_index (0 <= i < policy_cohort_count) and flavor
+ * f, under usage u (u->used is called once per member of the cohort, for
+ * f only).  Returns 0 when cohort_index is no cohort of p (-1: the tenant
+ * is in none), when nothing is borrowed, or when the cohort can still lend
+ * all of it.  Never negative.
+ */
+int64_t reclaim_deficit(const struct policy *p, int cohort_index,
+			const struct policy_flavor *f, const struct usage_view *u);
+
+/*
+ * Chooses victims to cover the deficit of cohort cohort_index and flavor f
+ * under usage u, which must include what every candidate holds (they are
+ * admitted).  Writes indices into c[] to picked[], in the order chosen, at
+ * most cap of them, and returns how many.  c[] is not reordered or written;
+ * picked[] is the only memory written besides *covered.
+ *
+ * A candidate can be a victim only when all of these hold:
+ *   - its tenant is a member of the cohort (tenant < policy_tenant_count);
+ *   - it is preemptible and holds units > 0;
+ *   - with has_below (Kueue's LowerPriority mode): priority < below_priority;
+ *   - its tenant still borrows (U > N, N = 0 without a quota entry) at that
+ *     point of the pick, in the usage simulated so far (below).
+ * The walk is in this order (Kueue's candidate order):
+ *   1. signalled candidates first: a victim chosen by an earlier pass is
+ *      counted again before anyone new, so a second pass or a restart
+ *      picks nobody new while the victims it already has suffice;
+ *   2. then the lowest priority first;
+ *   3. then the most recently admitted (largest admitted_ms) first;
+ *   4. then by uid (strcmp), then by index into c[], so the order is total
+ *      and the result never depends on the order of c[].
+ * Each victim taken is simulated: its tenant's usage of f drops by its
+ * units (never below 0) and the deficit is recomputed, so a victim frees
+ * less than its units when its tenant falls below nominal and its lending
+ * limit caps what it lends back.  A tenant that no longer borrows has the
+ * rest of its candidates skipped (usage only drops during a pick, so it
+ * does not borrow again).  The pick stops as soon as the deficit is 0:
+ * a deficit of 0 picks nothing, and a signalled candidate that is not
+ * needed any more is not picked (the caller may withdraw its signal).
+ * Victims are whole workloads: the last one may cover more than was left.
+ *
+ * *covered (when covered is not NULL) is set to whether the deficit is 0
+ * after the victims returned: false when the eligible candidates, or cap,
+ * ran out first.  Cost: O(n^2) time for n candidates (a selection walk, no
+ * sort, no scratch memory), plus one u->used call per cohort member and
+ * one per candidate considered; meant for n up to a few thousand.
+ */
+size_t reclaim_pick(const struct policy *p, int cohort_index,
+		    const struct policy_flavor *f, const struct usage_view *u,
+		    const struct reclaim_candidate *c, size_t n, bool has_below,
+		    int32_t below_priority, size_t *picked, size_t cap,
+		    bool *covered);
+
+#endif

@@ -1,0 +1,227 @@
+/*
+ * Reclaim (policy/reclaim.c), table-driven.  Cohort "lab": lender (16),
+ * bor (2), bor2 (0), guard (6, lendingLimit 2: 4 guaranteed), noq (no
+ * entry for g).  Cohort "farm": f1 (4), f2 (4).  solo is in no cohort.
+ */
+#include "base/diag.h"
+#include "policy/policy.h"
+#include "policy/quota.h"
+#include "policy/reclaim.h"
+
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <string.h>
+
+static const char policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: g, resource: x.io/g, sharing: exclusive, gpusPerNode: 64}\n"
+	"  - {name: other, resource: x.io/o, sharing: exclusive, gpusPerNode: 64}\n"
+	"classes: []\n"
+	"tenants:\n"
+	"  - {name: lender, namespaces: [l], cohort: lab, quota: [{flavor: g, nominal: 16}]}\n"
+	"  - {name: bor, namespaces: [b], cohort: lab, quota: [{flavor: g, nominal: 2}]}\n"
+	"  - {name: bor2, namespaces: [b2], cohort: lab, quota: [{flavor: g, nominal: 0}]}\n"
+	"  - {name: guard, namespaces: [g], cohort: lab,\n"
+	"     quota: [{flavor: g, nominal: 6, lendingLimit: 2}]}\n"
+	"  - {name: noq, namespaces: [n], cohort: lab, quota: [{flavor: other, nominal: 9}]}\n"
+	"  - {name: f1, namespaces: [f1], cohort: farm, quota: [{flavor: g, nominal: 4}]}\n"
+	"  - {name: f2, namespaces: [f2], cohort: farm, quota: [{flavor: g, nominal: 4}]}\n"
+	"  - {name: solo, namespaces: [s], quota: [{flavor: g, nominal: 4}]}\n";
+
+enum { LENDER, BOR, BOR2, GUARD, NOQ, F1, F2, SOLO, NT };
+enum { LAB, FARM };
+
+static int64_t used_now[NT];
+
+static int64_t used_fn(const void *ctx, unsigned t, unsigned f)
+{
+	(void)ctx;
+	return f == 0 ? used_now[t] : 100; /* flavor "other" never counts */
+}
+
+static const struct usage_view view = {.ctx = NULL, .used = used_fn};
+
+static struct policy *load(void)
+{
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("r.yaml", policy_yaml, strlen(policy_yaml), &p, &d),
+		     0, "%s", diag_text(&d));
+	cr_assert_str_eq(policy_cohort_name(p, LAB), "lab");
+	cr_assert_str_eq(policy_cohort_name(p, FARM), "farm");
+	return p;
+}
+
+struct dcase {
+	char name[64];
+	int cohort;
+	int64_t used[NT];
+	int64_t want;
+};
+
+static struct dcase dcases[] = {
+	{"nothing used", LAB, {0}, 0},
+	{"borrowers within what is lent", LAB, {[LENDER] = 4, [BOR] = 16}, 0},
+	{"lender back on nominal", LAB, {[LENDER] = 16, [BOR] = 10, [GUARD] = 6}, 8},
+	{"lendingLimit: guard lends 2 of its idle 6", LAB,
+	 {[LENDER] = 16, [BOR] = 10}, 6},
+	{"guard above its limit lends less", LAB,
+	 {[LENDER] = 16, [BOR] = 10, [GUARD] = 5}, 7},
+	{"no quota entry: all of it borrowed", LAB,
+	 {[LENDER] = 16, [GUARD] = 6, [BOR] = 2, [NOQ] = 3}, 3},
+	{"nominal 0 borrows everything", LAB,
+	 {[LENDER] = 16, [GUARD] = 6, [BOR] = 2, [BOR2] = 2}, 2},
+	{"other cohorts do not count", LAB,
+	 {[LENDER] = 16, [GUARD] = 6, [BOR] = 2, [F1] = 20, [SOLO] = 9}, 0},
+	{"farm", FARM, {[F1] = 4, [F2] = 7, [BOR] = 50}, 3},
+	{"farm: f1 lends", FARM, {[F1] = 1, [F2] = 7}, 0},
+	{"no cohort", -1, {[SOLO] = 9}, 0},
+	{"no such cohort", 7, {[SOLO] = 9}, 0},
+};
+
+ParameterizedTestParameters(reclaim, deficit)
+{
+	return cr_make_param_array(struct dcase, dcases,
+				   sizeof(dcases) / sizeof(dcases[0]));
+}
+
+ParameterizedTest(struct dcase *dc, reclaim, deficit)
+{
+	struct policy *p = load();
+
+	memcpy(used_now, dc->used, sizeof(used_now));
+	cr_expect_eq(reclaim_deficit(p, dc->cohort, policy_flavor_find(p, "g"), &view),
+		     dc->want, "%s: %lld", dc->name,
+		     (long long)reclaim_deficit(p, dc->cohort,
+						policy_flavor_find(p, "g"), &view));
+	policy_free(p);
+}
+
+struct tcand {
+	char uid[8];
+	unsigned tenant;
+	int64_t units;
+	int32_t priority;
+	int64_t admitted_ms;
+	bool preemptible;
+	bool signalled;
+};
+
+#define MAXC 8
+#define END (-1)
+
+struct pcase {
+	char name[64];
+	int cohort;
+	int64_t used[NT];
+	struct tcand c[MAXC];
+	size_t n;
+	bool has_below;
+	int32_t below;
+	size_t cap;
+	int want[MAXC]; /* indices, END-terminated */
+	bool covered;
+};
+
+#define P(uid, t, units, prio, ms) {uid, t, units, prio, ms, true, false}
+
+static struct pcase pcases[] = {
+	/* D = 4; priority, then the most recent, then uid */
+	{"kueue order", LAB, {[LENDER] = 16, [GUARD] = 6, [BOR] = 6},
+	 {P("a", BOR, 1, 10, 100), P("b", BOR, 1, 0, 100), P("c", BOR, 1, 0, 200),
+	  P("a2", BOR, 1, 0, 200), P("z", BOR, 1, 5, 50)},
+	 5, false, 0, MAXC, {3, 2, 1, 4, END}, true},
+	/* D = 4: bor borrows 14, the lender lends 10 */
+	{"a 16-unit job covers 4, nothing more", LAB,
+	 {[LENDER] = 6, [GUARD] = 6, [BOR] = 16},
+	 {P("big", BOR, 16, 0, 100), P("s1", BOR, 1, 5, 100), P("s2", BOR, 1, 5, 200)},
+	 3, false, 0, MAXC, {0, END}, true},
+	{"only borrowing tenants of the cohort", LAB,
+	 {[LENDER] = 16, [GUARD] = 6, [BOR] = 3, [F1] = 9, [SOLO] = 9},
+	 {P("l", LENDER, 1, -5, 9), P("g", GUARD, 1, -5, 9), P("f", F1, 1, -5, 9),
+	  P("s", SOLO, 1, -5, 9), P("b", BOR, 1, 0, 9)},
+	 5, false, 0, MAXC, {4, END}, true},
+	/* D = 5: bor borrows 2, bor2 3 */
+	{"a tenant that stops borrowing is skipped", LAB,
+	 {[LENDER] = 16, [GUARD] = 6, [BOR] = 4, [BOR2] = 3},
+	 {P("b0", BOR, 1, 0, 3), P("b1", BOR, 1, 0, 2), P("b2", BOR, 1, 0, 1),
+	  P("x0", BOR2, 1, 1, 3), P("x1", BOR2, 1, 1, 2), P("x2", BOR2, 1, 1, 1)},
+	 6, false, 0, MAXC, {0, 1, 3, 4, 5, END}, true},
+	/* D = 7; the guard's 8 free 2 + 2 (lendingLimit), not 8 */
+	{"lendingLimit caps what a victim frees", LAB,
+	 {[LENDER] = 16, [BOR] = 2, [GUARD] = 8, [BOR2] = 5},
+	 {P("g", GUARD, 8, 0, 1), P("x0", BOR2, 1, 1, 5), P("x1", BOR2, 1, 1, 4),
+	  P("x2", BOR2, 1, 1, 3), P("x3", BOR2, 1, 1, 2), P("x4", BOR2, 1, 1, 1)},
+	 6, false, 0, MAXC, {0, 1, 2, 3, END}, true},
+	{"LowerPriority: not enough below", LAB,
+	 {[LENDER] = 16, [GUARD] = 6, [BOR] = 5},
+	 {P("p7", BOR, 1, 7, 1), P("p5", BOR, 1, 5, 1), P("p0", BOR, 1, 0, 1)},
+	 3, true, 5, MAXC, {2, END}, false},
+	{"LowerPriority: enough below", LAB, {[LENDER] = 16, [GUARD] = 6, [BOR] = 3},
+	 {P("p5", BOR, 1, 5, 1), P("p0", BOR, 1, 0, 1)},
+	 2, true, 5, MAXC, {1, END}, true},
+	{"signalled first, nobody new", LAB, {[LENDER] = 16, [GUARD] = 6, [BOR] = 3},
+	 {P("new", BOR, 1, 0, 9), {"old", BOR, 1, 10, 1, true, true}},
+	 2, false, 0, MAXC, {1, END}, true},
+	{"signalled first, then the next", LAB,
+	 {[LENDER] = 16, [GUARD] = 6, [BOR] = 4},
+	 {P("new", BOR, 1, 0, 9), {"old", BOR, 1, 10, 1, true, true}},
+	 2, false, 0, MAXC, {1, 0, END}, true},
+	{"non-preemptible never", LAB, {[LENDER] = 16, [GUARD] = 6, [BOR] = 3},
+	 {{"np", BOR, 1, 0, 9, false, true}, P("p", BOR, 1, 5, 1)},
+	 2, false, 0, MAXC, {1, END}, true},
+	{"only non-preemptible: not covered", LAB,
+	 {[LENDER] = 16, [GUARD] = 6, [BOR] = 3},
+	 {{"np", BOR, 1, 0, 9, false, false}},
+	 1, false, 0, MAXC, {END}, false},
+	{"deficit 0 picks nothing", LAB, {[LENDER] = 0, [BOR] = 5},
+	 {{"old", BOR, 1, 0, 1, true, true}, P("b", BOR, 1, 0, 1)},
+	 2, false, 0, MAXC, {END}, true},
+	/* farm D = 2; lab has a deficit of its own (bor borrows 3) */
+	{"cohorts are independent", FARM,
+	 {[LENDER] = 16, [GUARD] = 6, [BOR] = 5, [F1] = 4, [F2] = 6},
+	 {P("b", BOR, 1, -9, 9), P("y0", F2, 1, 0, 2), P("y1", F2, 1, 0, 1),
+	  P("y2", F2, 1, 0, 0)},
+	 4, false, 0, MAXC, {1, 2, END}, true},
+	{"cap runs out", LAB, {[LENDER] = 16, [GUARD] = 6, [BOR] = 5},
+	 {P("a", BOR, 1, 0, 3), P("b", BOR, 1, 0, 2), P("c", BOR, 1, 0, 1)},
+	 3, false, 0, 2, {0, 1, END}, false},
+};
+
+ParameterizedTestParameters(reclaim, pick)
+{
+	return cr_make_param_array(struct pcase, pcases,
+				   sizeof(pcases) / sizeof(pcases[0]));
+}
+
+ParameterizedTest(struct pcase *pc, reclaim, pick)
+{
+	struct policy *p = load();
+	struct reclaim_candidate c[MAXC], copy[MAXC];
+	size_t picked[MAXC], got, want = 0;
+	bool covered = !pc->covered;
+
+	memcpy(used_now, pc->used, sizeof(used_now));
+	for (size_t i = 0; i < pc->n; i++)
+		c[i] = (struct reclaim_candidate){
+			.uid = pc->c[i].uid, .tenant = pc->c[i].tenant,
+			.units = pc->c[i].units, .priority = pc->c[i].priority,
+			.admitted_ms = pc->c[i].admitted_ms,
+			.preemptible = pc->c[i].preemptible,
+			.signalled = pc->c[i].signalled};
+	memcpy(copy, c, sizeof(c));
+	got = reclaim_pick(p, pc->cohort, policy_flavor_find(p, "g"), &view, c, pc->n,
+			   pc->has_below, pc->below, picked, pc->cap, &covered);
+	while (pc->want[want] != END)
+		want++;
+	cr_expect_eq(got, want, "%s: %zu picked, want %zu", pc->name, got, want);
+	for (size_t i = 0; i < got && i < want; i++)
+		cr_expect_eq(picked[i], (size_t)pc->want[i], "%s: pick %zu is %zu",
+			     pc->name, i, picked[i]);
+	cr_expect_eq(covered, pc->covered, "%s: covered", pc->name);
+	cr_expect_eq(memcmp(copy, c, sizeof(c)), 0, "%s: c[] reordered", pc->name);
+	policy_free(p);
+}

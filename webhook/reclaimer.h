@@ -1,0 +1,78 @@
+/*
+ * reclaimer: lent GPUs come back, checkpoint first (docs/quota.md "Lent
+ * quota coming back"; docs/design/reclaim.md).
+ *
+ * A thread of gpugate serve (API mode).  Every interval, while `leading`
+ * says so (the Lease of several replicas), for each cohort and flavor that
+ * holds more than its quota (quota_cohort_deficit: a lender was admitted on
+ * its nominal quota while its units were lent out) it chooses victims among
+ * the cohort's borrowing, preemptible workloads (policy/reclaim.h
+ * reclaim_pick: Kueue's order, whole workloads, only as many as needed)
+ * from the usage store's observed workloads, and moves each along:
+ *
+ *   signal    gpugate.io/checkpoint-requested=<time> on the workload and
+ *             its pods (the pods' downward API volume shows it), an Event;
+ *   release   once the workload reports (gpugate.io/checkpoint-done) or the
+ *             policy's checkpoint.timeoutSeconds pass: a Job is suspended
+ *             and labelled gpugate.io/reclaimed=true, a bare Pod is evicted
+ *             through the Eviction API (a 429 from a PodDisruptionBudget is
+ *             tried again next round), an Event;
+ *   abandon   the cohort no longer needs it before it was released: the
+ *             request is taken back;
+ *   resume    a Job labelled gpugate.io/reclaimed is resumed when its
+ *             cohort holds no more than its quota and its gang fits again
+ *             (the resume goes through admission like any other).
+ *
+ * All state is in the objects (annotations, the label, spec.suspend), so a
+ * restart or a change of leader picks a reclaim up where it was.
+ */
+#ifndef GPUGATE_RECLAIMER_H
+#define GPUGATE_RECLAIMER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct diag;
+struct holder;
+struct kube_config;
+struct usage_store;
+
+/* The label a reclaimed (suspended) Job carries until gpugate resumes it. */
+#define RECLAIMER_LABEL "gpugate.io/reclaimed"
+/* What the reclaim is for, on a victim: "8 h100-80gb for tenant research". */
+#define RECLAIMER_FOR "gpugate.io/reclaim-for"
+
+struct reclaimer_config {
+	const struct kube_config *kube;
+	struct holder *policy;
+	struct usage_store *usage;
+	const char *identity;        /* reportingInstance of the Events */
+	unsigned interval_ms;        /* between rounds; 0: 2000 */
+	bool (*leading)(void *ctx);  /* NULL: always */
+	void *leading_ctx;
+	int64_t (*now_ms)(void);     /* wall clock, ms; NULL: the real one */
+};
+
+/* What it did since the start, for /metrics. */
+struct reclaimer_stats {
+	uint64_t signalled;     /* checkpoints requested */
+	uint64_t checkpointed;  /* released after the workload reported */
+	uint64_t timed_out;     /* released after checkpoint.timeoutSeconds */
+	uint64_t evicted;       /* bare pods evicted */
+	uint64_t suspended;     /* Jobs suspended */
+	uint64_t abandoned;     /* requests taken back */
+	uint64_t resumed;       /* Jobs resumed */
+	uint64_t failed;        /* writes the API refused (retried next round) */
+	double wait_seconds;    /* sum of request-to-release times */
+	uint64_t waits;         /* how many */
+};
+
+struct reclaimer;
+
+int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
+		    struct diag *d);
+void reclaimer_stats(struct reclaimer *r, struct reclaimer_stats *out);
+/* Stops the thread (within a second) and frees r.  NULL is a no-op. */
+void reclaimer_stop(struct reclaimer *r);
+
+#endif
