@@ -4,6 +4,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,25 +23,49 @@ static void pairs_fill(void)
 	}
 }
 
+/* The 8 bytes at p as a big-endian number. */
+static inline uint64_t load_be64(const unsigned char *p)
+{
+	uint64_t w;
+
+	memcpy(&w, p, sizeof(w));
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	w = __builtin_bswap64(w);
+#endif
+	return w;
+}
+
 void base64_encode(struct strbuf *sb, const void *in, size_t len)
 {
 	const unsigned char *u = in;
-	char out[4 * 256];
+	/* One strbuf_add per 1 KiB (a multiple of 8), and room after it for
+	 * the tail: two groups of 4 and one padded group. */
+	char out[1024 + 12];
 	size_t o = 0, i = 0;
 
 	pthread_once(&pairs_once, pairs_fill);
-	/* Whole groups of 3 bytes, in blocks: one strbuf_add per 1 KiB of
-	 * output. */
+	/* Six bytes a step, from one 8-byte load (so while 8 remain): four
+	 * 12-bit values, eight characters. */
+	for (; len - i >= 8; i += 6) {
+		uint64_t w = load_be64(u + i);
+
+		memcpy(out + o, pairs[(w >> 52) & 0xfff], 2);
+		memcpy(out + o + 2, pairs[(w >> 40) & 0xfff], 2);
+		memcpy(out + o + 4, pairs[(w >> 28) & 0xfff], 2);
+		memcpy(out + o + 6, pairs[(w >> 16) & 0xfff], 2);
+		o += 8;
+		if (o == 1024) {
+			strbuf_add(sb, out, o);
+			o = 0;
+		}
+	}
+	/* Then whole groups of 3 bytes: at most two. */
 	for (; len - i >= 3; i += 3) {
 		unsigned v = (unsigned)u[i] << 16 | (unsigned)u[i + 1] << 8 | u[i + 2];
 
 		memcpy(out + o, pairs[v >> 12], 2);
 		memcpy(out + o + 2, pairs[v & 0xfff], 2);
 		o += 4;
-		if (o == sizeof(out)) {
-			strbuf_add(sb, out, o);
-			o = 0;
-		}
 	}
 	/* The last 1 or 2 bytes, padded with '='. */
 	if (i < len) {

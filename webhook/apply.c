@@ -4,7 +4,9 @@
 #include "base/text.h"
 #include "codec/jget.h"
 
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -323,24 +325,105 @@ static void map_topology(struct ap *a, json_t *spec, const struct plan *pl)
 	append(a, list, obj("weight", json_integer(100), "podAffinityTerm", term, NULL));
 }
 
-static bool has_named(const json_t *arr, const char *key, const char *name)
+/*
+ * One pass over arr: found[k] becomes true when an item's member `key` is
+ * want[k].  A pod's env, mounts and volumes are each read once however many
+ * entries gpugate may add to them.
+ */
+static void mark_named(const json_t *arr, const char *key,
+		       const char *const *want, bool *found, size_t n)
 {
 	size_t i;
 	json_t *item;
 
-	json_array_foreach(arr, i, item)
-		if (strcmp(str_or(item, key, ""), name) == 0)
-			return true;
-	return false;
+	json_array_foreach(arr, i, item) {
+		const char *s = json_string_value(jget(item, key));
+
+		for (size_t k = 0; s && k < n; k++)
+			if (!found[k] && strcmp(s, want[k]) == 0)
+				found[k] = true;
+	}
 }
 
-static void ensure_env(struct ap *a, json_t *ct, const char *name,
-		       const char *value)
+/*
+ * The checkpoint signal's three values never change: they are built once
+ * and shared (jansson counts references atomically).  apply_plan() never
+ * edits an appended value, so every object can hold them.
+ */
+static struct {
+	json_t *env, *mount, *volume;
+} signal_json;
+static pthread_once_t signal_once = PTHREAD_ONCE_INIT;
+
+static void signal_build(void)
 {
+	signal_json.env = obj("name", json_string(SIGNAL_ENV), "value",
+			      json_string(SIGNAL_FILE), NULL);
+	signal_json.mount = obj("name", json_string(SIGNAL_VOLUME), "mountPath",
+				json_string(SIGNAL_MOUNT_PATH), "readOnly",
+				json_true(), NULL);
+	/* The file is empty until the annotation exists; kubelet rewrites it
+	 * when the annotation changes. */
+	signal_json.volume =
+		obj("name", json_string(SIGNAL_VOLUME), "downwardAPI",
+		    obj("items",
+			list_of(obj("path", json_string(SIGNAL_ITEM), "fieldRef",
+				    obj("fieldPath", json_string(SIGNAL_FIELD_PATH),
+					NULL),
+				    NULL)),
+			NULL),
+		    NULL);
+}
+
+/* Appends a shared value (a new reference; NULL when building it failed). */
+static void append_shared(struct ap *a, json_t *arr, json_t *shared)
+{
+	append(a, arr, json_incref(shared));
+}
+
+/* Env entries the checkpoint plan adds to every app container, in order. */
+#define CK_ENV_MAX 32
+
+static void checkpoint_env(struct ap *a, json_t *ct, const struct plan *pl,
+			   const struct policy_checkpoint *ck)
+{
+	const char *want[CK_ENV_MAX + 2];
+	bool found[CK_ENV_MAX + 2] = {false};
+	size_t n = 0, pre, sig = SIZE_MAX;
 	json_t *env = ensure_array(a, ct, "env");
 
-	if (env && !has_named(env, "name", name))
-		append(a, env, obj("name", json_string(name), "value", json_string(value), NULL));
+	if (!env)
+		return;
+	/* Past CK_ENV_MAX policy variables (validate.c allows any number),
+	 * the rest are looked up one by one. */
+	for (size_t e = 0; e < ck->n_env && n < CK_ENV_MAX; e++)
+		want[n++] = ck->env[e].key;
+	pre = n;
+	want[n++] = "GPUGATE_PREEMPTIBLE";
+	if (pl->signal) {
+		sig = n;
+		want[n++] = SIGNAL_ENV;
+	}
+	mark_named(env, "name", want, found, n);
+	for (size_t e = 0; e < ck->n_env; e++) {
+		const char *key = ck->env[e].key;
+
+		bool have = false;
+
+		if (e < pre)
+			have = found[e];
+		else
+			mark_named(env, "name", &key, &have, 1);
+		if (have)
+			continue;
+		append(a, env, obj("name", json_string(key), "value",
+				   json_string(ck->env[e].value), NULL));
+	}
+	if (!found[pre])
+		append(a, env, obj("name", json_string("GPUGATE_PREEMPTIBLE"),
+				   "value", json_string("1"), NULL));
+	if (sig != SIZE_MAX && !found[sig])
+		append_shared(a, env, signal_json.env);
 }
 
 static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
@@ -349,35 +432,42 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 	const struct policy_checkpoint *ck = policy_checkpoint(p);
 	json_t *containers = jget(spec, "containers");
 	json_t *vols = ensure_array(a, spec, "volumes");
+	const char *vol_names[2] = {CHECKPOINT_VOLUME, SIGNAL_VOLUME};
+	bool vol_found[2] = {false, false};
 	json_t *grace, *ct;
 	size_t i;
 
+	if (pl->signal)
+		pthread_once(&signal_once, signal_build);
 	json_array_foreach(containers, i, ct) {
+		/* A mount already at the path (the user's own volume) wins;
+		 * the same for the signal (decide.c warns). */
+		const char *names[2] = {CHECKPOINT_VOLUME, SIGNAL_VOLUME};
+		const char *paths[2] = {ck->mount_path, SIGNAL_MOUNT_PATH};
+		bool name_found[2] = {false, false}, path_found[2] = {false, false};
 		json_t *mounts;
 
 		if (!json_is_object(ct))
 			continue;
-		for (size_t e = 0; e < ck->n_env; e++)
-			ensure_env(a, ct, ck->env[e].key, ck->env[e].value);
-		ensure_env(a, ct, "GPUGATE_PREEMPTIBLE", "1");
-		if (pl->signal)
-			ensure_env(a, ct, SIGNAL_ENV, SIGNAL_FILE);
+		checkpoint_env(a, ct, pl, ck);
 		mounts = ensure_array(a, ct, "volumeMounts");
-		/* A mount already at the path (the user's own volume) wins. */
-		if (mounts && !has_named(mounts, "name", CHECKPOINT_VOLUME) &&
-		    !has_named(mounts, "mountPath", ck->mount_path))
+		if (!mounts)
+			continue;
+		mark_named(mounts, "name", names, name_found, 2);
+		mark_named(mounts, "mountPath", paths, path_found, 2);
+		if (!name_found[0] && !path_found[0]) {
 			append(a, mounts,
 			       obj("name", json_string(CHECKPOINT_VOLUME),
 				   "mountPath", json_string(ck->mount_path), NULL));
-		/* The same for the signal (decide.c warns). */
-		if (pl->signal && mounts && !has_named(mounts, "name", SIGNAL_VOLUME) &&
-		    !has_named(mounts, "mountPath", SIGNAL_MOUNT_PATH))
-			append(a, mounts,
-			       obj("name", json_string(SIGNAL_VOLUME),
-				   "mountPath", json_string(SIGNAL_MOUNT_PATH),
-				   "readOnly", json_true(), NULL));
+			path_found[1] = path_found[1] ||
+					strcmp(ck->mount_path, SIGNAL_MOUNT_PATH) == 0;
+		}
+		if (pl->signal && !name_found[1] && !path_found[1])
+			append_shared(a, mounts, signal_json.mount);
 	}
-	if (vols && !has_named(vols, "name", CHECKPOINT_VOLUME)) {
+	if (vols)
+		mark_named(vols, "name", vol_names, vol_found, 2);
+	if (vols && !vol_found[0]) {
 		if (pl->claim_name[0])
 			append(a, vols,
 			       obj("name", json_string(CHECKPOINT_VOLUME),
@@ -389,20 +479,8 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 			       obj("name", json_string(CHECKPOINT_VOLUME),
 				   "emptyDir", json_object(), NULL));
 	}
-	/* The file is empty until the annotation exists; kubelet rewrites it
-	 * when the annotation changes. */
-	if (pl->signal && vols && !has_named(vols, "name", SIGNAL_VOLUME))
-		append(a, vols,
-		       obj("name", json_string(SIGNAL_VOLUME),
-			   "downwardAPI",
-			   obj("items",
-			       list_of(obj("path", json_string(SIGNAL_ITEM),
-					   "fieldRef",
-					   obj("fieldPath",
-					       json_string(SIGNAL_FIELD_PATH), NULL),
-					   NULL)),
-			       NULL),
-			   NULL));
+	if (pl->signal && vols && !vol_found[1])
+		append_shared(a, vols, signal_json.volume);
 	if (pl->set_pre_stop && gpu_ct) {
 		json_t *lc = ensure_object(a, gpu_ct, "lifecycle");
 		json_t *cmd = json_array();
