@@ -3,6 +3,7 @@
 #include "base/diag.h"
 #include "base/text.h"
 #include "codec/jget.h"
+#include "codec/jsonmem.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -357,6 +358,10 @@ static pthread_once_t signal_once = PTHREAD_ONCE_INIT;
 
 static void signal_build(void)
 {
+	/* Built inside the first request that needs them: not from its
+	 * arena (codec/jsonmem.h), which the request drops. */
+	bool was_on = jsonmem_pause();
+
 	signal_json.env = obj("name", json_string(SIGNAL_ENV), "value",
 			      json_string(SIGNAL_FILE), NULL);
 	signal_json.mount = obj("name", json_string(SIGNAL_VOLUME), "mountPath",
@@ -373,6 +378,7 @@ static void signal_build(void)
 				    NULL)),
 			NULL),
 		    NULL);
+	jsonmem_resume(was_on);
 }
 
 /* Appends a shared value (a new reference; NULL when building it failed). */
