@@ -4,6 +4,7 @@
 #include "base/text.h"
 #include "codec/jget.h"
 #include "codec/jsonmem.h"
+#include "codec/jsonout.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -348,8 +349,9 @@ static void mark_named(const json_t *arr, const char *key,
 
 /*
  * The checkpoint signal's three values never change: they are built once
- * and shared (jansson counts references atomically).  apply_plan() never
- * edits an appended value, so every object can hold them.
+ * and shared (jansson counts references atomically), and their JSON text is
+ * written once (jsonout_freeze()).  apply_plan() never edits an appended
+ * value, so every object can hold them.
  */
 static struct {
 	json_t *env, *mount, *volume;
@@ -378,6 +380,10 @@ static void signal_build(void)
 				    NULL)),
 			NULL),
 		    NULL);
+	/* Their text too: the patch copies it (codec/jsonout.h). */
+	jsonout_freeze(signal_json.env);
+	jsonout_freeze(signal_json.mount);
+	jsonout_freeze(signal_json.volume);
 	jsonmem_resume(was_on);
 }
 
