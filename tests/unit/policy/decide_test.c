@@ -1338,10 +1338,12 @@ Test(decide, the_claim_carries_the_priority_its_pods_run_at)
 	    DECIDE_MUTATE);
 	cr_expect_eq(r.dec.claim.priority, 1000);
 	done(&r);
-	/* A Job's template: its class, resolved. */
+	/* A Job's template: its class, resolved; a number written in the
+	 * template is no priority (the apiserver refuses such pods). */
 	run(&r, "research",
 	    JOB("2", "\"gpugate.io/class\":\"small\"",
-		"{\"priorityClassName\":\"urgent\",\"containers\":[{\"name\":\"m\"}]}"),
+		"{\"priorityClassName\":\"urgent\",\"priority\":999999,"
+		"\"containers\":[{\"name\":\"m\"}]}"),
 	    DECIDE_MUTATE);
 	cr_expect_eq(r.dec.claim.priority, 5000);
 	done(&r);
