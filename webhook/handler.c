@@ -201,7 +201,7 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		reserve = ep == HANDLER_VALIDATE && !rv->dry_run && ev->dec.allowed &&
 			  !decide_pool_denies(&in, &ev->dec, &pc);
 		usage_decide(u, p, &ev->wl, c, reserve,
-			     ev->dec.mode != POLICY_MODE_ENFORCE, &qr);
+			     ev->dec.mode != POLICY_MODE_ENFORCE || c->kueue_quota, &qr);
 		decide_quota_pool(&in, &ev->dec, &qr, &pc);
 	}
 	if (ep == HANDLER_MUTATE && ev->dec.allowed && ev->dec.plan.active &&
