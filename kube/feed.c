@@ -8,12 +8,14 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The kinds of usage, then Nodes (with an inventory only) and
  * PriorityClasses (with a priorities table only). */
 #define FEED_NODES USAGE_KINDS
 #define FEED_PRIORITIES (USAGE_KINDS + 1)
-#define FEED_KINDS (USAGE_KINDS + 2)
+#define FEED_PVCS (USAGE_KINDS + 2)
+#define FEED_KINDS (USAGE_KINDS + 3)
 
 /* What the feed watches, by enum usage_kind and FEED_NODES: every object
  * of each kind (no label selector, see feed.h). */
@@ -28,6 +30,7 @@ static const struct {
 	[FEED_NODES] = {"nodes", "/api/v1/nodes", false},
 	[FEED_PRIORITIES] = {"priorityclasses",
 			     "/apis/scheduling.k8s.io/v1/priorityclasses", false},
+	[FEED_PVCS] = {"persistentvolumeclaims", "/api/v1/persistentvolumeclaims", false},
 };
 
 struct feed_kind {
@@ -89,6 +92,25 @@ static void to_priorities(struct feed *f, const json_t *obj)
 				    "classes\" class=%s", name);
 }
 
+/* A PersistentVolumeClaim: where it is, and whether pods on several nodes
+ * may mount it (ReadWriteMany). */
+static void to_pvcs(struct feed *f, const json_t *obj)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *ns = json_string_value(json_object_get(meta, "namespace"));
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	const json_t *modes = json_object_get(json_object_get(obj, "spec"), "accessModes");
+	bool many = false;
+	size_t i;
+	json_t *m;
+
+	json_array_foreach(modes, i, m)
+		if (json_is_string(m) && strcmp(json_string_value(m), "ReadWriteMany") == 0)
+			many = true;
+	if (ns && name && pvcs_put(f->cfg.pvcs, ns, name, many) < 0)
+		log_event(LOG_WARN, "msg=\"pvcs: out of memory\" claim=%s/%s", ns, name);
+}
+
 static void on_object(void *ctx, const json_t *obj)
 {
 	struct feed_kind *k = ctx;
@@ -98,6 +120,10 @@ static void on_object(void *ctx, const json_t *obj)
 
 	if (k->kind == FEED_PRIORITIES) {
 		to_priorities(f, obj);
+		return;
+	}
+	if (k->kind == FEED_PVCS) {
+		to_pvcs(f, obj);
 		return;
 	}
 	arena_init(&a);
@@ -130,6 +156,12 @@ static void on_delete(void *ctx, const json_t *obj)
 				  json_string_value(json_object_get(meta, "name")));
 		return;
 	}
+	if (k->kind == FEED_PVCS) {
+		pvcs_delete(k->f->cfg.pvcs,
+			    json_string_value(json_object_get(meta, "namespace")),
+			    json_string_value(json_object_get(meta, "name")));
+		return;
+	}
 	if (k->kind == FEED_NODES) {
 		const char *name = json_string_value(json_object_get(meta, "name"));
 
@@ -155,6 +187,10 @@ static void on_relist_begin(void *ctx)
 		priorities_relist_begin(k->f->cfg.priorities);
 		return;
 	}
+	if (k->kind == FEED_PVCS) {
+		pvcs_relist_begin(k->f->cfg.pvcs);
+		return;
+	}
 	if (k->kind == FEED_NODES) {
 		inventory_relist_begin(inv, INVENTORY_NODES);
 		return;
@@ -171,6 +207,13 @@ static void on_relist_end(void *ctx, bool first)
 	struct feed_kind *k = ctx;
 	struct inventory *inv = k->f->cfg.inventory;
 
+	if (k->kind == FEED_PVCS) {
+		pvcs_relist_end(k->f->cfg.pvcs);
+		if (first)
+			log_event(LOG_INFO, "msg=\"claims synced\" kind=persistentvolumeclaims "
+					    "entries=%zu", pvcs_count(k->f->cfg.pvcs));
+		return;
+	}
 	if (k->kind == FEED_PRIORITIES) {
 		priorities_relist_end(k->f->cfg.priorities);
 		if (first)
@@ -258,7 +301,8 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 		k->f = f;
 		k->kind = i;
 		if ((i == FEED_NODES && !cfg->inventory) ||
-		    (i == FEED_PRIORITIES && !cfg->priorities))
+		    (i == FEED_PRIORITIES && !cfg->priorities) ||
+		    (i == FEED_PVCS && !cfg->pvcs))
 			continue;
 		if (informer_start(&ic, &k->inf, d) < 0)
 			goto fail;

@@ -31,7 +31,9 @@
  *
  * With a priorities table (usage/priorities.h), another informer lists
  * and watches every PriorityClass (scheduling.k8s.io/v1): the priority a
- * Job's pods will run at.  Like Nodes, it counts for neither.
+ * Job's pods will run at; with a claims table (usage/pvcs.h), one more
+ * watches every PersistentVolumeClaim (does the checkpoint claim exist).
+ * Like Nodes, these count for neither.
  *
  * With an inventory (usage/inventory.h), a fourth informer lists and
  * watches every Node, and every pod also goes to the inventory: where it is
@@ -50,6 +52,7 @@
 #include "usage/inventory.h"
 #include "usage/meter.h"
 #include "usage/priorities.h"
+#include "usage/pvcs.h"
 #include "usage/usage.h"
 
 #include <jansson.h>
@@ -84,6 +87,9 @@ struct feed_config {
 	 * neither for feed_synced nor for feed_connected: a cluster that
 	 * refuses to list them only leaves Job priorities unknown). */
 	struct priorities *priorities;
+	/* Optional: the PersistentVolumeClaims to keep (usage/pvcs.h: does a
+	 * workload's checkpoint claim exist); counts for neither either. */
+	struct pvcs *pvcs;
 	/* Optional: the meter (usage/meter.h), fed every pod through run. */
 	struct meter *meter;
 	int (*run)(void *ctx, const json_t *obj, struct arena *a,

@@ -1030,6 +1030,40 @@ static void plan_signal(struct ctx *c)
 	}
 }
 
+/*
+ * The checkpoint volume mounts the claim pl->claim_name: its pods do not
+ * start while it is missing, and pods of one workload on several nodes
+ * need it ReadWriteMany.  Said where it is known (the cluster's claims are
+ * watched), once per workload (not for each pod of a Job).
+ */
+static void check_checkpoint_claim(struct ctx *c)
+{
+	const struct workload *wl = c->wl;
+	const struct plan *pl = &c->out->plan;
+	int64_t pods = wl->kind == WL_JOB ? wl->parallelism
+		       : wl->kind == WL_TEMPLATE ? (wl->template_kind == WL_DAEMONSET
+							    ? 2 /* one per node */
+							    : wl->replicas)
+					       : 1;
+	enum pvc_state st;
+
+	if (!c->in->pvcs || !pl->claim_name[0] || (wl->kind == WL_POD && wl->owner_job))
+		return;
+	st = c->in->pvcs->state(c->in->pvcs->ctx, wl->namespace, pl->claim_name);
+	if (st == PVC_MISSING)
+		add_warning(c->out,
+			    "gpugate: checkpoint volume: PersistentVolumeClaim \"%.63s\" "
+			    "does not exist in namespace %.63s; the pods will not start "
+			    "until it does",
+			    pl->claim_name, wl->namespace);
+	else if (st == PVC_ONE_NODE && pods > 1)
+		add_warning(c->out,
+			    "gpugate: checkpoint volume: PersistentVolumeClaim \"%.63s\" "
+			    "is not ReadWriteMany; pods on different nodes cannot all "
+			    "mount it",
+			    pl->claim_name);
+}
+
 static void plan_checkpoint(struct ctx *c)
 {
 	const struct policy_checkpoint *ck = policy_checkpoint(c->p);
@@ -1040,8 +1074,10 @@ static void plan_checkpoint(struct ctx *c)
 	pl->checkpoint = true;
 	plan_signal(c);
 	pl->grace = ck->grace_period_seconds;
-	if (ck->claim_name)
+	if (ck->claim_name) {
 		plan_claim_name(c, ck->claim_name);
+		check_checkpoint_claim(c);
+	}
 	if (ck->n_pre_stop) {
 		if (!gpu->has_pre_stop)
 			pl->set_pre_stop = true;

@@ -79,6 +79,21 @@ struct priority_view {
 	bool (*value)(const void *ctx, const char *name, int32_t *out);
 };
 
+/*
+ * The cluster's PersistentVolumeClaims, read only: what claim `name` in
+ * namespace `ns` is (usage/pvcs.h).
+ */
+enum pvc_state {
+	PVC_UNKNOWN,    /* nobody watches them, or not listed yet */
+	PVC_MISSING,    /* no such claim */
+	PVC_ONE_NODE,   /* exists; not ReadWriteMany */
+	PVC_MANY_NODES, /* exists, ReadWriteMany: pods on several nodes mount it */
+};
+struct pvc_view {
+	const void *ctx;
+	enum pvc_state (*state)(const void *ctx, const char *ns, const char *name);
+};
+
 struct decide_input {
 	const struct policy *policy;
 	const struct workload *wl;
@@ -86,6 +101,9 @@ struct decide_input {
 	const struct workload *old; /* UPDATE: the object before; else NULL */
 	/* NULL: no PriorityClass is known (a pod's spec.priority still is). */
 	const struct priority_view *priorities;
+	/* NULL: no PersistentVolumeClaim is known (nothing is said of the
+	 * checkpoint claim). */
+	const struct pvc_view *pvcs;
 };
 
 /* What the workload asks of the tenant's quota. */

@@ -56,6 +56,7 @@ struct daemon {
 	struct usage_store *usage;
 	struct inventory *inventory;      /* API mode only */
 	struct priorities *priorities;    /* API mode only: PriorityClasses */
+	struct pvcs *pvcs;                /* API mode only: the claims */
 	struct charge_source charge;      /* the feed's charge rule's source */
 	struct meter *meter;              /* API mode only */
 	struct feed *feed;
@@ -496,14 +497,16 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		dm->inventory = inventory_new();
 		dm->meter = meter_new(NULL);
 		dm->priorities = priorities_new();
+		dm->pvcs = pvcs_new();
 		dm->charge = (struct charge_source){.holder = dm->holder,
 						    .priorities = dm->priorities};
-		if (!dm->inventory || !dm->meter || !dm->priorities) {
+		if (!dm->inventory || !dm->meter || !dm->priorities || !dm->pvcs) {
 			diag_addf(d, "gpugate serve: out of memory");
 			goto fail;
 		}
 		fc.inventory = dm->inventory;
 		fc.priorities = dm->priorities;
+		fc.pvcs = dm->pvcs;
 		fc.meter = dm->meter;
 		fc.run = pod_run_cb;
 		if (feed_start(&fc, &dm->feed, d) < 0)
@@ -548,6 +551,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	dm->handler.usage = dm->usage;
 	dm->handler.inventory = dm->inventory;
 	dm->handler.priorities = dm->priorities;
+	dm->handler.pvcs = dm->pvcs;
 	sc.host = dm->host;
 	sc.port = cfg->port;
 	sc.threads = cfg->threads;
@@ -609,6 +613,7 @@ void daemon_stop(struct daemon *dm)
 	lease_stop(dm->lease);
 	inventory_free(dm->inventory);
 	priorities_free(dm->priorities);
+	pvcs_free(dm->pvcs);
 	meter_free(dm->meter);
 	usage_free(dm->usage);
 	kube_shared_io_free(dm->shared_io);

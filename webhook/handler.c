@@ -8,6 +8,7 @@
 #include "policy/pool.h"
 #include "usage/inventory.h"
 #include "usage/priorities.h"
+#include "usage/pvcs.h"
 #include "usage/usage.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
@@ -138,6 +139,7 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		.wl = &ev->wl,
 		.phase = ep == HANDLER_MUTATE ? DECIDE_MUTATE : DECIDE_VALIDATE,
 		.priorities = ev->priorities,
+		.pvcs = ev->pvcs,
 	};
 	bool debug = is_ephemeral_update(rv, ep);
 
@@ -301,6 +303,7 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 	struct review_response resp = {0};
 	const char *warnings[DECIDE_MAX_WARNINGS];
 	struct priority_view prio;
+	struct pvc_view claims;
 	char err[400], msg[600];
 	enum metrics_endpoint mep = ep == HANDLER_MUTATE ? METRICS_MUTATE
 							 : METRICS_VALIDATE;
@@ -311,6 +314,10 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 	if (h->priorities) {
 		priorities_view(h->priorities, &prio);
 		ev.priorities = &prio;
+	}
+	if (h->pvcs) {
+		pvcs_view(h->pvcs, &claims);
+		ev.pvcs = &claims;
 	}
 	if ((h->read_all ? review_decode_all : review_decode)(body, len, &rv, err,
 							   sizeof(err)) < 0) {

@@ -23,12 +23,15 @@ enum handler_endpoint { HANDLER_MUTATE, HANDLER_VALIDATE };
 
 struct inventory;
 struct priorities;
+struct pvcs;
 struct usage_store;
 
 struct evaluation {
 	/* In, set after evaluation_init(): the cluster's PriorityClasses
 	 * (NULL: none known; a pod's spec.priority still is). */
 	const struct priority_view *priorities;
+	/* In: the cluster's PersistentVolumeClaims (NULL: none known). */
+	const struct pvc_view *pvcs;
 	struct arena arena;       /* the workload's arrays */
 	struct workload wl;
 	struct workload old;      /* UPDATE: the object before */
@@ -66,6 +69,9 @@ struct handler {
 	/* The cluster's PriorityClasses (API mode; usage/priorities.h); NULL:
 	 * none known. */
 	struct priorities *priorities;
+	/* The cluster's PersistentVolumeClaims (API mode; usage/pvcs.h);
+	 * NULL: none known. */
+	struct pvcs *pvcs;
 	/* Build the whole review, even the parts no rule reads
 	 * (review_decode_all()): for tests that compare the two. */
 	bool read_all;

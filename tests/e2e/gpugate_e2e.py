@@ -268,6 +268,44 @@ tenants:
       - {flavor: h100-80gb, nominal: 1000}
 """
 
+# The example policy's checkpoint claims ("{tenant}-checkpoints"), which a
+# cluster admin creates in each namespace of a tenant with preemptible work
+# (docs/operations.md): ReadWriteMany, each bound to a PersistentVolume of
+# its own (static provisioning: cluster.sh runs no persistent-volume
+# controller, so what it would write is written here: the bind-completed
+# annotation the scheduler checks, phase Bound).  Without them gpugate warns
+# at admission, and the scheduler keeps the pods Pending.
+CHECKPOINT_CLAIMS = {"research": "research-checkpoints",
+                     "research-jobs": "research-checkpoints",
+                     "sandbox-1": "sandbox-checkpoints",
+                     "product-inference": "product-checkpoints"}
+
+
+def create_checkpoint_claims(k: "Kubectl") -> None:
+    items = []
+    for ns, claim in CHECKPOINT_CLAIMS.items():
+        pv = f"ckpt-{ns}"
+        items += [
+            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+             "spec": {"capacity": {"storage": "100Gi"}, "accessModes": ["ReadWriteMany"],
+                      "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
+                      "hostPath": {"path": f"/checkpoint/{ns}"},
+                      "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                                   "namespace": ns, "name": claim}}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": claim, "namespace": ns,
+                          "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
+             "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "",
+                      "volumeName": pv, "resources": {"requests": {"storage": "100Gi"}}}}]
+    k.apply({"apiVersion": "v1", "kind": "List", "items": items}).check()
+    for ns, claim in CHECKPOINT_CLAIMS.items():
+        k("patch", "pv", f"ckpt-{ns}", "--subresource=status", "--type=merge",
+          "-p", json.dumps({"status": {"phase": "Bound"}})).check()
+        k("patch", "pvc", claim, "-n", ns, "--subresource=status", "--type=merge",
+          "-p", json.dumps({"status": {"phase": "Bound", "accessModes": ["ReadWriteMany"],
+                                       "capacity": {"storage": "100Gi"}}})).check()
+
+
 # Namespaces created at start-up, by the gpugate that serves them.
 EXAMPLE_NAMESPACES = ["research", "research-jobs", "product-inference",
                       "sandbox-1", "no-tenant", "gpugate"]
@@ -1588,6 +1626,7 @@ class Stack:
                      "metadata": {"name": "training"}, "value": 1000,
                      "description": "gpugate e2e: class train-large"})
         k.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
+        create_checkpoint_claims(k)
         wait_service_accounts(k, [o["metadata"]["name"] for o in objs
                                   if o["kind"] == "Namespace"] + ["kube-system"])
         for name in self.gates:

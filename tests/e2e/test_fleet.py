@@ -206,45 +206,13 @@ def research_invariant(stack):
 
 @pytest.fixture(scope="module")
 def checkpoint_claims(stack):
-    """PersistentVolumeClaims research/research-checkpoints and
-    sandbox-1/sandbox-checkpoints, each pre-bound to a PersistentVolume of
-    its own (static provisioning: cluster.sh runs no persistent-volume
-    controller, so the fixture writes what it would: the bind-completed
-    annotation the scheduler checks, phase Bound).  Deleted after the
-    module (their protection finalizers dropped: no controller removes
-    them)."""
+    """The checkpoint claims of research and sandbox-1, bound: the stack
+    creates them for every test (gpugate_e2e.create_checkpoint_claims)."""
     k = stack.kubectl
-    items = []
     for ns, claim in CHECKPOINT_CLAIMS.items():
-        pv = f"fleet-{claim}"
-        items += [
-            {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
-             "spec": {"capacity": {"storage": "100Gi"}, "accessModes": ["ReadWriteMany"],
-                      "persistentVolumeReclaimPolicy": "Retain", "storageClassName": "",
-                      "hostPath": {"path": f"/checkpoint/{ns}"},
-                      "claimRef": {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-                                   "namespace": ns, "name": claim}}},
-            {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-             "metadata": {"name": claim, "namespace": ns,
-                          "annotations": {"pv.kubernetes.io/bind-completed": "yes"}},
-             "spec": {"accessModes": ["ReadWriteMany"], "storageClassName": "",
-                      "volumeName": pv, "resources": {"requests": {"storage": "100Gi"}}}}]
-    k.create({"apiVersion": "v1", "kind": "List", "items": items}).check()
-    for ns, claim in CHECKPOINT_CLAIMS.items():
-        k("patch", "pv", f"fleet-{claim}", "--subresource=status", "--type=merge",
-          "-p", json.dumps({"status": {"phase": "Bound"}})).check()
-        k("patch", "pvc", claim, "-n", ns, "--subresource=status", "--type=merge",
-          "-p", json.dumps({"status": {"phase": "Bound", "accessModes": ["ReadWriteMany"],
-                                       "capacity": {"storage": "100Gi"}}})).check()
-    try:
-        yield CHECKPOINT_CLAIMS
-    finally:
-        unprotect = json.dumps({"metadata": {"finalizers": None}})
-        for ns, claim in CHECKPOINT_CLAIMS.items():
-            k("patch", "pvc", claim, "-n", ns, "--type=merge", "-p", unprotect)
-            k("delete", "pvc", claim, "-n", ns, "--ignore-not-found")
-            k("patch", "pv", f"fleet-{claim}", "--type=merge", "-p", unprotect)
-            k("delete", "pv", f"fleet-{claim}", "--ignore-not-found")
+        pvc = k.get("pvc", claim, ns)
+        assert pvc["status"]["phase"] == "Bound", pvc
+    return CHECKPOINT_CLAIMS
 
 
 # ---------------------------------------------------------------------------

@@ -169,6 +169,9 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("list", "priorityclasses.scheduling.k8s.io", "yes"),
                             ("watch", "priorityclasses.scheduling.k8s.io", "yes"),
                             ("create", "priorityclasses.scheduling.k8s.io", "no"),
+                            # Does the checkpoint claim exist (#18); read only.
+                            ("watch", "persistentvolumeclaims", "yes"),
+                            ("create", "persistentvolumeclaims", "no"),
                             ("list", "resourceclaimtemplates.resource.k8s.io", "no"),
                             ("list", "secrets", "no"), ("create", "pods", "no"),
                             ("update", "mutatingwebhookconfigurations", "no")):

@@ -116,11 +116,26 @@ static bool prio_fn(const void *ctx, const char *name, int32_t *out)
 static const struct priority_view prios = {.ctx = NULL, .value = prio_fn};
 static const struct priority_view *run_prios;
 
+/* The cluster's claims, for the tests that set them: one answer for all. */
+static enum pvc_state pvc_answer;
+
+static enum pvc_state pvc_fn(const void *ctx, const char *ns, const char *name)
+{
+	(void)ctx;
+	(void)ns;
+	cr_expect_str_eq(name, "research-ckpt");
+	return pvc_answer;
+}
+
+static const struct pvc_view pvcs = {.ctx = NULL, .state = pvc_fn};
+static const struct pvc_view *run_pvcs;
+
 static void setup(void)
 {
 	P = test_policy(policy_yaml);
 	memset(used, 0, sizeof(used));
 	run_prios = NULL;
+	run_pvcs = NULL;
 	has_default = false;
 }
 
@@ -144,7 +159,7 @@ static void run_obj(struct run *r, const char *ns, json_t *obj,
 	struct diag d;
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
 	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = phase,
-				  .priorities = run_prios};
+				  .priorities = run_prios, .pvcs = run_pvcs};
 
 	arena_init(&r->arena);
 	r->obj = obj;
@@ -2498,4 +2513,60 @@ Test(decide, when_kueue_owns_the_quota_its_admission_is_never_refused)
 		  now.dec.warnings[0]);
 	done(&old);
 	done(&now);
+}
+
+/* ---- the checkpoint claim --------------------------------------------- */
+
+static bool warned(const struct run *r, const char *text)
+{
+	for (size_t i = 0; i < r->dec.n_warnings; i++)
+		if (strcmp(r->dec.warnings[i], text) == 0)
+			return true;
+	return false;
+}
+
+#define MISSING_CLAIM                                                            \
+	"gpugate: checkpoint volume: PersistentVolumeClaim \"research-ckpt\" does " \
+	"not exist in namespace research; the pods will not start until it does"
+#define ONE_NODE_CLAIM                                                           \
+	"gpugate: checkpoint volume: PersistentVolumeClaim \"research-ckpt\" is not " \
+	"ReadWriteMany; pods on different nodes cannot all mount it"
+
+Test(decide, a_missing_or_single_node_checkpoint_claim_is_said)
+{
+	struct run r;
+
+	/* Nobody watches claims: nothing is said. */
+	run(&r, "research", POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_expect_not(warned(&r, MISSING_CLAIM));
+	done(&r);
+	run_pvcs = &pvcs;
+	pvc_answer = PVC_MISSING;
+	run(&r, "research", POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_expect(warned(&r, MISSING_CLAIM), "%zu warnings", r.dec.n_warnings);
+	done(&r);
+	/* ReadWriteOnce: enough for one pod, not for a Job of two. */
+	pvc_answer = PVC_ONE_NODE;
+	run(&r, "research", POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_expect_eq(r.dec.n_warnings, 0);
+	done(&r);
+	run(&r, "research", JOB("2", "\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_expect(warned(&r, ONE_NODE_CLAIM));
+	done(&r);
+	pvc_answer = PVC_MANY_NODES;
+	run(&r, "research", JOB("2", "\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_expect_not(warned(&r, ONE_NODE_CLAIM));
+	done(&r);
+	/* Not preemptible: no checkpoint volume, nothing to say. */
+	pvc_answer = PVC_MISSING;
+	run(&r, "research", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_expect_not(warned(&r, MISSING_CLAIM));
+	done(&r);
 }

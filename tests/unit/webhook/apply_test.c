@@ -244,16 +244,21 @@ Test(apply, the_shared_signal_outlives_the_request_that_built_it)
 		"{\"gpugate.io/class\":\"train-small\"}},\"spec\":{\"containers\":"
 		"[{\"name\":\"main\"}]}}";
 	json_t *obj, *out;
-	char *first, *second;
+	char *first, *second, *text;
 
 	jsonmem_install();
 	jsonmem_begin();
 	obj = parse(pod);
 	out = mutate("research", obj, "p");
-	first = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
-	cr_assert_not_null(first);
+	text = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+	cr_assert_not_null(text);
 	/* json_dumps() allocates in the arena too: keep a copy. */
-	first = strdup(first);
+	first = strdup(text);
+	jsonmem_free(text);
+	/* Freed as a request frees them: into the arena, or (ASan, where
+	 * jsonmem keeps malloc) for real. */
+	json_decref(out);
+	json_decref(obj);
 	jsonmem_end();
 	/* The next request writes over the whole arena. */
 	jsonmem_begin();
@@ -265,6 +270,9 @@ Test(apply, the_shared_signal_outlives_the_request_that_built_it)
 	cr_assert_not_null(second);
 	cr_assert_str_eq(second, first);
 	assert_signal(json_object_get(out, "spec"));
+	json_decref(out);
+	json_decref(obj);
+	jsonmem_free(second);
 	jsonmem_end();
 	free(first);
 }
