@@ -104,17 +104,35 @@ static int make_review(const json_t *obj, const char *ns, const char *uid,
 	return 0;
 }
 
-static void print_decision(const char *phase, const struct evaluation *ev)
+/* Whether kubectl prints text as one of the warnings of dec. */
+static bool warns(const struct decision *dec, const char *text)
+{
+	for (size_t i = 0; i < dec->n_warnings; i++)
+		if (strcmp(dec->warnings[i], text) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A rule that warn mode lets pass is said once: as the warning kubectl
+ * prints when a phase (this one, or later, the /validate that follows; NULL
+ * when none) carries it, else under the phase.
+ */
+static void print_decision(const char *phase, const struct evaluation *ev,
+			   const struct evaluation *later)
 {
 	const struct decision *dec = &ev->dec;
 
 	if (!dec->allowed)
 		printf("%-10s denied (rule %s)\n           %s\n", phase, dec->rule,
 		       dec->message);
-	else if (dec->violation)
-		printf("%-10s admitted in %s mode despite rule %s\n           %s\n",
-		       phase, policy_mode_name(dec->mode), dec->rule, dec->message);
-	else
+	else if (dec->violation) {
+		printf("%-10s admitted in %s mode despite rule %s\n", phase,
+		       policy_mode_name(dec->mode), dec->rule);
+		if (!warns(dec, dec->message) &&
+		    !(later && warns(&later->dec, dec->message)))
+			printf("           %s\n", dec->message);
+	} else
 		printf("%-10s admitted\n", phase);
 	for (size_t i = 0; i < dec->n_warnings; i++)
 		printf("           warning: %s\n", dec->warnings[i]);
@@ -137,15 +155,23 @@ static void print_mapping(const struct evaluation *ev, const char *ns)
 	for (size_t i = 0; i < dec->flavor->n_node_selector; i++)
 		printf(" %s=%s", dec->flavor->node_selector[i].key,
 		       dec->flavor->node_selector[i].value);
-	printf("\ncount      %u per pod x %" PRId64 " pod%s = %" PRId64 " %s\n",
-	       dec->count, dec->claim.pods, dec->claim.pods == 1 ? "" : "s",
-	       dec->claim.units, dec->flavor->resource);
+	/* A rule that denies before the claim is made (security, sharing)
+	 * leaves it empty: nothing is said of what was not counted. */
+	printf("\ncount      %u per pod", dec->count);
+	if (dec->claim.pods > 0)
+		printf(" x %" PRId64 " pod%s = %" PRId64 " %s", dec->claim.pods,
+		       dec->claim.pods == 1 ? "" : "s", dec->claim.units,
+		       dec->flavor->resource);
+	putchar('\n');
 	if (dec->has_quota)
 		printf("quota      %s (nominal %" PRId64 ", at most %" PRId64
 		       " with borrowing; judged against empty usage)\n",
 		       quota_position_name(q->position), q->nominal, q->ceiling);
-	printf("preempt    %s\n", dec->plan.preemptible ? "yes: checkpoint hooks injected"
-						       : "no");
+	/* The checkpoint plan is made only for what is admitted. */
+	if (dec->allowed)
+		printf("preempt    %s\n", dec->plan.preemptible
+					       ? "yes: checkpoint hooks injected"
+					       : "no");
 }
 
 static void print_patch(const json_t *patch)
@@ -260,9 +286,9 @@ int cmd_explain(int argc, char **argv)
 		rc = EXPLAIN_BAD_INPUT;
 		goto out;
 	}
-	print_mapping(&mut, ns);
-	print_decision("mutate", &mut);
 	if (!mut.dec.allowed) {
+		print_mapping(&mut, ns);
+		print_decision("mutate", &mut, NULL);
 		rc = EXPLAIN_DENIED;
 		goto out;
 	}
@@ -281,7 +307,6 @@ int cmd_explain(int argc, char **argv)
 			internal_error(&d, "the patch is not JSON", jerr.text);
 			goto out;
 		}
-		print_patch(patch);
 		diag_init(&pd);
 		result = patch_apply(obj, patch, &pd);
 		if (!result) {
@@ -290,7 +315,6 @@ int cmd_explain(int argc, char **argv)
 			goto out;
 		}
 	} else {
-		printf("\npatch: none (nothing to change)\n");
 		result = json_incref(obj);
 	}
 	if (make_review(result, ns, "explain-validate", &rv2, &d) != 0)
@@ -303,13 +327,19 @@ int cmd_explain(int argc, char **argv)
 		internal_error(&d, "/validate refuses the mutated object", val.error);
 		goto out;
 	}
-	printf("\n");
-	print_decision("validate", &val);
 	dump = json_dumps(result, JSON_INDENT(2));
 	if (!dump) {
 		rc = out_of_memory(&d);
 		goto out;
 	}
+	print_mapping(&mut, ns);
+	print_decision("mutate", &mut, &val);
+	if (patch)
+		print_patch(patch);
+	else
+		printf("\npatch: none (nothing to change)\n");
+	printf("\n");
+	print_decision("validate", &val, NULL);
 	printf("\nresult:\n%s\n", dump);
 	free(dump);
 	rc = val.dec.allowed ? EXPLAIN_ADMITTED : EXPLAIN_DENIED;

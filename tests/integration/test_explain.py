@@ -23,7 +23,8 @@ import pytest
 from conftest import EXAMPLE_POLICY, ROOT, SLOW
 from jsonpatch_strict import apply
 from objects import (CLASS, DECISION, FLAVOR, GANG, GPU_TOLERATION, H100_SELECTOR,
-                     PREEMPTIBLE, PRE_STOP, RESEARCH_CLASSES, TENANT, container, job)
+                     PREEMPTIBLE, PRE_STOP, RESEARCH_CLASSES, TENANT, container, job,
+                     pod)
 
 POD_YAML = ROOT / "examples" / "pod-train-small.yaml"
 # POD_YAML as JSON (the tests have no YAML reader; test_yaml_pod_... checks
@@ -239,6 +240,55 @@ def test_denied_unknown_class(gpugate_bin, tmp_path):
         PAD + f'gpugate: unknown GPU class "train-huge"; tenant "research" may use: '
               f'{RESEARCH_CLASSES}',
     ], e
+
+
+PRIVILEGED = ('gpugate: container "main" is privileged; a privileged GPU container '
+              "bypasses the device plugin's isolation: remove securityContext.privileged")
+
+
+def _privileged(namespace: str, cls: str) -> dict:
+    return pod("priv", namespace, cls=cls, gpus="1",
+               containers=[container(securityContext={"privileged": True})])
+
+
+def test_security_denial_claims_no_count_nor_preemption(gpugate_bin, tmp_path):
+    # Issue 18: a security denial printed "x 0 pods = 0" and "preempt no"
+    # for a preemptible class: the rule denies before the quota claim and
+    # the checkpoint plan are made, so explain says nothing of them.
+    f = tmp_path / "priv.json"
+    f.write_text(json.dumps(_privileged("research", "train-small")))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f))
+    assert e.rc == DENIED, e
+    i = e.lines.index("mutate     denied (rule security)")
+    assert e.lines[i - 4:i + 2] == [
+        "namespace  research -> tenant research",
+        "class      train-small (1 to 4 H100 for experiments; preemptible, "
+        "checkpoints on SIGTERM)",
+        "flavor     h100-80gb: nvidia.com/gpu, exclusive sharing, nodeSelector "
+        "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3",
+        "count      1 per pod",
+        "mutate     denied (rule security)",
+        PAD + PRIVILEGED,
+    ], e
+
+
+def test_warn_mode_says_the_violation_once(gpugate_bin, tmp_path):
+    # Issue 18: in warn mode the violation was printed under the phase and
+    # again as the warning kubectl prints (and once more at /mutate).
+    f = tmp_path / "priv.json"
+    f.write_text(json.dumps(_privileged("sandbox-1", "dev-shared")))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f))
+    assert e.rc == ADMITTED, e
+    shown = e.out.split("\nresult:\n")[0]
+    assert shown.count("is privileged") == 2, e  # the warning and the annotation
+    assert "mutate     admitted in warn mode despite rule security" in e.lines, e
+    i = e.lines.index("validate   admitted in warn mode despite rule security")
+    assert e.lines[i + 1:i + 3] == [
+        PAD + "warning: " + PRIVILEGED,
+        PAD + "warning: gpugate: dev-shared -> 1 x l4-shared for tenant sandbox "
+              "(1/24 in use)",
+    ], e
+    assert json.dumps(PRIVILEGED[len("gpugate: "):])[1:-1] in e.out  # the patch's annotation
 
 
 # ---------------------------------------------------------------------------
