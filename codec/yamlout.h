@@ -3,7 +3,7 @@
  * yamljson for what gpugate writes (`gpugate explain -o yaml`).
  *
  * A string is written plain only when every YAML reader takes it back as
- * that string: it starts with a letter, holds only letters, digits and
+ * that string: it starts with a letter or "/", holds only letters, digits and
  * "-_./" and is none of the YAML 1.1 and 1.2 words for null and booleans
  * (y, n, yes, no, on, off, true, false, null, in any case); any other
  * string is double-quoted, with libyaml's escapes.  Numbers, booleans and

@@ -24,9 +24,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from conftest import EXAMPLE_POLICY, ROOT, SLOW
 from jsonpatch_strict import apply
+from test_watch import kube  # noqa: F401  (the fixture)
 from objects import (CLASS, DECISION, FLAVOR, GANG, GPU_TOLERATION, H100_SELECTOR,
                      PREEMPTIBLE, PRE_STOP, RESEARCH_CLASSES, TENANT, container, job,
                      pod)
@@ -503,3 +505,231 @@ def test_help_documents_the_exit_statuses(gpugate_bin):
             "missing or invalid policy), even when some other object is denied; 3 internal "
             "error (out of memory, or a gpugate bug: please report it), over all "
             "others.") in text, p.stdout
+
+
+# ---------------------------------------------------------------------------
+# CI: several documents, files, directories, stdin, Lists, -o json|yaml
+
+CM = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cfg}\ndata: {a: b}\n"
+SMALL = ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: small\n"
+         "  labels: {gpugate.io/class: train-small, gpugate.io/gpus: \"1\"}\n"
+         "spec:\n  containers: [{name: t, image: x}]\n")
+TOO_BIG = JOB_TOO_BIG.read_text()
+TOO_BIG_DENIAL = ('gpugate: job can never be admitted: needs 64 h100-80gb (parallelism 8 x 8), '
+                  'tenant "research" may hold at most 40 (nominal 32 + 8 that cohort "lab" can lend)')
+
+
+def headers(e: Explained) -> list[str]:
+    return [line for line in e.lines if line.startswith("== ")]
+
+
+def test_a_kustomize_build_on_stdin(gpugate_bin):
+    # kustomize build | gpugate explain --policy P -n research -
+    text = "---\n" + CM + "---\n" + TOO_BIG + "---\n" + SMALL + "---\n"
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-n", "research", "-", stdin=text)
+    assert e.rc == DENIED and e.err == "", e
+    small_at = 7 + TOO_BIG.count("\n") + 1
+    assert headers(e) == ["== -:2 ConfigMap cfg: not judged",
+                          "== -:9 Job research/too-big",  # after its comments
+                          f"== -:{small_at} Pod research/small"], e
+    assert e.lines[-1] == summary(admitted=1, denied=1, not_judged=1), e
+    i = e.lines.index("mutate     denied (rule quota)")
+    assert e.lines[i + 1:i + 3] == [PAD + TOO_BIG_DENIAL, ""], e
+    assert "preempt    yes: checkpoint hooks injected" in e.lines, e
+
+
+def test_the_line_of_each_document(gpugate_bin, tmp_path):
+    f = tmp_path / "all.yaml"
+    f.write_text(CM + "---\n# the next one\n\n" + SMALL.replace("name: small", "name: a")
+                 + "---\n" + SMALL.replace("name: small", "name: b"))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-n", "research", str(f))
+    assert e.rc == ADMITTED, e
+    assert headers(e) == [f"== {f}:1 ConfigMap cfg: not judged",
+                          f"== {f}:8 Pod research/a", f"== {f}:16 Pod research/b"], e
+    assert e.lines[-1] == summary(admitted=2, not_judged=1), e
+
+
+def test_files_and_a_directory_sorted_not_recursive(gpugate_bin, tmp_path):
+    d = tmp_path / "k8s"
+    (d / "sub").mkdir(parents=True)
+    (d / "b.yml").write_text(SMALL.replace("name: small", "name: from-yml"))
+    (d / "a.json").write_text(json.dumps(_train_job()))
+    (d / "c.yaml").write_text(CM)
+    (d / "notes.txt").write_text("not a manifest")
+    (d / ".hidden.yaml").write_text("{")
+    (d / "sub" / "deeper.yaml").write_text("{")
+    one = tmp_path / "one.yaml"
+    one.write_text(SMALL)
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-n", "research", str(one),
+                str(d) + "/")
+    assert e.rc == ADMITTED and e.err == "", e
+    assert headers(e) == [f"== {one}:1 Pod research/small",
+                          f"== {d}/a.json:1 Job research/llm",
+                          f"== {d}/b.yml:1 Pod research/from-yml",
+                          f"== {d}/c.yaml:1 ConfigMap cfg: not judged"], e
+    assert e.lines[-1] == summary(admitted=3, not_judged=1), e
+
+
+def test_an_empty_directory_is_bad_input(gpugate_bin, tmp_path):
+    (tmp_path / "empty").mkdir()
+    bad_input(explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(tmp_path / "empty")),
+              f"{tmp_path}/empty: no *.yaml, *.yml or *.json file\n")
+
+
+def test_a_list_is_read_item_by_item(gpugate_bin, tmp_path):
+    # kubectl get pods,cm -o yaml
+    pod_obj = pod("listed", "research", cls="train-small", gpus="1")
+    lst = {"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": ""},
+           "items": [pod_obj, {"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": "c", "namespace": "research"}},
+                     "junk"]}
+    f = tmp_path / "list.json"
+    f.write_text(json.dumps(lst))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f))
+    assert e.rc == BAD_INPUT, e
+    assert headers(e) == [f"== {f}:1 item 1 Pod research/listed",
+                          f"== {f}:1 item 2 ConfigMap research/c: not judged"], e
+    assert e.err == f"{f}:1: List item: not an object (a mapping with apiVersion and kind)\n"
+    assert e.lines[-1] == summary(admitted=1, not_judged=1, errors=1), e
+    # An empty List judges nothing and fails nothing.
+    f.write_text(json.dumps({"apiVersion": "v1", "kind": "PodList", "items": []}))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f))
+    assert e.rc == ADMITTED and e.lines == [summary()], e
+
+
+def test_bad_input_wins_over_a_denial(gpugate_bin, tmp_path):
+    missing = tmp_path / "missing.yaml"
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(JOB_TOO_BIG), str(missing))
+    assert e.rc == BAD_INPUT, e
+    assert e.err == f"{missing}: cannot open: No such file or directory\n", e
+    assert "mutate     denied (rule quota)" in e.lines, e
+    assert e.lines[-1] == summary(denied=1, errors=1), e
+
+
+def test_a_syntax_error_names_the_file_and_line_and_the_others_are_judged(gpugate_bin,
+                                                                          tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(SMALL + "---\nkind: Pod\nspec: [\n")
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-n", "research", str(bad),
+                str(POD_YAML))
+    assert e.rc == BAD_INPUT, e
+    assert e.err == (f"{bad}:10: did not find expected node content (while parsing a flow "
+                     "node)\n"), e
+    assert len(headers(e)) == 1 and e.lines[-1] == summary(admitted=1, errors=1), e
+
+
+def _json_doc(gpugate_bin, tmp_path, fmt: str) -> tuple[Explained, dict]:
+    f = tmp_path / "all.yaml"
+    f.write_text(CM + "---\n" + TOO_BIG + "---\n" + SMALL)
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-n", "research", "-o", fmt,
+                str(f), str(tmp_path / "missing.yaml"))
+    assert e.rc == BAD_INPUT, e
+    assert e.err == f"{tmp_path}/missing.yaml: cannot open: No such file or directory\n", e
+    return e, (json.loads(e.out) if fmt == "json" else yaml.safe_load(e.out))
+
+
+def test_json_output(gpugate_bin, tmp_path):
+    e, doc = _json_doc(gpugate_bin, tmp_path, "json")
+    f = str(tmp_path / "all.yaml")
+    assert doc["summary"] == {"admitted": 1, "denied": 1, "warned": 0, "notJudged": 1,
+                              "errors": 1}
+    cm, big, small, missing = doc["results"]
+    assert cm == {"source": f, "document": 1, "line": 1, "apiVersion": "v1",
+                  "kind": "ConfigMap", "namespace": None, "name": "cfg",
+                  "result": "not-judged", "rule": None, "messages": [], "warnings": [],
+                  "patch": []}
+    assert big["result"] == "denied" and big["rule"] == "quota", big
+    assert big["messages"] == [TOO_BIG_DENIAL] and big["patch"] == [], big
+    assert (big["document"], big["kind"], big["namespace"]) == (2, "Job", "research"), big
+    assert small["result"] == "admitted" and small["rule"] is None, small
+    assert small["warnings"] == [
+        "gpugate: train-small -> 1 x h100-80gb for tenant research (1/32 in use)"], small
+    # The patch as JSON Patch operations: the one the text shows.
+    text = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-n", "research",
+                   str(tmp_path / "all.yaml"))
+    assert small["patch"] == text.patch() and len(small["patch"]) == 12, small
+    assert missing == {"source": f"{tmp_path}/missing.yaml", "document": None, "line": None,
+                       "apiVersion": None, "kind": None, "namespace": None, "name": None,
+                       "result": "error", "rule": None,
+                       "messages": [f"{tmp_path}/missing.yaml: cannot open: No such file "
+                                    "or directory"],
+                       "warnings": [], "patch": []}
+
+
+def test_yaml_output_is_the_json_document(gpugate_bin, tmp_path):
+    _, as_json = _json_doc(gpugate_bin, tmp_path, "json")
+    e, as_yaml = _json_doc(gpugate_bin, tmp_path, "yaml")
+    assert as_yaml == as_json
+    assert e.out.startswith(f"results:\n- source: {tmp_path}/all.yaml\n  document: 1\n"), e
+
+
+def test_warned_in_json(gpugate_bin, tmp_path):
+    f = tmp_path / "priv.json"
+    f.write_text(json.dumps(_privileged("sandbox-1", "dev-shared")))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-o", "json", str(f))
+    assert e.rc == ADMITTED, e
+    (r,) = json.loads(e.out)["results"]
+    assert r["result"] == "warned" and r["rule"] == "security", r
+    assert r["messages"] == [PRIVILEGED], r
+    assert r["warnings"][0] == PRIVILEGED, r
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f))
+    assert e.lines[-1] == summary(warned=1), e
+
+
+# ---------------------------------------------------------------------------
+# hostile input: exit 2 and a message, never a crash (run under ASan too)
+
+
+@pytest.mark.parametrize("data, error", [
+    (b"", ": no document"),
+    (b"---\n---\n", ": no document"),
+    (b"apiVersion: v1\nkind: Pod\nmetadata: {name: \xff\xfe}\n", ":3: invalid UTF-8 (byte 0xFF)"),
+    (bytes(range(256)) * 4, ":1: NUL byte in input"),
+    (b"\x7fELF\x02\x01\x01" + b"\xde\xad\xbe\xef" * 64, ":1: invalid UTF-8 (byte 0xBE)"),
+    (b"[" * 300, ":1: nesting deeper than 256 levels"),
+])
+def test_hostile_input(gpugate_bin, tmp_path, data, error):
+    f = tmp_path / "m.yaml"
+    f.write_bytes(data)
+    bad_input(explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f)), f"{f}{error}\n")
+
+
+def test_a_10_mb_document_is_refused_unread(gpugate_bin, tmp_path):
+    f = tmp_path / "big.yaml"
+    f.write_text(SMALL + "data: \"" + "x" * (10 << 20) + "\"\n")
+    bad_input(explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f)),
+              f"{f}: larger than 8388608 bytes\n")
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-", stdin=f.read_text())
+    bad_input(e, "-: larger than 8388608 bytes\n")
+
+
+# ---------------------------------------------------------------------------
+# --kubeconfig: against the cluster's usage (the snapshot gpugate pool takes)
+
+
+def test_against_the_clusters_usage(gpugate_bin, tmp_path, kube):
+    from test_pool import api_node, bound_pod
+    kube.put("nodes", *(api_node(f"h100-{i}") for i in range(5)))
+    kube.put("pods", *(bound_pod(f"busy-{i}", f"h100-{i}", 8) for i in range(4)))
+    f = tmp_path / "small.yaml"
+    f.write_text(SMALL)
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-n", "research",
+                "--kubeconfig", str(kube.kubeconfig), "--timeout", "30", str(f))
+    assert e.rc == ADMITTED and e.err == "", e
+    assert ("quota      borrowed (nominal 32, at most 40 with borrowing; judged against "
+            "the cluster's usage)") in e.lines, e
+    i = e.lines.index("validate   admitted")
+    assert e.lines[i + 1] == (PAD + "warning: gpugate: train-small -> 1 x h100-80gb for "
+                              "tenant research (33/32 in use, 1 borrowed from lab)"), e
+    # The same manifest offline: nothing in use.
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-n", "research", str(f))
+    assert ("quota      nominal (nominal 32, at most 40 with borrowing; judged against "
+            "empty usage)") in e.lines, e
+
+
+def test_a_cluster_that_cannot_be_read(gpugate_bin, tmp_path):
+    k = tmp_path / "kubeconfig"
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "--kubeconfig", str(k),
+                str(POD_YAML))
+    assert e.rc == BAD_INPUT and e.out == "", e
+    assert e.err == f"gpugate explain: {k}: cannot open: No such file or directory\n", e

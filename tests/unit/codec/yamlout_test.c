@@ -28,7 +28,7 @@ Test(yamlout, block_style_and_quotes_where_a_reader_could_differ)
 		"{\"results\": [{\"name\": \"llm\", \"document\": 1, \"ok\": true, "
 		"\"rule\": null, \"warnings\": [], \"patch\": {}, \"r\": 0.5}], "
 		"\"words\": [\"yes\", \"No\", \"on\", \"null\", \"8080\", \"\", "
-		"\"a b\", \"x: y\", \"gpugate.io/class\", \"caf\\u00e9\", \"l1\\nl2\"]}");
+		"\"a b\", \"x: y\", \"gpugate.io/class\", \"/tmp/a.yaml\", \"-x\", \"caf\\u00e9\", \"l1\\nl2\"]}");
 
 	cr_expect_str_eq(got, "results:\n"
 			      "- name: llm\n"
@@ -48,6 +48,8 @@ Test(yamlout, block_style_and_quotes_where_a_reader_could_differ)
 			      "- \"a b\"\n"
 			      "- \"x: y\"\n"
 			      "- gpugate.io/class\n"
+			      "- /tmp/a.yaml\n"
+			      "- \"-x\"\n"
 			      "- \"caf\xc3\xa9\"\n"
 			      "- \"l1\\nl2\"\n");
 	free(got);
