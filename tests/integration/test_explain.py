@@ -733,3 +733,72 @@ def test_a_cluster_that_cannot_be_read(gpugate_bin, tmp_path):
                 str(POD_YAML))
     assert e.rc == BAD_INPUT and e.out == "", e
     assert e.err == f"gpugate explain: {k}: cannot open: No such file or directory\n", e
+
+
+def test_the_example_run_in_the_docs(gpugate_bin):
+    """docs/users.md shows a real run on examples/ci-bundle.yaml; its lines
+    (but where it says "...") are explain's, in order."""
+    doc = (ROOT / "docs" / "users.md").read_text()
+    cmd = ("$ build/gpugate explain --policy policy/examples/gpu-cluster.yaml -n research "
+           "examples/ci-bundle.yaml\n")
+    shown = doc.split(cmd, 1)[1].split("$ echo $?\n", 1)
+    assert shown[1].startswith("1\n")
+    e = explain(gpugate_bin, *cmd.split()[3:])
+    assert e.rc == DENIED, e
+    it = iter(e.lines)
+    for line in shown[0].splitlines():
+        if "..." not in line:
+            assert line in it, (line, e)
+    yaml_cmd = cmd.replace("-n research", "-n research -o yaml")
+    shown = doc.split(yaml_cmd, 1)[1].split("```", 1)[0]
+    e = explain(gpugate_bin, *yaml_cmd.split()[3:])
+    it = iter(e.lines)
+    for line in shown.splitlines():
+        if "..." not in line:
+            assert line in it, (line, e)
+
+
+HELP = """\
+usage: gpugate explain --policy FILE [-n NS] [-o text|json|yaml]
+                       [--kubeconfig FILE [--timeout SECONDS]] PATH...
+
+Shows what gpugate does with the objects of manifests (YAML or JSON):
+for each Pod and Job the decision and its reasons, the warnings kubectl
+would print, the JSON Patch and the resulting object; a summary line
+at the end.  A PATH is a file (several documents separated by ---), a
+directory (its *.yaml, *.yml and *.json files, sorted; not its
+subdirectories), or - for standard input (kustomize build | gpugate
+explain --policy P -).  A List (kubectl get -o yaml) is read item by
+item.  Objects of other kinds (ConfigMap, Service, ...) are listed as
+not judged.  An object without metadata.namespace is in NS (default
+"default"); one in another namespace than an explicit -n is an
+error, as with kubectl.
+
+  -n, --namespace NS   the namespace of objects that name none
+  -o, --output FORMAT  text (default), or json or yaml: one document
+                       with a result per object and the summary
+  --kubeconfig FILE    judge quota and the GPU pool against the
+                       cluster's usage, listed once (as gpugate pool);
+                       without it, against empty usage
+  --timeout SECONDS    wait at most this long for the cluster's lists
+                       (default 60)
+
+Each object is judged alone: nothing is reserved, so the objects of one
+run do not add up against quota.
+
+Exit status: 0 every object judged is admitted (warnings allowed); 1
+some object is denied; 2 bad input (an unreadable file, not YAML or
+JSON, not an object, a malformed manifest, a cluster that cannot be
+read, bad options, a missing or invalid policy), even when some other
+object is denied; 3 internal error (out of memory, or a gpugate bug:
+please report it), over all others.  Errors go to standard error.
+"""
+
+
+def test_help_verbatim(gpugate_bin):
+    p = subprocess.run([str(gpugate_bin), "explain", "--help"], capture_output=True,
+                       text=True, timeout=30 * SLOW)
+    assert p.returncode == 0 and p.stdout == HELP, p.stdout
+    p = subprocess.run([str(gpugate_bin), "--help"], capture_output=True, text=True,
+                       timeout=30 * SLOW)
+    assert "  explain   show what gpugate does with manifests (for CI too)\n" in p.stdout
