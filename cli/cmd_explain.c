@@ -436,9 +436,11 @@ static json_t *result_json(const struct outcome *oc)
 	bad |= json_object_set_new(r, "result", json_string(verdict_names[oc->v]));
 	if (oc->v == V_ERROR)
 		bad |= json_array_append_new(msgs, json_string(oc->error));
-	else if (oc->v == V_DENIED || oc->v == V_WARNED) {
-		dec = !oc->mut.dec.allowed || oc->mut.dec.violation ? &oc->mut.dec
-								    : &oc->val.dec;
+	else if (oc->v == V_DENIED) {
+		dec = !oc->mut.dec.allowed ? &oc->mut.dec : &oc->val.dec;
+		bad |= json_array_append_new(msgs, json_string(dec->message));
+	} else if (oc->v == V_WARNED) {
+		dec = oc->mut.dec.violation ? &oc->mut.dec : &oc->val.dec;
 		bad |= json_array_append_new(msgs, json_string(dec->message));
 	}
 	bad |= json_object_set_new(r, "rule", dec && dec->rule
@@ -598,6 +600,13 @@ static bool is_list(const json_t *obj)
 	       json_is_array(json_object_get(obj, "items"));
 }
 
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), t = strlen(tail);
+
+	return n >= t && strcmp(s + n - t, tail) == 0;
+}
+
 /* One file, or standard input ("-"). */
 static void explain_file(struct run *run, const char *path)
 {
@@ -617,7 +626,7 @@ static void explain_file(struct run *run, const char *path)
 
 		diag_first(&d, first, sizeof(first));
 		report_error(run, path, 0, first,
-			     rc == FILE_OOM || strstr(first, ": out of memory")
+			     rc == FILE_OOM || ends_with(first, ": out of memory")
 				     ? EXPLAIN_INTERNAL
 				     : EXPLAIN_BAD_INPUT);
 		return;
@@ -640,12 +649,8 @@ static void explain_file(struct run *run, const char *path)
 
 static bool manifest_name(const char *name)
 {
-	size_t n = strlen(name);
-
-	return name[0] != '.' &&
-	       ((n > 5 && strcmp(name + n - 5, ".yaml") == 0) ||
-		(n > 4 && strcmp(name + n - 4, ".yml") == 0) ||
-		(n > 5 && strcmp(name + n - 5, ".json") == 0));
+	return name[0] != '.' && (ends_with(name, ".yaml") || ends_with(name, ".yml") ||
+				  ends_with(name, ".json"));
 }
 
 static int by_name(const void *a, const void *b)
@@ -673,24 +678,25 @@ static void explain_dir(struct run *run, const char *dir)
 		if (!manifest_name(de->d_name))
 			continue;
 		if (asprintf(&path, "%s%s%s", dir,
-			     dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name) < 0)
-			path = NULL;
-		if (path && (stat(path, &st) < 0 || !S_ISREG(st.st_mode))) {
+			     dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name) < 0) {
+			run->oom = true;
+			break;
+		}
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
 			free(path);
 			continue;
 		}
-		if (path && n == cap) {
-			char **grown = realloc(names, (cap ? cap * 2 : 16) * sizeof(*names));
+		if (n == cap) {
+			size_t grown_cap = cap ? cap * 2 : 16;
+			char **grown = realloc(names, grown_cap * sizeof(*names));
 
-			if (grown) {
-				names = grown;
-				cap = cap ? cap * 2 : 16;
+			if (!grown) {
+				free(path);
+				run->oom = true;
+				break;
 			}
-		}
-		if (!path || n == cap) {
-			free(path);
-			run->oom = true;
-			break;
+			names = grown;
+			cap = grown_cap;
 		}
 		names[n++] = path;
 	}
@@ -699,7 +705,8 @@ static void explain_dir(struct run *run, const char *dir)
 		snprintf(msg, sizeof(msg), "%s: no *.yaml, *.yml or *.json file", dir);
 		report_error(run, dir, 0, msg, EXPLAIN_BAD_INPUT);
 	}
-	qsort(names, n, sizeof(*names), by_name);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), by_name);
 	for (size_t i = 0; i < n; i++) {
 		explain_file(run, names[i]);
 		free(names[i]);
