@@ -749,6 +749,8 @@ def test_the_example_run_in_the_docs(gpugate_bin):
     for line in shown[0].splitlines():
         if "..." not in line:
             assert line in it, (line, e)
+    readme = (ROOT / "README.md").read_text()
+    assert (cmd.rstrip("\n") + " | tail -1\n" + e.lines[-1] + "\n") in readme
     yaml_cmd = cmd.replace("-n research", "-n research -o yaml")
     shown = doc.split(yaml_cmd, 1)[1].split("```", 1)[0]
     e = explain(gpugate_bin, *yaml_cmd.split()[3:])
