@@ -84,6 +84,7 @@ struct outcome {
 	long item;        /* index in a List, or -1 */
 	const json_t *obj;
 	const char *api, *kind, *ns, *name;
+	const char *generate_name; /* metadata.generateName, or NULL */
 	enum verdict v;
 	struct evaluation mut, val;
 	bool validated;
@@ -363,8 +364,15 @@ static void print_header(struct run *run, const struct outcome *oc)
 	printf("== %s:%zu", oc->source, oc->line);
 	if (oc->item >= 0)
 		printf(" item %ld", oc->item + 1);
-	printf(" %s %s%s%s", oc->kind, oc->ns ? oc->ns : "", oc->ns ? "/" : "",
-	       oc->name);
+	printf(" %s %s%s", oc->kind, oc->ns ? oc->ns : "", oc->ns ? "/" : "");
+	/* A name the apiserver will generate: its prefix, then "*" (no
+	 * name holds one). */
+	if (oc->name[0])
+		fputs(oc->name, stdout);
+	else if (oc->generate_name)
+		printf("%s*", oc->generate_name);
+	else
+		fputs("(no name)", stdout);
 }
 
 /* Returns -1 when out of memory. */
@@ -431,8 +439,12 @@ static json_t *result_json(const struct outcome *oc)
 				   oc->kind ? json_string(oc->kind) : json_null());
 	bad |= json_object_set_new(r, "namespace",
 				   oc->ns ? json_string(oc->ns) : json_null());
-	bad |= json_object_set_new(r, "name",
-				   oc->name ? json_string(oc->name) : json_null());
+	bad |= json_object_set_new(r, "name", oc->name && oc->name[0]
+						      ? json_string(oc->name)
+						      : json_null());
+	if (oc->generate_name)
+		bad |= json_object_set_new(r, "generateName",
+					   json_string(oc->generate_name));
 	bad |= json_object_set_new(r, "result", json_string(verdict_names[oc->v]));
 	if (oc->v == V_ERROR)
 		bad |= json_array_append_new(msgs, json_string(oc->error));
@@ -562,12 +574,13 @@ static void explain_object(struct run *run, const char *source, size_t doc,
 	oc.name = metadata_str(obj, "name");
 	if (!oc.name)
 		oc.name = "";
+	oc.generate_name = metadata_str(obj, "generateName");
 	own_ns = metadata_str(obj, "namespace");
 	oc.ns = own_ns && own_ns[0] ? own_ns : run->ns_flag ? run->ns_flag : "default";
 	if (!json_is_object(obj) || !oc.api || !oc.kind || !oc.api[0] || !oc.kind[0]) {
 		snprintf(msg, sizeof(msg), "%s:%zu: %snot an object (a mapping with "
 			 "apiVersion and kind)", source, line, item >= 0 ? "List item: " : "");
-		oc.api = oc.kind = oc.name = oc.ns = NULL;
+		oc.api = oc.kind = oc.name = oc.ns = oc.generate_name = NULL;
 		fail(&oc, EXPLAIN_BAD_INPUT, "%s%s", msg, "");
 	} else if (own_ns && own_ns[0] && run->ns_flag &&
 		   strcmp(own_ns, run->ns_flag) != 0) {

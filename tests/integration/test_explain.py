@@ -373,8 +373,9 @@ def test_not_yaml_or_json(gpugate_bin, tmp_path, text, error):
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", "ConfigMap c"),
     ("apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: web}\n", "Service web/s"),
     ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", "Deployment d"),
-    ("apiVersion: v2\nkind: Pod\n", "Pod "),
-    ("apiVersion: v1\nkind: Job\n", "Job "),
+    ("apiVersion: v2\nkind: Pod\n", "Pod (no name)"),
+    ("apiVersion: v1\nkind: Job\n", "Job (no name)"),
+    ("apiVersion: v1\nkind: Secret\nmetadata: {generateName: s-}\n", "Secret s-*"),
 ])
 def test_kinds_gpugate_does_not_judge(gpugate_bin, tmp_path, text, shown):
     # What the review decoder does not take (webhook/review.c) is listed and
@@ -536,6 +537,20 @@ def test_a_kustomize_build_on_stdin(gpugate_bin):
     i = e.lines.index("mutate     denied (rule quota)")
     assert e.lines[i + 1:i + 3] == [PAD + TOO_BIG_DENIAL, ""], e
     assert "preempt    yes: checkpoint hooks injected" in e.lines, e
+
+
+def test_a_generated_name(gpugate_bin, tmp_path):
+    obj = _train_job()
+    del obj["metadata"]["name"]
+    obj["metadata"]["generateName"] = "llm-"
+    f = tmp_path / "job.json"
+    f.write_text(json.dumps(obj))
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), str(f))
+    admitted(e)
+    assert e.lines[0] == f"== {f}:1 Job research/llm-*", e
+    (r,) = json.loads(explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-o", "json",
+                              str(f)).out)["results"]
+    assert (r["name"], r["generateName"], r["result"]) == (None, "llm-", "admitted"), r
 
 
 def test_the_line_of_each_document(gpugate_bin, tmp_path):
