@@ -16,7 +16,8 @@ void cmd_check_usage(FILE *out);
 int cmd_serve(int argc, char **argv);
 void cmd_serve_usage(FILE *out);
 
-/* gpugate explain: 0 admitted, 1 denied, 2 bad input, 3 internal error. */
+/* gpugate explain: 0 all admitted, 1 some denied, 2 bad input, 3 internal
+ * error; the highest of a run wins. */
 int cmd_explain(int argc, char **argv);
 void cmd_explain_usage(FILE *out);
 

@@ -8,6 +8,7 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "base/strbuf.h"
+#include "cli/cluster-opts.h"
 #include "cli/cmd.h"
 #include "kube/config.h"
 #include "policy/policy.h"
@@ -74,15 +75,10 @@ int cmd_pool(int argc, char **argv)
 		case 'p': policy_path = optarg; break;
 		case 'k': kubeconfig = optarg; break;
 		case 'o': output = optarg; break;
-		case 't': {
-			char *end;
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (!*optarg || *end || v < 1 || v > 3600)
-				return usage_error("--timeout wants 1 to 3600 seconds");
-			timeout_s = (unsigned)v;
+		case 't':
+			if (cluster_opts_timeout(optarg, &timeout_s) < 0)
+				return usage_error(CLUSTER_OPTS_TIMEOUT_ERROR);
 			break;
-		}
 		case 'h': cmd_pool_usage(stdout); return 0;
 		default: return usage_error("unknown option");
 		}

@@ -15,7 +15,7 @@ static const struct command commands[] = {
 	{"serve", "serve the admission webhook over HTTPS", cmd_serve,
 	 cmd_serve_usage},
 	{"check", "validate policy files", cmd_check, cmd_check_usage},
-	{"explain", "show what gpugate does with a Pod or Job manifest",
+	{"explain", "show what gpugate does with manifests (for CI too)",
 	 cmd_explain, cmd_explain_usage},
 	{"pool", "show the cluster's GPU pool and tenants' quota", cmd_pool,
 	 cmd_pool_usage},

@@ -77,6 +77,12 @@ struct ctx {
 	size_t nanchors;
 	size_t capanchors;
 	json_t *anchor_index; /* anchor name -> index in anchors */
+	/* yamljson_parse_all(): the finished documents. */
+	int all;
+	size_t rootline; /* where the document's value starts */
+	struct yamljson_doc *docs;
+	size_t ndocs;
+	size_t capdocs;
 };
 
 /*
@@ -972,6 +978,35 @@ static int is_empty_document(const yaml_event_t *ev)
 	       !ev->data.scalar.tag && !ev->data.scalar.anchor;
 }
 
+/*
+ * yamljson_parse_all(): the document's value joins the list, and its
+ * anchors end with it (an alias never reaches into another document).
+ */
+static int end_document(struct ctx *c)
+{
+	struct yamljson_doc *grown;
+	size_t i, cap;
+
+	if (!c->root)
+		return 0;
+	if (c->ndocs == c->capdocs) {
+		cap = c->capdocs ? c->capdocs * 2 : 8;
+		grown = realloc(c->docs, cap * sizeof(*grown));
+		if (!grown)
+			return oom(c, c->rootline);
+		c->docs = grown;
+		c->capdocs = cap;
+	}
+	c->docs[c->ndocs].value = c->root;
+	c->docs[c->ndocs++].line = c->rootline;
+	c->root = NULL;
+	for (i = 0; i < c->nanchors; i++)
+		anchor_clear(&c->anchors[i]);
+	c->nanchors = 0;
+	json_object_clear(c->anchor_index);
+	return 0;
+}
+
 /* Handles one event; *done is set at the end of the stream. */
 static int on_event(struct ctx *c, const yaml_event_t *ev, size_t *docline,
 		    int *done)
@@ -984,6 +1019,7 @@ static int on_event(struct ctx *c, const yaml_event_t *ev, size_t *docline,
 	if (content && c->depth == 0) {
 		if (is_empty_document(ev))
 			return 0;
+		c->rootline = ev->start_mark.line + 1;
 		if (c->root) {
 			diag_addf(c->d,
 				  "%s:%zu: more than one document (explain "
@@ -996,6 +1032,8 @@ static int on_event(struct ctx *c, const yaml_event_t *ev, size_t *docline,
 	case YAML_DOCUMENT_START_EVENT:
 		*docline = ev->start_mark.line + 1;
 		return 0;
+	case YAML_DOCUMENT_END_EVENT:
+		return c->all ? end_document(c) : 0;
 	case YAML_STREAM_END_EVENT:
 		*done = 1;
 		return 0;
@@ -1010,7 +1048,7 @@ static int on_event(struct ctx *c, const yaml_event_t *ev, size_t *docline,
 	case YAML_SEQUENCE_END_EVENT:
 	case YAML_MAPPING_END_EVENT:
 		return on_end(c, ev);
-	default: /* stream start, document end */
+	default: /* stream start */
 		return 0;
 	}
 }
@@ -1031,33 +1069,25 @@ static void ctx_free(struct ctx *c)
 	free(c->anchors);
 	json_decref(c->anchor_index);
 	json_decref(c->root);
+	yamljson_docs_free(c->docs, c->ndocs);
 	free(c);
 }
 
-int yamljson_parse(const char *name, const char *text, size_t len,
-		   json_t **out, struct diag *d)
+void yamljson_docs_free(struct yamljson_doc *docs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		json_decref(docs[i].value);
+	free(docs);
+}
+
+/* Runs the parser over the text; the result is in c. */
+static int parse(struct ctx *c)
 {
 	yaml_parser_t parser;
 	yaml_event_t ev;
-	struct ctx *c;
 	size_t docline = 1;
 	int have_parser = 0, have_event = 0, done = 0, rc = -1;
 
-	if (!name)
-		name = "<input>";
-	if (!text) {
-		text = "";
-		len = 0;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		diag_addf(d, "%s:1: out of memory", name);
-		return -1;
-	}
-	c->name = name;
-	c->d = d;
-	c->text = (const unsigned char *)text;
-	c->len = len;
 	if (check_text(c) < 0)
 		goto out;
 	c->anchor_index = json_object();
@@ -1066,7 +1096,7 @@ int yamljson_parse(const char *name, const char *text, size_t len,
 		goto out;
 	}
 	have_parser = 1;
-	yaml_parser_set_input_string(&parser, c->text, len);
+	yaml_parser_set_input_string(&parser, c->text, c->len);
 	yaml_parser_set_encoding(&parser, YAML_UTF8_ENCODING);
 	while (!done) {
 		if (!yaml_parser_parse(&parser, &ev)) {
@@ -1079,18 +1109,70 @@ int yamljson_parse(const char *name, const char *text, size_t len,
 		yaml_event_delete(&ev);
 		have_event = 0;
 	}
-	if (!c->root) {
-		diag_addf(d, "%s: no document", name);
+	if (!c->root && !c->ndocs) {
+		diag_addf(c->d, "%s: no document", c->name);
 		goto out;
 	}
-	*out = c->root;
-	c->root = NULL;
 	rc = 0;
 out:
 	if (have_event)
 		yaml_event_delete(&ev);
 	if (have_parser)
 		yaml_parser_delete(&parser);
+	return rc;
+}
+
+static struct ctx *ctx_new(const char *name, const char *text, size_t len,
+			   struct diag *d)
+{
+	struct ctx *c = calloc(1, sizeof(*c));
+
+	if (!name)
+		name = "<input>";
+	if (!c) {
+		diag_addf(d, "%s:1: out of memory", name);
+		return NULL;
+	}
+	c->name = name;
+	c->d = d;
+	c->text = (const unsigned char *)(text ? text : "");
+	c->len = text ? len : 0;
+	return c;
+}
+
+int yamljson_parse(const char *name, const char *text, size_t len,
+		   json_t **out, struct diag *d)
+{
+	struct ctx *c = ctx_new(name, text, len, d);
+	int rc;
+
+	if (!c)
+		return -1;
+	rc = parse(c);
+	if (rc == 0) {
+		*out = c->root;
+		c->root = NULL;
+	}
+	ctx_free(c);
+	return rc;
+}
+
+int yamljson_parse_all(const char *name, const char *text, size_t len,
+		       struct yamljson_doc **docs, size_t *n, struct diag *d)
+{
+	struct ctx *c = ctx_new(name, text, len, d);
+	int rc;
+
+	if (!c)
+		return -1;
+	c->all = 1;
+	rc = parse(c);
+	if (rc == 0) {
+		*docs = c->docs;
+		*n = c->ndocs;
+		c->docs = NULL;
+		c->ndocs = 0;
+	}
 	ctx_free(c);
 	return rc;
 }

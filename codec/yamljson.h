@@ -17,8 +17,9 @@
  *     U+FFFE and U+FFFF are refused ("control characters are not
  *     allowed").  Escapes ("\u2028", "\u007f") read as written in both
  *     cases.
- *   - Exactly one non-empty document.  Empty documents (a bare "---", a
- *     trailing "---") are skipped, as kubectl does.
+ *   - Exactly one non-empty document (yamljson_parse_all(): any number).
+ *     Empty documents (a bare "---", a trailing "---") are skipped, as
+ *     kubectl does.
  *
  * Scalars (YAML 1.2 core schema, not the YAML 1.1 of sigs.k8s.io/yaml)
  *   - Quoted ('..', "..") and block (|, >) scalars are strings.
@@ -123,5 +124,26 @@ struct diag;
  */
 int yamljson_parse(const char *name, const char *text, size_t len,
 		   json_t **out, struct diag *d);
+
+/* One document of a stream: its value and the line it starts on. */
+struct yamljson_doc {
+	json_t *value;
+	size_t line;
+};
+
+/*
+ * yamljson_parse() for a stream of documents separated by "---", as
+ * kubectl reads a file: every non-empty document, in order, in a new array
+ * *docs of *n entries (n >= 1) that the caller frees with
+ * yamljson_docs_free().  Each document has its own anchors; the caps on
+ * nodes and text hold for the whole stream.  The errors are those above,
+ * but for "more than one document"; "NAME: no document" when every
+ * document is empty.  On failure *docs and *n are untouched.
+ */
+int yamljson_parse_all(const char *name, const char *text, size_t len,
+		       struct yamljson_doc **docs, size_t *n, struct diag *d);
+
+/* Releases what yamljson_parse_all() returned.  NULL is a no-op. */
+void yamljson_docs_free(struct yamljson_doc *docs, size_t n);
 
 #endif

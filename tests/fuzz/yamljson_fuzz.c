@@ -1,16 +1,21 @@
 /*
  * libFuzzer driver for codec/yamljson.c.  Any bytes must give either a
  * value or exactly one located message, without crashing, leaking or
- * taking long; a value must read back the same from its own JSON.
+ * taking long; a value must read back the same from its own JSON.  Read
+ * as a stream (yamljson_parse_all), a one-document input gives the same
+ * value, and every document reads back the same from its YAML
+ * (codec/yamlout.c).
  *
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -I. \
- *       codec/yamljson.c base/diag.c tests/fuzz/yamljson_fuzz.c \
- *       -lyaml -ljansson -o build/yamljson-fuzz
+ *       codec/yamljson.c codec/yamlout.c base/diag.c base/strbuf.c \
+ *       tests/fuzz/yamljson_fuzz.c -lyaml -ljansson -o build/yamljson-fuzz
  *   build/yamljson-fuzz -max_len=65536 -timeout=10 \
  *       tests/fuzz/corpus/yamljson
  */
 #include "base/diag.h"
+#include "base/strbuf.h"
 #include "codec/yamljson.h"
+#include "codec/yamlout.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -89,6 +94,48 @@ static void check_round_trip(const json_t *v)
 	free(s);
 }
 
+/* Its YAML must read back equal (small values only, as above). */
+static void check_yaml_round_trip(const json_t *v)
+{
+	static struct diag d;
+	struct strbuf sb;
+	json_t *again = NULL;
+	char *s;
+	size_t len;
+
+	strbuf_init(&sb, ROUND_TRIP_MAX);
+	if (yamlout_write(v, &sb) < 0) {
+		strbuf_release(&sb); /* too big for the cap: not checked */
+		return;
+	}
+	s = strbuf_take(&sb, &len);
+	diag_init(&d);
+	if (yamljson_parse("again", s, len, &again, &d) < 0 || !json_equal(v, again))
+		abort();
+	json_decref(again);
+	free(s);
+}
+
+/* The same bytes as a stream: one value when yamljson_parse gave one. */
+static void check_stream(const uint8_t *data, size_t size, const json_t *one)
+{
+	static struct diag d;
+	struct yamljson_doc *docs = NULL;
+	size_t n = 0, i;
+
+	diag_init(&d);
+	if (yamljson_parse_all("fuzz", (const char *)data, size, &docs, &n, &d) < 0) {
+		if (one || docs || diag_count(&d) != 1)
+			abort();
+		return;
+	}
+	if (n < 1 || (one && (n != 1 || !json_equal(one, docs[0].value))))
+		abort();
+	for (i = 0; i < n; i++)
+		check_yaml_round_trip(docs[i].value);
+	yamljson_docs_free(docs, n);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct diag d;
@@ -103,9 +150,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (!v || diag_count(&d) != 0)
 			abort();
 		check_round_trip(v);
+		check_stream(data, size, v);
 		json_decref(v);
 		return 0;
 	}
+	check_stream(data, size, NULL);
 	/* One line: "fuzz: no document" or "fuzz:LINE: message". */
 	if (v || diag_count(&d) != 1 || strncmp(d.buf, "fuzz:", 5) != 0 ||
 	    strchr(d.buf, '\n') != d.buf + d.len - 1)

@@ -960,3 +960,71 @@ Test(yamljson, fuzz_regressions, .timeout = 30)
 	cr_expect_str_eq(json_string_value(at(v, "f.8")), "tr 65f");
 	json_decref(v);
 }
+
+/* ---- yamljson_parse_all: a stream of documents ------------------------- */
+
+Test(yamljson_all, every_document_in_order_with_its_line)
+{
+	static const char text[] = "# a kustomize build\n"
+				   "---\n"
+				   "a: 1\n"
+				   "---\n"
+				   "---\n"
+				   "- x\n"
+				   "--- {b: 2}\n"
+				   "---\n";
+	struct yamljson_doc *docs = NULL;
+	struct diag d;
+	size_t n = 0;
+
+	diag_init(&d);
+	cr_assert_eq(yamljson_parse_all("t", text, sizeof(text) - 1, &docs, &n, &d),
+		     0, "%s", diag_text(&d));
+	cr_assert_eq(n, 3);
+	cr_expect_eq(json_integer_value(json_object_get(docs[0].value, "a")), 1);
+	cr_expect_eq(docs[0].line, 3);
+	cr_expect(json_is_array(docs[1].value));
+	cr_expect_eq(docs[1].line, 6);
+	cr_expect_eq(json_integer_value(json_object_get(docs[2].value, "b")), 2);
+	cr_expect_eq(docs[2].line, 7);
+	yamljson_docs_free(docs, n);
+}
+
+Test(yamljson_all, anchors_end_with_their_document)
+{
+	static const char text[] = "a: &x 1\n---\nb: *x\n";
+	struct yamljson_doc *docs = NULL;
+	struct diag d;
+	size_t n = 0;
+
+	diag_init(&d);
+	cr_assert_eq(yamljson_parse_all("t", text, sizeof(text) - 1, &docs, &n, &d), -1);
+	cr_expect_str_eq(diag_text(&d), "t:3: undefined alias *x\n");
+	cr_expect_null(docs);
+}
+
+Test(yamljson_all, errors_name_the_line_and_free_what_was_read)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{"a: 1\n---\nb: [\n", "t:3: did not find expected node content (while parsing a flow node)\n"},
+		{"", "t: no document\n"},
+		{"---\n---\n", "t: no document\n"},
+		{"a: 1\n---\nb: \xff\n", "t:3: invalid UTF-8 (byte 0xFF)\n"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct yamljson_doc *docs = NULL;
+		struct diag d;
+		size_t n = 7;
+
+		diag_init(&d);
+		cr_expect_eq(yamljson_parse_all("t", cases[i].text,
+						strlen(cases[i].text), &docs, &n, &d),
+			     -1, "case %zu", i);
+		cr_expect_str_eq(diag_text(&d), cases[i].want, "case %zu", i);
+		cr_expect_null(docs);
+		cr_expect_eq(n, 7);
+	}
+}
