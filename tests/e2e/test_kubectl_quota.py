@@ -186,18 +186,24 @@ def test_failed_create_releases_its_reservation(kubectl, quota, clean, files):
 def test_controller_created_pods_over_quota_show_in_events(kubectl, quota, clean, files):
     """A Deployment's pods are bare pods, each charged: the ReplicaSet
     creates what fits, and the refusal of the rest reaches the user as a
-    FailedCreate event with gpugate's text."""
+    FailedCreate event with gpugate's text.  (Since #18 a Deployment that
+    could never run all its replicas is refused at the door: this one could,
+    2 x 2 within solo's 4, but another pod holds 2 of them now.)"""
     clean("solo")
+    r = kubectl.apply_file(files / "pod.yaml", pod("holder", "solo", "gpu", 2))
+    assert r.rc == 0, r
     dep = {"apiVersion": "apps/v1", "kind": "Deployment",
            "metadata": {"name": "serve", "namespace": "solo"},
-           "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "serve"}},
+           "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "serve"}},
                     "template": {"metadata": {"labels": {"app": "serve", "gpugate.io/class": "gpu",
                                                          "gpugate.io/gpus": "2"}},
                                  "spec": {"containers": [{"name": "server",
                                                           "image": "vllm/vllm-openai"}]}}}}
     try:
         r = kubectl.apply_file(files / "deploy.yaml", dep)
-        assert (r.rc, r.out, r.err) == (0, "deployment.apps/serve created\n", ""), r
+        assert (r.rc, r.out, r.err) == (0, "deployment.apps/serve created\n", warning(
+            "gpugate: gpu -> 2 pods x 2 x h100-80gb for tenant solo (each pod is charged "
+            "when it is created)")), r
         message = ('admission webhook "mutate.gpugate.io" denied the request: '
                    + over("solo", 2, 4, 4, "no cohort to borrow from"))
 
@@ -207,7 +213,7 @@ def test_controller_created_pods_over_quota_show_in_events(kubectl, quota, clean
                     and message in e["message"]]
         wait_until("a FailedCreate event with gpugate's message", refused_event, 60)
         pods = kubectl("get", "pods", "-n", "solo", "-l", "app=serve", "-o", "json").json()
-        assert len(pods["items"]) == 2
+        assert len(pods["items"]) == 1
         for p in pods["items"]:
             assert p["metadata"]["labels"]["gpugate.io/tenant"] == "solo"
             assert "gpugate.io/gang" not in p["metadata"]["labels"]  # not a Job

@@ -39,8 +39,11 @@ SECRET = "gpugate-tls"
 CONFIGS = ("mutatingwebhookconfiguration", "validatingwebhookconfiguration")
 SANS = {"DNS:gpugate.gpugate.svc", "DNS:gpugate.gpugate.svc.cluster.local"}
 # every webhook the base declares gets the caBundle
-WEBHOOKS = {"mutatingwebhookconfiguration": ["mutate.gpugate.io"],
-            "validatingwebhookconfiguration": ["validate.gpugate.io", "release.gpugate.io"]}
+WEBHOOKS = {"mutatingwebhookconfiguration": ["mutate.gpugate.io",
+                                             "mutate-templates.gpugate.io"],
+            "validatingwebhookconfiguration": ["validate.gpugate.io",
+                                               "validate-templates.gpugate.io",
+                                               "release.gpugate.io"]}
 
 
 # ---------------------------------------------------------------------------
