@@ -78,7 +78,7 @@ tenants:
 
 BAD_ERRORS = """\
 {file}:6: class "train-large": unknown flavor "h100-80"
-{file}:9: tenant "research": quota for unknown flavor "h200"
+{file}:9: tenant "research": quota for unknown flavor "h200" (did you mean "h100"?)
 {file}: 2 errors
 """
 

@@ -128,6 +128,36 @@ static struct bad_case bad_cases[] = {
 	 "version: 1\nflavors: []\nclasses:\n  - name: train-large\n"
 	 "    flavor: h100-80\n    gpus: 8\ntenants: []\n",
 	 "t.yaml:5: class \"train-large\": unknown flavor \"h100-80\"\n"},
+	{"unknown names close to known ones",
+	 "version: 1\nflavors:\n"
+	 "  - {name: h100-80gb, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	 "  - {name: h100-40gb, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	 "classes:\n"
+	 "  - {name: train-large, flavor: h100-80, gpus: 8}\n"
+	 "  - {name: train-small, flavor: H100-40GB, gpus: 1}\n"
+	 "  - {name: dev, flavor: a1, gpus: 1}\n"
+	 "tenants:\n"
+	 "  - name: t\n    namespaces: [a]\n"
+	 "    classes: [train-larg, Train-Small, trian-large, dve, inference]\n"
+	 "    quota: [{flavor: h100-80gbx, nominal: 4}]\n",
+	 /* two edits away, a case only, a swap (two edits); "a1" and
+	  * "inference" are close to no known name */
+	 "t.yaml:6: class \"train-large\": unknown flavor \"h100-80\" (did you "
+	 "mean \"h100-80gb\"?)\n"
+	 "t.yaml:7: class \"train-small\": unknown flavor \"H100-40GB\" (did "
+	 "you mean \"h100-40gb\"?)\n"
+	 "t.yaml:8: class \"dev\": unknown flavor \"a1\"\n"
+	 "t.yaml:13: tenant \"t\": quota for unknown flavor \"h100-80gbx\" (did "
+	 "you mean \"h100-80gb\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"train-larg\" (did you mean "
+	 "\"train-large\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"Train-Small\" (did you mean "
+	 "\"train-small\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"trian-large\" (did you mean "
+	 "\"train-large\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"dve\" (did you mean "
+	 "\"dev\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"inference\"\n"},
 	{"gpus over gpusPerNode",
 	 HEAD "  - name: huge\n    flavor: h100\n    gpus: 16\ntenants: []\n",
 	 "t.yaml:13: class \"huge\": gpus 16 exceeds gpusPerNode 8 of flavor "
@@ -237,7 +267,8 @@ static struct bad_case bad_cases[] = {
 	{"tenant references",
 	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n    classes: [big, small, big]\n"
 	      "    quota:\n      - {flavor: h200, nominal: 4}\n",
-	 "t.yaml:16: tenant \"t\": quota for unknown flavor \"h200\"\n"
+	 "t.yaml:16: tenant \"t\": quota for unknown flavor \"h200\" (did you "
+	 "mean \"h100\"?)\n"
 	 "t.yaml:14: tenant \"t\": class \"big\" uses flavor \"h100\" but the "
 	 "tenant has no quota for it\n"
 	 "t.yaml:14: tenant \"t\": unknown class \"small\"\n"
