@@ -24,6 +24,10 @@ void cmd_check_usage(FILE *out)
 	      "A valid file gets a short summary: counts, and per tenant its\n"
 	      "namespaces and quota.\n"
 	      "\n"
+	      "Findings that do not make a file invalid are warnings on standard\n"
+	      "error (FILE:LINE: warning: ...), e.g. a borrowingLimit the cohort\n"
+	      "can never lend.\n"
+	      "\n"
 	      "  -q, --quiet        print errors (and warnings) only\n"
 	      "  --kubeconfig FILE  also hold each valid policy against that cluster:\n"
 	      "                     per flavor, the tenants' nominal quota summed\n"
@@ -207,16 +211,19 @@ int cmd_check(int argc, char **argv)
 	}
 	for (int i = optind; i < argc; i++) {
 		struct policy *p = NULL;
-		struct diag d;
+		struct diag d, w;
 
 		diag_init(&d);
-		if (policy_load(argv[i], &p, &d) < 0) {
+		diag_init(&w);
+		if (policy_load_warn(argv[i], &p, &d, &w) < 0) {
 			fputs(diag_text(&d), stderr);
 			fprintf(stderr, "%s: %u error%s\n", argv[i], diag_count(&d),
 				diag_count(&d) == 1 ? "" : "s");
 			bad = 1;
 			continue;
 		}
+		if (diag_count(&w))
+			fputs(diag_text(&w), stderr);
 		if (!quiet)
 			summarise(p);
 		if (kubeconfig) {

@@ -589,8 +589,8 @@ void policy_free(struct policy *p)
 
 /* ---- loading ---------------------------------------------------------- */
 
-int policy_parse(const char *name, const char *text, size_t len,
-		 struct policy **out, struct diag *d)
+int policy_parse_warn(const char *name, const char *text, size_t len,
+		      struct policy **out, struct diag *d, struct diag *w)
 {
 	struct src_policy *src = NULL;
 	struct srcpos pos;
@@ -625,6 +625,9 @@ int policy_parse(const char *name, const char *text, size_t len,
 		diag_addf(d, "%s: out of memory", name);
 		goto out;
 	}
+	/* Warnings are located too: the walk that records positions. */
+	if (w && schema_check(name, text, len, &pos, NULL) == 0)
+		lint_policy(*out, &pos, w);
 	rc = 0;
 out:
 	schema_free(src);
@@ -632,7 +635,14 @@ out:
 	return rc;
 }
 
-int policy_load(const char *path, struct policy **out, struct diag *d)
+int policy_parse(const char *name, const char *text, size_t len,
+		 struct policy **out, struct diag *d)
+{
+	return policy_parse_warn(name, text, len, out, d, NULL);
+}
+
+int policy_load_warn(const char *path, struct policy **out, struct diag *d,
+		     struct diag *w)
 {
 	char *text;
 	size_t len;
@@ -643,9 +653,14 @@ int policy_load(const char *path, struct policy **out, struct diag *d)
 	if (file_read(path, POLICY_MAX_FILE_BYTES, FILE_TRUNCATE, &text, &len, d) <
 	    0)
 		return -1;
-	rc = policy_parse(path, text, len, out, d);
+	rc = policy_parse_warn(path, text, len, out, d, w);
 	free(text);
 	return rc;
+}
+
+int policy_load(const char *path, struct policy **out, struct diag *d)
+{
+	return policy_load_warn(path, out, d, NULL);
 }
 
 /* ---- lookups ---------------------------------------------------------- */

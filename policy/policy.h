@@ -207,6 +207,18 @@ int policy_load(const char *path, struct policy **out, struct diag *d);
 int policy_parse(const char *name, const char *text, size_t len,
 		 struct policy **out, struct diag *d);
 
+/*
+ * policy_load() and policy_parse() that also add to w (may be NULL) the
+ * findings that do not make the policy invalid, each one line
+ * "FILE:LINE: warning: message" (docs/policy.md, "Warnings"): what
+ * `gpugate check` prints.  Nothing is added to w when the policy is
+ * invalid.  Costs a second walk of the document: not for reloads.
+ */
+int policy_load_warn(const char *path, struct policy **out, struct diag *d,
+		     struct diag *w);
+int policy_parse_warn(const char *name, const char *text, size_t len,
+		      struct policy **out, struct diag *d, struct diag *w);
+
 void policy_free(struct policy *p);
 
 const char *policy_source(const struct policy *p); /* file name given to load */
