@@ -856,6 +856,14 @@ bool policy_tenant_allows_class(const struct policy_tenant *t,
 	return false;
 }
 
+bool policy_tenant_can_use(const struct policy_tenant *t,
+			   const struct policy_class *c)
+{
+	return policy_tenant_allows_class(t, c) &&
+	       policy_tenant_allows_sharing(t, c->flavor->sharing) &&
+	       policy_tenant_quota(t, c->flavor);
+}
+
 bool policy_tenant_allows_sharing(const struct policy_tenant *t,
 				  enum policy_sharing s)
 {

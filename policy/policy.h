@@ -279,5 +279,13 @@ bool policy_tenant_allows_sharing(const struct policy_tenant *t,
 				  enum policy_sharing s);
 const struct policy_quota *policy_tenant_quota(const struct policy_tenant *t,
 					       const struct policy_flavor *f);
+/*
+ * True when tenant t can use class c at all: the class is allowed, its
+ * sharing mode is allowed, and t has quota for its flavor.  The one rule
+ * behind "may use: ..." in denials, `gpugate classes` and the tenants of
+ * a GPUClass object.
+ */
+bool policy_tenant_can_use(const struct policy_tenant *t,
+			   const struct policy_class *c);
 
 #endif

@@ -21,14 +21,20 @@ COMMANDS = ("serve", "check", "explain", "pool", "certs", "version")
 EXAMPLE_SUMMARY = """\
 {file}: valid
   4 flavors, 5 classes, 3 tenants, 1 cohort; mode enforce; raw GPU requests rejected
+  classes: train-large (8 x h100-80gb), train-small (1 x h100-80gb, up to 4), \
+inference-mig (1 x a100-1g.10gb, up to 2), inference-mig-large (1 x a100-3g.40gb), \
+dev-shared (1 x l4-shared)
   tenant research (cohort lab)
     namespaces: research, research-*
+    classes: train-large, train-small, dev-shared
     quota: h100-80gb 32 (borrow 16, lend 8), l4-shared 8
   tenant product (cohort lab)
     namespaces: product-inference, product-staging
+    classes: train-small, inference-mig, inference-mig-large
     quota: a100-1g.10gb 112 (lend 56), a100-3g.40gb 32, h100-80gb 16 (lend 8)
   tenant sandbox [mode warn]
     namespaces: sandbox-*
+    classes: dev-shared
     quota: l4-shared 24
 """
 
@@ -63,11 +69,14 @@ tenants:
 SMALL_SUMMARY = """\
 {file}: valid
   1 flavor, 1 class, 2 tenants, 0 cohorts; mode warn; raw GPU requests allowed
+  classes: dev (1 x l4)
   tenant team
     namespaces: team, team-?
+    classes: dev
     quota: l4 2
   tenant guests [mode enforce]
     namespaces: guests
+    classes: none
     quota: none
 """
 
@@ -122,6 +131,20 @@ def test_check_summarises_the_example_policies(gpugate_bin, policy, line):
 def test_check_summary_counts_and_tenants(gpugate_bin, tmp_path):
     f = write(tmp_path, "small.yaml", SMALL_POLICY)
     assert outcome(gpugate_bin, "check", f) == (0, SMALL_SUMMARY.format(file=f), "")
+
+
+def test_check_summary_of_a_policy_without_classes(gpugate_bin, tmp_path):
+    f = write(tmp_path, "empty.yaml", "version: 1\nflavors: []\nclasses: []\n"
+              "tenants: [{name: t, namespaces: [t]}]\n")
+    assert outcome(gpugate_bin, "check", f) == (0, f"""\
+{f}: valid
+  0 flavors, 0 classes, 1 tenant, 0 cohorts; mode enforce; raw GPU requests rejected
+  classes: none
+  tenant t
+    namespaces: t
+    classes: none
+    quota: none
+""", "")
 
 
 def test_check_quiet_prints_errors_only(gpugate_bin, tmp_path):
