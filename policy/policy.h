@@ -24,6 +24,8 @@ struct diag;
 #define POLICY_MAX_QUOTA 1000000
 #define POLICY_MAX_GRACE_SECONDS 86400
 #define POLICY_MAX_TOLERATION_SECONDS 31536000
+/* A class's description: one line, shown in tables (bytes, as UTF-8). */
+#define POLICY_MAX_DESCRIPTION 256
 
 enum policy_sharing {
 	POLICY_SHARING_EXCLUSIVE,

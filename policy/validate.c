@@ -417,6 +417,30 @@ static void check_class_counts(struct vctx *v, unsigned i,
 #undef MLINE
 #undef GLINE
 
+/* Shown in a table row (gpugate classes, kubectl get gpuclasses): one
+ * line, not a document. */
+static void check_description(struct vctx *v, unsigned i,
+			      const struct src_class *c)
+{
+	const char *s = c->description;
+	unsigned line = srcpos_line(v->pos, "classes[%u].description", i);
+
+	if (!s)
+		return;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f) {
+			err(v, line,
+			    "class \"%s\": description must be one line of text (no "
+			    "newline, tab or other control character)",
+			    c->name);
+			return;
+		}
+	if (strlen(s) > POLICY_MAX_DESCRIPTION)
+		err(v, line,
+		    "class \"%s\": description is %zu bytes long (at most %d)",
+		    c->name, strlen(s), POLICY_MAX_DESCRIPTION);
+}
+
 static void check_classes(struct vctx *v)
 {
 	for (unsigned i = 0; i < v->src->classes_count; i++) {
@@ -444,6 +468,7 @@ static void check_classes(struct vctx *v)
 			err(v, srcpos_line(v->pos, "classes[%u].topology.key", i),
 			    "class \"%s\": topology key \"%s\" is not a valid label key",
 			    c->name, c->topology->key);
+		check_description(v, i, c);
 		if (c->priorityClassName &&
 		    !k8s_dns_subdomain_valid(c->priorityClassName))
 			err(v, srcpos_line(v->pos, "classes[%u].priorityClassName", i),

@@ -33,6 +33,10 @@
 	LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60         \
 	"aaaaaaaaaaaaaaaaaa"
 
+/* 257 and 256 bytes: one over the longest description, and the longest. */
+#define LONG_DESC LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 "aaaaaaaaaaaaaaaaa"
+#define FINE_DESC LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 "aaaaaaaaaaaaaaaa"
+
 /*
  * Inline arrays, not pointers: Criterion runs each parameter in a fresh
  * process of a position-independent binary, where the parent's pointers to
@@ -158,6 +162,21 @@ static struct bad_case bad_cases[] = {
 	 "t.yaml:12: tenant \"t\": unknown class \"dve\" (did you mean "
 	 "\"dev\"?)\n"
 	 "t.yaml:12: tenant \"t\": unknown class \"inference\"\n"},
+	{"descriptions",
+	 HEAD "    description: \"two\\nlines\"\n"
+	      "  - name: tabbed\n    flavor: h100\n    gpus: 1\n"
+	      "    description: \"a\\tb\"\n"
+	      "  - name: long\n    flavor: h100\n    gpus: 1\n"
+	      "    description: " LONG_DESC "\n"
+	      "  - name: fine\n    flavor: h100\n    gpus: 1\n"
+	      "    description: " FINE_DESC "\n"
+	      "tenants: []\n",
+	 "t.yaml:11: class \"big\": description must be one line of text (no "
+	 "newline, tab or other control character)\n"
+	 "t.yaml:15: class \"tabbed\": description must be one line of text (no "
+	 "newline, tab or other control character)\n"
+	 "t.yaml:19: class \"long\": description is 257 bytes long (at most "
+	 "256)\n"},
 	{"gpus over gpusPerNode",
 	 HEAD "  - name: huge\n    flavor: h100\n    gpus: 16\ntenants: []\n",
 	 "t.yaml:13: class \"huge\": gpus 16 exceeds gpusPerNode 8 of flavor "
