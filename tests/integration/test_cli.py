@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, SLOW
 
-COMMANDS = ("serve", "check", "explain", "pool", "certs", "version")
+COMMANDS = ("serve", "check", "classes", "explain", "pool", "certs", "version")
 
 EXAMPLE_SUMMARY = """\
 {file}: valid
