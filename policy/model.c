@@ -625,8 +625,10 @@ int policy_parse_warn(const char *name, const char *text, size_t len,
 		diag_addf(d, "%s: out of memory", name);
 		goto out;
 	}
-	/* Warnings are located too: the walk that records positions. */
-	if (w && schema_check(name, text, len, &pos, NULL) == 0)
+	/* Warnings are located too, as errors are: the walk that records
+	 * positions runs only when there is something to locate. */
+	if (w && lint_policy(*out, &pos, NULL) &&
+	    schema_check(name, text, len, &pos, NULL) == 0)
 		lint_policy(*out, &pos, w);
 	rc = 0;
 out:

@@ -214,7 +214,8 @@ int policy_parse(const char *name, const char *text, size_t len,
  * findings that do not make the policy invalid, each one line
  * "FILE:LINE: warning: message" (docs/policy.md, "Warnings"): what
  * `gpugate check` prints.  Nothing is added to w when the policy is
- * invalid.  Costs a second walk of the document: not for reloads.
+ * invalid.  A policy with warnings costs a second walk of the document
+ * (to locate them): not for reloads.
  */
 int policy_load_warn(const char *path, struct policy **out, struct diag *d,
 		     struct diag *w);
