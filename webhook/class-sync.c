@@ -100,9 +100,10 @@ static json_t *list_owned(struct class_sync *s)
 	return items;
 }
 
-/* One write of the plan; 0 or -1 (the first failure is in d). */
+/* One write of the plan: 1 written, 0 nothing to write after all, -1
+ * failed (the first failure is in d).  announce: as for sync_once(). */
 static int write_one(struct class_sync *s, const char *verb, json_t *obj,
-		     struct diag *d)
+		     bool announce, struct diag *d)
 {
 	char path[400];
 	int rc;
@@ -112,11 +113,13 @@ static int write_one(struct class_sync *s, const char *verb, json_t *obj,
 		rc = kube_create(s->kube, CLASSES_COLLECTION, obj, SYNC_TIMEOUT_MS, NULL, d);
 		if (rc == 409) {
 			/* Someone else's object of that name: not ours to take. */
-			log_event(LOG_WARN, "msg=\"class not published as a GPUClass\" "
-					    "class=%s reason=\"a GPUClass of that name exists "
-					    "without the label app.kubernetes.io/managed-by="
-					    "gpugate\"",
-				  path + sizeof(CLASSES_COLLECTION));
+			if (announce)
+				log_event(LOG_WARN,
+					  "msg=\"class not published as a GPUClass\" "
+					  "class=%s reason=\"a GPUClass of that name exists "
+					  "without the label app.kubernetes.io/managed-by="
+					  "gpugate\"",
+					  path + sizeof(CLASSES_COLLECTION));
 			return 0;
 		}
 	} else if (strcmp(verb, "update") == 0) {
@@ -131,10 +134,11 @@ static int write_one(struct class_sync *s, const char *verb, json_t *obj,
 		if (rc == 404)
 			return 0; /* gone already */
 	}
-	return rc == 0 ? 0 : -1;
+	return rc == 0 ? 1 : -1;
 }
 
-/* announce: log the classes that cannot be published (once a policy). */
+/* announce: log the classes that cannot be published (once a policy,
+ * so that a resync every few minutes does not repeat it). */
 static int sync_once(struct class_sync *s, const struct policy *p, bool announce)
 {
 	struct classes_plan pl;
@@ -162,10 +166,12 @@ static int sync_once(struct class_sync *s, const struct policy *p, bool announce
 		json_array_foreach(*steps[k].list, i, o) {
 			if (s->nap.stop)
 				break;
-			if (write_one(s, steps[k].verb, o, &d) < 0)
+			int w = write_one(s, steps[k].verb, o, announce, &d);
+
+			if (w < 0)
 				rc = -1; /* the others still go */
 			else
-				done[k]++;
+				done[k] += (size_t)w;
 		}
 	if (announce) {
 		json_array_foreach(pl.skipped, i, o)

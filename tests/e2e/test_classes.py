@@ -2,8 +2,10 @@
 `kubectl get gpuclasses`, as a tenant with nothing but `edit` in its own
 namespace, lists one GPUClass per class of the policy gpugate serves, with
 the printer columns of manifests/crd-gpuclasses.yaml; a policy reload that
-drops a class deletes its object, and objects gpugate does not own are left
-alone.
+drops a class deletes its object; objects gpugate does not own are left
+alone, and a class it cannot publish is named in a warning; without the
+CRD gpugate says so once, keeps serving, and makes the objects as soon as
+the CRD is back.
 
 The session's gates run with --no-gpuclasses (they serve three different
 policies: they would take turns rewriting the objects); this test starts
@@ -33,6 +35,20 @@ TABLE = [
     ["train-large", "h100-80gb", "8", "8", "exclusive", "false"],
     ["train-small", "h100-80gb", "1", "4", "exclusive", "true"],
 ]
+
+
+EXTRA = """\
+  - {name: Dev_Shared, flavor: l4-shared, gpus: 1}
+  - {name: handmade, flavor: l4-shared, gpus: 1}
+"""
+NOT_AN_OBJECT_NAME = ('level=warn msg="class not published as a GPUClass" class=Dev_Shared '
+                      'reason="not a valid object name (lower-case letters, digits, \'-\' '
+                      'and \'.\')"')
+NOT_OURS = ('level=warn msg="class not published as a GPUClass" class=handmade reason="a '
+            'GPUClass of that name exists without the label '
+            'app.kubernetes.io/managed-by=gpugate"')
+NO_CRD = ('level=warn msg="gpuclasses not synced: the GPUClass CustomResourceDefinition '
+          'is not installed" crd=gpuclasses.gpugate.io')
 
 
 def rows(out: str) -> list[list[str]]:
@@ -80,13 +96,17 @@ def test_kubectl_get_gpuclasses_as_a_tenant(stack, crd, tmp_path):
     # One stale object of gpugate's, one that someone else made.
     k.create(gpuclass("retired-class", OWNER)).check()
     k.create(gpuclass("handmade")).check()
+    # Two classes that are not published: a name no object may have, and
+    # the name of the object someone else made.
     policy = tmp_path / "policy.yaml"
-    policy.write_text(EXAMPLE_POLICY.read_text())
+    policy.write_text(EXAMPLE_POLICY.read_text().replace("\ntenants:", EXTRA + "\ntenants:"))
     gate = Gate(stack.binary, stack.certs, policy, tmp_path / "gpugate",
                 stack.cluster.env["KUBECONFIG"], name="classes").start()
     try:
         wait_until("gpugate's GPUClass objects", lambda: 'msg="gpuclasses synced" '
                    'created=5 updated=0 deleted=1 unchanged=0' in gate.stderr_text(), 30)
+        assert gate.stderr_text().count(NOT_AN_OBJECT_NAME) == 1
+        assert gate.stderr_text().count(NOT_OURS) == 1
         # edit in research (a RoleBinding) gives no cluster-scoped resource:
         # the readers' ClusterRole, bound to every authenticated user, does.
         for verb, want in (("list", "yes"), ("watch", "yes"), ("create", "no"),
@@ -132,6 +152,24 @@ def test_kubectl_get_gpuclasses_as_a_tenant(stack, crd, tmp_path):
             [["handmade", "x", "1", "1", "mps", "false"]]), r.out
         assert 'msg="gpuclasses synced" created=0 updated=0 deleted=1 unchanged=4' \
             in gate.stderr_text()
+        # said again for the new policy
+        assert gate.stderr_text().count(NOT_OURS) == 2
+
+        # Without the CRD: said once, never fatal; back when it is.
+        k("delete", "-f", str(CRD), "--wait=true", timeout=120).check()
+        policy.write_text(policy.read_text() + "# touched\n")
+        wait_until("the CRD missed", lambda: NO_CRD in gate.stderr_text(), 30)
+        assert gate.alive
+        k("apply", "-f", str(CRD)).check()
+        wait_until("the objects made again", lambda: 'msg="gpuclasses synced" created=5 '
+                   'updated=0 deleted=0 unchanged=0' in gate.stderr_text(), 60)
+        assert gate.stderr_text().count(NO_CRD) == 1
+        assert 'level=info msg="gpuclasses: the CustomResourceDefinition is there now"' \
+            in gate.stderr_text()
+        r = tenant("get", "gpuclasses")
+        assert rows(r.out) == [TABLE[0]] + sorted(
+            [row for row in TABLE[1:] if row[0] != "dev-shared"] +
+            [["handmade", "l4-shared", "1", "1", "time-slicing", "false"]]), r.out
         assert gate.stop_and_check() == []
     finally:
         gate.kill()
