@@ -102,16 +102,14 @@ static void cells(const json_t *o, char cell[N_COLS][320])
 }
 
 /* A table as kubectl prints one: upper-case headers, columns three apart,
- * the last column (the description) not padded. */
-static void print_table(const json_t *list)
+ * the last column (the description) not padded.  -1: out of memory. */
+static int print_table(const json_t *list)
 {
 	size_t n = json_array_size(list), width[N_COLS];
 	char (*rows)[N_COLS][320] = calloc(n + 1, sizeof(*rows));
 
-	if (!rows) {
-		fputs("gpugate classes: out of memory\n", stderr);
-		return;
-	}
+	if (!rows)
+		return -1;
 	for (int c = 0; c < N_COLS; c++) {
 		snprintf(rows[0][c], 320, "%s", headers[c]);
 		width[c] = strlen(headers[c]);
@@ -128,6 +126,7 @@ static void print_table(const json_t *list)
 		printf("%s\n", rows[r][N_COLS - 1]);
 	}
 	free(rows);
+	return 0;
 }
 
 /* [{name, ...spec}] of the classes `only` can use (all when NULL). */
@@ -258,8 +257,10 @@ int cmd_classes(int argc, char **argv)
 		}
 		fwrite(sb.buf, 1, sb.len, stdout);
 		strbuf_release(&sb);
-	} else if (json_array_size(list)) {
-		print_table(list);
+	} else if (json_array_size(list) && print_table(list) < 0) {
+		fputs("gpugate classes: out of memory\n", stderr);
+		rc = 1;
+		goto out;
 	}
 	rc = 0;
 out:
