@@ -144,3 +144,37 @@ int64_t text_unix_time(const char *s)
 
 	return end ? (int64_t)timegm(&tm) : 0;
 }
+
+size_t text_distance(const char *a, const char *b, size_t max)
+{
+	size_t row[2][TEXT_DISTANCE_MAX_LEN + 1];
+	size_t la = strlen(a), lb = strlen(b);
+
+	if (strcmp(a, b) == 0)
+		return 0;
+	if (la > TEXT_DISTANCE_MAX_LEN || lb > TEXT_DISTANCE_MAX_LEN ||
+	    (la > lb ? la - lb : lb - la) > max)
+		return max + 1;
+	for (size_t j = 0; j <= lb; j++)
+		row[0][j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		size_t *prev = row[(i - 1) & 1], *cur = row[i & 1];
+		size_t best;
+
+		cur[0] = i;
+		best = cur[0];
+		for (size_t j = 1; j <= lb; j++) {
+			size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+			size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+
+			cur[j] = sub < del ? sub : del;
+			if (ins < cur[j])
+				cur[j] = ins;
+			if (cur[j] < best)
+				best = cur[j];
+		}
+		if (best > max) /* every later row is at least this far */
+			return max + 1;
+	}
+	return row[la & 1][lb] > max ? max + 1 : row[la & 1][lb];
+}

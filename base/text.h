@@ -44,4 +44,17 @@ const char *text_int(char buf[TEXT_DECIMAL_MAX + 1], int64_t v);
  */
 void text_cat(char *buf, size_t size, ...) __attribute__((sentinel));
 
+/* Longest strings text_distance() measures; longer ones are far apart. */
+#define TEXT_DISTANCE_MAX_LEN 255
+
+/*
+ * The Levenshtein distance between a and b: the fewest insertions,
+ * deletions and substitutions of one byte that turn one into the other
+ * (names are ASCII, so bytes are characters).  Returns max + 1 as soon as
+ * the distance is known to exceed max, and for a string longer than
+ * TEXT_DISTANCE_MAX_LEN that is not equal to the other.  For "did you
+ * mean" in messages.
+ */
+size_t text_distance(const char *a, const char *b, size_t max);
+
 #endif

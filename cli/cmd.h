@@ -12,6 +12,10 @@
 int cmd_check(int argc, char **argv);
 void cmd_check_usage(FILE *out);
 
+/* gpugate classes --policy FILE: 0 shown, 1 out of memory, 2 usage. */
+int cmd_classes(int argc, char **argv);
+void cmd_classes_usage(FILE *out);
+
 /* gpugate serve: 0 after a graceful stop, 1 failure, 2 usage. */
 int cmd_serve(int argc, char **argv);
 void cmd_serve_usage(FILE *out);

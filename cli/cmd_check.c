@@ -21,8 +21,13 @@ void cmd_check_usage(FILE *out)
 	fputs("usage: gpugate check [--quiet] [--kubeconfig FILE] FILE...\n"
 	      "\n"
 	      "Validates policy files.  Every error is printed as FILE:LINE: message.\n"
-	      "A valid file gets a short summary: counts, and per tenant its\n"
-	      "namespaces and quota.\n"
+	      "A valid file gets a short summary: counts, the classes (GPUs per\n"
+	      "pod x flavor), and per tenant its namespaces, classes and quota.\n"
+	      "'gpugate classes' shows the classes in full.\n"
+	      "\n"
+	      "Findings that do not make a file invalid are warnings on standard\n"
+	      "error (FILE:LINE: warning: ...), e.g. a borrowingLimit the cohort\n"
+	      "can never lend.\n"
 	      "\n"
 	      "  -q, --quiet        print errors (and warnings) only\n"
 	      "  --kubeconfig FILE  also hold each valid policy against that cluster:\n"
@@ -116,6 +121,21 @@ static void print_limit(const char *what, int64_t v, bool *first)
 	*first = false;
 }
 
+/* The classes t can use (policy_tenant_can_use()), or "none". */
+static void print_usable(const struct policy *p, const struct policy_tenant *t)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < policy_class_count(p); i++) {
+		const struct policy_class *c = policy_class_at(p, i);
+
+		if (policy_tenant_can_use(t, c))
+			printf("%s %s", n++ ? "," : "", c->name);
+	}
+	if (!n)
+		printf(" none");
+}
+
 static void summarise(const struct policy *p)
 {
 	const struct policy_settings *s = policy_settings(p);
@@ -129,6 +149,19 @@ static void summarise(const struct policy *p)
 	       nt == 1 ? "" : "s", policy_cohort_count(p),
 	       policy_cohort_count(p) == 1 ? "" : "s", policy_mode_name(s->mode),
 	       s->raw_gpu_requests == POLICY_RAW_ALLOW ? "allowed" : "rejected");
+	printf("  classes:");
+	if (!policy_class_count(p))
+		printf(" none");
+	for (size_t i = 0; i < policy_class_count(p); i++) {
+		const struct policy_class *c = policy_class_at(p, i);
+
+		printf("%s %s (%u x %s", i ? "," : "", c->name, c->gpus,
+		       c->flavor->name);
+		if (c->max_gpus != c->gpus)
+			printf(", up to %u", c->max_gpus);
+		printf(")");
+	}
+	printf("\n");
 	for (size_t i = 0; i < nt; i++) {
 		const struct policy_tenant *t = policy_tenant_at(p, i);
 
@@ -140,6 +173,8 @@ static void summarise(const struct policy *p)
 		printf("\n    namespaces:");
 		for (size_t n = 0; n < t->n_namespaces; n++)
 			printf("%s %s", n ? "," : "", t->namespaces[n]);
+		printf("\n    classes:");
+		print_usable(p, t);
 		printf("\n    quota:");
 		if (!t->n_quota)
 			printf(" none");
@@ -207,16 +242,19 @@ int cmd_check(int argc, char **argv)
 	}
 	for (int i = optind; i < argc; i++) {
 		struct policy *p = NULL;
-		struct diag d;
+		struct diag d, w;
 
 		diag_init(&d);
-		if (policy_load(argv[i], &p, &d) < 0) {
+		diag_init(&w);
+		if (policy_load_warn(argv[i], &p, &d, &w) < 0) {
 			fputs(diag_text(&d), stderr);
 			fprintf(stderr, "%s: %u error%s\n", argv[i], diag_count(&d),
 				diag_count(&d) == 1 ? "" : "s");
 			bad = 1;
 			continue;
 		}
+		if (diag_count(&w))
+			fputs(diag_text(&w), stderr);
 		if (!quiet)
 			summarise(p);
 		if (kubeconfig) {

@@ -22,6 +22,7 @@ void cmd_serve_usage(FILE *out)
 	      "                     [--max-conns-per-ip N] [--reservation-ttl SECONDS]\n"
 	      "                     [--usage-store memory|shared] [--namespace NS]\n"
 	      "                     [--identity NAME] [--waiting-reason-after S]\n"
+	      "                     [--no-gpuclasses]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics, /pool.\n"
@@ -60,6 +61,10 @@ void cmd_serve_usage(FILE *out)
 	      "  --waiting-reason-after S  with the API: say why a GPU pod waits for a\n"
 	      "                     node (an Event, reason GPUWaiting) once it has\n"
 	      "                     waited S seconds (default 60; 0: never)\n"
+	      "  --no-gpuclasses    with the API: do not keep a GPUClass object per\n"
+	      "                     class (kubectl get gpuclasses; kept by default\n"
+	      "                     once the gpuclasses.gpugate.io CRD is installed,\n"
+	      "                     by the Lease holder with --usage-store shared)\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -143,6 +148,7 @@ int cmd_serve(int argc, char **argv)
 		{"namespace", required_argument, NULL, 'N'},
 		{"identity", required_argument, NULL, 'D'},
 		{"waiting-reason-after", required_argument, NULL, 'W'},
+		{"no-gpuclasses", no_argument, NULL, 'G'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -209,6 +215,9 @@ int cmd_serve(int argc, char **argv)
 				cfg.shared_usage = true;
 			else if (strcmp(optarg, "memory") != 0)
 				return usage_error("--usage-store must be memory or shared");
+			break;
+		case 'G':
+			cfg.no_gpuclasses = true;
 			break;
 		case 'N':
 			cfg.namespace = optarg;

@@ -15,6 +15,8 @@ static const struct command commands[] = {
 	{"serve", "serve the admission webhook over HTTPS", cmd_serve,
 	 cmd_serve_usage},
 	{"check", "validate policy files", cmd_check, cmd_check_usage},
+	{"classes", "list the GPU classes and who may use them", cmd_classes,
+	 cmd_classes_usage},
 	{"explain", "show what gpugate does with manifests (for CI too)",
 	 cmd_explain, cmd_explain_usage},
 	{"pool", "show the cluster's GPU pool and tenants' quota", cmd_pool,

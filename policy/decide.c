@@ -131,9 +131,7 @@ static void usable_classes(const struct policy *p, const struct policy_tenant *t
 	for (size_t i = 0; i < policy_class_count(p); i++) {
 		const struct policy_class *cl = policy_class_at(p, i);
 
-		if (policy_tenant_allows_class(t, cl) &&
-		    policy_tenant_allows_sharing(t, cl->flavor->sharing) &&
-		    policy_tenant_quota(t, cl->flavor))
+		if (policy_tenant_can_use(t, cl))
 			list_add(buf, size, cl->name);
 	}
 	if (!buf[0])

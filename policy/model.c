@@ -594,8 +594,8 @@ void policy_free(struct policy *p)
 
 /* ---- loading ---------------------------------------------------------- */
 
-int policy_parse(const char *name, const char *text, size_t len,
-		 struct policy **out, struct diag *d)
+int policy_parse_warn(const char *name, const char *text, size_t len,
+		      struct policy **out, struct diag *d, struct diag *w)
 {
 	struct src_policy *src = NULL;
 	struct srcpos pos;
@@ -630,6 +630,11 @@ int policy_parse(const char *name, const char *text, size_t len,
 		diag_addf(d, "%s: out of memory", name);
 		goto out;
 	}
+	/* Warnings are located too, as errors are: the walk that records
+	 * positions runs only when there is something to locate. */
+	if (w && lint_policy(*out, &pos, NULL) &&
+	    schema_check(name, text, len, &pos, NULL) == 0)
+		lint_policy(*out, &pos, w);
 	rc = 0;
 out:
 	schema_free(src);
@@ -637,7 +642,14 @@ out:
 	return rc;
 }
 
-int policy_load(const char *path, struct policy **out, struct diag *d)
+int policy_parse(const char *name, const char *text, size_t len,
+		 struct policy **out, struct diag *d)
+{
+	return policy_parse_warn(name, text, len, out, d, NULL);
+}
+
+int policy_load_warn(const char *path, struct policy **out, struct diag *d,
+		     struct diag *w)
 {
 	char *text;
 	size_t len;
@@ -648,9 +660,14 @@ int policy_load(const char *path, struct policy **out, struct diag *d)
 	if (file_read(path, POLICY_MAX_FILE_BYTES, FILE_TRUNCATE, &text, &len, d) <
 	    0)
 		return -1;
-	rc = policy_parse(path, text, len, out, d);
+	rc = policy_parse_warn(path, text, len, out, d, w);
 	free(text);
 	return rc;
+}
+
+int policy_load(const char *path, struct policy **out, struct diag *d)
+{
+	return policy_load_warn(path, out, d, NULL);
 }
 
 /* ---- lookups ---------------------------------------------------------- */
@@ -844,6 +861,14 @@ bool policy_tenant_allows_class(const struct policy_tenant *t,
 		if (t->classes[i] == c)
 			return true;
 	return false;
+}
+
+bool policy_tenant_can_use(const struct policy_tenant *t,
+			   const struct policy_class *c)
+{
+	return policy_tenant_allows_class(t, c) &&
+	       policy_tenant_allows_sharing(t, c->flavor->sharing) &&
+	       policy_tenant_quota(t, c->flavor);
 }
 
 bool policy_tenant_allows_sharing(const struct policy_tenant *t,

@@ -24,6 +24,8 @@ struct diag;
 #define POLICY_MAX_QUOTA 1000000
 #define POLICY_MAX_GRACE_SECONDS 86400
 #define POLICY_MAX_TOLERATION_SECONDS 31536000
+/* A class's description: one line, shown in tables (bytes, as UTF-8). */
+#define POLICY_MAX_DESCRIPTION 256
 
 enum policy_sharing {
 	POLICY_SHARING_EXCLUSIVE,
@@ -214,6 +216,19 @@ int policy_load(const char *path, struct policy **out, struct diag *d);
 int policy_parse(const char *name, const char *text, size_t len,
 		 struct policy **out, struct diag *d);
 
+/*
+ * policy_load() and policy_parse() that also add to w (may be NULL) the
+ * findings that do not make the policy invalid, each one line
+ * "FILE:LINE: warning: message" (docs/policy.md, "Warnings"): what
+ * `gpugate check` prints.  Nothing is added to w when the policy is
+ * invalid.  A policy with warnings costs a second walk of the document
+ * (to locate them): not for reloads.
+ */
+int policy_load_warn(const char *path, struct policy **out, struct diag *d,
+		     struct diag *w);
+int policy_parse_warn(const char *name, const char *text, size_t len,
+		      struct policy **out, struct diag *d, struct diag *w);
+
 void policy_free(struct policy *p);
 
 const char *policy_source(const struct policy *p); /* file name given to load */
@@ -274,5 +289,13 @@ bool policy_tenant_allows_sharing(const struct policy_tenant *t,
 				  enum policy_sharing s);
 const struct policy_quota *policy_tenant_quota(const struct policy_tenant *t,
 					       const struct policy_flavor *f);
+/*
+ * True when tenant t can use class c at all: the class is allowed, its
+ * sharing mode is allowed, and t has quota for its flavor.  The one rule
+ * behind "may use: ..." in denials, `gpugate classes` and the tenants of
+ * a GPUClass object.
+ */
+bool policy_tenant_can_use(const struct policy_tenant *t,
+			   const struct policy_class *c);
 
 #endif

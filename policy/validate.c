@@ -8,6 +8,7 @@
  */
 #include "base/diag.h"
 #include "base/strmap.h"
+#include "base/text.h"
 #include "policy/k8s.h"
 #include "policy/pool.h"
 #include "policy/policy.h"
@@ -15,6 +16,7 @@
 #include "policy/srcpos.h"
 
 #include <fnmatch.h>
+#include <strings.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +310,65 @@ static void check_flavors(struct vctx *v)
 }
 #undef LINE
 
+/*
+ * "Did you mean": the most edits between an unknown name and a known one
+ * that is still offered, unless the edits would rewrite the whole name.
+ */
+#define SUGGEST_MAX_EDITS 2
+
+struct suggestion {
+	const char *name; /* NULL: nothing close yet */
+	size_t edits;
+	char text[320];   /* " (did you mean \"X\"?)", or "" */
+};
+
+/* Keeps known as the suggestion for name when it is closer than the one
+ * kept: a difference of case only is the closest, then the fewest edits,
+ * then the first in file order. */
+static void suggest_consider(struct suggestion *s, const char *name,
+			     const char *known)
+{
+	size_t edits;
+
+	if (!known || !name_valid(known))
+		return;
+	edits = strcasecmp(name, known) == 0 ? 0
+		: text_distance(name, known, SUGGEST_MAX_EDITS);
+	if (edits > SUGGEST_MAX_EDITS || (edits && edits >= strlen(name)))
+		return;
+	if (!s->name || edits < s->edits) {
+		s->name = known;
+		s->edits = edits;
+	}
+}
+
+static const char *suggest_text(struct suggestion *s)
+{
+	s->text[0] = '\0';
+	if (s->name)
+		snprintf(s->text, sizeof(s->text), " (did you mean \"%s\"?)",
+			 s->name);
+	return s->text;
+}
+
+static const char *suggest_flavor(const struct vctx *v, const char *name,
+				  struct suggestion *s)
+{
+	*s = (struct suggestion){0};
+	for (unsigned i = 0; i < v->src->flavors_count; i++)
+		suggest_consider(s, name, v->src->flavors[i].name);
+	return suggest_text(s);
+}
+
+static const char *suggest_class(const struct vctx *v, const char *name,
+				 struct suggestion *s)
+{
+	*s = (struct suggestion){0};
+	for (unsigned i = 0; i < v->src->classes_count; i++)
+		suggest_consider(s, name, v->src->classes[i].name);
+	return suggest_text(s);
+}
+
 /* The flavor a class or quota names, or NULL (reported by the caller). */
 static const struct src_flavor *flavor_named(const struct vctx *v,
 					     const char *name)
@@ -356,16 +417,42 @@ static void check_class_counts(struct vctx *v, unsigned i,
 #undef MLINE
 #undef GLINE
 
+/* Shown in a table row (gpugate classes, kubectl get gpuclasses): one
+ * line, not a document. */
+static void check_description(struct vctx *v, unsigned i,
+			      const struct src_class *c)
+{
+	const char *s = c->description;
+	unsigned line = srcpos_line(v->pos, "classes[%u].description", i);
+
+	if (!s)
+		return;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x20 || *p == 0x7f) {
+			err(v, line,
+			    "class \"%s\": description must be one line of text (no "
+			    "newline, tab or other control character)",
+			    c->name);
+			return;
+		}
+	if (strlen(s) > POLICY_MAX_DESCRIPTION)
+		err(v, line,
+		    "class \"%s\": description is %zu bytes long (at most %d)",
+		    c->name, strlen(s), POLICY_MAX_DESCRIPTION);
+}
+
 static void check_classes(struct vctx *v)
 {
 	for (unsigned i = 0; i < v->src->classes_count; i++) {
 		const struct src_class *c = &v->src->classes[i];
 		const struct src_flavor *f = flavor_named(v, c->flavor);
+		struct suggestion sg;
 
 		check_name(v, &v->classes, "class", "classes", i, c->name);
 		if (!f)
 			err(v, srcpos_line(v->pos, "classes[%u].flavor", i),
-			    "class \"%s\": unknown flavor \"%s\"", c->name, c->flavor);
+			    "class \"%s\": unknown flavor \"%s\"%s", c->name,
+			    c->flavor, suggest_flavor(v, c->flavor, &sg));
 		check_class_counts(v, i, c, f);
 		if (c->cpu && !k8s_quantity_valid(c->cpu))
 			err(v, srcpos_line(v->pos, "classes[%u].cpu", i),
@@ -381,6 +468,7 @@ static void check_classes(struct vctx *v)
 			err(v, srcpos_line(v->pos, "classes[%u].topology.key", i),
 			    "class \"%s\": topology key \"%s\" is not a valid label key",
 			    c->name, c->topology->key);
+		check_description(v, i, c);
 		if (c->priorityClassName &&
 		    !k8s_dns_subdomain_valid(c->priorityClassName))
 			err(v, srcpos_line(v->pos, "classes[%u].priorityClassName", i),
@@ -516,6 +604,7 @@ static void check_quota(struct vctx *v, unsigned ti, const struct src_tenant *t)
 	for (unsigned q = 0; q < t->quota_count; q++) {
 		const struct src_quota *qu = &t->quota[q];
 		size_t prev;
+		struct suggestion sg;
 		const struct {
 			const char *field;
 			const int64_t *value;
@@ -527,8 +616,8 @@ static void check_quota(struct vctx *v, unsigned ti, const struct src_tenant *t)
 
 		if (!flavor_named(v, qu->flavor))
 			err(v, srcpos_line(v->pos, "tenants[%u].quota[%u].flavor", ti, q),
-			    "tenant \"%s\": quota for unknown flavor \"%s\"", t->name,
-			    qu->flavor);
+			    "tenant \"%s\": quota for unknown flavor \"%s\"%s", t->name,
+			    qu->flavor, suggest_flavor(v, qu->flavor, &sg));
 		else if (strmap_put(&seen, qu->flavor, q, &prev) == 1)
 			err(v, LINE(),
 			    "tenant \"%s\": second quota entry for flavor \"%s\" (first "
@@ -596,9 +685,11 @@ static void check_tenant_classes(struct vctx *v, unsigned ti,
 		const struct src_class *cl;
 		const struct src_flavor *f;
 		size_t ci;
+		struct suggestion sg;
 
 		if (!strmap_get(&v->classes, name, &ci)) {
-			err(v, LINE(), "tenant \"%s\": unknown class \"%s\"", t->name, name);
+			err(v, LINE(), "tenant \"%s\": unknown class \"%s\"%s", t->name,
+			    name, suggest_class(v, name, &sg));
 			continue;
 		}
 		if (strmap_put(&seen, name, c, NULL) == 1) {

@@ -24,6 +24,7 @@
 #include "kube/shared.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
+#include "webhook/class-sync.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
 #include "webhook/metrics.h"
@@ -62,6 +63,7 @@ struct daemon {
 	struct feed *feed;
 	struct waiter *waiter;            /* API mode, waiting reasons on */
 	struct reclaimer *reclaimer;      /* API mode */
+	struct class_sync *class_sync;    /* API mode, unless switched off */
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
 	char identity[254];
@@ -536,6 +538,16 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			if (reclaimer_start(&rcfg, &dm->reclaimer, d) < 0)
 				goto fail;
 		}
+		if (!cfg->no_gpuclasses) {
+			struct class_sync_config ccfg = {
+				.kube = &dm->kube, .policy = dm->holder,
+				.leading = dm->lease ? is_leading : NULL,
+				.leading_ctx = dm,
+			};
+
+			if (class_sync_start(&ccfg, &dm->class_sync, d) < 0)
+				goto fail;
+		}
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
 				    "credentials=\"%s\" reservation_ttl_s=%u",
 			  dm->kube.server, dm->kube.source, ttl_s);
@@ -609,6 +621,7 @@ void daemon_stop(struct daemon *dm)
 	}
 	waiter_stop(dm->waiter);
 	reclaimer_stop(dm->reclaimer);
+	class_sync_stop(dm->class_sync);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	inventory_free(dm->inventory);

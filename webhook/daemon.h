@@ -66,6 +66,9 @@ struct daemon_config {
 	/* API mode: an Event saying why a GPU pod waits for a node, once it
 	 * waited this long (webhook/waiter.h); 0: none. */
 	unsigned waiting_after_s;
+	/* API mode: do not keep the GPUClass objects (webhook/class-sync.h)
+	 * equal to the policy's classes. */
+	bool no_gpuclasses;
 };
 
 struct daemon;

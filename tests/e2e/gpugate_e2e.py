@@ -791,8 +791,10 @@ def sanitizer_env() -> dict[str, str]:
 
 # What the session's gates run with beyond policy, certificates, listen
 # address and kubeconfig: a GPU pod that waited 2 s gets gpugate's
-# GPUWaiting Event (the waiter looks every 10 s; test_waiting.py).
-GATE_ARGS = ("--waiting-reason-after", "2")
+# GPUWaiting Event (the waiter looks every 10 s; test_waiting.py).  They
+# keep no GPUClass objects: serving three policies, they would take turns
+# rewriting them (test_classes.py runs a gate of its own that does).
+GATE_ARGS = ("--waiting-reason-after", "2", "--no-gpuclasses")
 
 
 class Gate:

@@ -30,7 +30,8 @@ MANIFESTS = ROOT / "manifests"
 KUSTOMIZATION = MANIFESTS / "kustomization.yaml"
 EXPECTED_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
                   "ConfigMap", "Service", "Deployment", "PodDisruptionBudget",
-                  "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+                  "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+                  "CustomResourceDefinition"}
 SA = "system:serviceaccount:gpugate:gpugate"
 
 
@@ -76,7 +77,7 @@ def test_kustomize_renders_the_base(rendered):
     assert EXPECTED_KINDS <= kinds, EXPECTED_KINDS - kinds
     for d in rendered:
         if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding",
-                             "MutatingWebhookConfiguration",
+                             "CustomResourceDefinition", "MutatingWebhookConfiguration",
                              "ValidatingWebhookConfiguration"):
             assert d["metadata"].get("namespace") == "gpugate", d["metadata"]
     mwc = one(rendered, "MutatingWebhookConfiguration")
@@ -138,14 +139,18 @@ def test_deployment_runs_gpugate_serve_with_known_flags(rendered):
 @pytest.fixture
 def service_account(stack, rendered):
     """The base's ServiceAccount, ClusterRole, Roles and bindings, applied for
-    real."""
+    real, and its GPUClass CRD (kubectl auth can-i knows no rule of a
+    resource the server does not have)."""
     rbac = [d for d in rendered
             if d["kind"] in ("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role",
-                             "RoleBinding")]
+                             "RoleBinding", "CustomResourceDefinition")]
     lst = {"apiVersion": "v1", "kind": "List", "items": rbac}
     stack.kubectl.apply(lst).check()
+    stack.kubectl("wait", "--for=condition=Established", "crd/gpuclasses.gpugate.io",
+                  "--timeout=60s").check()
     yield
-    stack.kubectl("delete", "-f", "-", "--ignore-not-found", input=json.dumps(lst))
+    stack.kubectl("delete", "-f", "-", "--ignore-not-found", input=json.dumps(lst),
+                  timeout=120)
 
 
 def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_path):
@@ -174,7 +179,17 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("create", "persistentvolumeclaims", "no"),
                             ("list", "resourceclaimtemplates.resource.k8s.io", "no"),
                             ("list", "secrets", "no"), ("create", "pods", "no"),
-                            ("update", "mutatingwebhookconfigurations", "no")):
+                            ("update", "mutatingwebhookconfigurations", "no"),
+                            # The GPUClass objects (#18): kept in step with
+                            # the policy; no patch, no deletecollection.
+                            ("list", "gpuclasses.gpugate.io", "yes"),
+                            ("create", "gpuclasses.gpugate.io", "yes"),
+                            ("update", "gpuclasses.gpugate.io", "yes"),
+                            ("delete", "gpuclasses.gpugate.io", "yes"),
+                            ("patch", "gpuclasses.gpugate.io", "no"),
+                            ("deletecollection", "gpuclasses.gpugate.io", "no"),
+                            ("create", "customresourcedefinitions.apiextensions.k8s.io",
+                             "no")):
         r = k("auth", "can-i", verb, res, "--all-namespaces", f"--as={SA}")
         assert r.out.strip() == want, (verb, res, r)
     # Evictions (the Eviction API keeps PodDisruptionBudgets), no status writes.
@@ -214,9 +229,41 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
         # ...and took the Lease of the shared store with its Role.
         wait_until("the leader elected", lambda: 'msg="leader elected"' in gate.stderr_text(),
                    20, 0.2)
+        # ...and, as the Lease holder, wrote the GPUClass objects with the
+        # ClusterRole's gpuclasses rule.
+        wait_until("the GPUClass objects written", lambda: re.search(
+            r'msg="gpuclasses synced" created=[1-9]', gate.stderr_text()), 20, 0.2)
+        # (a CRD just created may answer 429 for a moment: retried; a 403
+        # would be the RBAC's fault)
+        assert not re.search(r'msg="gpuclasses not synced" error="[^"]*: 403 ',
+                             gate.stderr_text()), gate.stderr_text()
         assert gate.stop_and_check() == []
     finally:
         gate.kill()
+
+
+def test_every_user_may_read_gpuclasses_and_only_read(stack, service_account):
+    """The readers' ClusterRole: bound to every authenticated user (a
+    tenant's edit is a RoleBinding, which grants no cluster-scoped
+    resource), and aggregated to view, so to edit and admin."""
+    k = stack.kubectl
+    role = k.get("clusterrole", "gpugate-gpuclasses-reader")
+    assert role["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"] == "true"
+    assert role["rules"] == [{"apiGroups": ["gpugate.io"], "resources": ["gpuclasses"],
+                              "verbs": ["get", "list", "watch"]}]
+    binding = k.get("clusterrolebinding", "gpugate-gpuclasses-reader")
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io",
+                                    "kind": "Group", "name": "system:authenticated"}]
+    for name in ("view", "edit"):
+        wait_until(f"{name} aggregating the gpuclasses rule", lambda: any(
+            "gpuclasses" in r.get("resources", [])
+            for r in k.get("clusterrole", name).get("rules") or []), 30)
+    someone = "system:serviceaccount:research:nobody"
+    for verb, want in (("get", "yes"), ("list", "yes"), ("watch", "yes"),
+                       ("create", "no"), ("update", "no"), ("patch", "no"),
+                       ("delete", "no")):
+        r = k("auth", "can-i", verb, "gpuclasses.gpugate.io", f"--as={someone}")
+        assert r.out.strip() == want, (verb, r)
 
 
 def validate_pod_requests(gate) -> int:

@@ -84,3 +84,43 @@ Test(text, joins_strings_as_snprintf_would)
 	}
 	text_cat(buf, 0, "untouched", NULL); /* writes nothing */
 }
+
+Test(text, measures_the_edit_distance)
+{
+	static const struct {
+		const char *a, *b;
+		size_t max, want;
+	} cases[] = {
+		{"", "", 2, 0},
+		{"train-large", "train-large", 2, 0},
+		{"train-larg", "train-large", 2, 1},   /* one deleted */
+		{"train-lagre", "train-large", 2, 2},  /* two swapped: 2 edits */
+		{"h100-80", "h100-80gb", 2, 2},        /* two missing */
+		{"h100", "h100-80gb", 2, 3},           /* too far: max + 1 */
+		{"kitten", "sitting", 5, 3},
+		{"Train-Large", "train-large", 2, 2},  /* case counts */
+		{"", "abc", 5, 3},
+		{"abc", "", 1, 2},                     /* length apart: early */
+		{"abcdef", "uvwxyz", 2, 3},            /* stops early */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_eq(text_distance(cases[i].a, cases[i].b, cases[i].max),
+			     cases[i].want, "case %zu: %s / %s", i, cases[i].a,
+			     cases[i].b);
+}
+
+Test(text, distance_of_long_strings_is_over_max)
+{
+	char a[TEXT_DISTANCE_MAX_LEN + 2], b[TEXT_DISTANCE_MAX_LEN + 2];
+
+	memset(a, 'a', sizeof(a) - 1);
+	a[sizeof(a) - 1] = '\0';
+	strcpy(b, a);
+	cr_expect_eq(text_distance(a, b, 2), 0, "equal strings of any length");
+	b[0] = 'b';
+	cr_expect_eq(text_distance(a, b, 2), 3);
+	a[TEXT_DISTANCE_MAX_LEN] = '\0';
+	b[TEXT_DISTANCE_MAX_LEN] = '\0';
+	cr_expect_eq(text_distance(a, b, 2), 1, "the longest measured");
+}

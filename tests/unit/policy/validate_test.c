@@ -33,6 +33,10 @@
 	LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60         \
 	"aaaaaaaaaaaaaaaaaa"
 
+/* 257 and 256 bytes: one over the longest description, and the longest. */
+#define LONG_DESC LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 "aaaaaaaaaaaaaaaaa"
+#define FINE_DESC LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 LONG_KEY_60 "aaaaaaaaaaaaaaaa"
+
 /*
  * Inline arrays, not pointers: Criterion runs each parameter in a fresh
  * process of a position-independent binary, where the parent's pointers to
@@ -128,6 +132,51 @@ static struct bad_case bad_cases[] = {
 	 "version: 1\nflavors: []\nclasses:\n  - name: train-large\n"
 	 "    flavor: h100-80\n    gpus: 8\ntenants: []\n",
 	 "t.yaml:5: class \"train-large\": unknown flavor \"h100-80\"\n"},
+	{"unknown names close to known ones",
+	 "version: 1\nflavors:\n"
+	 "  - {name: h100-80gb, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	 "  - {name: h100-40gb, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	 "classes:\n"
+	 "  - {name: train-large, flavor: h100-80, gpus: 8}\n"
+	 "  - {name: train-small, flavor: H100-40GB, gpus: 1}\n"
+	 "  - {name: dev, flavor: a1, gpus: 1}\n"
+	 "tenants:\n"
+	 "  - name: t\n    namespaces: [a]\n"
+	 "    classes: [train-larg, Train-Small, trian-large, dve, inference]\n"
+	 "    quota: [{flavor: h100-80gbx, nominal: 4}]\n",
+	 /* two edits away, a case only, a swap (two edits); "a1" and
+	  * "inference" are close to no known name */
+	 "t.yaml:6: class \"train-large\": unknown flavor \"h100-80\" (did you "
+	 "mean \"h100-80gb\"?)\n"
+	 "t.yaml:7: class \"train-small\": unknown flavor \"H100-40GB\" (did "
+	 "you mean \"h100-40gb\"?)\n"
+	 "t.yaml:8: class \"dev\": unknown flavor \"a1\"\n"
+	 "t.yaml:13: tenant \"t\": quota for unknown flavor \"h100-80gbx\" (did "
+	 "you mean \"h100-80gb\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"train-larg\" (did you mean "
+	 "\"train-large\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"Train-Small\" (did you mean "
+	 "\"train-small\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"trian-large\" (did you mean "
+	 "\"train-large\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"dve\" (did you mean "
+	 "\"dev\"?)\n"
+	 "t.yaml:12: tenant \"t\": unknown class \"inference\"\n"},
+	{"descriptions",
+	 HEAD "    description: \"two\\nlines\"\n"
+	      "  - name: tabbed\n    flavor: h100\n    gpus: 1\n"
+	      "    description: \"a\\tb\"\n"
+	      "  - name: long\n    flavor: h100\n    gpus: 1\n"
+	      "    description: " LONG_DESC "\n"
+	      "  - name: fine\n    flavor: h100\n    gpus: 1\n"
+	      "    description: " FINE_DESC "\n"
+	      "tenants: []\n",
+	 "t.yaml:11: class \"big\": description must be one line of text (no "
+	 "newline, tab or other control character)\n"
+	 "t.yaml:15: class \"tabbed\": description must be one line of text (no "
+	 "newline, tab or other control character)\n"
+	 "t.yaml:19: class \"long\": description is 257 bytes long (at most "
+	 "256)\n"},
 	{"gpus over gpusPerNode",
 	 HEAD "  - name: huge\n    flavor: h100\n    gpus: 16\ntenants: []\n",
 	 "t.yaml:13: class \"huge\": gpus 16 exceeds gpusPerNode 8 of flavor "
@@ -237,7 +286,8 @@ static struct bad_case bad_cases[] = {
 	{"tenant references",
 	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n    classes: [big, small, big]\n"
 	      "    quota:\n      - {flavor: h200, nominal: 4}\n",
-	 "t.yaml:16: tenant \"t\": quota for unknown flavor \"h200\"\n"
+	 "t.yaml:16: tenant \"t\": quota for unknown flavor \"h200\" (did you "
+	 "mean \"h100\"?)\n"
 	 "t.yaml:14: tenant \"t\": class \"big\" uses flavor \"h100\" but the "
 	 "tenant has no quota for it\n"
 	 "t.yaml:14: tenant \"t\": unknown class \"small\"\n"
