@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # build-tools.sh - build (once) the Kubernetes control-plane binaries, etcd
-# and KWOK used by gpugate's end-to-end tests, from the pinned wrapper modules
-# in tests/e2e/tools/{k8s,etcd,kwok}, using nothing but the Go module proxy.
+# and KWOK used by gpugate's end-to-end tests, and helm for its chart, from the
+# pinned wrapper modules in tests/e2e/tools/{k8s,etcd,kwok,helm}, using
+# nothing but the Go module proxy.
 #
 # Output layout (one cache directory, one sub-directory per pinned version):
 #   ${GPUGATE_TOOLS_DIR:-$HOME/.cache/gpugate/tools}/
 #       k8s-<version>/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,.stamp}
 #       etcd-<version>/{etcd,.stamp}
 #       kwok-<version>/{kwok,.stamp}
+#       helm-<version>/{helm,.stamp}
 #
 # A directory only appears once its build fully succeeded (built in a temp dir,
 # then renamed), and it is reused as long as its .stamp matches the current
@@ -20,11 +22,12 @@
 #             built (go is there and new enough), else 1 with the reason;
 #             `make e2e` and `make demo` run this first
 #
-# stdout: exactly three shell assignments, so callers can do
+# stdout: exactly four shell assignments, so callers can do
 #   eval "$(tests/e2e/build-tools.sh)"
 #     KUBE_BIN_DIR=/path/to/k8s-<version>
 #     ETCD_BIN_DIR=/path/to/etcd-<version>
 #     KWOK_BIN_DIR=/path/to/kwok-<version>
+#     HELM_BIN_DIR=/path/to/helm-<version>
 # Everything else (progress, timings) goes to stderr.
 #
 # Environment:
@@ -39,6 +42,7 @@ script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 k8s_mod_dir=$script_dir/tools/k8s
 etcd_mod_dir=$script_dir/tools/etcd
 kwok_mod_dir=$script_dir/tools/kwok
+helm_mod_dir=$script_dir/tools/helm
 
 tools_dir=${GPUGATE_TOOLS_DIR:-${HOME:?HOME is not set}/.cache/gpugate/tools}
 jobs=${GPUGATE_BUILD_JOBS:-2}
@@ -92,6 +96,7 @@ mod_version() {
 k8s_version=$(mod_version "$k8s_mod_dir/go.mod" k8s.io/kubernetes)
 etcd_version=$(mod_version "$etcd_mod_dir/go.mod" go.etcd.io/etcd/server/v3)
 kwok_version=$(mod_version "$kwok_mod_dir/go.mod" sigs.k8s.io/kwok)
+helm_version=$(mod_version "$helm_mod_dir/go.mod" helm.sh/helm/v3)
 
 # Sanity check: every staging replace must point at v0.<minor>.<patch> of the
 # same release, otherwise we would silently build a mixed control plane.
@@ -104,6 +109,7 @@ awk -v want="$staging_version" '
 k8s_out=$tools_dir/k8s-$k8s_version
 etcd_out=$tools_dir/etcd-$etcd_version
 kwok_out=$tools_dir/kwok-$kwok_version
+helm_out=$tools_dir/helm-$helm_version
 
 # Version string embedded the same way Kubernetes' own build does
 # (hack/lib/version.sh), so `kubectl version` and /version look normal.
@@ -116,6 +122,9 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 done
 etcd_ldflags="-s -w"
 kwok_ldflags="-s -w" # its version is a constant in the module (pkg/consts)
+# helm reports its version from internal/version, as its own Makefile sets it.
+helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+helm_ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 
 # Common go build flags. -mod=readonly: go.sum in the repo is complete, so a
 # fresh machine needs only the module proxy and nothing rewrites go.mod.
@@ -142,6 +151,7 @@ stamp_for() {
 k8s_stamp=$(stamp_for "$k8s_mod_dir" "$k8s_version" "$k8s_ldflags")
 etcd_stamp=$(stamp_for "$etcd_mod_dir" "$etcd_version" "$etcd_ldflags")
 kwok_stamp=$(stamp_for "$kwok_mod_dir" "$kwok_version" "$kwok_ldflags")
+helm_stamp=$(stamp_for "$helm_mod_dir" "$helm_version" "$helm_ldflags")
 
 # up_to_date DIR STAMP BIN... : true if DIR has every BIN and a matching stamp.
 up_to_date() {
@@ -156,11 +166,13 @@ up_to_date() {
 k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 etcd_bins=(etcd)
 kwok_bins=(kwok)
+helm_bins=(helm)
 
 print_result() {
     printf 'KUBE_BIN_DIR=%q\n' "$k8s_out"
     printf 'ETCD_BIN_DIR=%q\n' "$etcd_out"
     printf 'KWOK_BIN_DIR=%q\n' "$kwok_out"
+    printf 'HELM_BIN_DIR=%q\n' "$helm_out"
 }
 
 # needs_build DIR STAMP BIN... : like ! up_to_date, but --force always builds.
@@ -172,7 +184,7 @@ needs_build() {
 # directives (the directives of k8s.io/kubernetes and etcd, copied by go mod
 # tidy), so that it follows a version bump by itself.
 go_needed=$(awk '$1 == "go" && NF == 2 { print $2 }' "$k8s_mod_dir/go.mod" "$etcd_mod_dir/go.mod" \
-    "$kwok_mod_dir/go.mod" |
+    "$kwok_mod_dir/go.mod" "$helm_mod_dir/go.mod" |
     sort -V | tail -n 1)
 [[ -n $go_needed ]] || die "no go directive in $k8s_mod_dir/go.mod or $etcd_mod_dir/go.mod"
 
@@ -212,8 +224,9 @@ require_go() {
 # Fast path: nothing to do, do not even start the go command.
 if [[ $force -eq 0 ]] && up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" &&
     up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}" &&
-    up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}"; then
-    log "up to date: kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version"
+    up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}" &&
+    up_to_date "$helm_out" "$helm_stamp" "${helm_bins[@]}"; then
+    log "up to date: kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version, helm $helm_version"
     [[ $check -eq 1 ]] || print_result
     exit 0
 fi
@@ -292,9 +305,16 @@ if needs_build "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}"; then
         "$kwok_ldflags" kwok sigs.k8s.io/kwok/cmd/kwok
 fi
 
+# helm: a `tool` of its wrapper module, like KWOK.
+if needs_build "$helm_out" "$helm_stamp" "${helm_bins[@]}"; then
+    build_one "helm-$helm_version" "$helm_mod_dir" "$helm_out" "$helm_stamp" \
+        "$helm_ldflags" helm helm.sh/helm/v3/cmd/helm
+fi
+
 up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" || die "missing binaries in $k8s_out"
 up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}" || die "missing binaries in $etcd_out"
 up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}" || die "missing binaries in $kwok_out"
+up_to_date "$helm_out" "$helm_stamp" "${helm_bins[@]}" || die "missing binaries in $helm_out"
 
-log "done in $(elapsed "$t_start"): kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version"
+log "done in $(elapsed "$t_start"): kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version, helm $helm_version"
 print_result
