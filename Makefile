@@ -18,6 +18,7 @@
 #   make image           the OCI image archive build/gpugate-image.oci.tar
 #                        (mmdebstrap, no container engine; docs/operations.md)
 #   make image-check     unpack it and run gpugate from it; rebuild, compare
+#   make chart-check     helm lint and helm template of charts/gpugate
 #   make format | clean
 #
 # The first make on a fresh machine installs the Debian packages it needs
@@ -89,7 +90,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz image image-check
+.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz image image-check chart-check
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -229,6 +230,12 @@ image: $(GPUGATE)
 # namespace) and builds it a second time to compare. About 20 s.
 image-check: image
 	$(Q)tests/image/check.sh $(IMAGE)
+
+# helm lint and helm template of charts/gpugate in both certificate modes
+# (tests/chart/check.py; helm is built from the Go module proxy like the e2e
+# tools, then cached). About 2 s once helm is built.
+chart-check: e2e-tools-check
+	$(Q)python3 tests/chart/check.py
 
 # libFuzzer harnesses (clang); FUZZ_SECONDS per harness, default 60.
 fuzz:
