@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # build-tools.sh - build (once) the Kubernetes control-plane binaries, etcd
-# and KWOK used by gpugate's end-to-end tests, and helm for its chart, from the
-# pinned wrapper modules in tests/e2e/tools/{k8s,etcd,kwok,helm}, using
-# nothing but the Go module proxy.
+# and KWOK used by gpugate's end-to-end tests, helm for its chart and
+# cert-manager's CRDs, from the pinned wrapper modules in
+# tests/e2e/tools/{k8s,etcd,kwok,helm,cert-manager}, using nothing but the Go
+# module proxy.
 #
 # Output layout (one cache directory, one sub-directory per pinned version):
 #   ${GPUGATE_TOOLS_DIR:-$HOME/.cache/gpugate/tools}/
@@ -10,6 +11,7 @@
 #       etcd-<version>/{etcd,.stamp}
 #       kwok-<version>/{kwok,.stamp}
 #       helm-<version>/{helm,.stamp}
+#       cert-manager-<version>/{*.yaml,.stamp}   (deploy/crds of the module)
 #
 # A directory only appears once its build fully succeeded (built in a temp dir,
 # then renamed), and it is reused as long as its .stamp matches the current
@@ -22,12 +24,13 @@
 #             built (go is there and new enough), else 1 with the reason;
 #             `make e2e` and `make demo` run this first
 #
-# stdout: exactly four shell assignments, so callers can do
+# stdout: exactly five shell assignments, so callers can do
 #   eval "$(tests/e2e/build-tools.sh)"
 #     KUBE_BIN_DIR=/path/to/k8s-<version>
 #     ETCD_BIN_DIR=/path/to/etcd-<version>
 #     KWOK_BIN_DIR=/path/to/kwok-<version>
 #     HELM_BIN_DIR=/path/to/helm-<version>
+#     CERT_MANAGER_CRDS_DIR=/path/to/cert-manager-<version>
 # Everything else (progress, timings) goes to stderr.
 #
 # Environment:
@@ -43,6 +46,7 @@ k8s_mod_dir=$script_dir/tools/k8s
 etcd_mod_dir=$script_dir/tools/etcd
 kwok_mod_dir=$script_dir/tools/kwok
 helm_mod_dir=$script_dir/tools/helm
+cm_mod_dir=$script_dir/tools/cert-manager
 
 tools_dir=${GPUGATE_TOOLS_DIR:-${HOME:?HOME is not set}/.cache/gpugate/tools}
 jobs=${GPUGATE_BUILD_JOBS:-2}
@@ -97,6 +101,7 @@ k8s_version=$(mod_version "$k8s_mod_dir/go.mod" k8s.io/kubernetes)
 etcd_version=$(mod_version "$etcd_mod_dir/go.mod" go.etcd.io/etcd/server/v3)
 kwok_version=$(mod_version "$kwok_mod_dir/go.mod" sigs.k8s.io/kwok)
 helm_version=$(mod_version "$helm_mod_dir/go.mod" helm.sh/helm/v3)
+cm_version=$(mod_version "$cm_mod_dir/go.mod" github.com/cert-manager/cert-manager)
 
 # Sanity check: every staging replace must point at v0.<minor>.<patch> of the
 # same release, otherwise we would silently build a mixed control plane.
@@ -110,6 +115,7 @@ k8s_out=$tools_dir/k8s-$k8s_version
 etcd_out=$tools_dir/etcd-$etcd_version
 kwok_out=$tools_dir/kwok-$kwok_version
 helm_out=$tools_dir/helm-$helm_version
+cm_out=$tools_dir/cert-manager-$cm_version
 
 # Version string embedded the same way Kubernetes' own build does
 # (hack/lib/version.sh), so `kubectl version` and /version look normal.
@@ -152,6 +158,7 @@ k8s_stamp=$(stamp_for "$k8s_mod_dir" "$k8s_version" "$k8s_ldflags")
 etcd_stamp=$(stamp_for "$etcd_mod_dir" "$etcd_version" "$etcd_ldflags")
 kwok_stamp=$(stamp_for "$kwok_mod_dir" "$kwok_version" "$kwok_ldflags")
 helm_stamp=$(stamp_for "$helm_mod_dir" "$helm_version" "$helm_ldflags")
+cm_stamp=$(stamp_for "$cm_mod_dir" "$cm_version" "crds")
 
 # up_to_date DIR STAMP BIN... : true if DIR has every BIN and a matching stamp.
 up_to_date() {
@@ -167,12 +174,14 @@ k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 etcd_bins=(etcd)
 kwok_bins=(kwok)
 helm_bins=(helm)
+cm_bins=() # no binaries: the stamp says the CRDs were copied
 
 print_result() {
     printf 'KUBE_BIN_DIR=%q\n' "$k8s_out"
     printf 'ETCD_BIN_DIR=%q\n' "$etcd_out"
     printf 'KWOK_BIN_DIR=%q\n' "$kwok_out"
     printf 'HELM_BIN_DIR=%q\n' "$helm_out"
+    printf 'CERT_MANAGER_CRDS_DIR=%q\n' "$cm_out"
 }
 
 # needs_build DIR STAMP BIN... : like ! up_to_date, but --force always builds.
@@ -225,8 +234,9 @@ require_go() {
 if [[ $force -eq 0 ]] && up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" &&
     up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}" &&
     up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}" &&
-    up_to_date "$helm_out" "$helm_stamp" "${helm_bins[@]}"; then
-    log "up to date: kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version, helm $helm_version"
+    up_to_date "$helm_out" "$helm_stamp" "${helm_bins[@]}" &&
+    up_to_date "$cm_out" "$cm_stamp" "${cm_bins[@]}"; then
+    log "up to date: kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version, helm $helm_version, cert-manager CRDs $cm_version"
     [[ $check -eq 1 ]] || print_result
     exit 0
 fi
@@ -311,10 +321,29 @@ if needs_build "$helm_out" "$helm_stamp" "${helm_bins[@]}"; then
         "$helm_ldflags" helm helm.sh/helm/v3/cmd/helm
 fi
 
+# cert-manager's CRDs: nothing to build, deploy/crds/*.yaml copied out of the
+# module (go mod download checks it against go.sum).
+if needs_build "$cm_out" "$cm_stamp" "${cm_bins[@]}"; then
+    t0=$(now)
+    tmp=$(mktemp -d "$tools_dir/.build-cert-manager.XXXXXX")
+    tmp_dirs+=("$tmp")
+    cm_dir=$(cd "$cm_mod_dir" && GOWORK=off GOFLAGS=-mod=readonly "$go_bin" mod download \
+        -json github.com/cert-manager/cert-manager | awk -F'"' '$2 == "Dir" { print $4 }')
+    [[ -n $cm_dir ]] || die "go mod download of cert-manager $cm_version failed"
+    cp -- "$cm_dir"/deploy/crds/*.yaml "$tmp"/ || die "no deploy/crds in $cm_dir"
+    chmod 644 "$tmp"/*.yaml
+    printf '%s\n' "$cm_stamp" >"$tmp/.stamp"
+    chmod 755 "$tmp"
+    rm -rf -- "$cm_out"
+    mv -- "$tmp" "$cm_out"
+    log "copied cert-manager $cm_version CRDs in $(elapsed "$t0")"
+fi
+
 up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" || die "missing binaries in $k8s_out"
 up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}" || die "missing binaries in $etcd_out"
 up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}" || die "missing binaries in $kwok_out"
 up_to_date "$helm_out" "$helm_stamp" "${helm_bins[@]}" || die "missing binaries in $helm_out"
+up_to_date "$cm_out" "$cm_stamp" "${cm_bins[@]}" || die "missing CRDs in $cm_out"
 
-log "done in $(elapsed "$t_start"): kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version, helm $helm_version"
+log "done in $(elapsed "$t_start"): kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version, helm $helm_version, cert-manager CRDs $cm_version"
 print_result
