@@ -99,6 +99,19 @@ void jsonmem_end(void)
 	ta.used = 0;
 }
 
+bool jsonmem_pause(void)
+{
+	bool was_on = ta.on;
+
+	ta.on = false;
+	return was_on;
+}
+
+void jsonmem_resume(bool was_on)
+{
+	ta.on = was_on;
+}
+
 void jsonmem_free(void *p)
 {
 	jm_free(p);

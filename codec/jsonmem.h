@@ -27,6 +27,14 @@ void jsonmem_end(void);
  * request's instructions).
  */
 bool jsonmem_discardable(void);
+/*
+ * Values that outlive the request (built once inside one, then shared):
+ * between jsonmem_pause() and jsonmem_resume(), jansson allocates with
+ * malloc() on this thread.  jsonmem_pause() returns what jsonmem_resume()
+ * takes back.
+ */
+bool jsonmem_pause(void);
+void jsonmem_resume(bool was_on);
 /* Frees what jansson allocated (json_dumps() text, ...). */
 void jsonmem_free(void *p);
 

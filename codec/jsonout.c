@@ -3,6 +3,8 @@
 #include "base/text.h"
 #include "codec/jsonmem.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -46,10 +48,22 @@ static size_t plain_run(const char *s, size_t i, size_t n)
 void jsonout_string(struct strbuf *sb, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	size_t run = 0;
+	size_t run = 0, i = plain_run(s, 0, n);
 
+	/* Most strings (every key, most values) need no escape: one copy. */
+	if (i == n && n + 2 < sb->cap - sb->len && !sb->failed &&
+	    n + 2 <= sb->max - sb->len) {
+		char *d = sb->buf + sb->len;
+
+		d[0] = '"';
+		memcpy(d + 1, s, n);
+		d[n + 1] = '"';
+		d[n + 2] = '\0';
+		sb->len += n + 2;
+		return;
+	}
 	strbuf_add(sb, "\"", 1);
-	for (size_t i = plain_run(s, 0, n); i < n; i = plain_run(s, i + 1, n)) {
+	for (; i < n; i = plain_run(s, i + 1, n)) {
 		unsigned char c = (unsigned char)s[i];
 		char esc[6] = {'\\', 'u', '0', '0', 0, 0};
 		const char *e = esc;
@@ -88,6 +102,62 @@ static void put_integer(struct strbuf *sb, json_int_t v)
 	strbuf_add(sb, d, (size_t)(buf + sizeof(buf) - 1 - d));
 }
 
+/*
+ * Frozen values (jsonout_freeze()): their text, written once.  Entries are
+ * added under the lock and published by the count (release); readers take
+ * the count (acquire) and read only entries below it, which never change.
+ */
+#define FROZEN_MAX 16
+static struct {
+	const json_t *v;
+	char *text;
+	size_t len;
+} frozen[FROZEN_MAX];
+static _Atomic size_t n_frozen;
+static pthread_mutex_t frozen_mu = PTHREAD_MUTEX_INITIALIZER;
+
+int jsonout_freeze(const json_t *v)
+{
+	struct strbuf sb;
+	size_t n;
+	int rc = -1;
+
+	if (!v)
+		return -1;
+	pthread_mutex_lock(&frozen_mu);
+	n = atomic_load_explicit(&n_frozen, memory_order_relaxed);
+	for (size_t i = 0; i < n; i++)
+		if (frozen[i].v == v)
+			rc = 0;
+	if (rc < 0 && n < FROZEN_MAX) {
+		strbuf_init(&sb, SIZE_MAX / 2);
+		jsonout_value(&sb, v);
+		if (!strbuf_failed(&sb)) {
+			frozen[n].text = strbuf_take(&sb, &frozen[n].len);
+			frozen[n].v = v;
+			if (frozen[n].text) {
+				atomic_store_explicit(&n_frozen, n + 1, memory_order_release);
+				rc = 0;
+			}
+		}
+		strbuf_release(&sb);
+	}
+	pthread_mutex_unlock(&frozen_mu);
+	return rc;
+}
+
+static bool write_frozen(struct strbuf *sb, const json_t *v)
+{
+	size_t n = atomic_load_explicit(&n_frozen, memory_order_acquire);
+
+	for (size_t i = 0; i < n; i++)
+		if (frozen[i].v == v) {
+			strbuf_add(sb, frozen[i].text, frozen[i].len);
+			return true;
+		}
+	return false;
+}
+
 void jsonout_value(struct strbuf *sb, const json_t *v)
 {
 	json_t *x, *o = (json_t *)v; /* jansson's iterators are not const */
@@ -97,6 +167,8 @@ void jsonout_value(struct strbuf *sb, const json_t *v)
 
 	switch (json_typeof(v)) {
 	case JSON_OBJECT:
+		if (write_frozen(sb, v))
+			return;
 		strbuf_add(sb, "{", 1);
 		json_object_keylen_foreach(o, k, klen, x)
 		{

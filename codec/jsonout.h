@@ -26,4 +26,13 @@ void jsonout_string(struct strbuf *sb, const char *s, size_t n);
 /* Any JSON value, compact. */
 void jsonout_value(struct strbuf *sb, const json_t *v);
 
+/*
+ * Writes v's text once and keeps it: jsonout_value() then copies that text
+ * when it meets the object v itself (by pointer), however deep.  For values
+ * built once and shared, which must never change after this (webhook/
+ * apply.c's checkpoint signal).  At most 16 values; 0, or -1 when full or
+ * out of memory (v is then written as any other value).  Thread-safe.
+ */
+int jsonout_freeze(const json_t *v);
+
 #endif

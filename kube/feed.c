@@ -9,9 +9,11 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* The kinds of usage, then Nodes (with an inventory only). */
+/* The kinds of usage, then Nodes (with an inventory only) and
+ * PriorityClasses (with a priorities table only). */
 #define FEED_NODES USAGE_KINDS
-#define FEED_KINDS (USAGE_KINDS + 1)
+#define FEED_PRIORITIES (USAGE_KINDS + 1)
+#define FEED_KINDS (USAGE_KINDS + 2)
 
 /* What the feed watches, by enum usage_kind and FEED_NODES: every object
  * of each kind (no label selector, see feed.h). */
@@ -24,6 +26,8 @@ static const struct {
 	/* A cluster without resource.k8s.io/v1 has no claims. */
 	[USAGE_CLAIMS] = {"claims", "/apis/resource.k8s.io/v1/resourceclaims", true},
 	[FEED_NODES] = {"nodes", "/api/v1/nodes", false},
+	[FEED_PRIORITIES] = {"priorityclasses",
+			     "/apis/scheduling.k8s.io/v1/priorityclasses", false},
 };
 
 struct feed_kind {
@@ -34,8 +38,7 @@ struct feed_kind {
 
 struct feed {
 	struct feed_config cfg;
-	struct feed_kind kinds[FEED_KINDS];
-	int n_kinds;               /* USAGE_KINDS, or FEED_KINDS with an inventory */
+	struct feed_kind kinds[FEED_KINDS]; /* by kind; .inf NULL: not watched */
 	pthread_mutex_t mu;        /* up[] and the store's watching state */
 	bool up[USAGE_KINDS];
 };
@@ -70,6 +73,22 @@ static void to_inventory(struct feed *f, int kind, const json_t *obj, struct are
 	}
 }
 
+/* A PriorityClass: its name, value and whether it is the default. */
+static void to_priorities(struct feed *f, const json_t *obj)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *name = json_string_value(json_object_get(meta, "name"));
+	const json_t *value = json_object_get(obj, "value");
+	json_int_t v = json_integer_value(value);
+
+	if (!name || !json_is_integer(value) || v < INT32_MIN || v > INT32_MAX)
+		return;
+	if (priorities_put(f->cfg.priorities, name, (int32_t)v,
+			   json_is_true(json_object_get(obj, "globalDefault"))) < 0)
+		log_event(LOG_WARN, "msg=\"priorities: out of memory or too many "
+				    "classes\" class=%s", name);
+}
+
 static void on_object(void *ctx, const json_t *obj)
 {
 	struct feed_kind *k = ctx;
@@ -77,6 +96,10 @@ static void on_object(void *ctx, const json_t *obj)
 	struct usage_item it;
 	struct arena a;
 
+	if (k->kind == FEED_PRIORITIES) {
+		to_priorities(f, obj);
+		return;
+	}
 	arena_init(&a);
 	if (k->kind != FEED_NODES &&
 	    f->cfg.charge(f->cfg.charge_ctx, obj, (enum usage_kind)k->kind, &a, &it) == 0) {
@@ -102,6 +125,11 @@ static void on_delete(void *ctx, const json_t *obj)
 	const json_t *meta = json_object_get(obj, "metadata");
 	const char *uid = json_string_value(json_object_get(meta, "uid"));
 
+	if (k->kind == FEED_PRIORITIES) {
+		priorities_delete(k->f->cfg.priorities,
+				  json_string_value(json_object_get(meta, "name")));
+		return;
+	}
 	if (k->kind == FEED_NODES) {
 		const char *name = json_string_value(json_object_get(meta, "name"));
 
@@ -123,6 +151,10 @@ static void on_relist_begin(void *ctx)
 	struct feed_kind *k = ctx;
 	struct inventory *inv = k->f->cfg.inventory;
 
+	if (k->kind == FEED_PRIORITIES) {
+		priorities_relist_begin(k->f->cfg.priorities);
+		return;
+	}
 	if (k->kind == FEED_NODES) {
 		inventory_relist_begin(inv, INVENTORY_NODES);
 		return;
@@ -139,6 +171,13 @@ static void on_relist_end(void *ctx, bool first)
 	struct feed_kind *k = ctx;
 	struct inventory *inv = k->f->cfg.inventory;
 
+	if (k->kind == FEED_PRIORITIES) {
+		priorities_relist_end(k->f->cfg.priorities);
+		if (first)
+			log_event(LOG_INFO, "msg=\"priorities synced\" kind=priorityclasses "
+					    "entries=%zu", priorities_count(k->f->cfg.priorities));
+		return;
+	}
 	if (k->kind == FEED_NODES) {
 		inventory_relist_end(inv, INVENTORY_NODES);
 		if (first)
@@ -165,8 +204,8 @@ static void on_connected(void *ctx, bool up)
 	struct feed *f = k->f;
 	bool all = true;
 
-	if (k->kind == FEED_NODES)
-		return; /* quota does not wait for Nodes */
+	if (k->kind >= USAGE_KINDS)
+		return; /* quota waits for neither Nodes nor PriorityClasses */
 	pthread_mutex_lock(&f->mu);
 	f->up[k->kind] = up;
 	for (int i = 0; i < USAGE_KINDS; i++)
@@ -201,8 +240,7 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 	pthread_mutex_init(&f->mu, NULL);
 	/* Nothing is watched yet: reservations wait. */
 	usage_set_watching(cfg->usage, false);
-	f->n_kinds = cfg->inventory ? FEED_KINDS : USAGE_KINDS;
-	for (int i = 0; i < f->n_kinds; i++) {
+	for (int i = 0; i < FEED_KINDS; i++) {
 		struct feed_kind *k = &f->kinds[i];
 		struct informer_config ic = {
 			.kube = cfg->kube,
@@ -219,6 +257,9 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 
 		k->f = f;
 		k->kind = i;
+		if ((i == FEED_NODES && !cfg->inventory) ||
+		    (i == FEED_PRIORITIES && !cfg->priorities))
+			continue;
 		if (informer_start(&ic, &k->inf, d) < 0)
 			goto fail;
 	}
@@ -250,9 +291,9 @@ void feed_stop(struct feed *f)
 	if (!f)
 		return;
 	/* All at once: the stop takes about a second, not four. */
-	for (int i = 0; i < f->n_kinds; i++)
+	for (int i = 0; i < FEED_KINDS; i++)
 		informer_cancel(f->kinds[i].inf);
-	for (int i = 0; i < f->n_kinds; i++)
+	for (int i = 0; i < FEED_KINDS; i++)
 		informer_stop(f->kinds[i].inf);
 	pthread_mutex_destroy(&f->mu);
 	free(f);

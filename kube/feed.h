@@ -29,6 +29,10 @@
  * leave it stale.  The first whole list of each kind is logged
  * (msg="usage synced" kind=pods entries=N).
  *
+ * With a priorities table (usage/priorities.h), another informer lists
+ * and watches every PriorityClass (scheduling.k8s.io/v1): the priority a
+ * Job's pods will run at.  Like Nodes, it counts for neither.
+ *
  * With an inventory (usage/inventory.h), a fourth informer lists and
  * watches every Node, and every pod also goes to the inventory: where it is
  * bound and what it asks there.  Nodes count neither for feed_synced nor
@@ -45,6 +49,7 @@
 
 #include "usage/inventory.h"
 #include "usage/meter.h"
+#include "usage/priorities.h"
 #include "usage/usage.h"
 
 #include <jansson.h>
@@ -75,6 +80,10 @@ struct feed_config {
 	int (*placement)(void *ctx, const json_t *obj, struct arena *a,
 			 struct inventory_placement *out);
 	void *facts_ctx;
+	/* Optional: the PriorityClasses to keep (a fifth informer; counts
+	 * neither for feed_synced nor for feed_connected: a cluster that
+	 * refuses to list them only leaves Job priorities unknown). */
+	struct priorities *priorities;
 	/* Optional: the meter (usage/meter.h), fed every pod through run. */
 	struct meter *meter;
 	int (*run)(void *ctx, const json_t *obj, struct arena *a,

@@ -1071,20 +1071,29 @@ static void borrowers_text(const struct quota_result *q, char *buf, size_t size)
 	}
 }
 
-/* The denial of QUOTA_LENT_OUT; `req` says what was requested. */
+/* The denial of QUOTA_LENT_OUT and QUOTA_RECLAIM_SHORT; `req` says what was
+ * requested. */
 static void lent_out(struct ctx *c, const struct quota_result *q, const char *tenant,
 		     const char *flavor, const char *req)
 {
-	char who[QUOTA_MAX_NAMED * 96 + 32];
+	char who[QUOTA_MAX_NAMED * 96 + 32], why[200];
 
 	borrowers_text(q, who, sizeof(who));
+	if (q->position == QUOTA_RECLAIM_SHORT)
+		snprintf(why, sizeof(why),
+			 "with reclaimWithinCohort LowerPriority only workloads of "
+			 "priority below %" PRId32 " are taken back, and they hold %" PRId64
+			 "; it waits until the units are returned",
+			 q->below, q->reclaimable);
+	else
+		snprintf(why, sizeof(why), "with reclaimWithinCohort Never it waits "
+					   "until they are returned");
 	violate(c, "quota",
 		"tenant \"%s\" cannot have its lent %s quota back now: requested "
 		"%s, in use %" PRId64 " of nominal %" PRId64 ", and %" PRId64 " of "
-		"those units are lent out in cohort \"%s\" (%s); with "
-		"reclaimWithinCohort Never it waits until they are returned",
+		"those units are lent out in cohort \"%s\" (%s); %s",
 		tenant, flavor, req, q->used, q->nominal, q->reclaim,
-		q->cohort ? q->cohort : "", who);
+		q->cohort ? q->cohort : "", who, why);
 }
 
 /* "24/32 in use" and, when borrowing, the borrowed part. */
@@ -1446,6 +1455,24 @@ static void claim_from_charge(struct ctx *c)
 		out->flavor = ch->flavor;
 }
 
+int32_t decide_priority(const struct workload *wl, const char *class_priority,
+			const struct priority_view *pv)
+{
+	const struct wl_pod *pod = &wl->pod;
+	const char *name = pod->priority_class_name;
+	int32_t v = 0;
+
+	/* The class's priorityClassName replaces none the user chose
+	 * (decide_class()); the apiserver then resolves it again. */
+	if (class_priority && !name)
+		name = class_priority;
+	else if (wl->kind == WL_POD && pod->has_priority)
+		return pod->priority; /* the Priority plugin's answer */
+	if (pv && pv->value(pv->ctx, name, &v))
+		return v;
+	return 0; /* Kubernetes' priority without a class or a default */
+}
+
 /* The rules of a CREATE (or of a Job being resumed), then the claim. */
 static void judge(struct ctx *c)
 {
@@ -1477,6 +1504,10 @@ static void judge(struct ctx *c)
 		out->claim.needed = false; /* judged when it is resumed */
 	else if (out->claim.needed)
 		out->claim.owner_job_uid = c->charge.owner_job_uid;
+	if (out->claim.needed)
+		out->claim.priority = decide_priority(
+			wl, out->cls ? out->cls->priority_class_name : NULL,
+			c->in->priorities);
 }
 
 /*
@@ -1636,6 +1667,7 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 		unavailable(&c, q);
 		break;
 	case QUOTA_LENT_OUT:
+	case QUOTA_RECLAIM_SHORT:
 		lent_out(&c, q, cl->tenant->name, cl->flavor->name, req);
 		break;
 	case QUOTA_NO_QUOTA:
@@ -2071,7 +2103,7 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 		unavailable(c, q);
 		return;
 	}
-	if (q->position == QUOTA_LENT_OUT) {
+	if (q->position == QUOTA_LENT_OUT || q->position == QUOTA_RECLAIM_SHORT) {
 		char req[160];
 
 		snprintf(req, sizeof(req), "%" PRId64 " (claim, device class %s)",

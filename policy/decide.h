@@ -65,11 +65,23 @@ enum decide_phase {
 	DECIDE_VALIDATE,
 };
 
+/*
+ * The cluster's PriorityClasses (scheduling.k8s.io/v1), read only: the
+ * value of class `name`, or with name NULL of the globalDefault one.
+ * false: not known (no such class, or nobody watches them).
+ */
+struct priority_view {
+	const void *ctx;
+	bool (*value)(const void *ctx, const char *name, int32_t *out);
+};
+
 struct decide_input {
 	const struct policy *policy;
 	const struct workload *wl;
 	enum decide_phase phase;
 	const struct workload *old; /* UPDATE: the object before; else NULL */
+	/* NULL: no PriorityClass is known (a pod's spec.priority still is). */
+	const struct priority_view *priorities;
 };
 
 /* What the workload asks of the tenant's quota. */
@@ -83,6 +95,9 @@ struct quota_claim {
 	bool may_borrow;    /* the workload is (or will be made) preemptible */
 	/* A pod that may ride on its Job's gang (policy/charge.h). */
 	const char *owner_job_uid;
+	/* The priority its pods run at (decide_request_priority()): what
+	 * reclaimWithinCohort LowerPriority compares. */
+	int32_t priority;
 };
 
 /*
@@ -163,6 +178,18 @@ struct decision {
 
 	struct plan plan;
 };
+
+/*
+ * The priority wl's pods run (or will run) at: a Pod's spec.priority (the
+ * apiserver's Priority plugin resolved it before any webhook) unless
+ * class_priority (the priorityClassName a class sets on pods that name
+ * none; NULL: none) replaces it; else the value of the priorityClassName
+ * (the pod's, a Job template's, or class_priority) in pv, or of the
+ * globalDefault class when there is none; else 0.  A claim carries it
+ * (quota_claim.priority); the watch ranks a Job's reclaim by it.
+ */
+int32_t decide_priority(const struct workload *wl, const char *class_priority,
+			const struct priority_view *pv);
 
 /* Step 1: rules, mapping and the quota claim. */
 void decide_prepare(const struct decide_input *in, struct decision *out);

@@ -123,6 +123,8 @@ const char *quota_position_name(enum quota_position pos)
 		return "unavailable";
 	case QUOTA_LENT_OUT:
 		return "lent-out";
+	case QUOTA_RECLAIM_SHORT:
+		return "reclaim-short";
 	}
 	return "unknown";
 }

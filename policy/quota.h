@@ -40,6 +40,12 @@ enum quota_position {
 	 * borrowers and the tenant's reclaimWithinCohort is Never: denied
 	 * until they come back (Kueue's answer: the workload waits). */
 	QUOTA_LENT_OUT,
+	/* The same with reclaimWithinCohort LowerPriority when the borrowing
+	 * workloads of lower priority than the request cannot give back the
+	 * `reclaim` units (reclaim_below(); Kueue keeps it pending): denied
+	 * until they come back.  `below` is the request's priority and
+	 * `reclaimable` what those workloads hold. */
+	QUOTA_RECLAIM_SHORT,
 };
 
 /* At most this many borrowers are named in a quota result. */
@@ -75,6 +81,10 @@ struct quota_result {
 	 * the first QUOTA_MAX_NAMED, and how many there are in all. */
 	struct quota_borrower borrowers[QUOTA_MAX_NAMED];
 	size_t n_borrowers;
+	/* QUOTA_RECLAIM_SHORT: the request's priority, and the units the
+	 * borrowing workloads of lower priority hold. */
+	int32_t below;
+	int64_t reclaimable;
 	char reason[160];        /* QUOTA_UNAVAILABLE: why, one line */
 };
 

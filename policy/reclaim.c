@@ -151,3 +151,46 @@ size_t reclaim_pick(const struct policy *p, int cohort_index,
 		*covered = sum <= 0;
 	return k;
 }
+
+/* The usage of a view with `units` more for one tenant and flavor: the
+ * cohort as it would be with a request admitted. */
+struct with_request {
+	const struct usage_view *u;
+	unsigned tenant, flavor;
+	int64_t units;
+};
+
+static int64_t with_request_used(const void *ctx, unsigned tenant, unsigned flavor)
+{
+	const struct with_request *x = ctx;
+	int64_t used = x->u->used(x->u->ctx, tenant, flavor);
+
+	return tenant == x->tenant && flavor == x->flavor ? used + x->units : used;
+}
+
+bool reclaim_below(const struct policy *p, const struct policy_tenant *t,
+		   const struct policy_flavor *f, int64_t units,
+		   const struct usage_view *u, const struct reclaim_candidate *c,
+		   size_t n, int32_t below, size_t *picked, int64_t *reclaimable)
+{
+	struct with_request x = {.u = u, .tenant = t->index, .flavor = f->index,
+				 .units = units};
+	struct usage_view after = {.ctx = &x, .used = with_request_used};
+	bool covered = true;
+
+	*reclaimable = 0;
+	if (!valid_cohort(p, t->cohort_index))
+		return true;
+	for (size_t i = 0; i < n; i++) {
+		const struct policy_tenant *m;
+
+		if (!may_be_victim(p, t->cohort_index, &c[i], true, below))
+			continue;
+		m = policy_tenant_at(p, c[i].tenant);
+		if (after.used(after.ctx, m->index, f->index) > nominal_of(m, f))
+			*reclaimable += c[i].units;
+	}
+	reclaim_pick(p, t->cohort_index, f, &after, c, n, true, below, picked, n,
+		     &covered);
+	return covered;
+}

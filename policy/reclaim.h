@@ -30,6 +30,7 @@
 
 struct policy;
 struct policy_flavor;
+struct policy_tenant;
 struct usage_view;
 
 /* A workload that could be reclaimed: a Job or a bare Pod holding units
@@ -96,5 +97,19 @@ size_t reclaim_pick(const struct policy *p, int cohort_index,
 		    const struct reclaim_candidate *c, size_t n, bool has_below,
 		    int32_t below_priority, size_t *picked, size_t cap,
 		    bool *covered);
+
+/*
+ * reclaimWithinCohort LowerPriority at admission (Kueue keeps such a
+ * workload pending): would the victims of priority below `below` cover the
+ * deficit of t's cohort and flavor f once t holds `units` more (under usage
+ * u, which must include what every candidate holds)?  The pick is
+ * reclaim_pick()'s with that bound, on that usage.  *reclaimable is set to
+ * what the eligible candidates of borrowing members hold, for the message.
+ * picked[] is scratch of n entries.  A tenant in no cohort: true, 0.
+ */
+bool reclaim_below(const struct policy *p, const struct policy_tenant *t,
+		   const struct policy_flavor *f, int64_t units,
+		   const struct usage_view *u, const struct reclaim_candidate *c,
+		   size_t n, int32_t below, size_t *picked, int64_t *reclaimable);
 
 #endif

@@ -135,6 +135,7 @@ struct wl_pod {
 	size_t n_node_selector;
 	const char *priority_class_name;
 	bool has_priority;          /* spec.priority is set */
+	int32_t priority;           /* its value (has_priority) */
 	bool has_grace;
 	int64_t grace;              /* terminationGracePeriodSeconds */
 	const char *restart_policy;

@@ -1,20 +1,165 @@
 /* usage: the seam; every call goes to the store's backend (usage/backend.h). */
 #include "usage/usage.h"
 
+#include "base/arena.h"
+#include "base/text.h"
 #include "policy/decide.h"
 #include "policy/policy.h"
 #include "policy/quota.h"
+#include "policy/reclaim.h"
 #include "usage/backend.h"
 
-void usage_decide(struct usage_store *u, const struct policy *p,
-		  const struct workload *wl, const struct quota_claim *c,
-		  bool reserve, bool force, struct quota_result *out)
+#include <stdlib.h>
+#include <string.h>
+
+bool usage_reclaim_candidate(const struct usage_workload *w, unsigned tenant,
+			     struct reclaim_candidate *out)
+{
+	/* A pod of a released Job still holds its units until it is gone: it
+	 * counts, as signalled, so that nothing more is taken for it; a pod
+	 * beyond a gang that nobody asked is no victim of its own. */
+	if (w->owned && !w->signalled_ms)
+		return false;
+	*out = (struct reclaim_candidate){
+		.uid = w->uid,
+		.tenant = tenant,
+		.units = w->units,
+		.priority = w->priority,
+		.admitted_ms = w->created_ms,
+		.preemptible = w->preemptible || w->owned,
+		.signalled = w->signalled_ms != 0,
+	};
+	return true;
+}
+
+/* The reclaim candidates of one cohort and flavor, copied out of the
+ * store (its strings live for the callback only). */
+struct candidates {
+	const struct policy *p;
+	int cohort;
+	const struct policy_flavor *f;
+	struct reclaim_candidate *c;
+	size_t n, cap;
+	struct arena a;
+	bool oom;
+};
+
+static void add_candidate(void *ctx, const struct usage_workload *w)
+{
+	struct candidates *x = ctx;
+	const struct policy_tenant *t = policy_tenant_find(x->p, w->tenant);
+	struct reclaim_candidate rc;
+
+	if (x->oom || !t || t->cohort_index != x->cohort ||
+	    policy_flavor_find(x->p, w->flavor) != x->f ||
+	    !usage_reclaim_candidate(w, t->index, &rc))
+		return;
+	if (x->n == x->cap) {
+		size_t cap = x->cap ? 2 * x->cap : 64;
+		struct reclaim_candidate *c = realloc(x->c, cap * sizeof(*c));
+
+		if (!c) {
+			x->oom = true;
+			return;
+		}
+		x->c = c;
+		x->cap = cap;
+	}
+	rc.uid = arena_strdup(&x->a, w->uid ? w->uid : "");
+	if (!rc.uid) {
+		x->oom = true;
+		return;
+	}
+	x->c[x->n++] = rc;
+}
+
+/*
+ * reclaimWithinCohort LowerPriority: a request admitted on nominal quota
+ * whose units are lent out is admitted only when the borrowing workloads
+ * of lower priority can give them back (reclaim_below()); else
+ * QUOTA_RECLAIM_SHORT.  Returns whether it turned *out into that.
+ */
+static bool lower_priority_short(struct usage_store *u, const struct policy *p,
+				 const struct quota_claim *c, struct quota_result *out)
+{
+	struct candidates x = {.p = p, .cohort = c->tenant->cohort_index,
+			       .f = c->flavor};
+	struct usage_names names;
+	struct usage_view view;
+	size_t *picked;
+	int64_t reclaimable = 0;
+	bool covered = true;
+
+	if (out->position != QUOTA_NOMINAL || out->reclaim <= 0)
+		return false;
+	arena_init(&x.a);
+	usage_each_workload(u, add_candidate, &x);
+	picked = x.oom ? NULL : calloc(x.n ? x.n : 1, sizeof(*picked));
+	if (picked) {
+		usage_names_view(&names, p, u, &view);
+		covered = reclaim_below(p, c->tenant, c->flavor, c->units, &view, x.c,
+					x.n, c->priority, picked, &reclaimable);
+	}
+	free(picked);
+	free(x.c);
+	arena_release(&x.a);
+	if (!picked) {
+		out->position = QUOTA_UNAVAILABLE;
+		text_cat(out->reason, sizeof(out->reason),
+			 "out of memory while weighing the workloads to reclaim", NULL);
+		return true;
+	}
+	if (covered)
+		return false;
+	out->position = QUOTA_RECLAIM_SHORT;
+	out->below = c->priority;
+	out->reclaimable = reclaimable;
+	return true;
+}
+
+static void backend_decide(struct usage_store *u, const struct policy *p,
+			   const struct workload *wl, const struct quota_claim *c,
+			   bool reserve, bool force, struct quota_result *out)
 {
 	if (u && u->be->decide)
 		u->be->decide(u, p, wl, c, reserve, force, out);
 	else
 		quota_decide(p, c->tenant, c->flavor, c->units, c->may_borrow,
 			     &quota_no_usage, out);
+}
+
+void usage_decide(struct usage_store *u, const struct policy *p,
+		  const struct workload *wl, const struct quota_claim *c,
+		  bool reserve, bool force, struct quota_result *out)
+{
+	struct quota_result peek;
+
+	if (!c->tenant->cohort || c->tenant->reclaim != POLICY_RECLAIM_LOWER_PRIORITY) {
+		backend_decide(u, p, wl, c, reserve, force, out);
+		return;
+	}
+	if (!reserve) {
+		backend_decide(u, p, wl, c, false, force, out);
+		lower_priority_short(u, p, c, out);
+		return;
+	}
+	/* Weighed before anything is held, so that a denial holds nothing.
+	 * The victims are weighed apart from the reservation's lock: a
+	 * workload that comes or goes in between changes only who is
+	 * reclaimed, which the reclaimer works out again every round. */
+	backend_decide(u, p, wl, c, false, force, &peek);
+	if (lower_priority_short(u, p, c, &peek) && !force) {
+		*out = peek;
+		return;
+	}
+	backend_decide(u, p, wl, c, true, force, out);
+	if (peek.position == QUOTA_RECLAIM_SHORT && out->position == QUOTA_NOMINAL &&
+	    out->reclaim > 0) {
+		/* warn and audit modes: held all the same, and said. */
+		out->position = QUOTA_RECLAIM_SHORT;
+		out->below = peek.below;
+		out->reclaimable = peek.reclaimable;
+	}
 }
 
 void usage_release(struct usage_store *u, const struct policy *p,

@@ -97,6 +97,11 @@ typedef void (*usage_workload_fn)(void *ctx, const struct usage_workload *w);
  * decides and holds the units at once, so that concurrent requests never
  * over-admit.  force holds the units even when over quota (warn and audit
  * modes admit anyway).  u NULL: nothing in use.
+ *
+ * A tenant with reclaimWithinCohort LowerPriority whose request takes
+ * lent-out units is also weighed against the store's workloads
+ * (usage_each_workload()): QUOTA_RECLAIM_SHORT, and nothing held, when the
+ * borrowers of priority below c->priority cannot give them back.
  */
 void usage_decide(struct usage_store *u, const struct policy *p,
 		  const struct workload *wl, const struct quota_claim *claim,
@@ -166,6 +171,16 @@ void usage_foreach(struct usage_store *u, usage_sum_fn fn, void *ctx);
  * nothing.
  */
 void usage_each_workload(struct usage_store *u, usage_workload_fn fn, void *ctx);
+
+/*
+ * The reclaim candidate (policy/reclaim.h) workload w is, its tenant being
+ * policy tenant `tenant`; false when it is none.  The one rule for the
+ * reclaimer and for reclaimWithinCohort LowerPriority at admission
+ * (usage_decide()).  out->uid is w->uid: it lives as long as w.
+ */
+struct reclaim_candidate;
+bool usage_reclaim_candidate(const struct usage_workload *w, unsigned tenant,
+			     struct reclaim_candidate *out);
 
 /* The backend's name ("memory"), for logs. */
 const char *usage_backend_name(const struct usage_store *u);

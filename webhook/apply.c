@@ -3,6 +3,8 @@
 #include "base/diag.h"
 #include "base/text.h"
 #include "codec/jget.h"
+#include "codec/jsonmem.h"
+#include "codec/jsonout.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -347,8 +349,9 @@ static void mark_named(const json_t *arr, const char *key,
 
 /*
  * The checkpoint signal's three values never change: they are built once
- * and shared (jansson counts references atomically).  apply_plan() never
- * edits an appended value, so every object can hold them.
+ * and shared (jansson counts references atomically), and their JSON text is
+ * written once (jsonout_freeze()).  apply_plan() never edits an appended
+ * value, so every object can hold them.
  */
 static struct {
 	json_t *env, *mount, *volume;
@@ -357,6 +360,10 @@ static pthread_once_t signal_once = PTHREAD_ONCE_INIT;
 
 static void signal_build(void)
 {
+	/* Built inside the first request that needs them: not from its
+	 * arena (codec/jsonmem.h), which the request drops. */
+	bool was_on = jsonmem_pause();
+
 	signal_json.env = obj("name", json_string(SIGNAL_ENV), "value",
 			      json_string(SIGNAL_FILE), NULL);
 	signal_json.mount = obj("name", json_string(SIGNAL_VOLUME), "mountPath",
@@ -373,6 +380,11 @@ static void signal_build(void)
 				    NULL)),
 			NULL),
 		    NULL);
+	/* Their text too: the patch copies it (codec/jsonout.h). */
+	jsonout_freeze(signal_json.env);
+	jsonout_freeze(signal_json.mount);
+	jsonout_freeze(signal_json.volume);
+	jsonmem_resume(was_on);
 }
 
 /* Appends a shared value (a new reference; NULL when building it failed). */

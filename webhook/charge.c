@@ -7,6 +7,7 @@
 #include "policy/charge.h"
 #include "policy/policy.h"
 #include "policy/workload.h"
+#include "usage/priorities.h"
 #include "usage/usage.h"
 #include "webhook/facts.h"
 #include "webhook/holder.h"
@@ -31,23 +32,22 @@ static const char *string_at(const json_t *obj, const char *a, const char *b)
 	return json_string_value(json_object_get(json_object_get(obj, a), b));
 }
 
-/* What a reclaim reads of obj (docs/design/reclaim.md): priority, creation,
- * the preemptible stamp and the checkpoint annotations. */
+/* What a reclaim reads of obj (docs/design/reclaim.md): priority (a Pod's
+ * spec.priority, a Job's template's class's), creation, the preemptible
+ * stamp and the checkpoint annotations. */
 static void reclaim_facts(const json_t *obj, enum usage_kind kind,
+			  const struct workload *wl, const struct priority_view *pv,
 			  struct usage_item *out)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
-	const json_t *spec = json_object_get(obj, "spec");
 	const json_t *pod_meta = meta;
 	const char *pre;
 
-	if (kind == USAGE_JOBS) {
-		const json_t *tmpl = json_object_get(spec, "template");
-
-		spec = json_object_get(tmpl, "spec");
-		pod_meta = json_object_get(tmpl, "metadata");
-	}
-	out->priority = (int32_t)json_integer_value(json_object_get(spec, "priority"));
+	if (kind == USAGE_JOBS)
+		pod_meta = json_object_get(
+			json_object_get(json_object_get(obj, "spec"), "template"),
+			"metadata");
+	out->priority = decide_priority(wl, NULL, pv);
 	out->created_ms =
 		text_unix_time(json_string_value(json_object_get(meta, "creationTimestamp"))) *
 		1000;
@@ -63,6 +63,13 @@ static void reclaim_facts(const json_t *obj, enum usage_kind kind,
 
 int charge_item(const struct policy *p, const json_t *obj, enum usage_kind kind,
 		struct arena *a, struct usage_item *out)
+{
+	return charge_item_with(p, obj, kind, NULL, a, out);
+}
+
+int charge_item_with(const struct policy *p, const json_t *obj,
+		     enum usage_kind kind, const struct priority_view *pv,
+		     struct arena *a, struct usage_item *out)
 {
 	const json_t *meta = json_object_get(obj, "metadata");
 	const char *uid = json_string_value(json_object_get(meta, "uid"));
@@ -93,19 +100,32 @@ int charge_item(const struct policy *p, const json_t *obj, enum usage_kind kind,
 	out->active = ch.active;
 	out->generation = wl.generation;
 	if (kind != USAGE_CLAIMS && out->active)
-		reclaim_facts(obj, kind, out);
+		reclaim_facts(obj, kind, &wl, pv, out);
 	return 0;
 }
 
 int charge_item_current(void *holder, const json_t *obj, enum usage_kind kind,
 			struct arena *a, struct usage_item *out)
 {
+	struct charge_source src = {.holder = holder};
+
+	return charge_item_source(&src, obj, kind, a, out);
+}
+
+int charge_item_source(void *source, const json_t *obj, enum usage_kind kind,
+		       struct arena *a, struct usage_item *out)
+{
+	const struct charge_source *src = source;
 	struct holder_ref *ref;
-	const struct policy *p = holder_acquire(holder, &ref);
+	const struct policy *p = holder_acquire(src->holder, &ref);
+	struct priority_view pv;
 	int rc = -1;
 
 	memset(out, 0, sizeof(*out));
-	if (!p || charge_item(p, obj, kind, a, out) < 0)
+	if (src->priorities)
+		priorities_view(src->priorities, &pv);
+	if (!p || charge_item_with(p, obj, kind, src->priorities ? &pv : NULL, a,
+				   out) < 0)
 		goto out;
 	/* The names live in p, which a reload may free once ref is let go. */
 	if (out->tenant) {

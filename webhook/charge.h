@@ -27,6 +27,13 @@ struct policy;
  */
 int charge_item(const struct policy *p, const json_t *obj, enum usage_kind kind,
 		struct arena *a, struct usage_item *out);
+/* The same, with the cluster's PriorityClasses (NULL: none known), from
+ * which a Job's priority (its reclaim rank) is its template's class's
+ * (policy/decide.h decide_priority()). */
+struct priority_view;
+int charge_item_with(const struct policy *p, const json_t *obj,
+		     enum usage_kind kind, const struct priority_view *pv,
+		     struct arena *a, struct usage_item *out);
 
 /*
  * charge_item() under the current policy of holder (a struct holder *):
@@ -37,5 +44,16 @@ int charge_item(const struct policy *p, const json_t *obj, enum usage_kind kind,
  */
 int charge_item_current(void *holder, const json_t *obj, enum usage_kind kind,
 			struct arena *a, struct usage_item *out);
+
+/* charge_item_current() with PriorityClasses too: source is a struct
+ * charge_source (gpugate serve in API mode). */
+struct holder;
+struct priorities;
+struct charge_source {
+	struct holder *holder;
+	struct priorities *priorities; /* NULL: none known */
+};
+int charge_item_source(void *source, const json_t *obj, enum usage_kind kind,
+		       struct arena *a, struct usage_item *out);
 
 #endif

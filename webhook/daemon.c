@@ -55,6 +55,8 @@ struct daemon {
 	bool have_api;
 	struct usage_store *usage;
 	struct inventory *inventory;      /* API mode only */
+	struct priorities *priorities;    /* API mode only: PriorityClasses */
+	struct charge_source charge;      /* the feed's charge rule's source */
 	struct meter *meter;              /* API mode only */
 	struct feed *feed;
 	struct waiter *waiter;            /* API mode, waiting reasons on */
@@ -485,19 +487,23 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	}
 	if (dm->have_api) {
 		struct feed_config fc = {.kube = &dm->kube, .usage = dm->usage,
-					 .charge = charge_item_current,
-					 .charge_ctx = dm->holder,
+					 .charge = charge_item_source,
+					 .charge_ctx = &dm->charge,
 					 .node = node_facts_cb,
 					 .placement = pod_placement_cb,
 					 .facts_ctx = dm->holder};
 
 		dm->inventory = inventory_new();
 		dm->meter = meter_new(NULL);
-		if (!dm->inventory || !dm->meter) {
+		dm->priorities = priorities_new();
+		dm->charge = (struct charge_source){.holder = dm->holder,
+						    .priorities = dm->priorities};
+		if (!dm->inventory || !dm->meter || !dm->priorities) {
 			diag_addf(d, "gpugate serve: out of memory");
 			goto fail;
 		}
 		fc.inventory = dm->inventory;
+		fc.priorities = dm->priorities;
 		fc.meter = dm->meter;
 		fc.run = pod_run_cb;
 		if (feed_start(&fc, &dm->feed, d) < 0)
@@ -541,6 +547,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	dm->handler.metrics = dm->metrics;
 	dm->handler.usage = dm->usage;
 	dm->handler.inventory = dm->inventory;
+	dm->handler.priorities = dm->priorities;
 	sc.host = dm->host;
 	sc.port = cfg->port;
 	sc.threads = cfg->threads;
@@ -601,6 +608,7 @@ void daemon_stop(struct daemon *dm)
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	inventory_free(dm->inventory);
+	priorities_free(dm->priorities);
 	meter_free(dm->meter);
 	usage_free(dm->usage);
 	kube_shared_io_free(dm->shared_io);

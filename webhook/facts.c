@@ -428,6 +428,11 @@ static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 	pod->priority_class_name = string(x, spec, "priorityClassName", spath);
 	prio = jget(spec, "priority");
 	pod->has_priority = prio && !json_is_null(prio);
+	/* The Priority admission plugin resolved it from the class before
+	 * any webhook; a value out of int32 range is no priority it wrote. */
+	if (json_is_integer(prio) && json_integer_value(prio) >= INT32_MIN &&
+	    json_integer_value(prio) <= INT32_MAX)
+		pod->priority = (int32_t)json_integer_value(prio);
 	grace = jget(spec, "terminationGracePeriodSeconds");
 	if (grace && json_is_integer(grace)) {
 		pod->has_grace = true;

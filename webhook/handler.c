@@ -7,6 +7,7 @@
 #include "http/server.h"
 #include "policy/pool.h"
 #include "usage/inventory.h"
+#include "usage/priorities.h"
 #include "usage/usage.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
@@ -130,6 +131,7 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		.policy = p,
 		.wl = &ev->wl,
 		.phase = ep == HANDLER_MUTATE ? DECIDE_MUTATE : DECIDE_VALIDATE,
+		.priorities = ev->priorities,
 	};
 	bool debug = is_ephemeral_update(rv, ep);
 
@@ -292,6 +294,7 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 	const struct policy *p;
 	struct review_response resp = {0};
 	const char *warnings[DECIDE_MAX_WARNINGS];
+	struct priority_view prio;
 	char err[400], msg[600];
 	enum metrics_endpoint mep = ep == HANDLER_MUTATE ? METRICS_MUTATE
 							 : METRICS_VALIDATE;
@@ -299,6 +302,10 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 	memset(out, 0, sizeof(*out));
 	jsonmem_begin();
 	evaluation_init(&ev);
+	if (h->priorities) {
+		priorities_view(h->priorities, &prio);
+		ev.priorities = &prio;
+	}
 	if ((h->read_all ? review_decode_all : review_decode)(body, len, &rv, err,
 							   sizeof(err)) < 0) {
 		snprintf(msg, sizeof(msg), "gpugate: bad request: %s", err);

@@ -22,9 +22,13 @@
 enum handler_endpoint { HANDLER_MUTATE, HANDLER_VALIDATE };
 
 struct inventory;
+struct priorities;
 struct usage_store;
 
 struct evaluation {
+	/* In, set after evaluation_init(): the cluster's PriorityClasses
+	 * (NULL: none known; a pod's spec.priority still is). */
+	const struct priority_view *priorities;
 	struct arena arena;       /* the workload's arrays */
 	struct workload wl;
 	struct workload old;      /* UPDATE: the object before */
@@ -59,6 +63,9 @@ struct handler {
 	/* The cluster's GPU nodes (API mode); NULL: the pool is not known,
 	 * and admission says nothing about it. */
 	struct inventory *inventory;
+	/* The cluster's PriorityClasses (API mode; usage/priorities.h); NULL:
+	 * none known. */
+	struct priorities *priorities;
 	/* Build the whole review, even the parts no rule reads
 	 * (review_decode_all()): for tests that compare the two. */
 	bool read_all;

@@ -430,19 +430,9 @@ static void cohort_round(struct round *rd, int cohort, const struct policy_flavo
 	for (size_t i = 0; i < rd->n; i++) {
 		const struct seen *s = &rd->seen[i];
 
-		if (s->flavor != f || s->tenant->cohort_index != cohort)
+		if (s->flavor != f || s->tenant->cohort_index != cohort ||
+		    !usage_reclaim_candidate(&s->w, s->tenant->index, &cand[n]))
 			continue;
-		/* A pod of a released Job still holds its units until it is
-		 * gone: it counts, already signalled, so that nothing more is
-		 * taken for it. */
-		if (s->w.owned && !s->w.signalled_ms)
-			continue;
-		cand[n] = (struct reclaim_candidate){
-			.uid = s->w.uid, .tenant = s->tenant->index, .units = s->w.units,
-			.priority = s->w.priority, .admitted_ms = s->w.created_ms,
-			.preemptible = s->w.preemptible || s->w.owned,
-			.signalled = s->w.signalled_ms != 0,
-		};
 		idx[n++] = i;
 	}
 	np = 0;

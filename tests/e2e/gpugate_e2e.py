@@ -198,6 +198,19 @@ tenants:
     cohort: rn
     quota:
       - {flavor: h100-80gb, nominal: 0}
+  # modest (LowerPriority) takes back only from eager's workloads of lower
+  # priority than its request (PriorityClasses the test creates).
+  - name: modest
+    namespaces: [modest]
+    cohort: rl
+    reclaimWithinCohort: LowerPriority
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
+  - name: eager
+    namespaces: [eager]
+    cohort: rl
+    quota:
+      - {flavor: h100-80gb, nominal: 0}
 checkpoint:
   # test_reclaim.py: a victim that does not report is released after this.
   timeoutSeconds: 12
@@ -249,7 +262,7 @@ EXAMPLE_NAMESPACES = ["research", "research-jobs", "product-inference",
                       "sandbox-1", "no-tenant", "gpugate"]
 QUOTA_NAMESPACES = ["alpha", "beta", "solo", "batch", "dry", "durable", "lenient",
                     "mallory", "victim", "loose", "quiet", "near", "owner", "taker",
-                    "keeper", "holder"]
+                    "keeper", "holder", "modest", "eager"]
 RAW_NAMESPACES = ["rawgpu"]
 # Created by Stack.start_replicas; REPLICA_STORE_NAMESPACE is where a shared
 # usage store may keep its objects (--namespace in GPUGATE_E2E_REPLICA_ARGS).

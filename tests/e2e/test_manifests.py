@@ -155,6 +155,11 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("patch", "pods", "yes"), ("patch", "jobs.batch", "yes"),
                             ("delete", "pods", "no"), ("delete", "jobs.batch", "no"),
                             ("update", "jobs.batch", "no"),
+                            # A Job's priority (its template's class) for
+                            # LowerPriority; read only.
+                            ("list", "priorityclasses.scheduling.k8s.io", "yes"),
+                            ("watch", "priorityclasses.scheduling.k8s.io", "yes"),
+                            ("create", "priorityclasses.scheduling.k8s.io", "no"),
                             ("list", "resourceclaimtemplates.resource.k8s.io", "no"),
                             ("list", "secrets", "no"), ("create", "pods", "no"),
                             ("update", "mutatingwebhookconfigurations", "no")):

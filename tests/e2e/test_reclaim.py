@@ -9,7 +9,10 @@ pods), waits for the report (gpugate.io/checkpoint-done, written here the
 way a trainer would) or for checkpoint.timeoutSeconds (12 s in
 QUOTA_POLICY), suspends the Job (KWOK stops its pods at SIGTERM), and
 resumes it once owner's work is done.  Cohort rn: keeper (Never) is denied
-its nominal quota while holder borrows it, with the numbers.
+its nominal quota while holder borrows it, with the numbers.  Cohort rl:
+modest (LowerPriority) takes back only what eager's workloads of lower
+priority hold, their priorities coming from their Job templates'
+PriorityClasses (which gpugate watches).
 
 Every test ends with the invariant: what each tenant's pods hold is what
 gpugate counts, and the cohort never holds more than its quota once the
@@ -219,3 +222,63 @@ def test_a_reclaim_no_longer_needed_is_abandoned(stack, kubectl, quota, fleet, c
     assert not kubectl.get("job", "borrower", "taker")["spec"].get("suspend")
     assert running(kubectl, "taker", "borrower", 2)
     cohort_invariant(stack)
+
+
+PRIORITY_CLASSES = {"gg-e2e-low": 100, "gg-e2e-mid": 1000}
+
+
+def prioritised_job(name: str, ns: str, gpus: int, priority_class: str) -> dict:
+    j = job(name, ns, "gpu", gpus)
+    j["spec"]["template"]["spec"]["priorityClassName"] = priority_class
+    return j
+
+
+def test_lower_priority_takes_back_only_from_lower_priorities(stack, kubectl, quota, fleet,
+                                                             clean, files):
+    clean("modest", "eager")
+    for name, value in PRIORITY_CLASSES.items():
+        kubectl.apply_file(files / f"{name}.yaml", {
+            "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value}).check()
+    for name, pc in (("hi", "gg-e2e-mid"), ("lo", "gg-e2e-low")):
+        r = kubectl.apply_file(files / f"eager-{name}.yaml", prioritised_job(name, "eager", 4, pc))
+        assert r.rc == 0, r
+    wait_until("eager's Jobs to run", lambda: running(kubectl, "eager", "hi", 1) and running(
+        kubectl, "eager", "lo", 1), 60)
+    quota.wait_used("eager", 8)
+    # All 8 back at priority 1000: only "lo" (100) ranks below, and it holds 4.
+    r = kubectl.apply_file(files / "wants.yaml", prioritised_job("wants", "modest", 8,
+                                                                 "gg-e2e-mid"))
+    assert (r.rc, r.out) == (1, ""), r
+    assert r.err == denied_by(
+        "mutate.gpugate.io", "gpugate: tenant \"modest\" cannot have its lent h100-80gb "
+        "quota back now: requested 8 (parallelism 1 x 8, class gpu), in use 0 of nominal 8, "
+        "and 8 of those units are lent out in cohort \"rl\" (tenant \"eager\" borrows 8); "
+        "with reclaimWithinCohort LowerPriority only workloads of priority below 1000 are "
+        "taken back, and they hold 4; it waits until the units are returned",
+        file="wants.yaml"), r
+    quota.wait_used("modest", 0)
+    # Half of it: "lo" covers that; the reclaimer asks "lo", never "hi".
+    r = kubectl.apply_file(files / "half.yaml", prioritised_job("half", "modest", 4,
+                                                                "gg-e2e-mid"))
+    assert (r.rc, r.out, r.err) == (0, "job.batch/half created\n", warning(
+        "gpugate: gpu -> 1 pod x 4 x h100-80gb for tenant modest (4/8 in use, reclaims 4 "
+        "lent in rl)")), r
+
+    def asked(name: str) -> bool:
+        return REQUESTED in (kubectl.get("job", name, "eager")["metadata"].get(
+            "annotations") or {})
+    wait_until("the checkpoint request on eager's lower-priority Job", lambda: asked("lo"),
+               30)
+    for p in pods_of(kubectl, "eager", "lo"):
+        kubectl("annotate", "pod", p["metadata"]["name"], "-n", "eager",
+                f"{DONE}={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
+                "--overwrite").check()
+    wait_until("eager's lower-priority Job to be suspended",
+               lambda: kubectl.get("job", "lo", "eager")["spec"].get("suspend"), 60)
+    wait_until("modest's Job to run", lambda: running(kubectl, "modest", "half", 1), 60)
+    quota.wait_used("eager", 4, timeout=60)
+    assert not asked("hi"), "the Job of priority 1000 was asked"
+    assert running(kubectl, "eager", "hi", 1)
+    assert_invariant(kubectl, quota, "modest", ["modest"], "h100-80gb", "nvidia.com/gpu", 8)
+    assert_invariant(kubectl, quota, "eager", ["eager"], "h100-80gb", "nvidia.com/gpu", 8)

@@ -72,3 +72,61 @@ Test(jsonout, a_full_strbuf_fails_and_stays_failed)
 	cr_assert(strbuf_failed(&sb));
 	strbuf_release(&sb);
 }
+
+/* Strings with no escape take the one-copy path; at every length around a
+ * strbuf's growth the text must be the same. */
+Test(jsonout, plain_strings_at_every_length)
+{
+	char s[300];
+
+	memset(s, 'a', sizeof(s));
+	for (size_t n = 0; n < sizeof(s); n++)
+		assert_like_jansson(json_stringn(s, n));
+}
+
+/* A frozen value is written from its text: the same bytes, wherever it
+ * stands; an equal value that is another object is written as usual; and
+ * when the text was taken, a change made afterwards does not show (the
+ * contract: never change a frozen value). */
+Test(jsonout, a_frozen_value_is_written_from_its_text)
+{
+	json_t *f = json_loads("{\"name\":\"sig\",\"items\":[{\"path\":\"p\"}]}", 0, NULL);
+	json_t *twin = json_deep_copy(f);
+	json_t *outer = json_pack("[O,{s:O},O]", f, "k", f, twin);
+	struct strbuf sb;
+
+	cr_assert_eq(jsonout_freeze(f), 0);
+	cr_assert_eq(jsonout_freeze(f), 0, "twice: the same entry");
+	assert_like_jansson(json_incref(outer));
+	/* Changed behind the contract's back: the frozen text wins where f
+	 * stands, the twin shows its own change. */
+	json_object_set_new(f, "name", json_string("changed"));
+	json_object_set_new(twin, "name", json_string("twin"));
+	strbuf_init(&sb, 1 << 20);
+	jsonout_value(&sb, outer);
+	cr_assert_str_eq(sb.buf,
+			 "[{\"name\":\"sig\",\"items\":[{\"path\":\"p\"}]},"
+			 "{\"k\":{\"name\":\"sig\",\"items\":[{\"path\":\"p\"}]}},"
+			 "{\"name\":\"twin\",\"items\":[{\"path\":\"p\"}]}]");
+	strbuf_release(&sb);
+	json_decref(outer);
+	json_decref(twin);
+	/* f stays: a frozen value is never freed */
+}
+
+Test(jsonout, freezing_more_than_it_keeps_is_refused)
+{
+	int refused = 0;
+
+	for (int i = 0; i < 20; i++) {
+		json_t *v = json_pack("{s:i}", "i", i);
+
+		/* a frozen value is kept for the process: never freed */
+		if (jsonout_freeze(v) < 0) {
+			refused++;
+			json_decref(v);
+		}
+	}
+	cr_assert_eq(refused, 4, "16 are kept");
+	cr_assert_eq(jsonout_freeze(NULL), -1);
+}

@@ -92,10 +92,36 @@ static int64_t used_fn(const void *ctx, unsigned t, unsigned f)
 
 static const struct usage_view usage = {.ctx = NULL, .used = used_fn};
 
+/* The cluster's PriorityClasses, for the tests that set them: training
+ * 1000, urgent 5000, and (default_prio) a globalDefault class. */
+static bool has_default;
+static int32_t default_prio;
+
+static bool prio_fn(const void *ctx, const char *name, int32_t *out)
+{
+	(void)ctx;
+	if (!name) {
+		*out = default_prio;
+		return has_default;
+	}
+	if (strcmp(name, "training") == 0)
+		*out = 1000;
+	else if (strcmp(name, "urgent") == 0)
+		*out = 5000;
+	else
+		return false;
+	return true;
+}
+
+static const struct priority_view prios = {.ctx = NULL, .value = prio_fn};
+static const struct priority_view *run_prios;
+
 static void setup(void)
 {
 	P = test_policy(policy_yaml);
 	memset(used, 0, sizeof(used));
+	run_prios = NULL;
+	has_default = false;
 }
 
 static void teardown(void)
@@ -117,7 +143,8 @@ static void run_obj(struct run *r, const char *ns, json_t *obj,
 {
 	struct diag d;
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
-	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = phase};
+	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = phase,
+				  .priorities = run_prios};
 
 	arena_init(&r->arena);
 	r->obj = obj;
@@ -1286,6 +1313,91 @@ Test(decide, lent_quota_with_reclaim_never_waits)
 		      "borrows 4); with reclaimWithinCohort Never it waits until they "
 		      "are returned");
 	cr_assert_eq(r.dec.quota.position, QUOTA_LENT_OUT);
+	done(&r);
+}
+
+Test(decide, the_claim_carries_the_priority_its_pods_run_at)
+{
+	struct run r;
+
+	run_prios = &prios;
+	/* A pod's spec.priority: the apiserver resolved it already. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"priority\":77,\"priorityClassName\":\"mine\",\"containers\":"
+		"[{\"name\":\"m\"}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.claim.needed);
+	cr_expect_eq(r.dec.claim.priority, 77);
+	done(&r);
+	/* Class big sets priorityClassName training on a pod without one:
+	 * the apiserver will resolve it again, so spec.priority is stale. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"big\"",
+		"{\"priority\":0,\"containers\":[{\"name\":\"m\"}]}"),
+	    DECIDE_MUTATE);
+	cr_expect_eq(r.dec.claim.priority, 1000);
+	done(&r);
+	/* A Job's template: its class, resolved. */
+	run(&r, "research",
+	    JOB("2", "\"gpugate.io/class\":\"small\"",
+		"{\"priorityClassName\":\"urgent\",\"containers\":[{\"name\":\"m\"}]}"),
+	    DECIDE_MUTATE);
+	cr_expect_eq(r.dec.claim.priority, 5000);
+	done(&r);
+	/* No class: the globalDefault one, else 0; an unknown class: 0. */
+	run(&r, "research", JOB("2", "\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_expect_eq(r.dec.claim.priority, 0);
+	done(&r);
+	has_default = true;
+	default_prio = -5;
+	run(&r, "research", JOB("2", "\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_expect_eq(r.dec.claim.priority, -5);
+	done(&r);
+	run(&r, "research",
+	    JOB("2", "\"gpugate.io/class\":\"small\"",
+		"{\"priorityClassName\":\"gone\",\"containers\":[{\"name\":\"m\"}]}"),
+	    DECIDE_MUTATE);
+	cr_expect_eq(r.dec.claim.priority, 0);
+	done(&r);
+	/* Nobody watches PriorityClasses (embedded mode): 0. */
+	run_prios = NULL;
+	run(&r, "research",
+	    JOB("2", "\"gpugate.io/class\":\"small\"",
+		"{\"priorityClassName\":\"urgent\",\"containers\":[{\"name\":\"m\"}]}"),
+	    DECIDE_MUTATE);
+	cr_expect_eq(r.dec.claim.priority, 0);
+	done(&r);
+}
+
+Test(decide, lower_priority_short_names_the_bound_and_what_is_below)
+{
+	struct decide_input in;
+	struct quota_result q;
+	struct run r;
+
+	lend_out_product();
+	run(&r, "product", POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	/* What usage_decide() says when the borrowers below the request's
+	 * priority cannot give the units back. */
+	q = r.dec.quota;
+	q.position = QUOTA_RECLAIM_SHORT;
+	q.below = 1000;
+	q.reclaimable = 1;
+	in = (struct decide_input){.policy = P, .wl = &r.wl, .phase = DECIDE_MUTATE};
+	decide_prepare(&in, &r.dec);
+	decide_quota(&in, &r.dec, &q);
+	expect_denied(&r, "quota",
+		      "gpugate: tenant \"product\" cannot have its lent h100 quota back "
+		      "now: requested 8 (class big), in use 0 of nominal 8, and 4 of "
+		      "those units are lent out in cohort \"lab\" (tenant \"research\" "
+		      "borrows 4); with reclaimWithinCohort LowerPriority only workloads "
+		      "of priority below 1000 are taken back, and they hold 1; it waits "
+		      "until the units are returned");
 	done(&r);
 }
 

@@ -225,3 +225,86 @@ ParameterizedTest(struct pcase *pc, reclaim, pick)
 	cr_expect_eq(memcmp(copy, c, sizeof(c)), 0, "%s: c[] reordered", pc->name);
 	policy_free(p);
 }
+
+/*
+ * reclaimWithinCohort LowerPriority at admission: the lender (nominal 16,
+ * using 8) asks for 8 more while bor borrows 6 and bor2 borrows 4 and guard
+ * uses its 6: after the request the cohort holds 10 beyond its quota.
+ */
+static const struct reclaim_candidate below_cands[] = {
+	{.uid = "b-low", .tenant = BOR, .units = 4, .priority = 10, .preemptible = true},
+	{.uid = "b-mid", .tenant = BOR, .units = 4, .priority = 50, .preemptible = true},
+	{.uid = "b2-low", .tenant = BOR2, .units = 4, .priority = 10, .preemptible = true},
+	{.uid = "b2-keep", .tenant = BOR2, .units = 9, .priority = 1, .preemptible = false},
+	/* The lender's own workloads are no victims: it does not borrow. */
+	{.uid = "l-low", .tenant = LENDER, .units = 8, .priority = 0, .preemptible = true},
+};
+
+static bool below(int32_t priority, int64_t units, int64_t *reclaimable)
+{
+	struct policy *p = load();
+	size_t picked[8];
+	bool covered;
+
+	memset(used_now, 0, sizeof(used_now));
+	used_now[LENDER] = 8;
+	used_now[BOR] = 8;   /* nominal 2: borrows 6 */
+	used_now[BOR2] = 4 + 9; /* nominal 0: borrows 13 */
+	used_now[GUARD] = 6;
+	covered = reclaim_below(p, policy_tenant_at(p, LENDER), policy_flavor_at(p, 0),
+				units, &view, below_cands,
+				sizeof(below_cands) / sizeof(below_cands[0]), priority,
+				picked, reclaimable);
+	policy_free(p);
+	return covered;
+}
+
+Test(reclaim_below, the_request_counts_and_only_lower_priorities_are_taken)
+{
+	int64_t r;
+
+	/* After the request bor borrows 6 and bor2 13, and the lender (at
+	 * 16) and guard (at 6) lend nothing: 19 beyond the quota.  The
+	 * preemptible victims hold 12 in all: never enough. */
+	cr_expect_not(below(1000, 8, &r));
+	cr_expect_eq(r, 12);
+	/* Below 50: b-low and b2-low, 8 units. */
+	cr_expect_not(below(50, 8, &r));
+	cr_expect_eq(r, 8);
+	/* Below 10: nothing. */
+	cr_expect_not(below(10, 8, &r));
+	cr_expect_eq(r, 0);
+}
+
+Test(reclaim_below, covered_when_the_lower_victims_suffice)
+{
+	struct policy *p = load();
+	size_t picked[8];
+	int64_t r;
+	const struct reclaim_candidate c[] = {
+		{.uid = "low", .tenant = BOR, .units = 4, .priority = 10, .preemptible = true},
+		{.uid = "high", .tenant = BOR, .units = 4, .priority = 90, .preemptible = true},
+	};
+
+	/* bor borrows 8 (10 of nominal 2); the lender (8 of 16) asks for 8:
+	 * the cohort then holds 8 beyond its quota, less guard's 2 lendable
+	 * idle units: 6.  Below 50 only "low" (4) may go: short. */
+	memset(used_now, 0, sizeof(used_now));
+	used_now[LENDER] = 8;
+	used_now[BOR] = 10;
+	cr_expect_not(reclaim_below(p, policy_tenant_at(p, LENDER), policy_flavor_at(p, 0),
+				    8, &view, c, 2, 50, picked, &r));
+	cr_expect_eq(r, 4);
+	/* Below 100 both may: 8 >= 6. */
+	cr_expect(reclaim_below(p, policy_tenant_at(p, LENDER), policy_flavor_at(p, 0), 8,
+				&view, c, 2, 100, picked, &r));
+	cr_expect_eq(r, 8);
+	/* Asking for 4 only: the deficit after is 2, "low" covers it. */
+	cr_expect(reclaim_below(p, policy_tenant_at(p, LENDER), policy_flavor_at(p, 0), 4,
+				&view, c, 2, 50, picked, &r));
+	/* A tenant in no cohort: nothing to reclaim, covered. */
+	cr_expect(reclaim_below(p, policy_tenant_at(p, SOLO), policy_flavor_at(p, 0), 4,
+				&view, c, 2, 50, picked, &r));
+	cr_expect_eq(r, 0);
+	policy_free(p);
+}

@@ -5,6 +5,7 @@
  */
 #include "base/arena.h"
 #include "base/diag.h"
+#include "codec/jsonmem.h"
 #include "policy/decide.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
@@ -227,6 +228,45 @@ Test(apply, checkpoint_signal_on_a_pod)
 				 ann, "gpugate.io/checkpoint-requested")),
 			 "2026-12-02T21:00:00Z", "not a stamp: kept");
 	json_decref(out);
+}
+
+/*
+ * The signal's values are built once, in the first request that needs
+ * them, and shared: they must not come from that request's arena
+ * (codec/jsonmem.h), which the next request on the thread reuses.  (Under
+ * AddressSanitizer jsonmem_install() keeps malloc(): this then checks
+ * nothing more than the test above.)
+ */
+Test(apply, the_shared_signal_outlives_the_request_that_built_it)
+{
+	static const char pod[] =
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+		"{\"gpugate.io/class\":\"train-small\"}},\"spec\":{\"containers\":"
+		"[{\"name\":\"main\"}]}}";
+	json_t *obj, *out;
+	char *first, *second;
+
+	jsonmem_install();
+	jsonmem_begin();
+	obj = parse(pod);
+	out = mutate("research", obj, "p");
+	first = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+	cr_assert_not_null(first);
+	/* json_dumps() allocates in the arena too: keep a copy. */
+	first = strdup(first);
+	jsonmem_end();
+	/* The next request writes over the whole arena. */
+	jsonmem_begin();
+	for (int i = 0; i < 4000; i++)
+		json_decref(json_string("xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"));
+	obj = parse(pod);
+	out = mutate("research", obj, "p");
+	second = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+	cr_assert_not_null(second);
+	cr_assert_str_eq(second, first);
+	assert_signal(json_object_get(out, "spec"));
+	jsonmem_end();
+	free(first);
 }
 
 Test(apply, checkpoint_signal_on_a_job_template)
