@@ -202,6 +202,49 @@ def test_helm_install_upgrade_rollback_uninstall_with_cert_manager(stack, helm,
         k("delete", "namespace", CHART_NS, "--wait=false", "--ignore-not-found")
 
 
+def test_helm_install_in_secret_mode_as_documented(stack, helm, tmp_path):
+    """docs/operations.md, "Certificates from gpugate certs": gpugate certs,
+    the Secret, helm install with the caBundle and failurePolicy Ignore,
+    then helm upgrade to Fail."""
+    k, ns = stack.kubectl, "gpugate-secret"
+    k("create", "namespace", ns).check()
+    try:
+        pki = tmp_path / "pki"
+        p = subprocess.run([str(stack.binary), "certs", "--out", str(pki),
+                            "--dns", f"{ns}.{ns}.svc", "--dns", f"{ns}.{ns}.svc.cluster.local"],
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        ca_bundle = p.stdout.strip()
+        k("-n", ns, "create", "secret", "generic", f"{ns}-tls", "--type=kubernetes.io/tls",
+          f"--from-file=tls.crt={pki / 'tls.crt'}", f"--from-file=tls.key={pki / 'tls.key'}",
+          f"--from-file=ca.crt={pki / 'ca.crt'}").check()
+        helm("install", ns, str(CHART), "-n", ns, "--set", f"certificates.caBundle={ca_bundle}",
+             "--set", "webhook.failurePolicy=Ignore",
+             "--set-json", f"webhook.namespaceSelectorExpressions={OPT_IN}")
+        cfg = k.get("validatingwebhookconfiguration", ns)
+        assert [(w["clientConfig"]["caBundle"], w["failurePolicy"]) for w in cfg["webhooks"]] == \
+            [(ca_bundle, "Ignore"), (ca_bundle, "Ignore")], cfg["webhooks"]
+        assert "annotations" not in cfg["metadata"] or \
+            "cert-manager.io/inject-ca-from" not in cfg["metadata"]["annotations"]
+        vol = k.get("deployment", ns, ns)["spec"]["template"]["spec"]["volumes"][0]
+        assert vol["projected"]["sources"][1]["secret"]["name"] == f"{ns}-tls", vol
+        helm("upgrade", ns, str(CHART), "-n", ns, "--reuse-values",
+             "--set", "webhook.failurePolicy=Fail")
+        for kind, want in (("mutatingwebhookconfiguration", ["Fail"]),
+                           ("validatingwebhookconfiguration", ["Fail", "Ignore"])):
+            hooks = k.get(kind, ns)["webhooks"]
+            # the DELETE webhook (release.gpugate.io) stays Ignore
+            assert [w["failurePolicy"] for w in hooks] == want, (kind, hooks)
+            assert all(w["clientConfig"]["caBundle"] == ca_bundle for w in hooks)
+        k("delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration", ns).check()
+        helm("uninstall", ns, "-n", ns)
+        # the Secret was not the chart's: it stays until the namespace goes
+        assert k("get", "secret", f"{ns}-tls", "-n", ns).rc == 0
+    finally:
+        helm("uninstall", ns, "-n", ns, "--ignore-not-found", check=False)
+        k("delete", "namespace", ns, "--wait=false", "--ignore-not-found")
+
+
 def test_webhooks_from_the_chart_admit_and_deny(stack, helm, clean, files):
     """The chart's two webhook configurations replace the e2e registration
     of the example gpugate for a moment."""
