@@ -8,13 +8,14 @@
 #    gpugate entrypoint.
 # 2. The layer, unpacked, holds gpugate and no shell.
 # 3. From that root filesystem, mounted read-only with /dev and /proc as a
-#    container runtime provides them, a tmpfs on /tmp (an emptyDir) and the
-#    policy and certificate at /etc/gpugate (the chart's volume), as uid
-#    65532: `gpugate version` prints what build/gpugate prints; `gpugate
-#    check` accepts the example policy and refuses a broken one; `gpugate
-#    certs` writes a CA and a certificate (OpenSSL); `gpugate serve
+#    container runtime provides them and the policy and certificate at
+#    /etc/gpugate (the chart's volume), nothing writable, as uid 65532:
+#    `gpugate version` prints what build/gpugate prints; `gpugate check`
+#    accepts the example policy and refuses a broken one; `gpugate serve
 #    --embedded` answers /healthz and /readyz over HTTPS (GnuTLS,
-#    libmicrohttpd). So the runtime libraries in the image are complete.
+#    libmicrohttpd) and stops on SIGTERM; with a tmpfs on /tmp, `gpugate
+#    certs` writes a CA and a certificate there (OpenSSL). So the runtime
+#    libraries in the image are complete.
 # 4. A second build (scripts/image.sh) gives the same bytes.
 #
 # Needs root (mount namespace, chroot), skopeo and mmdebstrap
@@ -84,21 +85,25 @@ cp "$tmp/pki/tls.crt" "$tmp/pki/tls.key" "$conf/tls/"
 chmod -R a+rX "$conf"
 chmod 0644 "$conf/tls/tls.key"
 
-# in_image CMD...: run CMD in the image's root filesystem as 65532:65532.
-# The root is a read-only bind mount (readOnlyRootFilesystem), /tmp a
-# tmpfs, /etc/gpugate the configuration, read-only. unshare and sh exec,
-# so that "${in_image[@]}" CMD & gives CMD's own pid.
+# "${in_image[@]}" CMD...: run CMD in the image's root filesystem as
+# 65532:65532, as the chart's and the manifests' Deployment runs it: the
+# root a read-only bind mount (readOnlyRootFilesystem), nothing writable
+# anywhere, /etc/gpugate the configuration, read-only. "${in_image_tmp[@]}"
+# adds a tmpfs on /tmp (an emptyDir), for gpugate certs' output. unshare
+# and sh exec, so that "${in_image[@]}" CMD & gives CMD's own pid.
 # shellcheck disable=SC2016  # expanded by the inner sh
-in_image=(unshare --mount --propagation private -- sh -ec '
-    r=$1; c=$2; shift 2
+mounts='
+    r=$1; c=$2; tmpfs=$3; shift 3
     mount --bind "$r" "$r"
     mount --bind "$c" "$r/etc/gpugate"
     mount -o remount,bind,ro "$r/etc/gpugate"
     mount --rbind /dev "$r/dev"
     mount -t proc proc "$r/proc"
-    mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
+    [ "$tmpfs" = no ] || mount -t tmpfs -o mode=1777 tmpfs "$r/tmp"
     mount -o remount,bind,ro "$r"
-    exec chroot --userspec=65532:65532 "$r" "$@"' sh "$rootfs" "$conf")
+    exec chroot --userspec=65532:65532 "$r" "$@"'
+in_image=(unshare --mount --propagation private -- sh -ec "$mounts" sh "$rootfs" "$conf" no)
+in_image_tmp=(unshare --mount --propagation private -- sh -ec "$mounts" sh "$rootfs" "$conf" yes)
 
 want=$("$binary" version)
 got=$("${in_image[@]}" /usr/local/bin/gpugate version) || fail "gpugate version in the image"
@@ -113,7 +118,7 @@ out=$("${in_image[@]}" /usr/local/bin/gpugate check /etc/gpugate/broken.yaml 2>&
 [[ $rc -eq 1 ]] || fail "gpugate check of a broken policy: exit $rc, want 1: $out"
 ok "gpugate check refuses a broken policy (exit 1)"
 
-"${in_image[@]}" /usr/local/bin/gpugate certs --out /tmp/pki --dns gpugate.gpugate.svc \
+"${in_image_tmp[@]}" /usr/local/bin/gpugate certs --out /tmp/pki --dns gpugate.gpugate.svc \
     >/dev/null 2>"$tmp/certs.log" || { cat "$tmp/certs.log" >&2; fail "gpugate certs in the image"; }
 ok "gpugate certs writes a CA and a serving certificate to /tmp"
 
