@@ -9,12 +9,15 @@
   documented uninstall (webhook configurations first) work. No cert-manager
   controller or cainjector runs here, so no certificate is issued and no
   caBundle injected: the test checks the annotation that asks for it;
+- its ServiceMonitor passes prometheus-operator's CRD (from its Go module,
+  tests/e2e/tools/prometheus-operator), strict validation;
 - the chart's webhook configurations (rendered with the e2e gpugate's CA as
   caBundle and the e2e namespace split through the chart's own
   webhook.namespaceSelectorExpressions value; only clientConfig.service is
   swapped for the local URL) admit and deny real objects through kubectl.
 
-helm and the CRDs come from tests/e2e/build-tools.sh (cached).
+helm and the CRDs come from tests/e2e/build-tools.sh (cached). A secret-mode
+install follows docs/operations.md step by step.
 """
 
 from __future__ import annotations
@@ -200,6 +203,34 @@ def test_helm_install_upgrade_rollback_uninstall_with_cert_manager(stack, helm,
     finally:
         helm("uninstall", CHART_NS, "-n", CHART_NS, "--ignore-not-found", check=False)
         k("delete", "namespace", CHART_NS, "--wait=false", "--ignore-not-found")
+
+
+def test_service_monitor_is_accepted_by_its_crd(stack, helm, tools):
+    """metrics.serviceMonitor.enabled: the ServiceMonitor against
+    prometheus-operator's CRD (from its Go module), strict validation."""
+    k = stack.kubectl
+    crd = Path(tools["PROMETHEUS_CRDS_DIR"]) / "monitoring.coreos.com_servicemonitors.yaml"
+    k("apply", "--server-side", "-f", str(crd)).check()
+    try:
+        k("wait", "--for=condition=Established", "--timeout=60s",
+          "crd/servicemonitors.monitoring.coreos.com").check()
+        monitors = [d for d in as_objects(stack, template(
+            helm, "gpugate", "default", "--set", "certificates.mode=certManager",
+            "--set", "metrics.serviceMonitor.enabled=true",
+            "--set", "metrics.serviceMonitor.labels.release=prometheus"))
+            if d["kind"] == "ServiceMonitor"]
+        assert len(monitors) == 1, monitors
+        r = k("apply", "--dry-run=server", "--validate=strict", "-f", "-",
+              input=json.dumps(monitors[0]))
+        assert (r.rc, r.out, r.err) == (
+            0, "servicemonitor.monitoring.coreos.com/gpugate created (server dry run)\n", ""), r
+        # ...and a field the CRD does not know is refused, so the check is real
+        monitors[0]["spec"]["endpoints"][0]["schema"] = "https"
+        r = k("apply", "--dry-run=server", "--validate=strict", "-f", "-",
+              input=json.dumps(monitors[0]))
+        assert r.rc == 1 and 'unknown field "spec.endpoints[0].schema"' in r.err, r
+    finally:
+        k("delete", "-f", str(crd), "--ignore-not-found", "--wait=false")
 
 
 def test_helm_install_in_secret_mode_as_documented(stack, helm, tmp_path):
