@@ -152,11 +152,28 @@ static void sharing_list(const struct policy_tenant *t, char *buf, size_t size)
 
 /* ---- facts helpers ---------------------------------------------------- */
 
+const char *decide_template_kind_name(const struct workload *wl)
+{
+	switch (wl->template_kind) {
+	case WL_DEPLOYMENT:
+		return "Deployment";
+	case WL_STATEFULSET:
+		return "StatefulSet";
+	case WL_REPLICASET:
+		return "ReplicaSet";
+	case WL_DAEMONSET:
+		return "DaemonSet";
+	case WL_CRONJOB:
+		return "CronJob";
+	}
+	return "controller";
+}
+
 static const char *pod_or_job_label(const struct workload *wl, const char *key)
 {
 	const char *v = wl_get(wl->pod.labels, wl->pod.n_labels, key);
 
-	if (!v && wl->kind == WL_JOB)
+	if (!v && (wl->kind == WL_JOB || wl->kind == WL_TEMPLATE))
 		v = wl_get(wl->labels, wl->n_labels, key);
 	return v;
 }
@@ -166,7 +183,7 @@ static const char *pod_or_job_annotation(const struct workload *wl,
 {
 	const char *v = wl_get(wl->pod.annotations, wl->pod.n_annotations, key);
 
-	if (!v && wl->kind == WL_JOB)
+	if (!v && (wl->kind == WL_JOB || wl->kind == WL_TEMPLATE))
 		v = wl_get(wl->annotations, wl->n_annotations, key);
 	return v;
 }
@@ -1071,6 +1088,70 @@ static void borrowers_text(const struct quota_result *q, char *buf, size_t size)
 	}
 }
 
+/* What a tenant may hold at most, as a NEVER_FITS message says it:
+ * "nominal 8 + borrowing limit 4". */
+static void ceiling_text(const struct quota_result *q, char *buf, size_t size)
+{
+	if (!q->cohort)
+		snprintf(buf, size, "nominal %" PRId64, q->nominal);
+	else if (q->borrowing_limit != POLICY_NO_LIMIT &&
+		 q->borrowing_limit <= q->cohort_lendable)
+		snprintf(buf, size, "nominal %" PRId64 " + borrowing limit %" PRId64,
+			 q->nominal, q->borrowing_limit);
+	else
+		snprintf(buf, size, "nominal %" PRId64 " + %" PRId64 " that cohort \"%s\" can lend",
+			 q->nominal, q->ceiling - q->nominal, q->cohort);
+}
+
+/*
+ * A pod-template controller (WL_TEMPLATE) reserves nothing: its pods are
+ * charged one by one as they are created.  What it asks can still never
+ * fit: one pod beyond what the tenant may ever hold, or all its replicas
+ * (a CronJob: one Job's parallelism) at once.  Judged against an empty
+ * cluster, so a scale within the ceiling is never refused for what others
+ * hold now.
+ */
+static void template_ceiling(struct ctx *c)
+{
+	const struct workload *wl = c->wl;
+	const struct decision *out = c->out;
+	const char *kind = decide_template_kind_name(wl);
+	char ceiling[200], who[96];
+	struct quota_result q;
+	int64_t per_pod = out->count, pods = wl->replicas;
+
+	snprintf(who, sizeof(who), wl->name && wl->name[0] ? "%s \"%.63s\"" : "%s", kind,
+		 wl->name);
+	quota_decide(c->p, out->tenant, out->flavor, per_pod, true, &quota_no_usage, &q);
+	if (q.position == QUOTA_NO_QUOTA) {
+		violate(c, "quota",
+			"tenant \"%s\" has no quota for flavor %s (class %s); ask the "
+			"platform team for quota",
+			out->tenant->name, out->flavor->name, out->cls->name);
+		return;
+	}
+	if (q.position != QUOTA_NEVER_FITS && pods > 1)
+		quota_decide(c->p, out->tenant, out->flavor, per_pod * pods, true,
+			     &quota_no_usage, &q);
+	if (q.position != QUOTA_NEVER_FITS)
+		return;
+	ceiling_text(&q, ceiling, sizeof(ceiling));
+	if (q.requested == per_pod)
+		violate(c, "quota",
+			"%s can never run a pod: each needs %" PRId64 " %s, tenant "
+			"\"%s\" may hold at most %" PRId64 " (%s)",
+			who, per_pod, out->flavor->name, out->tenant->name, q.ceiling,
+			ceiling);
+	else
+		violate(c, "quota",
+			"%s can never run %s: needs %" PRId64 " %s (%" PRId64 " %s x %"
+			PRId64 "), tenant \"%s\" may hold at most %" PRId64 " (%s)",
+			who, wl->template_kind == WL_CRONJOB ? "a whole Job" : "all its replicas",
+			q.requested, out->flavor->name, pods,
+			wl->template_kind == WL_CRONJOB ? "pods" : "replicas", per_pod,
+			out->tenant->name, q.ceiling, ceiling);
+}
+
 /* The denial of QUOTA_LENT_OUT and QUOTA_RECLAIM_SHORT; `req` says what was
  * requested. */
 static void lent_out(struct ctx *c, const struct quota_result *q, const char *tenant,
@@ -1096,6 +1177,22 @@ static void lent_out(struct ctx *c, const struct quota_result *q, const char *te
 		q->cohort ? q->cohort : "", who, why);
 }
 
+/* How many pods a WL_TEMPLATE runs, as the decision line says it before
+ * "N x flavor": "3 pods x ", "1 pod per node x ", "Jobs of 8 pods x ". */
+static const char *template_pods(const struct workload *wl, char *buf, size_t size)
+{
+	char digits[TEXT_DECIMAL_MAX + 1];
+	const char *n = text_int(digits, wl->replicas);
+
+	if (wl->template_kind == WL_DAEMONSET)
+		snprintf(buf, size, "1 pod per node x ");
+	else if (wl->template_kind == WL_CRONJOB)
+		snprintf(buf, size, "Jobs of %s %s x ", n, wl->replicas == 1 ? "pod" : "pods");
+	else
+		snprintf(buf, size, "%s %s x ", n, wl->replicas == 1 ? "pod" : "pods");
+	return buf;
+}
+
 /* "24/32 in use" and, when borrowing, the borrowed part. */
 static void position_text(const struct ctx *c, char *buf, size_t size)
 {
@@ -1106,6 +1203,10 @@ static void position_text(const struct ctx *c, char *buf, size_t size)
 		snprintf(buf, size, "%s",
 			 c->wl->kind == WL_JOB && c->wl->job_suspended
 				 ? "suspended: quota is checked when it is resumed"
+			 : c->wl->kind == WL_TEMPLATE
+				 ? (c->wl->template_kind == WL_CRONJOB
+					    ? "each Job is charged when it is created"
+					    : "each pod is charged when it is created")
 				 : "not charged");
 		return;
 	}
@@ -1142,7 +1243,7 @@ static void plan_mapping(struct ctx *c)
 	const struct policy_settings *s = policy_settings(c->p);
 	const struct policy_class *cls = c->out->cls;
 	struct plan *pl = &c->out->plan;
-	char pos[160], pods[TEXT_DECIMAL_MAX + 1], count[TEXT_DECIMAL_MAX];
+	char pos[160], pods[TEXT_DECIMAL_MAX + 32], count[TEXT_DECIMAL_MAX];
 
 	pl->active = true;
 	pl->map = true;
@@ -1163,6 +1264,14 @@ static void plan_mapping(struct ctx *c)
 		pl->topology = cls->topology_mode;
 		pl->topology_key = cls->topology_key;
 	}
+	if (wl->kind == WL_TEMPLATE) {
+		pl->class_label = s->class_label;
+		pl->class_name = cls->name;
+		if (pod_or_job_label(wl, s->gpus_label)) {
+			pl->gpus_label = s->gpus_label;
+			pl->gpus_value = pod_or_job_label(wl, s->gpus_label);
+		}
+	}
 	if (wl->kind == WL_JOB) {
 		pl->replace_when_failed = true;
 		pl->class_label = s->class_label;
@@ -1182,6 +1291,11 @@ static void plan_mapping(struct ctx *c)
 		text_cat(pl->decision, sizeof(pl->decision), cls->name, ": ",
 			 text_int(pods, c->out->claim.pods),
 			 c->out->claim.pods == 1 ? " pod x " : " pods x ",
+			 text_decimal(count, c->out->count), " x ", cls->flavor->name,
+			 " for tenant ", c->out->tenant->name, "; ", pos, NULL);
+	else if (wl->kind == WL_TEMPLATE)
+		text_cat(pl->decision, sizeof(pl->decision), cls->name, ": ",
+			 template_pods(wl, pods, sizeof(pods)),
 			 text_decimal(count, c->out->count), " x ", cls->flavor->name,
 			 " for tenant ", c->out->tenant->name, "; ", pos, NULL);
 	else
@@ -1220,13 +1334,18 @@ static void success_line(struct ctx *c)
 {
 	const struct decision *out = c->out;
 	char pos[160], head[DECIDE_WARNING_LEN], tail[200];
-	char pods[TEXT_DECIMAL_MAX + 1], count[TEXT_DECIMAL_MAX];
+	char pods[TEXT_DECIMAL_MAX + 32], count[TEXT_DECIMAL_MAX];
 
 	position_text(c, pos, sizeof(pos));
 	if (c->wl->kind == WL_JOB)
 		text_cat(head, sizeof(head), "gpugate: ", out->cls->name, " -> ",
 			 text_int(pods, out->claim.pods),
 			 out->claim.pods == 1 ? " pod x " : " pods x ",
+			 text_decimal(count, out->count), " x ", out->flavor->name,
+			 " for tenant ", out->tenant->name, NULL);
+	else if (c->wl->kind == WL_TEMPLATE)
+		text_cat(head, sizeof(head), "gpugate: ", out->cls->name, " -> ",
+			 template_pods(c->wl, pods, sizeof(pods)),
 			 text_decimal(count, out->count), " x ", out->flavor->name,
 			 " for tenant ", out->tenant->name, NULL);
 	else
@@ -1348,14 +1467,15 @@ static const char *class_of(struct ctx *c)
 	const struct workload *wl = c->wl;
 	const char *key = policy_settings(c->p)->class_label;
 	const char *pod = wl_get(wl->pod.labels, wl->pod.n_labels, key);
-	const char *job = wl->kind == WL_JOB ? wl_get(wl->labels, wl->n_labels, key)
-					     : NULL;
+	const char *job = wl->kind == WL_JOB || wl->kind == WL_TEMPLATE
+				  ? wl_get(wl->labels, wl->n_labels, key)
+				  : NULL;
 
 	if (pod && job && strcmp(pod, job) != 0) {
 		violate(c, "class-conflict",
-			"the Job asks for class \"%.63s\" but its pod template asks "
+			"the %s asks for class \"%.63s\" but its pod template asks "
 			"for class \"%.63s\"; use one",
-			job, pod);
+			wl->kind == WL_JOB ? "Job" : decide_template_kind_name(wl), job, pod);
 		return NULL;
 	}
 	return pod ? pod : job;
@@ -1498,6 +1618,13 @@ static void judge(struct ctx *c)
 	}
 	if (!out->allowed)
 		return;
+	if (wl->kind == WL_TEMPLATE) {
+		/* Its pods are charged one by one, as they are created. */
+		if (out->cls)
+			template_ceiling(c);
+		memset(&out->claim, 0, sizeof(out->claim));
+		return;
+	}
 	if (c->in->phase == DECIDE_VALIDATE)
 		claim_from_charge(c);
 	else if (wl->kind == WL_JOB && wl->job_suspended)
@@ -1602,9 +1729,16 @@ void decide_prepare(const struct decide_input *in, struct decision *out)
 		decide_claim(&c);
 		return;
 	}
-	if (wl->kind == WL_OTHER)
+	if (wl->kind == WL_OTHER || (wl->kind == WL_TEMPLATE && wl->template_owned))
 		return;
-	if (wl->op == WL_UPDATE && in->old && in->phase == DECIDE_VALIDATE) {
+	if (wl->kind == WL_TEMPLATE && (wl->op == WL_CREATE || wl->op == WL_UPDATE)) {
+		/* Every change of a template is judged and mapped again: what
+		 * it asks is what its next pods will ask. */
+		out->tenant = policy_tenant_for_namespace(in->policy, wl->namespace);
+		if (out->tenant)
+			out->mode = out->tenant->mode;
+		judge(&c);
+	} else if (wl->op == WL_UPDATE && in->old && in->phase == DECIDE_VALIDATE) {
 		charge_decide(in->policy, wl, &c.charge);
 		decide_update(&c);
 		if (!out->claim.needed && wl->job_suspended)
@@ -1679,19 +1813,7 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 	case QUOTA_NEVER_FITS: {
 		char ceiling[200];
 
-		if (!q->cohort)
-			snprintf(ceiling, sizeof(ceiling), "nominal %" PRId64,
-				 q->nominal);
-		else if (q->borrowing_limit != POLICY_NO_LIMIT &&
-			 q->borrowing_limit <= q->cohort_lendable)
-			snprintf(ceiling, sizeof(ceiling),
-				 "nominal %" PRId64 " + borrowing limit %" PRId64,
-				 q->nominal, q->borrowing_limit);
-		else
-			snprintf(ceiling, sizeof(ceiling),
-				 "nominal %" PRId64 " + %" PRId64
-				 " that cohort \"%s\" can lend",
-				 q->nominal, q->ceiling - q->nominal, q->cohort);
+		ceiling_text(q, ceiling, sizeof(ceiling));
 		if (in->wl->kind == WL_JOB)
 			violate(&c, "quota",
 				"job can never be admitted: needs %" PRId64 " %s "

@@ -216,6 +216,10 @@ void decide_quota_pool(const struct decide_input *in, struct decision *out,
 /* The topology key a gang of out must fit into one domain of (a class
  * with a required topology and more than one pod), or NULL. */
 const char *decide_pool_topology(const struct decision *out);
+
+/* "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet" or "CronJob": the
+ * kind of a WL_TEMPLATE workload. */
+const char *decide_template_kind_name(const struct workload *wl);
 bool decide_pool_denies(const struct decide_input *in, const struct decision *out,
 			const struct pool_check *pc);
 

@@ -20,6 +20,18 @@ enum wl_kind {
 	WL_JOB,
 	WL_CLAIM,          /* resource.k8s.io/v1 ResourceClaim (DRA) */
 	WL_CLAIM_TEMPLATE, /* resource.k8s.io/v1 ResourceClaimTemplate */
+	/* A controller with a pod template (enum wl_template): judged and
+	 * mapped at the door; its pods are charged one by one. */
+	WL_TEMPLATE,
+};
+
+/* The controllers of WL_TEMPLATE. */
+enum wl_template {
+	WL_DEPLOYMENT,  /* apps/v1: spec.replicas pods of spec.template */
+	WL_STATEFULSET, /* apps/v1: the same */
+	WL_REPLICASET,  /* apps/v1: the same */
+	WL_DAEMONSET,   /* apps/v1: one pod per matching node */
+	WL_CRONJOB,     /* batch/v1: Jobs of spec.jobTemplate */
 };
 
 enum wl_op {
@@ -174,6 +186,16 @@ struct workload {
 	bool job_suspended;        /* spec.suspend: its pods are gone */
 	size_t n_failure_rules;    /* spec.podFailurePolicy.rules */
 	bool has_disruption_rule;  /* an Ignore rule on DisruptionTarget */
+
+	/* WL_TEMPLATE only. */
+	enum wl_template template_kind;
+	/* The pods it runs at once: spec.replicas (1 when absent); a CronJob,
+	 * its Job's parallelism; a DaemonSet, 0 (one per node: not known). */
+	int64_t replicas;
+	/* A ReplicaSet that a Deployment controls: the Deployment's template,
+	 * judged there, and not to be changed (the Deployment controller
+	 * finds its ReplicaSets by comparing templates). */
+	bool template_owned;
 
 	/* Pod only. */
 	const char *phase;         /* status.phase, NULL when absent */

@@ -125,11 +125,17 @@ static void strip_stamps(json_t *meta)
 		remove_key(meta, "annotations", stamp_annotations[i]);
 }
 
+/*
+ * The stamps on meta; template_labels: the class and GPU labels too (a
+ * pod template whose owner carries them); decision: the decision
+ * annotation (never on a Deployment's or StatefulSet's template, whose
+ * every change rolls its pods).
+ */
 static void stamp(struct ap *a, json_t *meta, const struct plan *pl,
-		  bool template_labels)
+		  bool template_labels, bool decision)
 {
 	json_t *labels = ensure_object(a, meta, "labels");
-	json_t *ann = ensure_object(a, meta, "annotations");
+	json_t *ann;
 	char num[TEXT_DECIMAL_MAX + 1];
 
 	set_string(a, labels, STAMP_TENANT, pl->tenant);
@@ -147,8 +153,9 @@ static void stamp(struct ap *a, json_t *meta, const struct plan *pl,
 	if (template_labels && pl->gpus_label)
 		set_string(a, labels, pl->gpus_label, pl->gpus_value);
 	/* A Job's pod keeps the record its template gave it. */
-	if (pl->keep_decision)
+	if (pl->keep_decision || !decision)
 		return;
+	ann = ensure_object(a, meta, "annotations");
 	set_string(a, ann, STAMP_DECISION, pl->decision);
 	if (pl->borrowed > 0) {
 		set_string(a, ann, STAMP_BORROWED, text_int(num, pl->borrowed));
@@ -543,10 +550,13 @@ int apply_plan(json_t *object, const struct workload *wl,
 	if (!pl->active)
 		return 0;
 	meta = ensure_object(&a, object, "metadata");
-	if (wl->kind == WL_JOB) {
-		json_t *tmpl = ensure_object(&a, ensure_object(&a, object, "spec"),
-					     "template");
+	if (wl->kind == WL_JOB || wl->kind == WL_TEMPLATE) {
+		json_t *owner = ensure_object(&a, object, "spec"), *tmpl;
 
+		if (wl->kind == WL_TEMPLATE && wl->template_kind == WL_CRONJOB)
+			owner = ensure_object(&a, ensure_object(&a, owner, "jobTemplate"),
+					      "spec");
+		tmpl = ensure_object(&a, owner, "template");
 		pod_meta = ensure_object(&a, tmpl, "metadata");
 		spec = ensure_object(&a, tmpl, "spec");
 	} else {
@@ -557,16 +567,18 @@ int apply_plan(json_t *object, const struct workload *wl,
 		return -1;
 	if (pl->strip_stamps) {
 		strip_stamps(pod_meta);
-		if (wl->kind == WL_JOB)
+		if (wl->kind == WL_JOB || wl->kind == WL_TEMPLATE)
 			strip_stamps(meta);
 	}
 	if (pl->note[0])
 		set_string(&a, ensure_object(&a, pod_meta, "annotations"),
 			   STAMP_DECISION, pl->note);
 	if (pl->map || pl->stamp_only) {
-		stamp(&a, pod_meta, pl, wl->kind == WL_JOB);
-		if (wl->kind == WL_JOB)
-			stamp(&a, meta, pl, false);
+		bool owner = wl->kind == WL_JOB || wl->kind == WL_TEMPLATE;
+
+		stamp(&a, pod_meta, pl, owner, wl->kind != WL_TEMPLATE);
+		if (owner)
+			stamp(&a, meta, pl, false, true);
 	}
 	if (!pl->map)
 		return a.failed ? -1 : 0;
@@ -684,8 +696,15 @@ json_t *apply_copy(const json_t *object)
 	own_meta(&w, root);
 	spec = own(&w, root, "spec");
 	tmpl = own(&w, spec, "template");
-	if (tmpl) {
-		/* A Job: its own spec, and the pod template. */
+	if (!tmpl && jget(spec, "jobTemplate")) {
+		/* A CronJob: spec.jobTemplate.spec.template. */
+		json_t *jspec = own(&w, own(&w, spec, "jobTemplate"), "spec");
+
+		tmpl = own(&w, jspec, "template");
+		own_meta(&w, tmpl);
+		own_pod_spec(&w, own(&w, tmpl, "spec"));
+	} else if (tmpl) {
+		/* A Job, a Deployment, ...: its own spec, and the pod template. */
 		own(&w, own(&w, spec, "podFailurePolicy"), "rules");
 		own_meta(&w, tmpl);
 		own_pod_spec(&w, own(&w, tmpl, "spec"));

@@ -469,6 +469,85 @@ static void owner_job(struct fx *x, const json_t *meta, struct workload *wl)
 	}
 }
 
+bool facts_template_kind(const char *kind, enum wl_template *out)
+{
+	static const struct {
+		const char *name;
+		enum wl_template t;
+	} kinds[] = {{"Deployment", WL_DEPLOYMENT}, {"StatefulSet", WL_STATEFULSET},
+		     {"ReplicaSet", WL_REPLICASET}, {"DaemonSet", WL_DAEMONSET},
+		     {"CronJob", WL_CRONJOB}};
+
+	for (size_t i = 0; kind && i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(kind, kinds[i].name) == 0) {
+			*out = kinds[i].t;
+			return true;
+		}
+	return false;
+}
+
+/* A whole number from 0 to 100000 at key of obj, or dflt when absent. */
+static int64_t count_at(struct fx *x, const json_t *obj, const char *key,
+			const char *path, int64_t dflt)
+{
+	const json_t *v = obj ? jget(obj, key) : NULL;
+	char full[128];
+
+	if (!v || json_is_null(v))
+		return dflt;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > 100000) {
+		bad(x, sub(full, sizeof(full), path, key, -1),
+		    "is not a whole number from 0 to 100000");
+		return dflt;
+	}
+	return json_integer_value(v);
+}
+
+/* A Deployment, StatefulSet, ReplicaSet, DaemonSet or CronJob: its pod
+ * template's facts, and how many pods it runs at once. */
+static void template_facts(struct fx *x, const json_t *meta, const json_t *spec,
+			   struct workload *wl)
+{
+	const json_t *tmpl, *refs, *r;
+	const char *path = "spec.template";
+	size_t i;
+
+	if (wl->template_kind == WL_CRONJOB) {
+		const json_t *jt = member(x, spec, "jobTemplate", JSON_OBJECT, "spec");
+		const json_t *jspec = member(x, jt, "spec", JSON_OBJECT, "spec.jobTemplate");
+
+		path = "spec.jobTemplate.spec.template";
+		tmpl = member(x, jspec, "template", JSON_OBJECT, "spec.jobTemplate.spec");
+		wl->replicas = count_at(x, jspec, "parallelism", "spec.jobTemplate.spec", 1);
+	} else {
+		tmpl = member(x, spec, "template", JSON_OBJECT, "spec");
+		wl->replicas = wl->template_kind == WL_DAEMONSET
+				       ? 0
+				       : count_at(x, spec, "replicas", "spec", 1);
+	}
+	{
+		char mpath[64], spath[64];
+
+		snprintf(mpath, sizeof(mpath), "%s.metadata", path);
+		snprintf(spath, sizeof(spath), "%s.spec", path);
+		pod_facts(x, member(x, tmpl, "metadata", JSON_OBJECT, path),
+			  member(x, tmpl, "spec", JSON_OBJECT, path), mpath, spath,
+			  &wl->pod);
+	}
+	if (wl->template_kind != WL_REPLICASET)
+		return;
+	refs = member(x, meta, "ownerReferences", JSON_ARRAY, "metadata");
+	json_array_foreach(refs, i, r) {
+		const char *kind = json_string_value(jget(r, "kind"));
+		const char *api = json_string_value(jget(r, "apiVersion"));
+
+		if (json_is_true(jget(r, "controller")) && kind &&
+		    strcmp(kind, "Deployment") == 0 && api && strcmp(api, "apps/v1") == 0)
+			wl->template_owned = true;
+	}
+}
+
 static void job_facts(struct fx *x, const json_t *spec, const json_t *status,
 		      struct workload *wl)
 {
@@ -585,6 +664,11 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 	} else if (wl->kind == WL_CLAIM_TEMPLATE) {
 		claim_facts(&x, member(&x, spec, "spec", JSON_OBJECT, "spec"),
 			    "spec.spec", wl);
+	} else if (wl->kind == WL_TEMPLATE) {
+		/* The object's own kind says which; else the caller's. */
+		facts_template_kind(json_string_value(jget(object, "kind")),
+				    &wl->template_kind);
+		template_facts(&x, meta, spec, wl);
 	}
 	return x.failed ? -1 : 0;
 }

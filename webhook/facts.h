@@ -1,5 +1,7 @@
 /*
- * facts: a Pod, Job, ResourceClaim or ResourceClaimTemplate JSON object ->
+ * facts: a Pod, Job, ResourceClaim, ResourceClaimTemplate or pod-template
+ * controller (Deployment, StatefulSet, ReplicaSet, DaemonSet, CronJob) JSON
+ * object ->
  * struct workload (policy/workload.h).
  *
  * Reads only the fields the rules need.  Strings are borrowed from the JSON
@@ -13,19 +15,25 @@
 #include "policy/workload.h"
 
 #include <jansson.h>
+#include <stdbool.h>
 
 struct arena;
 struct diag;
 
 /*
  * Fills the object-derived fields of wl (kind must already be set to
- * WL_POD, WL_JOB, WL_CLAIM or WL_CLAIM_TEMPLATE; request fields are left as
- * they are).  Returns 0, or -1 with one message naming the field
+ * WL_POD, WL_JOB, WL_CLAIM, WL_CLAIM_TEMPLATE or WL_TEMPLATE, and for
+ * WL_TEMPLATE template_kind too, which the object's own `kind` replaces;
+ * request fields are left as they are).  Returns 0, or -1 with one message naming the field
  * ("spec.containers[1].env is not a list",
  * "spec.devices.requests[0].exactly.count is not a whole number of at
  * least 1").
  */
 int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		  struct diag *d);
+
+/* The controller a kind names (Deployment, StatefulSet, ReplicaSet,
+ * DaemonSet, CronJob); false for any other. */
+bool facts_template_kind(const char *kind, enum wl_template *out);
 
 #endif

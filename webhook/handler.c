@@ -52,10 +52,14 @@ static bool object_matches_kind(const struct review *rv, const json_t *obj)
 {
 	const char *kind = json_string_value(jget(obj, "kind"));
 	const char *api = json_string_value(jget(obj, "apiVersion"));
-	const char *want_api = rv->kind == WL_JOB ? "batch/v1"
-			       : rv->kind == WL_CLAIM || rv->kind == WL_CLAIM_TEMPLATE
-				       ? "resource.k8s.io/v1"
-				       : "v1";
+	enum wl_template t = WL_DEPLOYMENT;
+	const char *want_api =
+		rv->kind == WL_JOB ? "batch/v1"
+		: rv->kind == WL_CLAIM || rv->kind == WL_CLAIM_TEMPLATE ? "resource.k8s.io/v1"
+		: rv->kind == WL_TEMPLATE
+			? (facts_template_kind(rv->kind_name, &t) && t == WL_CRONJOB ? "batch/v1"
+										      : "apps/v1")
+			: "v1";
 
 	return (!kind || strcmp(kind, rv->kind_name) == 0) &&
 	       (!api || strcmp(api, want_api) == 0);
@@ -68,6 +72,8 @@ static int extract(const struct review *rv, const json_t *obj,
 	char first[400];
 
 	ev->wl.kind = rv->kind;
+	if (rv->kind == WL_TEMPLATE)
+		facts_template_kind(rv->kind_name, &ev->wl.template_kind);
 	ev->wl.op = rv->op;
 	ev->wl.dry_run = rv->dry_run;
 	ev->wl.request_uid = rv->uid;

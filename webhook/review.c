@@ -42,6 +42,13 @@ static enum wl_kind kind_of(const json_t *gvk)
 	if (strcmp(group, "batch") == 0 && strcmp(version, "v1") == 0 &&
 	    strcmp(kind, "Job") == 0)
 		return WL_JOB;
+	if (strcmp(group, "apps") == 0 && strcmp(version, "v1") == 0 &&
+	    (strcmp(kind, "Deployment") == 0 || strcmp(kind, "StatefulSet") == 0 ||
+	     strcmp(kind, "ReplicaSet") == 0 || strcmp(kind, "DaemonSet") == 0))
+		return WL_TEMPLATE;
+	if (strcmp(group, "batch") == 0 && strcmp(version, "v1") == 0 &&
+	    strcmp(kind, "CronJob") == 0)
+		return WL_TEMPLATE;
 	/* DRA: with matchPolicy Equivalent the apiserver converts v1beta1 and
 	 * v1beta2 objects to v1 for the webhook. */
 	if (strcmp(group, "resource.k8s.io") == 0 && strcmp(version, "v1") == 0) {

@@ -124,18 +124,23 @@ def usage_of(stack, namespaces) -> dict:
     return out
 
 
+CONTROLLERS = "cronjobs,deployments,statefulsets,daemonsets,replicasets"
+
+
 def empty_namespaces(stack, namespaces) -> None:
-    """Deletes every Job (with its pods first) and Pod in the namespaces,
+    """Deletes every pod-template controller (Deployment, ..., CronJob),
+    Job (with its pods first) and Pod in the namespaces,
     then waits until gpugate counts nothing for their tenants.  A pod bound
     to a node stays Terminating (no kubelet confirms): Terminating pods are
     force-deleted, as the kubelet would once their containers stopped."""
     k = stack.kubectl
     for ns in namespaces:
-        k("delete", "jobs,pods", "--all", "-n", ns, "--cascade=foreground",
+        k("delete", CONTROLLERS + ",jobs,pods", "--all", "-n", ns, "--cascade=foreground",
           "--wait=false", timeout=120).check()
     for ns in namespaces:
         def empty() -> bool:
-            items = k("get", "jobs,pods", "-n", ns, "-o", "json").json()["items"]
+            items = k("get", CONTROLLERS + ",jobs,pods", "-n", ns, "-o",
+                      "json").json()["items"]
             e2e.force_delete(k, ns, e2e.terminating(items))
             return not items
         e2e.wait_until(f"namespace {ns} to be empty", empty, 120)

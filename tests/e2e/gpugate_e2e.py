@@ -956,6 +956,13 @@ def selector(policy: str) -> dict:
 # ephemeral container joins a GPU pod) or its labels (pods/status may
 # rewrite metadata): validate.gpugate.io is sent them so that it can judge
 # them (test_integrity.py).  gpugate admits every subresource request today.
+# The matchConditions of the template webhooks, as manifests/webhooks.yaml.
+TEMPLATE_MATCH = ("(request.operation == 'CREATE' || object.spec != oldObject.spec) && "
+                  "!(has(object.metadata.ownerReferences) && "
+                  "object.metadata.ownerReferences.exists(r, r.kind == 'Deployment' && "
+                  "has(r.controller) && r.controller))")
+
+
 def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> list[dict]:
     sel = selector(policy)
     common = {
@@ -972,6 +979,17 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
                 {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ops,
                  "resources": ["jobs"], "scope": "Namespaced"}]
 
+    # Pod-template controllers (#18): judged and mapped at the door, failing
+    # open, never their Deployment's ReplicaSets, only when the spec changes.
+    templates = dict(common, failurePolicy="Ignore", rules=[
+        {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+         "resources": ["deployments", "statefulsets", "replicasets", "daemonsets"],
+         "scope": "Namespaced"},
+        {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+         "resources": ["cronjobs"], "scope": "Namespaced"}],
+        matchConditions=[{"name": "spec-changed-and-not-a-deployments-replicaset",
+                          "expression": TEMPLATE_MATCH}])
+
     # DRA claims and templates: validated (and claims charged), never mutated.
     dra = [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"],
             "operations": ["CREATE"], "scope": "Namespaced",
@@ -983,7 +1001,10 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
         "metadata": {"name": config_name},
         "webhooks": [dict(common, name="mutate.gpugate.io",
                           clientConfig={"url": f"{url}/mutate", "caBundle": ca_bundle},
-                          rules=rules(["CREATE"]), reinvocationPolicy="IfNeeded")],
+                          rules=rules(["CREATE"]), reinvocationPolicy="IfNeeded"),
+                     dict(templates, name="mutate-templates.gpugate.io",
+                          clientConfig={"url": f"{url}/mutate", "caBundle": ca_bundle},
+                          reinvocationPolicy="IfNeeded")],
     }
     # kubectl debug: the whole Pod with its new spec.ephemeralContainers.
     debug = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
@@ -994,7 +1015,9 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
         "metadata": {"name": config_name},
         "webhooks": [dict(common, name="validate.gpugate.io",
                           clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle},
-                          rules=rules(["CREATE", "UPDATE", "DELETE"]) + [debug] + dra)],
+                          rules=rules(["CREATE", "UPDATE", "DELETE"]) + [debug] + dra),
+                     dict(templates, name="validate-templates.gpugate.io",
+                          clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle})],
     }
     return [mutating, validating]
 

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, Gate, ROOT, gpugate_bin, job, pod,
+from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, TEMPLATE_MATCH, Gate, ROOT, gpugate_bin, job, pod,
                          register, wait_until, wait_webhooks)
 from test_kubectl_admission import denied_by, warning
 
@@ -81,8 +81,17 @@ def test_kustomize_renders_the_base(rendered):
             assert d["metadata"].get("namespace") == "gpugate", d["metadata"]
     mwc = one(rendered, "MutatingWebhookConfiguration")
     vwc = one(rendered, "ValidatingWebhookConfiguration")
-    assert [w["name"] for w in mwc["webhooks"]] == ["mutate.gpugate.io"]
+    assert [w["name"] for w in mwc["webhooks"]] == ["mutate.gpugate.io",
+                                                    "mutate-templates.gpugate.io"]
     assert "validate.gpugate.io" in [w["name"] for w in vwc["webhooks"]]
+    # Pod-template controllers (#18): fail open, the same conditions as the
+    # registration the e2e tests run under.
+    for w in mwc["webhooks"] + vwc["webhooks"]:
+        if w["name"].endswith("-templates.gpugate.io"):
+            assert w["failurePolicy"] == "Ignore", w["name"]
+            assert [c["expression"].replace("\n", " ") for c in w["matchConditions"]] == [
+                TEMPLATE_MATCH], w["name"]
+    assert "validate-templates.gpugate.io" in [w["name"] for w in vwc["webhooks"]]
     for w in mwc["webhooks"] + vwc["webhooks"]:
         exprs = w["namespaceSelector"]["matchExpressions"]
         assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn",

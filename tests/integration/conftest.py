@@ -508,6 +508,9 @@ KINDS = {
                   {"group": "", "version": "v1", "resource": "configmaps"}),
     "Deployment": ({"group": "apps", "version": "v1", "kind": "Deployment"},
                    {"group": "apps", "version": "v1", "resource": "deployments"}),
+    "ControllerRevision": ({"group": "apps", "version": "v1", "kind": "ControllerRevision"},
+                           {"group": "apps", "version": "v1",
+                            "resource": "controllerrevisions"}),
 }
 
 

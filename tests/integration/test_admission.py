@@ -827,16 +827,30 @@ def test_other_kinds_are_allowed_untouched(client):
     cm = {"apiVersion": "v1", "kind": "ConfigMap",
           "metadata": {"name": "cfg", "namespace": "research", "labels": {TENANT: "x"}},
           "data": {"a": "b"}}
+    # A ControllerRevision holds a pod template too, but runs nothing.
+    rev = {"apiVersion": "apps/v1", "kind": "ControllerRevision",
+           "metadata": {"name": "d-1", "namespace": "research"}, "revision": 1,
+           "data": {"spec": {"template": {"metadata": {"labels": {CLASS: "inference-mig"}},
+                                          "spec": {"containers": [container()]}}}}}
+    for obj in (cm, rev):
+        for ep in ("mutate", "validate"):
+            a = client.admit(ep, obj, dry_run=ep == "validate")
+            assert a.allowed and a.patch is None and a.warnings == [], a
+
+
+def test_a_deployments_pod_template_is_judged(client):
+    """Since #18 a Deployment is judged at the door like a Job (its pods
+    still are, one by one): here its class is not the tenant's."""
     dep = {"apiVersion": "apps/v1", "kind": "Deployment",
            "metadata": {"name": "d", "namespace": "research"},
            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "d"}},
                     "template": {"metadata": {"labels": {"app": "d", CLASS: "inference-mig"}},
-                                 "spec": {"containers": [container(
-                                     resources={"limits": {"nvidia.com/gpu": "8"}})]}}}}
-    for obj in (cm, dep):
-        for ep in ("mutate", "validate"):
-            a = client.admit(ep, obj, dry_run=ep == "validate")
-            assert a.allowed and a.patch is None and a.warnings == [], a
+                                 "spec": {"containers": [container()]}}}}
+    for ep in ("mutate", "validate"):
+        a = client.admit(ep, dep, dry_run=ep == "validate")
+        assert not a.allowed and a.message == (
+            'gpugate: class "inference-mig" is not allowed for tenant "research"; allowed: '
+            "train-large, train-small, dev-shared"), a
 
 
 @pytest.mark.parametrize("op", ["UPDATE", "DELETE"])

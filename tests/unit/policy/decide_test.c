@@ -151,7 +151,8 @@ static void run_obj(struct run *r, const char *ns, json_t *obj,
 	memset(&r->wl, 0, sizeof(r->wl));
 	r->wl.kind = kind && strcmp(kind, "Job") == 0 ? WL_JOB
 		     : kind && strcmp(kind, "Pod") == 0 ? WL_POD
-							: WL_OTHER;
+		     : facts_template_kind(kind, &r->wl.template_kind) ? WL_TEMPLATE
+									: WL_OTHER;
 	r->wl.op = WL_CREATE;
 	r->wl.namespace = ns;
 	r->wl.name = "";
@@ -1338,10 +1339,12 @@ Test(decide, the_claim_carries_the_priority_its_pods_run_at)
 	    DECIDE_MUTATE);
 	cr_expect_eq(r.dec.claim.priority, 1000);
 	done(&r);
-	/* A Job's template: its class, resolved. */
+	/* A Job's template: its class, resolved; a number written in the
+	 * template is no priority (the apiserver refuses such pods). */
 	run(&r, "research",
 	    JOB("2", "\"gpugate.io/class\":\"small\"",
-		"{\"priorityClassName\":\"urgent\",\"containers\":[{\"name\":\"m\"}]}"),
+		"{\"priorityClassName\":\"urgent\",\"priority\":999999,"
+		"\"containers\":[{\"name\":\"m\"}]}"),
 	    DECIDE_MUTATE);
 	cr_expect_eq(r.dec.claim.priority, 5000);
 	done(&r);
@@ -1398,6 +1401,62 @@ Test(decide, lower_priority_short_names_the_bound_and_what_is_below)
 		      "borrows 4); with reclaimWithinCohort LowerPriority only workloads "
 		      "of priority below 1000 are taken back, and they hold 1; it waits "
 		      "until the units are returned");
+	done(&r);
+}
+
+#define DEPLOY(kind, replicas, labels, owner)                                  \
+	"{\"apiVersion\":\"apps/v1\",\"kind\":\"" kind "\",\"metadata\":{\"name\":"   \
+	"\"d\"" owner "},\"spec\":{\"replicas\":" replicas ",\"template\":{"         \
+	"\"metadata\":{\"labels\":{" labels "}},\"spec\":" ONE_CONTAINER "}}}"
+
+Test(decide, a_deployment_reserves_nothing_and_is_judged_whole)
+{
+	struct run r;
+
+	/* research may hold 16 + 8 = 24 of h100: 3 x 8 fits, 4 x 8 never. */
+	used[T_RESEARCH][F_H100] = 24; /* what others hold now does not count */
+	run(&r, "research", DEPLOY("Deployment", "3", "\"gpugate.io/class\":\"big\"", ""),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_expect_not(r.dec.claim.needed, "its pods are charged, not it");
+	cr_expect_str_eq(r.dec.plan.decision,
+			 "big: 3 pods x 8 x h100 for tenant research; each pod is charged "
+			 "when it is created");
+	done(&r);
+	run(&r, "research", DEPLOY("StatefulSet", "4", "\"gpugate.io/class\":\"big\"", ""),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "quota",
+		      "gpugate: StatefulSet \"d\" can never run all its replicas: needs 32 "
+		      "h100 (4 replicas x 8), tenant \"research\" may hold at most 24 "
+		      "(nominal 16 + borrowing limit 8)");
+	done(&r);
+	/* The rules of a pod hold for its template. */
+	run(&r, "research", DEPLOY("DaemonSet", "1", "\"gpugate.io/class\":\"mig\"", ""),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "class-not-allowed",
+		      "gpugate: class \"mig\" is not allowed for tenant \"research\"; "
+		      "allowed: big, small, shared");
+	done(&r);
+}
+
+Test(decide, a_replicaset_of_a_deployment_is_left_to_the_deployment)
+{
+	struct run r;
+
+	/* Its template is the Deployment's, judged there; mapping it anew
+	 * would make the Deployment controller miss its own ReplicaSet. */
+	run(&r, "research",
+	    DEPLOY("ReplicaSet", "9", "\"gpugate.io/class\":\"big\"",
+		   ",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":"
+		   "\"Deployment\",\"name\":\"d\",\"uid\":\"u\",\"controller\":true}]"),
+	    DECIDE_MUTATE);
+	cr_expect(r.dec.allowed);
+	cr_expect_not(r.dec.plan.active);
+	done(&r);
+	/* On its own it is judged like a Deployment. */
+	run(&r, "research", DEPLOY("ReplicaSet", "9", "\"gpugate.io/class\":\"big\"", ""),
+	    DECIDE_MUTATE);
+	cr_expect_not(r.dec.allowed);
 	done(&r);
 }
 

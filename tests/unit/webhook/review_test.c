@@ -39,7 +39,12 @@ Test(review, decodes_kinds)
 	} cases[] = {
 		{"{\"group\":\"batch\",\"version\":\"v1\",\"kind\":\"Job\"}", WL_JOB},
 		{"{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"}", WL_POD},
+		/* Pod-template controllers (#18). */
 		{"{\"group\":\"apps\",\"version\":\"v1\",\"kind\":\"Deployment\"}",
+		 WL_TEMPLATE},
+		{"{\"group\":\"batch\",\"version\":\"v1\",\"kind\":\"CronJob\"}",
+		 WL_TEMPLATE},
+		{"{\"group\":\"apps\",\"version\":\"v1\",\"kind\":\"ControllerRevision\"}",
 		 WL_OTHER},
 		{"{\"group\":\"batch\",\"version\":\"v1beta1\",\"kind\":\"Job\"}",
 		 WL_OTHER},		{"{\"group\":\"resource.k8s.io\",\"version\":\"v1\","
