@@ -105,7 +105,9 @@ def _lint():
 def _secret():
     docs = render("--set", f"certificates.caBundle={CA}")
     hooks = webhooks(docs)
-    assert [w["name"] for w in hooks] == ["mutate.gpugate.io", "validate.gpugate.io",
+    assert [w["name"] for w in hooks] == ["mutate.gpugate.io", "mutate-templates.gpugate.io",
+                                          "validate.gpugate.io",
+                                          "validate-templates.gpugate.io",
                                           "release.gpugate.io"], hooks
     for w in hooks:
         assert w["clientConfig"] == {"caBundle": CA, "service": {
@@ -157,7 +159,10 @@ def _values():
     base = ["--set", f"certificates.caBundle={CA}"]
     docs = render(*base)
     assert one(docs, "Deployment")["spec"]["replicas"] == 2
-    assert [w["failurePolicy"] for w in webhooks(docs)] == ["Fail", "Fail", "Ignore"]
+    assert [w["failurePolicy"] for w in webhooks(docs)] == ["Fail", "Ignore", "Fail", "Ignore",
+                                                            "Ignore"]
+    docs = render(*base, "--set", "webhook.templates=false", "--set", "webhook.release=false")
+    assert [w["name"] for w in webhooks(docs)] == ["mutate.gpugate.io", "validate.gpugate.io"]
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
     assert objs(docs, "ServiceMonitor") == []
     assert container(docs)["image"] == "gpugate:" + (ROOT / "VERSION").read_text().strip()

@@ -254,17 +254,17 @@ def test_helm_install_in_secret_mode_as_documented(stack, helm, tmp_path):
              "--set-json", f"webhook.namespaceSelectorExpressions={OPT_IN}")
         cfg = k.get("validatingwebhookconfiguration", ns)
         assert [(w["clientConfig"]["caBundle"], w["failurePolicy"]) for w in cfg["webhooks"]] == \
-            [(ca_bundle, "Ignore"), (ca_bundle, "Ignore")], cfg["webhooks"]
+            [(ca_bundle, "Ignore")] * 3, cfg["webhooks"]
         assert "annotations" not in cfg["metadata"] or \
             "cert-manager.io/inject-ca-from" not in cfg["metadata"]["annotations"]
         vol = k.get("deployment", ns, ns)["spec"]["template"]["spec"]["volumes"][0]
         assert vol["projected"]["sources"][1]["secret"]["name"] == f"{ns}-tls", vol
         helm("upgrade", ns, str(CHART), "-n", ns, "--reuse-values",
              "--set", "webhook.failurePolicy=Fail")
-        for kind, want in (("mutatingwebhookconfiguration", ["Fail"]),
-                           ("validatingwebhookconfiguration", ["Fail", "Ignore"])):
+        for kind, want in (("mutatingwebhookconfiguration", ["Fail", "Ignore"]),
+                           ("validatingwebhookconfiguration", ["Fail", "Ignore", "Ignore"])):
             hooks = k.get(kind, ns)["webhooks"]
-            # the DELETE webhook (release.gpugate.io) stays Ignore
+            # the templates' and the DELETE webhooks stay Ignore
             assert [w["failurePolicy"] for w in hooks] == want, (kind, hooks)
             assert all(w["clientConfig"]["caBundle"] == ca_bundle for w in hooks)
         k("delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration", ns).check()
