@@ -251,7 +251,7 @@ RUN_POLICY ?= policy/examples/gpu-cluster.yaml
 run: $(GPUGATE)
 	$(Q)$(GPUGATE) certs --out $(DEV_CERTS) --dns localhost --ip 127.0.0.1 >/dev/null
 	@echo "gpugate: serving $(RUN_POLICY) on https://$(RUN_LISTEN) (Ctrl-C stops it). Try, in another shell:"
-	@echo "  curl --cacert $(DEV_CERTS)/ca.crt -H 'Content-Type: application/json' --data @examples/review-pod.json https://$(RUN_LISTEN)/mutate"
+	@echo "  curl -s --cacert $(DEV_CERTS)/ca.crt -H 'Content-Type: application/json' --data @examples/review-pod.json https://$(RUN_LISTEN)/mutate | python3 scripts/show-review.py"
 	@echo "  $(GPUGATE) explain --policy $(RUN_POLICY) examples/job-train-large.yaml"
 	$(Q)$(GPUGATE) serve --policy $(RUN_POLICY) --listen $(RUN_LISTEN) \
 	    --tls-cert $(DEV_CERTS)/tls.crt --tls-key $(DEV_CERTS)/tls.key

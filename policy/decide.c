@@ -1200,6 +1200,11 @@ static void position_text(const struct ctx *c, char *buf, size_t size)
 	const struct quota_result *q = &out->quota;
 
 	if (!out->has_quota) {
+		if (c->wl->kind == WL_JOB && !c->wl->job_suspended && out->queue) {
+			snprintf(buf, size, "queued in Kueue LocalQueue %.63s: charged when "
+				 "Kueue admits it", out->queue);
+			return;
+		}
 		snprintf(buf, size, "%s",
 			 c->wl->kind == WL_JOB && c->wl->job_suspended
 				 ? "suspended: quota is checked when it is resumed"
@@ -1272,6 +1277,9 @@ static void plan_mapping(struct ctx *c)
 			pl->gpus_value = pod_or_job_label(wl, s->gpus_label);
 		}
 	}
+	if (wl->kind == WL_JOB && c->out->tenant->local_queue &&
+	    !pod_or_job_label(wl, KUEUE_QUEUE_LABEL))
+		pl->queue_name = c->out->tenant->local_queue;
 	if (wl->kind == WL_JOB) {
 		pl->replace_when_failed = true;
 		pl->class_label = s->class_label;
@@ -1625,16 +1633,28 @@ static void judge(struct ctx *c)
 		memset(&out->claim, 0, sizeof(out->claim));
 		return;
 	}
+	out->queue = pod_or_job_label(wl, KUEUE_QUEUE_LABEL);
+	if (!out->queue && wl->kind == WL_JOB && out->cls && out->tenant &&
+	    c->in->phase == DECIDE_MUTATE)
+		out->queue = out->tenant->local_queue; /* stamped (plan_mapping) */
 	if (c->in->phase == DECIDE_VALIDATE)
 		claim_from_charge(c);
 	else if (wl->kind == WL_JOB && wl->job_suspended)
 		out->claim.needed = false; /* judged when it is resumed */
+	else if (wl->kind == WL_JOB && out->queue && wl->op == WL_CREATE)
+		/* Kueue suspends it (its webhook runs after this one) and
+		 * charges it when it admits it: judged when it is resumed.
+		 * Without Kueue it is not suspended, and /validate charges it. */
+		out->claim.needed = false;
 	else if (out->claim.needed)
 		out->claim.owner_job_uid = c->charge.owner_job_uid;
-	if (out->claim.needed)
+	if (out->claim.needed) {
 		out->claim.priority = decide_priority(
 			wl, out->cls ? out->cls->priority_class_name : NULL,
 			c->in->priorities);
+		out->claim.kueue_quota = out->queue && out->tenant &&
+					 out->tenant->kueue_owns_quota;
+	}
 }
 
 /*
@@ -1786,6 +1806,11 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 	}
 	out->has_quota = true;
 	out->quota = *q;
+	/* Kueue admitted it and owns this tenant's quota: gpugate counts it
+	 * and says what its own numbers are, never refuses it for them. */
+	if (cl->kueue_quota && out->mode == POLICY_MODE_ENFORCE &&
+	    q->position != QUOTA_UNAVAILABLE)
+		out->mode = POLICY_MODE_WARN;
 	if (in->wl->kind == WL_JOB)
 		snprintf(req, sizeof(req), "%" PRId64 " (parallelism %" PRId64
 			 " x %u, class %s)", cl->units, cl->pods, cl->per_pod, cls);

@@ -38,6 +38,10 @@
 #define STAMP_DECISION "gpugate.io/decision"
 #define STAMP_BORROWED "gpugate.io/borrowed"
 #define ANNOTATION_CONTAINER "gpugate.io/container"
+/* Kueue's queue label: the workload waits in that LocalQueue (suspended, or
+ * a pod behind a scheduling gate) until Kueue admits it (docs/quota.md,
+ * "Running with Kueue"). */
+#define KUEUE_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
 #define CHECKPOINT_VOLUME "gpugate-checkpoint"
 /* The checkpoint signal (SPEC section 6): the reclaimer (webhook/reclaimer.h)
  * writes STAMP_CHECKPOINT_REQUESTED (an RFC 3339 UTC time) on a victim's pods; a
@@ -95,9 +99,13 @@ struct quota_claim {
 	bool may_borrow;    /* the workload is (or will be made) preemptible */
 	/* A pod that may ride on its Job's gang (policy/charge.h). */
 	const char *owner_job_uid;
-	/* The priority its pods run at (decide_request_priority()): what
+	/* The priority its pods run at (decide_priority()): what
 	 * reclaimWithinCohort LowerPriority compares. */
 	int32_t priority;
+	/* Kueue admitted it and owns the tenant's quota (kueue.quotaOwner):
+	 * counted, never refused for quota (the store holds it even when
+	 * over; decide_quota() only warns). */
+	bool kueue_quota;
 };
 
 /*
@@ -124,6 +132,9 @@ struct plan {
 	const char *cpu;             /* requests.cpu to set, or NULL */
 	const char *memory;          /* requests.memory to set, or NULL */
 	const char *priority_class;  /* spec.priorityClassName to set, or NULL */
+	/* A Job's kueue.x-k8s.io/queue-name to set where it has none (the
+	 * tenant's kueue.localQueue), or NULL. */
+	const char *queue_name;
 	enum policy_topology_mode topology;
 	const char *topology_key;
 	char gang[24];               /* "" when not part of a gang */
@@ -173,6 +184,10 @@ struct decision {
 	unsigned count;                   /* per pod */
 
 	struct quota_claim claim;
+	/* The LocalQueue the workload waits in (KUEUE_QUEUE_LABEL, or the one
+	 * gpugate stamps); NULL: none.  A Job queued at /mutate is charged
+	 * when Kueue admits it (unsuspends it), not at creation. */
+	const char *queue;
 	bool has_quota;
 	struct quota_result quota;
 

@@ -341,6 +341,11 @@ static void build_tenants(struct builder *b)
 		else if (s->reclaimWithinCohort &&
 			 *s->reclaimWithinCohort == SRC_RECLAIM_LOWER_PRIORITY)
 			t->reclaim = POLICY_RECLAIM_LOWER_PRIORITY;
+		if (s->kueue) {
+			t->kueue_owns_quota = s->kueue->quotaOwner &&
+					      *s->kueue->quotaOwner == SRC_QUOTA_OWNER_KUEUE;
+			t->local_queue = s->kueue->localQueue ? dup(b, s->kueue->localQueue) : NULL;
+		}
 		build_tenant_quota(b, s, t);
 		if (t->name)
 			put(b, &p->tenant_by_name, t->name, i);

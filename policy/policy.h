@@ -140,6 +140,13 @@ struct policy_tenant {
 	unsigned sharing_mask;         /* bit (1u << enum policy_sharing) */
 	enum policy_mode mode;         /* settings.mode unless overridden */
 	enum policy_reclaim reclaim;   /* reclaimWithinCohort, default Any */
+	/* kueue.quotaOwner: for the workloads Kueue queues
+	 * (kueue.x-k8s.io/queue-name), Kueue's quota decides and gpugate
+	 * only counts and warns; default gpugate. */
+	bool kueue_owns_quota;
+	/* kueue.localQueue: stamped as kueue.x-k8s.io/queue-name on the
+	 * tenant's class Jobs that name no queue; NULL: none. */
+	const char *local_queue;
 	/* Quota by flavor index; NULL entry: no quota for that flavor. */
 	const struct policy_quota *const *quota_by_flavor;
 	const struct policy_quota *quota; /* in file order */

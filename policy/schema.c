@@ -192,6 +192,21 @@ static const cyaml_schema_value_t quota_entry = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct src_quota, quota_fields),
 };
 
+/* Who owns the quota of the workloads Kueue queues (docs/quota.md). */
+static const cyaml_strval_t quota_owner_strings[] = {
+	{"gpugate", SRC_QUOTA_OWNER_GPUGATE},
+	{"kueue", SRC_QUOTA_OWNER_KUEUE},
+};
+
+static const cyaml_schema_field_t kueue_fields[] = {
+	CYAML_FIELD_ENUM_PTR("quotaOwner", CYAML_FLAG_OPTIONAL, struct src_kueue,
+			     quotaOwner, quota_owner_strings,
+			     CYAML_ARRAY_LEN(quota_owner_strings)),
+	CYAML_FIELD_STRING_PTR("localQueue", CYAML_FLAG_OPTIONAL, struct src_kueue,
+			       localQueue, 1, NAME_MAX_LEN),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t tenant_fields[] = {
 	CYAML_FIELD_STRING_PTR("name", CYAML_FLAG_POINTER, struct src_tenant,
 			       name, 1, NAME_MAX_LEN),
@@ -209,6 +224,8 @@ static const cyaml_schema_field_t tenant_fields[] = {
 	CYAML_FIELD_ENUM_PTR("reclaimWithinCohort", CYAML_FLAG_OPTIONAL,
 			     struct src_tenant, reclaimWithinCohort, reclaim_strings,
 			     CYAML_ARRAY_LEN(reclaim_strings)),
+	CYAML_FIELD_MAPPING_PTR("kueue", CYAML_FLAG_OPTIONAL, struct src_tenant, kueue,
+				kueue_fields),
 	CYAML_FIELD_SEQUENCE("quota", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
 			     struct src_tenant, quota, &quota_entry, 0, 1000),
 	CYAML_FIELD_END,

@@ -18,6 +18,7 @@ struct srcpos;
 
 /* Enum values as libcyaml stores them; order matches policy.h enums. */
 enum src_reclaim { SRC_RECLAIM_ANY, SRC_RECLAIM_LOWER_PRIORITY, SRC_RECLAIM_NEVER };
+enum src_quota_owner { SRC_QUOTA_OWNER_GPUGATE, SRC_QUOTA_OWNER_KUEUE };
 enum src_topology_mode { SRC_TOPOLOGY_REQUIRED, SRC_TOPOLOGY_PREFERRED };
 enum src_toleration_op { SRC_OP_EXISTS, SRC_OP_EQUAL };
 enum src_effect {
@@ -72,6 +73,11 @@ struct src_quota {
 	int64_t *lendingLimit;
 };
 
+struct src_kueue {
+	int *quotaOwner; /* enum src_quota_owner */
+	char *localQueue;
+};
+
 struct src_tenant {
 	char *name;
 	char **namespaces;
@@ -83,6 +89,7 @@ struct src_tenant {
 	unsigned sharing_count;
 	int *mode;
 	int *reclaimWithinCohort; /* enum src_reclaim */
+	struct src_kueue *kueue;
 	struct src_quota *quota;
 	unsigned quota_count;
 };

@@ -647,6 +647,14 @@ static void check_tenants(struct vctx *v)
 			    "tenant \"%s\": reclaimWithinCohort needs a cohort (the "
 			    "tenant is in none)",
 			    t->name);
+		if (t->kueue && t->kueue->localQueue &&
+		    (!k8s_dns_subdomain_valid(t->kueue->localQueue) ||
+		     !k8s_label_value_valid(t->kueue->localQueue)))
+			err(v, srcpos_line(v->pos, "tenants[%u].kueue.localQueue", i),
+			    "tenant \"%s\": localQueue \"%s\" is not a LocalQueue name (a "
+			    "DNS subdomain of at most 63 characters: it is stamped as the "
+			    "label kueue.x-k8s.io/queue-name)",
+			    t->name, t->kueue->localQueue);
 		check_quota(v, i, t);
 		check_tenant_classes(v, i, t);
 	}

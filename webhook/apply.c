@@ -573,6 +573,9 @@ int apply_plan(json_t *object, const struct workload *wl,
 	if (pl->note[0])
 		set_string(&a, ensure_object(&a, pod_meta, "annotations"),
 			   STAMP_DECISION, pl->note);
+	if (pl->queue_name && !jget(jget(meta, "labels"), KUEUE_QUEUE_LABEL))
+		set_string(&a, ensure_object(&a, meta, "labels"), KUEUE_QUEUE_LABEL,
+			   pl->queue_name);
 	if (pl->map || pl->stamp_only) {
 		bool owner = wl->kind == WL_JOB || wl->kind == WL_TEMPLATE;
 

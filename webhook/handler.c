@@ -201,7 +201,7 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		reserve = ep == HANDLER_VALIDATE && !rv->dry_run && ev->dec.allowed &&
 			  !decide_pool_denies(&in, &ev->dec, &pc);
 		usage_decide(u, p, &ev->wl, c, reserve,
-			     ev->dec.mode != POLICY_MODE_ENFORCE, &qr);
+			     ev->dec.mode != POLICY_MODE_ENFORCE || c->kueue_quota, &qr);
 		decide_quota_pool(&in, &ev->dec, &qr, &pc);
 	}
 	if (ep == HANDLER_MUTATE && ev->dec.allowed && ev->dec.plan.active &&
@@ -362,11 +362,17 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 	out->content_type = "application/json";
 	log_decision(ep, &rv, &ev);
 done:
-	if (h->metrics)
-		metrics_admission(h->metrics, mep, metrics_kind_of(rv.kind),
-				  out->status == 200 ? result_of(&ev.dec, &ev)
-						     : METRICS_ERROR,
+	if (h->metrics) {
+		enum metrics_result res = out->status == 200 ? result_of(&ev.dec, &ev)
+							      : METRICS_ERROR;
+
+		metrics_admission(h->metrics, mep, metrics_kind_of(rv.kind), res,
 				  now_seconds() - start);
+		if (res == METRICS_DENIED && !ev.bad_request)
+			metrics_denial(h->metrics, ev.dec.tenant ? ev.dec.tenant->name : NULL,
+				       ev.dec.flavor ? ev.dec.flavor->name : NULL,
+				       ev.dec.rule);
+	}
 	holder_release(ref);
 	if (jsonmem_discardable()) {
 		/* All of the request's JSON is in the arena: drop it whole. */

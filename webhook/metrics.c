@@ -9,7 +9,9 @@
 #include "usage/usage.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -27,7 +29,19 @@ struct histogram {
 	atomic_uint_fast64_t sum_ns;
 };
 
+/* Denials by tenant, flavor and rule: the names come from the policy (and
+ * reloads), so the set is kept, under a lock (a denial is rare), in a list
+ * of at most DENIALS_MAX series; more are counted in the last, "other". */
+#define DENIALS_MAX 1024
+struct denial {
+	char tenant[64], flavor[64], rule[32];
+	uint64_t count;
+};
+
 struct metrics {
+	pthread_mutex_t denials_mu;
+	struct denial *denials;
+	size_t n_denials;
 	atomic_uint_fast64_t requests[METRICS__ENDPOINTS][METRICS__KINDS]
 				     [METRICS__RESULTS];
 	struct histogram duration[METRICS__ENDPOINTS];
@@ -44,12 +58,75 @@ struct metrics *metrics_new(void)
 {
 	/* calloc zeroes the atomics: valid initial state for C11 atomics of
 	 * integer type on every platform gpugate builds for. */
-	return calloc(1, sizeof(struct metrics));
+	struct metrics *m = calloc(1, sizeof(struct metrics));
+
+	if (m)
+		pthread_mutex_init(&m->denials_mu, NULL);
+	return m;
 }
 
 void metrics_free(struct metrics *m)
 {
+	if (!m)
+		return;
+	pthread_mutex_destroy(&m->denials_mu);
+	free(m->denials);
 	free(m);
+}
+
+/* A label value as written: what the policy validated, clipped, and
+ * anything outside [A-Za-z0-9._/-] as '_' (so that no quote or backslash
+ * ever needs escaping). */
+static void label_copy(char *dst, size_t size, const char *src)
+{
+	size_t i = 0;
+
+	for (; src && src[i] && i + 1 < size; i++) {
+		char c = src[i];
+
+		dst[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+				 (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+				 c == '-' || c == '/'
+			 ? c
+			 : '_';
+	}
+	dst[i] = '\0';
+}
+
+void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
+		    const char *rule)
+{
+	struct denial d = {.count = 0};
+	size_t i;
+
+	label_copy(d.tenant, sizeof(d.tenant), tenant && tenant[0] ? tenant : "-");
+	label_copy(d.flavor, sizeof(d.flavor), flavor && flavor[0] ? flavor : "-");
+	label_copy(d.rule, sizeof(d.rule), rule && rule[0] ? rule : "-");
+	pthread_mutex_lock(&m->denials_mu);
+	if (!m->denials)
+		m->denials = calloc(DENIALS_MAX, sizeof(*m->denials));
+	for (i = 0; m->denials && i < m->n_denials; i++)
+		if (strcmp(m->denials[i].tenant, d.tenant) == 0 &&
+		    strcmp(m->denials[i].flavor, d.flavor) == 0 &&
+		    strcmp(m->denials[i].rule, d.rule) == 0)
+			break;
+	if (m->denials && i == m->n_denials) {
+		/* A new series; the last place is the one for all the rest. */
+		if (m->n_denials == DENIALS_MAX - 1) {
+			snprintf(d.tenant, sizeof(d.tenant), "other");
+			snprintf(d.flavor, sizeof(d.flavor), "other");
+			snprintf(d.rule, sizeof(d.rule), "other");
+		}
+		if (i < DENIALS_MAX) {
+			m->denials[i] = d;
+			m->n_denials++;
+		} else {
+			i = DENIALS_MAX - 1;
+		}
+	}
+	if (m->denials)
+		m->denials[i].count++;
+	pthread_mutex_unlock(&m->denials_mu);
 }
 
 void metrics_admission(struct metrics *m, enum metrics_endpoint ep,
@@ -270,6 +347,17 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 					    endpoint_names[e], kind_names[k],
 					    result_names[r],
 					    (unsigned long long)load(&m->requests[e][k][r]));
+	strbuf_addf(&sb, "# HELP gpugate_denials_total Admission requests denied, "
+			 "by tenant, flavor and rule (\"-\": none).\n"
+			 "# TYPE gpugate_denials_total counter\n");
+	pthread_mutex_lock(&m->denials_mu);
+	for (size_t i = 0; i < m->n_denials; i++)
+		strbuf_addf(&sb,
+			    "gpugate_denials_total{tenant=\"%s\",flavor=\"%s\",rule=\"%s\"} "
+			    "%llu\n",
+			    m->denials[i].tenant, m->denials[i].flavor, m->denials[i].rule,
+			    (unsigned long long)m->denials[i].count);
+	pthread_mutex_unlock(&m->denials_mu);
 	strbuf_addf(&sb, "# HELP gpugate_admission_duration_seconds Time to "
 			 "answer one review, from the full body to the response.\n"
 			 "# TYPE gpugate_admission_duration_seconds histogram\n");

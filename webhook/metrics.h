@@ -4,7 +4,8 @@
  * Counters and histograms of the admission pipeline live here, lock-free:
  * every counter is an atomic, updated from any server thread.  Label sets
  * are small and fixed (endpoint x kind x result), so they are plain
- * arrays, not maps.  What other modules know (quota from the policy and the
+ * arrays, not maps; denials by tenant, flavor and rule, whose names come
+ * from the policy, are a short list under a lock (a denial is rare).  What other modules know (quota from the policy and the
  * usage store, the feed's state, the certificate, the server's workers) is
  * handed over as plain values at scrape time (struct metrics_state) and
  * written here too: no other file writes exposition text.
@@ -36,6 +37,10 @@ void metrics_free(struct metrics *m);
 void metrics_admission(struct metrics *m, enum metrics_endpoint ep,
 		       enum metrics_kind kind, enum metrics_result result,
 		       double seconds);
+/* A denial (result METRICS_DENIED) by tenant, flavor and rule (NULL or
+ * "": "-"): gpugate_denials_total. */
+void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
+		    const char *rule);
 void metrics_policy_reload(struct metrics *m, bool ok);
 void metrics_cert_reload(struct metrics *m, bool ok);
 

@@ -211,6 +211,17 @@ tenants:
     cohort: rl
     quota:
       - {flavor: h100-80gb, nominal: 0}
+  # test_kueue.py (#18): kq lets Kueue own its quota and queues its Jobs in
+  # kq-queue; gq keeps gpugate's quota for the Jobs Kueue queues.
+  - name: kq
+    namespaces: [kq]
+    kueue: {quotaOwner: kueue, localQueue: kq-queue}
+    quota:
+      - {flavor: h100-80gb, nominal: 4}
+  - name: gq
+    namespaces: [gq]
+    quota:
+      - {flavor: h100-80gb, nominal: 4}
 checkpoint:
   # test_reclaim.py: a victim that does not report is released after this.
   timeoutSeconds: 12
@@ -262,7 +273,7 @@ EXAMPLE_NAMESPACES = ["research", "research-jobs", "product-inference",
                       "sandbox-1", "no-tenant", "gpugate"]
 QUOTA_NAMESPACES = ["alpha", "beta", "solo", "batch", "dry", "durable", "lenient",
                     "mallory", "victim", "loose", "quiet", "near", "owner", "taker",
-                    "keeper", "holder", "modest", "eager"]
+                    "keeper", "holder", "modest", "eager", "kq", "gq"]
 RAW_NAMESPACES = ["rawgpu"]
 # Created by Stack.start_replicas; REPLICA_STORE_NAMESPACE is where a shared
 # usage store may keep its objects (--namespace in GPUGATE_E2E_REPLICA_ARGS).

@@ -1083,3 +1083,29 @@ def test_success_line_keeps_the_numbers_with_long_names(fresh_server, custom_pol
         m, p, v = mutate_then_validate(c, pod(namespace="longnames", cls=cls), dry_run=False)
         assert "1/8 in use" in v.warnings[0], v.warnings[0]
         assert "1 x h100-80gb" in v.warnings[0], v.warnings[0]
+
+
+def test_reinvocation_changes_nothing_but_a_decision_usage_has_moved(fresh_server):
+    """SPEC: mutation is idempotent.  The apiserver calls /mutate again
+    after another webhook changed the object (reinvocationPolicy IfNeeded):
+    the object gpugate mutated comes back unchanged, unless usage moved in
+    between; then only the decision annotation, which says it, is rewritten."""
+    srv = fresh_server()
+    with srv.client() as c:
+        first = c.admit("mutate", pod("p1", cls="train-small", gpus="1"))
+        assert first.allowed, first
+        once = apply(first.review["request"]["object"], first.patch)
+        assert once["metadata"]["annotations"][DECISION] == (
+            "train-small: 1 x h100-80gb for tenant research; 1/32 in use")
+        assert c.admit("mutate", once).patch is None
+        # Another pod of the tenant is admitted (reserved at /validate).
+        other = pod("p2", cls="train-small", gpus="2")
+        other["metadata"]["uid"] = new_uid()
+        om = c.admit("mutate", other)
+        v = c.admit("validate", apply(om.review["request"]["object"], om.patch))
+        assert v.allowed, v
+        again = c.admit("mutate", once)
+        assert again.patch == [{"op": "replace",
+                                "path": "/metadata/annotations/gpugate.io~1decision",
+                                "value": "train-small: 1 x h100-80gb for tenant research; "
+                                         "3/32 in use"}], again.patch

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 
 from conftest import ROOT, SLOW, check_envelope, decode_patch
 from jsonpatch_strict import apply
@@ -29,7 +30,10 @@ def run_echo_lines() -> list[str]:
 
 
 def test_make_run_curl_example(fresh_server):
-    [curl] = [line for line in run_echo_lines() if line.startswith("curl ")]
+    [line] = [line for line in run_echo_lines() if line.startswith("curl ")]
+    # The answer is shown through scripts/show-review.py: the patch decoded.
+    curl, show = line.split(" | ")
+    assert show == "python3 scripts/show-review.py", line
     data = re.search(r"--data @(\S+)", curl)
     assert data and "-H 'Content-Type: application/json'" in curl, curl
     assert curl.endswith("/mutate"), curl
@@ -48,6 +52,15 @@ def test_make_run_curl_example(fresh_server):
         resp = out["response"]
         assert resp["allowed"] is True, resp
         assert "patch" in resp, "the example review is meant to show a patch"
+        shown = subprocess.run([sys.executable, str(ROOT / "scripts/show-review.py")],
+                               input=r.text, capture_output=True, text=True, timeout=30)
+        assert shown.returncode == 0, shown
+        lines = shown.stdout.splitlines()
+        ops = decode_patch(resp["patch"])
+        assert lines[:2] == ["allowed: true", f"patch (JSONPatch, {len(ops)} operations):"], lines
+        assert ('  {"op": "add", "path": "/spec/nodeSelector", "value": '
+                '{"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}}') in lines, lines
+        assert len(lines) == 2 + len(ops), lines
         patched = apply(review["request"]["object"], decode_patch(resp["patch"]))
         ct = patched["spec"]["containers"][0]
         assert ct["resources"]["limits"] == {"nvidia.com/gpu": "2"}

@@ -20,7 +20,7 @@ import pytest
 from conftest import (SLOW, Certs, Client, decode_patch, make_review, metrics, new_uid,
                       tls_context)
 from jsonpatch_strict import apply
-from objects import container, job, pod
+from objects import CLASS, container, job, pod
 
 MiB = 1 << 20
 SPEC_MIN_CAP = 3 * MiB   # must be accepted
@@ -177,6 +177,22 @@ def test_metrics_count_requests(client):
     assert after[key] == before[key] + 3
     assert after[denied] == before[denied] + 1
     assert after[vkey] == before.get(vkey, 0) + 1
+
+
+def test_metrics_count_denials_by_tenant_flavor_and_rule(client):
+    unknown = 'gpugate_denials_total{tenant="research",flavor="-",rule="class-unknown"}'
+    never = 'gpugate_denials_total{tenant="research",flavor="h100-80gb",rule="quota"}'
+    before = metrics(client)
+    for _ in range(2):
+        assert not client.admit("mutate", pod(cls="bogus")).allowed
+    big = {"apiVersion": "batch/v1", "kind": "Job",
+           "metadata": {"name": "j", "namespace": "research", "labels": {CLASS: "train-large"}},
+           "spec": {"parallelism": 9, "template": {"spec": {"containers": [container()]}}}}
+    assert not client.admit("mutate", big).allowed
+    after = metrics(client)
+    assert after[unknown] == before.get(unknown, 0) + 2
+    assert after[never] == before.get(never, 0) + 1
+    assert "# TYPE gpugate_denials_total counter" in client.get("/metrics").text
 
 
 def test_metrics_duration_histogram(client):

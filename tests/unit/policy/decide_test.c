@@ -2394,3 +2394,108 @@ Test(decide, a_raw_request_never_borrows_and_says_so)
 	done(&r);
 	restore(saved);
 }
+
+/* ---- Kueue (docs/quota.md "Running with Kueue") ----------------------- */
+
+/* research owns its quota through Kueue and queues its Jobs in "rq". */
+static void kueue_research(void)
+{
+	static const char at[] = "  - name: research\n    namespaces: [research]\n";
+	char yaml[sizeof(policy_yaml) + 128];
+	const char *cut = strstr(policy_yaml, at);
+
+	cr_assert(cut);
+	snprintf(yaml, sizeof(yaml), "%.*s%s    kueue: {quotaOwner: kueue, localQueue: rq}\n%s",
+		 (int)(cut - policy_yaml), policy_yaml, at, cut + strlen(at));
+	policy_free(P);
+	P = test_policy(yaml);
+}
+
+Test(decide, a_job_queued_in_kueue_is_charged_when_kueue_admits_it)
+{
+	struct run r;
+
+	used[T_RESEARCH][F_H100] = 24; /* all research may ever hold */
+	run(&r, "research",
+	    JOB("2", "\"gpugate.io/class\":\"small\",\"kueue.x-k8s.io/queue-name\":\"q\"",
+		ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_expect_not(r.dec.claim.needed, "Kueue suspends it: nothing held now");
+	cr_expect_str_eq(r.dec.plan.decision,
+			 "small: 2 pods x 1 x h100 for tenant research; queued in Kueue "
+			 "LocalQueue q: charged when Kueue admits it");
+	cr_expect_null(r.dec.plan.queue_name, "its own queue is kept");
+	done(&r);
+}
+
+Test(decide, a_tenants_local_queue_is_stamped_on_its_jobs)
+{
+	struct run r;
+	struct diag d;
+	json_t *copy;
+
+	kueue_research();
+	run(&r, "research", JOB("2", "\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_expect_str_eq(r.dec.plan.queue_name, "rq");
+	cr_expect_not(r.dec.claim.needed);
+	diag_init(&d);
+	copy = json_deep_copy(r.obj); /* the facts borrow r.obj's strings */
+	cr_assert_eq(apply_plan(copy, &r.wl, &r.dec.plan, P, &d), 0, "%s", diag_text(&d));
+	cr_expect_str_eq(json_string_value(json_object_get(
+				 json_object_get(json_object_get(copy, "metadata"), "labels"),
+				 "kueue.x-k8s.io/queue-name")),
+			 "rq");
+	json_decref(copy);
+	done(&r);
+	/* A pod is Kueue's only with its own label: nothing stamped. */
+	run(&r, "research", POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_expect_null(r.dec.plan.queue_name);
+	cr_expect(r.dec.claim.needed);
+	done(&r);
+}
+
+Test(decide, when_kueue_owns_the_quota_its_admission_is_never_refused)
+{
+	char sus[2048], go[2048];
+	struct run old, now;
+	struct quota_result q;
+	struct decide_input in;
+
+	snprintf(sus, sizeof(sus),
+		 SUSPENDED_JOB("\"gpugate.io/class\":\"small\",\"kueue.x-k8s.io/queue-name\":"
+			       "\"rq\"", "1"),
+		 "true");
+	snprintf(go, sizeof(go),
+		 SUSPENDED_JOB("\"gpugate.io/class\":\"small\",\"kueue.x-k8s.io/queue-name\":"
+			       "\"rq\"", "1"),
+		 "false");
+	/* gpugate owns research's quota: Kueue's resume is judged by it. */
+	run_job_update(&old, &now, sus, go);
+	cr_assert(now.dec.claim.needed);
+	cr_expect_not(now.dec.claim.kueue_quota);
+	done(&old);
+	done(&now);
+	/* Kueue owns it: over gpugate's numbers is a warning, and counted. */
+	kueue_research();
+	run_job_update(&old, &now, sus, go);
+	cr_assert(now.dec.claim.needed);
+	cr_assert(now.dec.claim.kueue_quota);
+	used[T_RESEARCH][F_H100] = 24;
+	quota_decide(P, now.dec.claim.tenant, now.dec.claim.flavor, now.dec.claim.units, true,
+		     &usage, &q);
+	cr_assert_eq(q.position, QUOTA_OVER);
+	in = (struct decide_input){.policy = P, .wl = &now.wl, .phase = DECIDE_VALIDATE,
+				   .old = &old.wl};
+	decide_quota(&in, &now.dec, &q);
+	cr_expect(now.dec.allowed, "%s", now.dec.message);
+	cr_expect_eq(now.dec.mode, POLICY_MODE_WARN);
+	cr_expect_geq(now.dec.n_warnings, 1);
+	cr_expect(strstr(now.dec.warnings[0], "is over its h100 quota"), "%s",
+		  now.dec.warnings[0]);
+	done(&old);
+	done(&now);
+}

@@ -271,6 +271,17 @@ static struct bad_case bad_cases[] = {
 	      "    reclaimWithinCohort: never\n",
 	 "t.yaml:15: tenants[0].reclaimWithinCohort: \"never\" is not one of: Any, "
 	 "LowerPriority, Never\n"},
+	{"kueue: a LocalQueue name is a label value",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n"
+	      "    kueue: {localQueue: Team_A}\n",
+	 "t.yaml:14: tenant \"t\": localQueue \"Team_A\" is not a LocalQueue name (a "
+	 "DNS subdomain of at most 63 characters: it is stamped as the label "
+	 "kueue.x-k8s.io/queue-name)\n"},
+	{"kueue: who owns quota",
+	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n"
+	      "    kueue:\n      quotaOwner: Kueue\n",
+	 "t.yaml:15: tenants[0].kueue.quotaOwner: \"Kueue\" is not one of: gpugate, "
+	 "kueue\n"},
 	{"checkpoint timeout",
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
 	 "  timeoutSeconds: 0\n",
