@@ -15,6 +15,10 @@
 #   make bench-fleet [FLEET_ARGS=...]   the scale run: 1,000 KWOK GPU nodes,
 #                        10,000 pods through a real apiserver and scheduler
 #                        (bench/fleet-scale.py; FLEET_ARGS=--small: 100/1,000)
+#   make image           the OCI image archive build/gpugate-image.oci.tar
+#                        (mmdebstrap, no container engine; docs/operations.md)
+#   make image-check     unpack it and run gpugate from it; rebuild, compare
+#   make chart-check     helm lint and helm template of charts/gpugate
 #   make format | clean
 #
 # The first make on a fresh machine installs the Debian packages it needs
@@ -86,7 +90,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz
+.PHONY: all test check-includes unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz image image-check chart-check
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -213,6 +217,25 @@ bench-feed: $(GPUGATE)
 # About 3-6 minutes at full size on 2 CPUs (docs/benchmarks.md, "Scale run").
 bench-fleet: e2e-tools-check $(GPUGATE)
 	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) python3 bench/fleet-scale.py $(FLEET_ARGS)
+
+# The OCI image (scripts/image.sh): the runtime libraries from Debian
+# packages (mmdebstrap), build/gpugate, user 65532; reproducible. About 10 s.
+IMAGE := build/gpugate-image.oci.tar
+
+image: $(GPUGATE)
+	$(Q)scripts/deps.sh --image
+	$(Q)scripts/image.sh --binary $(GPUGATE) --out $(IMAGE)
+
+# Runs gpugate from the image's root filesystem (as root: chroot in a mount
+# namespace) and builds it a second time to compare. About 20 s.
+image-check: image
+	$(Q)tests/image/check.sh $(IMAGE)
+
+# helm lint and helm template of charts/gpugate in both certificate modes
+# (tests/chart/check.py; helm is built from the Go module proxy like the e2e
+# tools, then cached). About 2 s once helm is built.
+chart-check: e2e-tools-check
+	$(Q)python3 tests/chart/check.py
 
 # libFuzzer harnesses (clang); FUZZ_SECONDS per harness, default 60.
 fuzz:

@@ -5,6 +5,8 @@
 #   scripts/deps.sh            build + test packages
 #   scripts/deps.sh --bench    also the benchmark tools (nginx, wrk)
 #   scripts/deps.sh --fuzz     also clang with libFuzzer
+#   scripts/deps.sh --image    also mmdebstrap and skopeo (make image,
+#                              make image-check)
 #
 # Not installed here: Go, which `make e2e` and `make demo` need the first time
 # to build the control plane (tests/e2e/build-tools.sh, Go >= the go
@@ -28,6 +30,7 @@ for arg in "$@"; do
     --bench) pkgs+=(nginx-light wrk valgrind) ;;
     --fuzz) pkgs+=(clang libclang-rt-14-dev) ;;
     --format) pkgs+=(clang-format) ;;
+    --image) pkgs+=(mmdebstrap skopeo binutils) ;;
     *) echo "deps.sh: unknown option '$arg'" >&2; exit 2 ;;
   esac
 done

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # build-tools.sh - build (once) the Kubernetes control-plane binaries, etcd
-# and KWOK used by gpugate's end-to-end tests, from the pinned wrapper modules
-# in tests/e2e/tools/{k8s,etcd,kwok}, using nothing but the Go module proxy.
+# and KWOK used by gpugate's end-to-end tests, helm for its chart, and the
+# CRDs of cert-manager and of prometheus-operator's ServiceMonitor, from the
+# pinned wrapper modules in
+# tests/e2e/tools/{k8s,etcd,kwok,helm,cert-manager,prometheus-operator},
+# using nothing but the Go module proxy.
 #
 # Output layout (one cache directory, one sub-directory per pinned version):
 #   ${GPUGATE_TOOLS_DIR:-$HOME/.cache/gpugate/tools}/
 #       k8s-<version>/{kube-apiserver,kube-controller-manager,kube-scheduler,kubectl,.stamp}
 #       etcd-<version>/{etcd,.stamp}
 #       kwok-<version>/{kwok,.stamp}
+#       helm-<version>/{helm,.stamp}
+#       cert-manager-<version>/{*.yaml,.stamp}   (deploy/crds of the module)
+#       prometheus-operator-<version>/{monitoring.coreos.com_servicemonitors.yaml,.stamp}
 #
 # A directory only appears once its build fully succeeded (built in a temp dir,
 # then renamed), and it is reused as long as its .stamp matches the current
@@ -20,11 +26,14 @@
 #             built (go is there and new enough), else 1 with the reason;
 #             `make e2e` and `make demo` run this first
 #
-# stdout: exactly three shell assignments, so callers can do
+# stdout: exactly six shell assignments, so callers can do
 #   eval "$(tests/e2e/build-tools.sh)"
 #     KUBE_BIN_DIR=/path/to/k8s-<version>
 #     ETCD_BIN_DIR=/path/to/etcd-<version>
 #     KWOK_BIN_DIR=/path/to/kwok-<version>
+#     HELM_BIN_DIR=/path/to/helm-<version>
+#     CERT_MANAGER_CRDS_DIR=/path/to/cert-manager-<version>
+#     PROMETHEUS_CRDS_DIR=/path/to/prometheus-operator-<version>
 # Everything else (progress, timings) goes to stderr.
 #
 # Environment:
@@ -39,6 +48,9 @@ script_dir=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
 k8s_mod_dir=$script_dir/tools/k8s
 etcd_mod_dir=$script_dir/tools/etcd
 kwok_mod_dir=$script_dir/tools/kwok
+helm_mod_dir=$script_dir/tools/helm
+cm_mod_dir=$script_dir/tools/cert-manager
+po_mod_dir=$script_dir/tools/prometheus-operator
 
 tools_dir=${GPUGATE_TOOLS_DIR:-${HOME:?HOME is not set}/.cache/gpugate/tools}
 jobs=${GPUGATE_BUILD_JOBS:-2}
@@ -92,6 +104,9 @@ mod_version() {
 k8s_version=$(mod_version "$k8s_mod_dir/go.mod" k8s.io/kubernetes)
 etcd_version=$(mod_version "$etcd_mod_dir/go.mod" go.etcd.io/etcd/server/v3)
 kwok_version=$(mod_version "$kwok_mod_dir/go.mod" sigs.k8s.io/kwok)
+helm_version=$(mod_version "$helm_mod_dir/go.mod" helm.sh/helm/v3)
+cm_version=$(mod_version "$cm_mod_dir/go.mod" github.com/cert-manager/cert-manager)
+po_version=$(mod_version "$po_mod_dir/go.mod" github.com/prometheus-operator/prometheus-operator)
 
 # Sanity check: every staging replace must point at v0.<minor>.<patch> of the
 # same release, otherwise we would silently build a mixed control plane.
@@ -104,6 +119,9 @@ awk -v want="$staging_version" '
 k8s_out=$tools_dir/k8s-$k8s_version
 etcd_out=$tools_dir/etcd-$etcd_version
 kwok_out=$tools_dir/kwok-$kwok_version
+helm_out=$tools_dir/helm-$helm_version
+cm_out=$tools_dir/cert-manager-$cm_version
+po_out=$tools_dir/prometheus-operator-$po_version
 
 # Version string embedded the same way Kubernetes' own build does
 # (hack/lib/version.sh), so `kubectl version` and /version look normal.
@@ -116,6 +134,9 @@ for pkg in k8s.io/client-go/pkg/version k8s.io/component-base/version; do
 done
 etcd_ldflags="-s -w"
 kwok_ldflags="-s -w" # its version is a constant in the module (pkg/consts)
+# helm reports its version from internal/version, as its own Makefile sets it.
+helm_ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$helm_version"
+helm_ldflags+=" -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
 
 # Common go build flags. -mod=readonly: go.sum in the repo is complete, so a
 # fresh machine needs only the module proxy and nothing rewrites go.mod.
@@ -142,6 +163,9 @@ stamp_for() {
 k8s_stamp=$(stamp_for "$k8s_mod_dir" "$k8s_version" "$k8s_ldflags")
 etcd_stamp=$(stamp_for "$etcd_mod_dir" "$etcd_version" "$etcd_ldflags")
 kwok_stamp=$(stamp_for "$kwok_mod_dir" "$kwok_version" "$kwok_ldflags")
+helm_stamp=$(stamp_for "$helm_mod_dir" "$helm_version" "$helm_ldflags")
+cm_stamp=$(stamp_for "$cm_mod_dir" "$cm_version" "crds")
+po_stamp=$(stamp_for "$po_mod_dir" "$po_version" "crds")
 
 # up_to_date DIR STAMP BIN... : true if DIR has every BIN and a matching stamp.
 up_to_date() {
@@ -156,11 +180,17 @@ up_to_date() {
 k8s_bins=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
 etcd_bins=(etcd)
 kwok_bins=(kwok)
+helm_bins=(helm)
+cm_bins=() # no binaries: the stamp says the CRDs were copied
+po_bins=()
 
 print_result() {
     printf 'KUBE_BIN_DIR=%q\n' "$k8s_out"
     printf 'ETCD_BIN_DIR=%q\n' "$etcd_out"
     printf 'KWOK_BIN_DIR=%q\n' "$kwok_out"
+    printf 'HELM_BIN_DIR=%q\n' "$helm_out"
+    printf 'CERT_MANAGER_CRDS_DIR=%q\n' "$cm_out"
+    printf 'PROMETHEUS_CRDS_DIR=%q\n' "$po_out"
 }
 
 # needs_build DIR STAMP BIN... : like ! up_to_date, but --force always builds.
@@ -172,7 +202,7 @@ needs_build() {
 # directives (the directives of k8s.io/kubernetes and etcd, copied by go mod
 # tidy), so that it follows a version bump by itself.
 go_needed=$(awk '$1 == "go" && NF == 2 { print $2 }' "$k8s_mod_dir/go.mod" "$etcd_mod_dir/go.mod" \
-    "$kwok_mod_dir/go.mod" |
+    "$kwok_mod_dir/go.mod" "$helm_mod_dir/go.mod" |
     sort -V | tail -n 1)
 [[ -n $go_needed ]] || die "no go directive in $k8s_mod_dir/go.mod or $etcd_mod_dir/go.mod"
 
@@ -212,8 +242,11 @@ require_go() {
 # Fast path: nothing to do, do not even start the go command.
 if [[ $force -eq 0 ]] && up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" &&
     up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}" &&
-    up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}"; then
-    log "up to date: kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version"
+    up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}" &&
+    up_to_date "$helm_out" "$helm_stamp" "${helm_bins[@]}" &&
+    up_to_date "$cm_out" "$cm_stamp" "${cm_bins[@]}" &&
+    up_to_date "$po_out" "$po_stamp" "${po_bins[@]}"; then
+    log "up to date: kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version, helm $helm_version, cert-manager CRDs $cm_version, prometheus-operator CRDs $po_version"
     [[ $check -eq 1 ]] || print_result
     exit 0
 fi
@@ -292,9 +325,52 @@ if needs_build "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}"; then
         "$kwok_ldflags" kwok sigs.k8s.io/kwok/cmd/kwok
 fi
 
+# helm: a `tool` of its wrapper module, like KWOK.
+if needs_build "$helm_out" "$helm_stamp" "${helm_bins[@]}"; then
+    build_one "helm-$helm_version" "$helm_mod_dir" "$helm_out" "$helm_stamp" \
+        "$helm_ldflags" helm helm.sh/helm/v3/cmd/helm
+fi
+
+# copy_crds NAME MOD_DIR MODULE OUT_DIR STAMP FILE...: nothing to build; the
+# FILEs (globs relative to the module) copied out of MODULE as MOD_DIR's
+# go.mod pins it (go mod download checks the zip against go.sum).
+copy_crds() {
+    local name=$1 mod_dir=$2 module=$3 out=$4 stamp=$5 t0 tmp dir f
+    shift 5
+    t0=$(now)
+    tmp=$(mktemp -d "$tools_dir/.build-$name.XXXXXX")
+    tmp_dirs+=("$tmp")
+    dir=$(cd "$mod_dir" && GOWORK=off GOFLAGS=-mod=readonly "$go_bin" mod download \
+        -json "$module" | awk -F'"' '$2 == "Dir" { print $4 }')
+    [[ -n $dir ]] || die "go mod download of $module failed"
+    for f in "$@"; do
+        # shellcheck disable=SC2086  # f is a glob
+        cp -- "$dir"/$f "$tmp"/ || die "no $f in $dir"
+    done
+    chmod 644 "$tmp"/*.yaml
+    printf '%s\n' "$stamp" >"$tmp/.stamp"
+    chmod 755 "$tmp"
+    rm -rf -- "$out"
+    mv -- "$tmp" "$out"
+    log "copied $name CRDs in $(elapsed "$t0")"
+}
+
+if needs_build "$cm_out" "$cm_stamp" "${cm_bins[@]}"; then
+    copy_crds "cert-manager-$cm_version" "$cm_mod_dir" github.com/cert-manager/cert-manager \
+        "$cm_out" "$cm_stamp" 'deploy/crds/*.yaml'
+fi
+if needs_build "$po_out" "$po_stamp" "${po_bins[@]}"; then
+    copy_crds "prometheus-operator-$po_version" "$po_mod_dir" \
+        github.com/prometheus-operator/prometheus-operator "$po_out" "$po_stamp" \
+        example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml
+fi
+
 up_to_date "$k8s_out" "$k8s_stamp" "${k8s_bins[@]}" || die "missing binaries in $k8s_out"
 up_to_date "$etcd_out" "$etcd_stamp" "${etcd_bins[@]}" || die "missing binaries in $etcd_out"
 up_to_date "$kwok_out" "$kwok_stamp" "${kwok_bins[@]}" || die "missing binaries in $kwok_out"
+up_to_date "$helm_out" "$helm_stamp" "${helm_bins[@]}" || die "missing binaries in $helm_out"
+up_to_date "$cm_out" "$cm_stamp" "${cm_bins[@]}" || die "missing CRDs in $cm_out"
+up_to_date "$po_out" "$po_stamp" "${po_bins[@]}" || die "missing CRDs in $po_out"
 
-log "done in $(elapsed "$t_start"): kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version"
+log "done in $(elapsed "$t_start"): kubernetes $k8s_version, etcd $etcd_version, kwok $kwok_version, helm $helm_version, cert-manager CRDs $cm_version, prometheus-operator CRDs $po_version"
 print_result
