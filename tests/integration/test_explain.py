@@ -372,7 +372,8 @@ def test_not_yaml_or_json(gpugate_bin, tmp_path, text, error):
 @pytest.mark.parametrize("text, shown", [
     ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n", "ConfigMap c"),
     ("apiVersion: v1\nkind: Service\nmetadata: {name: s, namespace: web}\n", "Service web/s"),
-    ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d}\n", "Deployment d"),
+    ("apiVersion: apps/v1\nkind: ControllerRevision\nmetadata: {name: d}\n",
+     "ControllerRevision d"),
     ("apiVersion: v2\nkind: Pod\n", "Pod (no name)"),
     ("apiVersion: v1\nkind: Job\n", "Job (no name)"),
     ("apiVersion: v1\nkind: Secret\nmetadata: {generateName: s-}\n", "Secret s-*"),
@@ -522,6 +523,24 @@ TOO_BIG_DENIAL = ('gpugate: job can never be admitted: needs 64 h100-80gb (paral
 
 def headers(e: Explained) -> list[str]:
     return [line for line in e.lines if line.startswith("== ")]
+
+
+def test_a_deployment_that_can_never_run_fails_the_pipeline(gpugate_bin):
+    """#18: a Deployment's template is judged like a Job's; one whose
+    replicas could never all run is denied, with the numbers, in CI."""
+    text = ("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: serve}\nspec:\n"
+            "  replicas: 6\n  selector: {matchLabels: {app: serve}}\n  template:\n"
+            "    metadata: {labels: {app: serve, gpugate.io/class: train-large}}\n"
+            "    spec: {containers: [{name: main, image: vllm}]}\n")
+    e = explain(gpugate_bin, "--policy", str(EXAMPLE_POLICY), "-n", "research", "-", stdin=text)
+    assert e.rc == DENIED and e.err == "", e
+    assert headers(e) == ["== -:1 Deployment research/serve"], e
+    i = e.lines.index("mutate     denied (rule quota)")
+    assert e.lines[i + 1] == PAD + (
+        'gpugate: Deployment "serve" can never run all its replicas: needs 48 h100-80gb '
+        '(6 replicas x 8), tenant "research" may hold at most 40 (nominal 32 + 8 that '
+        'cohort "lab" can lend)'), e
+    assert e.lines[-1] == summary(denied=1), e
 
 
 def test_a_kustomize_build_on_stdin(gpugate_bin):
@@ -780,7 +799,8 @@ usage: gpugate explain --policy FILE [-n NS] [-o text|json|yaml]
                        [--kubeconfig FILE [--timeout SECONDS]] PATH...
 
 Shows what gpugate does with the objects of manifests (YAML or JSON):
-for each Pod and Job the decision and its reasons, the warnings kubectl
+for each Pod, Job, ResourceClaim, Deployment, StatefulSet, ReplicaSet,
+DaemonSet and CronJob the decision and its reasons, the warnings kubectl
 would print, the JSON Patch and the resulting object; a summary line
 at the end.  A PATH is a file (several documents separated by ---), a
 directory (its *.yaml, *.yml and *.json files, sorted; not its
