@@ -1137,6 +1137,8 @@ static void ceiling_text(const struct quota_result *q, char *buf, size_t size)
 			 q->nominal, q->ceiling - q->nominal, q->cohort);
 }
 
+static void template_pool(struct ctx *c);
+
 /*
  * A pod-template controller (WL_TEMPLATE) reserves nothing: its pods are
  * charged one by one as they are created.  What it asks can still never
@@ -1664,6 +1666,8 @@ static void judge(struct ctx *c)
 		/* Its pods are charged one by one, as they are created. */
 		if (out->cls)
 			template_ceiling(c);
+		if (!out->violation)
+			template_pool(c);
 		memset(&out->claim, 0, sizeof(out->claim));
 		return;
 	}
@@ -2071,6 +2075,73 @@ static void pool_rule(const struct decide_input *in, struct decision *out,
 				"%" PRId64 " of %s%s",
 				f->name, fit->fit_empty, gang, ex);
 	}
+}
+
+/*
+ * A pod template against the pool (its pods hold no claim, so pool_rule()
+ * never sees them): what no usable node could ever hold is refused at the
+ * door, as a Pod's or a Job's is.  One pod of a Deployment, StatefulSet,
+ * ReplicaSet or DaemonSet; a CronJob's whole Job, a gang like any Job's,
+ * in one domain when its class requires a topology.  All the replicas of
+ * the others are not a gang (a Deployment runs with some of them, and an
+ * autoscaler may add nodes): more than the flavor's usable nodes could
+ * hold, even empty, is a warning at /validate.  What is in use now is
+ * never weighed: the template holds nothing, and its pods meet the quota
+ * and the pool one by one.
+ */
+static void template_pool(struct ctx *c)
+{
+	const struct workload *wl = c->wl;
+	struct decision *out = c->out;
+	const struct policy_flavor *f = out->flavor;
+	const char *kind = decide_template_kind_name(wl);
+	bool cron = wl->template_kind == WL_CRONJOB;
+	int64_t per_pod = out->count, pods = cron && wl->replicas > 1 ? wl->replicas : 1;
+	const char *topo = cron && pods > 1 && out->cls &&
+					   out->cls->topology_mode == POLICY_TOPOLOGY_REQUIRED
+				   ? out->cls->topology_key
+				   : NULL;
+	struct pool_check pc;
+	char who[96], ex[700];
+
+	if (!c->in->pool || !f || per_pod <= 0)
+		return;
+	snprintf(who, sizeof(who), wl->name && wl->name[0] ? "%s \"%.63s\"" : "%s", kind,
+		 wl->name);
+	c->in->pool->fit(c->in->pool->ctx, f, per_pod, pods, topo, &pc);
+	if (!pc.known)
+		return;
+	if (pc.fit.verdict == POOL_NEVER_FITS) {
+		excluded_text(&pc, ex, sizeof(ex), 600);
+		if (per_pod > pc.largest_allocatable)
+			violate(c, "pool", "%s can never run a pod: no usable node of flavor "
+				"%s can hold one of %" PRId64 " %s, the largest offers %"
+				PRId64 " (%s)%s",
+				who, f->name, per_pod, f->resource, pc.largest_allocatable,
+				pc.largest_allocatable_node, ex);
+		else if (topo)
+			violate(c, "pool", "%s can never run a whole Job: no %s domain of "
+				"flavor %s can hold its %" PRId64 " pods of %" PRId64 " %s, the "
+				"largest holds %" PRId64 "%s%s",
+				who, topo, f->name, pods, per_pod, f->resource, pc.fit.fit_empty,
+				pc.fit.n_domains ? "" : " (no usable node has the label)", ex);
+		else
+			violate(c, "pool", "%s can never run a whole Job: the usable nodes of "
+				"flavor %s can hold at most %" PRId64 " of its %" PRId64
+				" pods of %" PRId64 " %s%s",
+				who, f->name, pc.fit.fit_empty, pods, per_pod, f->resource, ex);
+		return;
+	}
+	if (cron || wl->template_kind == WL_DAEMONSET || wl->replicas <= 1 ||
+	    c->in->phase != DECIDE_VALIDATE || pc.fit.verdict == POOL_NONE_USABLE ||
+	    pc.fit.verdict == POOL_UNKNOWN)
+		return;
+	c->in->pool->fit(c->in->pool->ctx, f, per_pod, wl->replicas, NULL, &pc);
+	if (pc.known && pc.fit.verdict == POOL_NEVER_FITS)
+		add_warning(out, "gpugate: the usable nodes of flavor %s can hold at most "
+			    "%" PRId64 " of %s's %" PRId64 " pods of %" PRId64 " %s, even "
+			    "empty: the others stay Pending until nodes join",
+			    f->name, pc.fit.fit_empty, who, wl->replicas, per_pod, f->resource);
 }
 
 /* The pool's advice, at /validate, for what was admitted: no room now. */

@@ -104,6 +104,23 @@ struct decide_input {
 	/* NULL: no PersistentVolumeClaim is known (nothing is said of the
 	 * checkpoint claim). */
 	const struct pvc_view *pvcs;
+	/* What the pool says of a pod template (WL_TEMPLATE: its pods are
+	 * weighed here, since they hold no quota claim); NULL: the pool is
+	 * not known and nothing is said of it. */
+	const struct decide_pool_source *pool;
+};
+
+/*
+ * Where a template's pods are weighed against the GPU nodes: fit() fills
+ * *out as inventory_fit() does (usage/inventory.h) for pods pods of
+ * per_pod units of flavor f, in one domain of topology_key when not NULL.
+ * The server reads its inventory; tests give a canned pool_check.
+ */
+struct pool_check;
+struct decide_pool_source {
+	void (*fit)(void *ctx, const struct policy_flavor *f, int64_t per_pod,
+		    int64_t pods, const char *topology_key, struct pool_check *out);
+	void *ctx;
 };
 
 /* What the workload asks of the tenant's quota. */

@@ -129,17 +129,35 @@ static bool is_ephemeral_update(const struct review *rv,
 	       strcmp(rv->sub_resource, "ephemeralcontainers") == 0;
 }
 
+/* The inventory as the decision's pool source (policy/decide.h). */
+struct inventory_pool {
+	struct inventory *inv;
+	const struct policy *policy;
+};
+
+static void inventory_pool_fit(void *ctx, const struct policy_flavor *f, int64_t per_pod,
+			       int64_t pods, const char *topology_key,
+			       struct pool_check *out)
+{
+	const struct inventory_pool *ip = ctx;
+
+	inventory_fit(ip->inv, ip->policy, f, per_pod, pods, topology_key, out);
+}
+
 int handler_evaluate(const struct policy *p, const struct review *rv,
 		     enum handler_endpoint ep, struct usage_store *u,
 		     struct inventory *inv, struct evaluation *ev)
 {
 	const json_t *obj = rv->object;
+	struct inventory_pool ipool = {.inv = inv, .policy = p};
+	struct decide_pool_source pool = {.fit = inventory_pool_fit, .ctx = &ipool};
 	struct decide_input in = {
 		.policy = p,
 		.wl = &ev->wl,
 		.phase = ep == HANDLER_MUTATE ? DECIDE_MUTATE : DECIDE_VALIDATE,
 		.priorities = ev->priorities,
 		.pvcs = ev->pvcs,
+		.pool = inv ? &pool : NULL,
 	};
 	bool debug = is_ephemeral_update(rv, ep);
 

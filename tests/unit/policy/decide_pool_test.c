@@ -311,3 +311,177 @@ Test(decide_pool, why_a_pod_waits)
 			      "70 (borrowed), sandbox 12; 1 node excluded: n3 (taint "
 			      "maintenance:NoExecute)");
 }
+
+/* ---- pod templates: the pool at the door (template_pool) ---------------- */
+
+/* The decision's pool source over a fleet: what inventory_fit() answers
+ * in the server. */
+static void fleet_fit(void *ctx, const struct policy_flavor *fl, int64_t per_pod,
+		      int64_t pods, const char *topology_key, struct pool_check *out)
+{
+	cr_assert_str_eq(fl->name, "h100");
+	check(ctx, per_pod, pods, topology_key, out);
+}
+
+static void no_fit(void *ctx, const struct policy_flavor *fl, int64_t per_pod,
+		   int64_t pods, const char *topology_key, struct pool_check *out)
+{
+	(void)ctx, (void)fl, (void)per_pod, (void)pods, (void)topology_key;
+	memset(out, 0, sizeof(*out)); /* the inventory has not listed yet */
+}
+
+/* A template decided at phase (at /validate on the object /mutate's plan
+ * left), the pool from src (NULL: not known). */
+static void run_template(struct run *r, const char *ns, const char *json,
+			 enum decide_phase phase, const struct decide_pool_source *src)
+{
+	json_error_t e;
+	json_t *obj = json_loads(json, 0, &e);
+	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = DECIDE_MUTATE,
+				  .pool = src};
+	struct diag d;
+
+	cr_assert_not_null(obj, "%s", e.text);
+	for (int pass = 0; pass < 2; pass++) {
+		r->obj = obj;
+		arena_init(&r->arena);
+		memset(&r->wl, 0, sizeof(r->wl));
+		r->wl.kind = WL_TEMPLATE;
+		r->wl.op = WL_CREATE;
+		r->wl.namespace = ns;
+		r->wl.name = "";
+		r->wl.uid = "";
+		diag_init(&d);
+		cr_assert_eq(facts_extract(r->obj, &r->wl, &r->arena, &d), 0, "%s",
+			     diag_text(&d));
+		decide_prepare(&in, &r->dec);
+		if (phase == DECIDE_MUTATE || pass == 1)
+			return;
+		cr_assert(r->dec.allowed, "%s", r->dec.message);
+		obj = json_deep_copy(r->obj);
+		diag_init(&d);
+		cr_assert_eq(apply_plan(obj, &r->wl, &r->dec.plan, P, &d), 0, "%s",
+			     diag_text(&d));
+		done(r);
+		in.phase = DECIDE_VALIDATE;
+	}
+}
+
+#define DEPLOY(cls, gpus, replicas)                                           \
+	"{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"    \
+	"\"name\":\"serve\"},\"spec\":{\"replicas\":" replicas ",\"selector\":" \
+	"{\"matchLabels\":{\"app\":\"s\"}},\"template\":{\"metadata\":{"        \
+	"\"labels\":{\"app\":\"s\",\"gpugate.io/class\":\"" cls "\","           \
+	"\"gpugate.io/gpus\":\"" gpus "\"}},\"spec\":{\"containers\":[{"         \
+	"\"name\":\"c\",\"image\":\"x\"}]}}}}"
+#define CRONJOB(cls, n)                                                       \
+	"{\"apiVersion\":\"batch/v1\",\"kind\":\"CronJob\",\"metadata\":{"      \
+	"\"name\":\"nightly\"},\"spec\":{\"schedule\":\"0 3 * * *\","            \
+	"\"jobTemplate\":{\"spec\":{\"parallelism\":" n ",\"completions\":" n    \
+	",\"template\":{\"metadata\":{\"labels\":{\"gpugate.io/class\":\"" cls   \
+	"\"}},\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":"  \
+	"\"c\",\"image\":\"x\"}]}}}}}}"
+
+Test(decide_pool, a_template_whose_pod_no_node_can_hold_is_denied_at_the_door)
+{
+	struct fleet f;
+	struct decide_pool_source src = {fleet_fit, &f};
+	struct run r;
+
+	fleet(&f, (int64_t[]){7, 6, 8, 8}, (int64_t[]){0, 0, 0, 0});
+	f.nodes[2].unschedulable = true;
+	f.nodes[3].ready = false;
+	run_template(&r, "research", DEPLOY("big", "8", "2"), DECIDE_MUTATE, &src);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.rule, "pool");
+	cr_assert_str_eq(r.dec.message,
+			 "gpugate: Deployment \"serve\" can never run a pod: no usable "
+			 "node of flavor h100 can hold one of 8 nvidia.com/gpu, the "
+			 "largest offers 7 (n0); 2 nodes excluded: n2 (cordoned), n3 "
+			 "(NotReady)");
+	done(&r);
+
+	/* Warn mode: admitted, and the text is a warning at /validate. */
+	run_template(&r, "sandbox", DEPLOY("big", "8", "2"), DECIDE_VALIDATE, &src);
+	cr_assert(r.dec.allowed);
+	cr_assert(r.dec.violation);
+	cr_assert_str_eq(r.dec.rule, "pool");
+	cr_assert(strstr(r.dec.warnings[0], "Deployment \"serve\" can never run a pod"),
+		  "%s", r.dec.warnings[0]);
+	done(&r);
+
+	/* A node that holds one: admitted, whatever is in use now. */
+	f.nodes[2].unschedulable = false;
+	f.res[2][0].allocated = 8;
+	run_template(&r, "research", DEPLOY("big", "8", "2"), DECIDE_VALIDATE, &src);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_not(r.dec.violation);
+	done(&r);
+}
+
+Test(decide_pool, replicas_beyond_the_pool_are_a_warning_not_a_denial)
+{
+	struct fleet f;
+	struct decide_pool_source src = {fleet_fit, &f};
+	struct run r;
+
+	/* 4 nodes of 8 hold 8 pods of 4; 10 replicas (40 of 64 quota). */
+	fleet(&f, (int64_t[]){8, 8, 8, 8}, (int64_t[]){8, 8, 8, 8});
+	run_template(&r, "research", DEPLOY("small", "4", "10"), DECIDE_MUTATE, &src);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.n_warnings, 0);
+	done(&r);
+	run_template(&r, "research", DEPLOY("small", "4", "10"), DECIDE_VALIDATE, &src);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_not(r.dec.violation);
+	cr_assert_eq(r.dec.n_warnings, 2, "%zu", r.dec.n_warnings);
+	cr_assert_str_eq(r.dec.warnings[0],
+			 "gpugate: the usable nodes of flavor h100 can hold at most 8 of "
+			 "Deployment \"serve\"'s 10 pods of 4 nvidia.com/gpu, even empty: "
+			 "the others stay Pending until nodes join");
+	done(&r);
+	/* 8 replicas fit an empty pool: nothing said of the pool. */
+	run_template(&r, "research", DEPLOY("small", "4", "8"), DECIDE_VALIDATE, &src);
+	cr_assert_eq(r.dec.n_warnings, 1, "%s", r.dec.warnings[0]);
+	done(&r);
+}
+
+Test(decide_pool, a_cronjobs_job_is_a_gang_in_one_domain)
+{
+	struct fleet f;
+	struct decide_pool_source src = {fleet_fit, &f};
+	struct run r;
+
+	/* Each clique holds 2 pods of 8: a Job of 3 can never run. */
+	fleet(&f, (int64_t[]){8, 8, 8, 8}, (int64_t[]){0, 0, 0, 0});
+	run_template(&r, "research", CRONJOB("big", "3"), DECIDE_MUTATE, &src);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.message,
+			 "gpugate: CronJob \"nightly\" can never run a whole Job: no clique "
+			 "domain of flavor h100 can hold its 3 pods of 8 nvidia.com/gpu, "
+			 "the largest holds 2");
+	done(&r);
+	run_template(&r, "research", CRONJOB("big", "2"), DECIDE_VALIDATE, &src);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+}
+
+Test(decide_pool, a_template_with_no_pool_known_is_judged_by_quota_alone)
+{
+	struct decide_pool_source unknown = {no_fit, NULL};
+	struct run r;
+
+	run_template(&r, "research", DEPLOY("big", "8", "2"), DECIDE_VALIDATE, NULL);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.n_warnings, 1);
+	done(&r);
+	run_template(&r, "research", DEPLOY("big", "8", "2"), DECIDE_VALIDATE, &unknown);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.n_warnings, 1);
+	done(&r);
+	/* The quota ceiling still speaks first: 9 pods of 8 > 64. */
+	run_template(&r, "research", DEPLOY("big", "8", "9"), DECIDE_MUTATE, &unknown);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.rule, "quota");
+	done(&r);
+}
