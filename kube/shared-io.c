@@ -4,23 +4,19 @@
 #include "base/log.h"
 #include "base/text.h"
 #include "kube/client.h"
+#include "kube/clients.h"
 #include "kube/config.h"
 #include "kube/reservations.h"
 
 #include <jansson.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 struct kube_shared_io {
-	const struct kube_config *kube; /* the daemon's, outlives io */
 	char ns[64];
 	unsigned budget_ms;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	struct kube *idle[KUBE_SHARED_IO_CLIENTS];
-	size_t n_idle, n_made;
+	struct kube_clients *clients;
 };
 
 struct kube_shared_io *kube_shared_io_new(const struct kube_config *cfg,
@@ -33,11 +29,13 @@ struct kube_shared_io *kube_shared_io_new(const struct kube_config *cfg,
 		diag_addf(d, "out of memory");
 		return NULL;
 	}
-	io->kube = cfg;
+	io->clients = kube_clients_new(cfg, d);
+	if (!io->clients) {
+		free(io);
+		return NULL;
+	}
 	snprintf(io->ns, sizeof(io->ns), "%s", ns);
 	io->budget_ms = budget_ms ? budget_ms : KUBE_CAS_BUDGET_MS;
-	pthread_mutex_init(&io->mu, NULL);
-	pthread_cond_init(&io->cv, NULL);
 	return io;
 }
 
@@ -45,46 +43,8 @@ void kube_shared_io_free(struct kube_shared_io *io)
 {
 	if (!io)
 		return;
-	for (size_t i = 0; i < io->n_idle; i++)
-		kube_free(io->idle[i]);
-	pthread_cond_destroy(&io->cv);
-	pthread_mutex_destroy(&io->mu);
+	kube_clients_free(io->clients);
 	free(io);
-}
-
-/* A client of the pool: an idle one, a new one while fewer than the most
- * exist, else the next one given back. */
-static struct kube *borrow(struct kube_shared_io *io, struct diag *d)
-{
-	struct kube *k = NULL;
-	bool make = false;
-
-	pthread_mutex_lock(&io->mu);
-	while (!io->n_idle && io->n_made >= KUBE_SHARED_IO_CLIENTS)
-		pthread_cond_wait(&io->cv, &io->mu);
-	if (io->n_idle)
-		k = io->idle[--io->n_idle];
-	else
-		make = true, io->n_made++;
-	pthread_mutex_unlock(&io->mu);
-	if (make) {
-		k = kube_new(io->kube, d);
-		if (!k) {
-			pthread_mutex_lock(&io->mu);
-			io->n_made--;
-			pthread_cond_signal(&io->cv);
-			pthread_mutex_unlock(&io->mu);
-		}
-	}
-	return k;
-}
-
-static void give_back(struct kube_shared_io *io, struct kube *k)
-{
-	pthread_mutex_lock(&io->mu);
-	io->idle[io->n_idle++] = k;
-	pthread_cond_signal(&io->cv);
-	pthread_mutex_unlock(&io->mu);
 }
 
 struct round {
@@ -139,13 +99,13 @@ int kube_shared_io_transact(void *arg, const char *domain, usage_shared_fn *fn,
 	diag_init(&d);
 	text_cat(path, sizeof(path), "/api/v1/namespaces/", io->ns, "/configmaps/",
 		 domain, NULL);
-	k = borrow(io, &d);
+	k = kube_clients_borrow(io->clients, &d);
 	if (!k) {
 		diag_first(&d, err, errsz);
 		return -1;
 	}
 	rc = kube_cas_update(k, path, on_object, &r, &opts, &res, &d);
-	give_back(io, k);
+	kube_clients_give_back(io->clients, k);
 	if (rc == 0 && res.outcome == KUBE_CAS_ABORTED && r.bad) {
 		snprintf(err, errsz, "the reservations of %s/%s do not read: %s", io->ns,
 			 domain, r.why);

@@ -6,8 +6,7 @@
  * serve hands the backend.
  *
  * Any thread may call kube_shared_io_transact(): each call borrows one of
- * a small pool of API clients (a struct kube serves one thread at a time),
- * so that concurrent admissions do not queue behind one connection.
+ * a small pool of API clients (kube/clients.h).
  */
 #ifndef GPUGATE_KUBE_SHARED_IO_H
 #define GPUGATE_KUBE_SHARED_IO_H
@@ -19,9 +18,6 @@
 struct diag;
 struct kube_config;
 struct kube_shared_io;
-
-/* The clients of the pool, at most. */
-#define KUBE_SHARED_IO_CLIENTS 8
 
 /* The documents of namespace ns (copied); budget_ms bounds each transact
  * (0: KUBE_CAS_BUDGET_MS).  NULL with a message when out of memory. */
