@@ -29,6 +29,7 @@
 #include "webhook/holder.h"
 #include "webhook/metrics.h"
 #include "webhook/node-facts.h"
+#include "webhook/parents.h"
 #include "webhook/pool-report.h"
 #include "webhook/reclaimer.h"
 #include "webhook/waiter.h"
@@ -58,6 +59,8 @@ struct daemon {
 	struct inventory *inventory;      /* API mode only */
 	struct priorities *priorities;    /* API mode only: PriorityClasses */
 	struct pvcs *pvcs;                /* API mode only: the claims */
+	struct parents *parents;          /* API mode only: what a scale is of */
+	struct handler_parents parent_source;
 	struct charge_source charge;      /* the feed's charge rule's source */
 	struct meter *meter;              /* API mode only */
 	struct feed *feed;
@@ -500,9 +503,11 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		dm->meter = meter_new(NULL);
 		dm->priorities = priorities_new();
 		dm->pvcs = pvcs_new();
+		dm->parents = parents_new(&dm->kube, d);
 		dm->charge = (struct charge_source){.holder = dm->holder,
 						    .priorities = dm->priorities};
-		if (!dm->inventory || !dm->meter || !dm->priorities || !dm->pvcs) {
+		if (!dm->inventory || !dm->meter || !dm->priorities || !dm->pvcs ||
+		    !dm->parents) {
 			diag_addf(d, "gpugate serve: out of memory");
 			goto fail;
 		}
@@ -564,6 +569,10 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	dm->handler.inventory = dm->inventory;
 	dm->handler.priorities = dm->priorities;
 	dm->handler.pvcs = dm->pvcs;
+	if (dm->parents) {
+		dm->parent_source = (struct handler_parents){parents_get, dm->parents};
+		dm->handler.parents = &dm->parent_source;
+	}
 	sc.host = dm->host;
 	sc.port = cfg->port;
 	sc.threads = cfg->threads;
@@ -627,6 +636,7 @@ void daemon_stop(struct daemon *dm)
 	inventory_free(dm->inventory);
 	priorities_free(dm->priorities);
 	pvcs_free(dm->pvcs);
+	parents_free(dm->parents);
 	meter_free(dm->meter);
 	usage_free(dm->usage);
 	kube_shared_io_free(dm->shared_io);

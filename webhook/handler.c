@@ -2,6 +2,7 @@
 
 #include "base/diag.h"
 #include "base/log.h"
+#include "base/text.h"
 #include "codec/jget.h"
 #include "codec/jsonmem.h"
 #include "http/server.h"
@@ -16,6 +17,7 @@
 #include "webhook/metrics.h"
 #include "webhook/patch.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +37,8 @@ void evaluation_init(struct evaluation *ev)
 void evaluation_release(struct evaluation *ev)
 {
 	json_decref(ev->mutated);
+	json_decref(ev->parent);
+	ev->parent = NULL;
 	strbuf_release(&ev->patch);
 	arena_release(&ev->arena);
 	ev->mutated = NULL;
@@ -144,6 +148,167 @@ static void inventory_pool_fit(void *ctx, const struct policy_flavor *f, int64_t
 	inventory_fit(ip->inv, ip->policy, f, per_pod, pods, topology_key, out);
 }
 
+/*
+ * kubectl scale, and a HorizontalPodAutoscaler: an UPDATE of subresource
+ * scale of a Deployment, StatefulSet or ReplicaSet.  Its object is an
+ * autoscaling/v1 Scale (spec.replicas, no pod template), so the parent is
+ * read from the API (handler_admit) and judged as a template with the new
+ * replicas.  The kind of that parent, or NULL for any other request.
+ */
+static const char *scale_parent_kind(const struct review *rv, enum handler_endpoint ep)
+{
+	static const char *const kinds[][2] = {{"deployments", "Deployment"},
+					       {"statefulsets", "StatefulSet"},
+					       {"replicasets", "ReplicaSet"}};
+
+	if (ep != HANDLER_VALIDATE || rv->op != WL_UPDATE || !rv->object ||
+	    strcmp(rv->sub_resource, "scale") != 0 || strcmp(rv->resource_group, "apps") != 0)
+		return NULL;
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (strcmp(rv->resource, kinds[i][0]) == 0)
+			return kinds[i][1];
+	return NULL;
+}
+
+/* A Scale's spec.replicas (absent: 0, the API omits it); -1 when it is not
+ * a whole number. */
+static int64_t scale_replicas(const json_t *scale)
+{
+	const json_t *n = jget(jget(scale, "spec"), "replicas");
+
+	if (!n || json_is_null(n))
+		return 0;
+	return json_is_integer(n) && json_integer_value(n) >= 0 ? json_integer_value(n)
+								 : -1;
+}
+
+/* Only a raise is judged: fewer pods never ask for more. */
+static bool scale_raises(const struct review *rv)
+{
+	int64_t now = scale_replicas(rv->object);
+
+	return now != 0 && now > (rv->old_object ? scale_replicas(rv->old_object) : 0);
+}
+
+static void add_note(struct decision *dec, const char *text)
+{
+	char *w;
+
+	if (dec->n_warnings >= DECIDE_MAX_WARNINGS)
+		return;
+	w = dec->warnings[dec->n_warnings++];
+	text_cat(w, DECIDE_WARNING_LEN, text, NULL);
+	text_clean(w); /* cut whole: valid UTF-8 */
+}
+
+/*
+ * A scale of a parent of kind `kind`: the parent's pod template (ev->parent,
+ * as the API had it) with the Scale's replicas, judged as any change of a
+ * template (decide_prepare: class, rules, the quota ceiling, the pool).
+ * Nothing is mapped or charged.  When the parent could not be read it is
+ * let through with a warning, as the webhook's failurePolicy Ignore would.
+ */
+static int judge_scale(const struct review *rv, const char *kind,
+		       const struct decide_input *in, struct evaluation *ev)
+{
+	int64_t now = scale_replicas(rv->object);
+	const char *uid = json_string_value(jget(jget(rv->object, "metadata"), "uid"));
+	const json_t *pmeta = jget(ev->parent, "metadata");
+	const char *puid = json_string_value(jget(pmeta, "uid"));
+	const char *pkind = json_string_value(jget(ev->parent, "kind"));
+	char note[800];
+	struct diag d;
+
+	ev->wl.kind = WL_OTHER;
+	ev->wl.op = rv->op;
+	ev->wl.namespace = rv->namespace;
+	ev->wl.name = rv->name;
+	ev->wl.uid = "";
+	if (now < 0) {
+		bad_request(ev, "malformed Scale: spec.replicas is not a whole number%s%s",
+			    "", "");
+		return 0;
+	}
+	decide_prepare(in, &ev->dec); /* allowed, nothing said */
+	if (!scale_raises(rv))
+		return 0;
+	if (ev->parent && (!pkind || strcmp(pkind, kind) != 0 || (uid && puid &&
+							       strcmp(uid, puid) != 0)))
+		snprintf(ev->parent_error, sizeof(ev->parent_error),
+			 "the API returned another object (kind %.40s, uid %.40s)",
+			 pkind ? pkind : "none", puid ? puid : "none");
+	if (!ev->parent || ev->parent_error[0]) {
+		if (ev->parent_error[0]) {
+			snprintf(note, sizeof(note),
+				 "gpugate: the scale of %s \"%.63s\" to %" PRId64 " was not "
+				 "judged: %s; its pods still meet the quota one by one",
+				 kind, rv->name, now, ev->parent_error);
+			add_note(&ev->dec, note);
+		}
+		return 0;
+	}
+	ev->wl.kind = WL_TEMPLATE;
+	facts_template_kind(kind, &ev->wl.template_kind);
+	diag_init(&d);
+	if (facts_extract(ev->parent, &ev->wl, &ev->arena, &d) < 0) {
+		char first[400];
+
+		diag_first(&d, first, sizeof(first));
+		snprintf(note, sizeof(note), "gpugate: the scale of %s \"%.63s\" to %"
+			 PRId64 " was not judged: its %s does not read: %.200s",
+			 kind, rv->name, now, kind, first);
+		memset(&ev->dec, 0, sizeof(ev->dec));
+		ev->wl.kind = WL_OTHER;
+		decide_prepare(in, &ev->dec);
+		add_note(&ev->dec, note);
+		return 0;
+	}
+	ev->wl.op = WL_UPDATE;
+	ev->wl.replicas = now;
+	/* Judged as /validate judges a template: as /mutate leaves it (the
+	 * API holds it mapped, unless it was written while gpugate was
+	 * down; mapping is idempotent). */
+	{
+		struct decide_input at_mutate = *in;
+
+		at_mutate.phase = DECIDE_MUTATE;
+		decide_prepare(&at_mutate, &ev->dec);
+	}
+	if (!ev->dec.allowed)
+		return 0;
+	if (ev->dec.plan.active) {
+		struct workload wl = ev->wl;
+
+		ev->mutated = apply_copy(ev->parent);
+		if (!ev->mutated)
+			return -1;
+		diag_init(&d);
+		if (apply_plan(ev->mutated, &ev->wl, &ev->dec.plan, in->policy, &d) < 0) {
+			char first[400];
+
+			diag_first(&d, first, sizeof(first));
+			bad_request(ev, "cannot map the %s of the scale: %s", kind, first);
+			return 0;
+		}
+		ev->wl = (struct workload){.kind = WL_TEMPLATE, .template_kind = wl.template_kind,
+					   .op = WL_UPDATE, .namespace = rv->namespace,
+					   .name = rv->name, .uid = ""};
+		diag_init(&d);
+		if (facts_extract(ev->mutated, &ev->wl, &ev->arena, &d) < 0) {
+			char first[400];
+
+			diag_first(&d, first, sizeof(first));
+			bad_request(ev, "the mapped %s of the scale does not read: %s", kind,
+				    first);
+			return 0;
+		}
+		ev->wl.replicas = now;
+	}
+	memset(&ev->dec, 0, sizeof(ev->dec));
+	decide_prepare(in, &ev->dec);
+	return 0;
+}
+
 int handler_evaluate(const struct policy *p, const struct review *rv,
 		     enum handler_endpoint ep, struct usage_store *u,
 		     struct inventory *inv, struct evaluation *ev)
@@ -160,6 +325,7 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		.pool = inv ? &pool : NULL,
 	};
 	bool debug = is_ephemeral_update(rv, ep);
+	const char *scale_of = scale_parent_kind(rv, ep);
 
 	/* Subresources (binding, status) are not creations of a workload;
 	 * the one that adds ephemeral containers is judged (below). */
@@ -173,6 +339,8 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 			    rv->kind_name, "");
 		return 0;
 	}
+	if (scale_of)
+		return judge_scale(rv, scale_of, &in, ev);
 	if (extract(rv, obj, ev) < 0)
 		return -1;
 	if (debug) {
@@ -310,6 +478,39 @@ static void log_decision(enum handler_endpoint ep, const struct review *rv,
 		  log_quote(dec->violation ? dec->message : "", msg, sizeof(msg)));
 }
 
+/* A name as the API allows it in a path (a DNS subdomain), so that what
+ * the review says cannot steer the read elsewhere. */
+static bool path_safe(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 253)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '-' || s[i] == '.'))
+			return false;
+	return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+/* The parent of a scale, into ev->parent (or why not, ev->parent_error). */
+static void read_parent(const struct handler_parents *src, const struct review *rv,
+			struct evaluation *ev)
+{
+	char path[640];
+
+	if (!path_safe(rv->namespace) || !path_safe(rv->name) || !path_safe(rv->resource)) {
+		snprintf(ev->parent_error, sizeof(ev->parent_error),
+			 "the request's namespace or name is not a Kubernetes name");
+		return;
+	}
+	text_cat(path, sizeof(path), "/apis/apps/v1/namespaces/", rv->namespace, "/",
+		 rv->resource, "/", rv->name, NULL);
+	ev->parent = src->get(src->ctx, path, ev->parent_error, sizeof(ev->parent_error));
+	if (!ev->parent && !ev->parent_error[0])
+		snprintf(ev->parent_error, sizeof(ev->parent_error), "no answer");
+}
+
 void handler_admit(struct handler *h, enum handler_endpoint ep,
 		   const char *body, size_t len, struct handler_reply *out)
 {
@@ -356,6 +557,8 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 		reply_text(out, 503, "gpugate: no policy loaded");
 		goto done;
 	}
+	if (h->parents && scale_parent_kind(&rv, ep) && scale_raises(&rv))
+		read_parent(h->parents, &rv, &ev);
 	if (handler_evaluate(p, &rv, ep, h->usage, h->inventory, &ev) < 0) {
 		reply_text(out, 500, "gpugate: out of memory");
 		goto done;
@@ -402,6 +605,7 @@ done:
 	if (jsonmem_discardable()) {
 		/* All of the request's JSON is in the arena: drop it whole. */
 		ev.mutated = NULL;
+		ev.parent = NULL;
 		rv.root = NULL;
 	}
 	evaluation_release(&ev);

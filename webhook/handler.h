@@ -1,7 +1,8 @@
 /*
  * handler: the one place where a request meets the decision.
  *
- *   body -> review_decode -> facts_extract -> decide_prepare
+ *   body -> review_decode [-> the parent of a scale, from the API]
+ *        -> facts_extract -> decide_prepare
  *        -> usage store (peek at /mutate, reserve at /validate) -> decide_quota
  *        -> apply_plan + patch_diff_write (/mutate) -> review_encode
  *
@@ -32,6 +33,12 @@ struct evaluation {
 	const struct priority_view *priorities;
 	/* In: the cluster's PersistentVolumeClaims (NULL: none known). */
 	const struct pvc_view *pvcs;
+	/* In: the object a scale subresource request is about (the
+	 * Deployment of a deployments/scale), as the API had it (NULL: not
+	 * read; owned: evaluation_release() drops it); and when reading it
+	 * failed, why. */
+	json_t *parent;
+	char parent_error[256];
 	struct arena arena;       /* the workload's arrays */
 	struct workload wl;
 	struct workload old;      /* UPDATE: the object before */
@@ -59,6 +66,17 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 struct holder;
 struct metrics;
 
+/*
+ * Where the object of a subresource request is read from (API mode): get()
+ * returns the object at URL path (the caller's reference), or NULL with
+ * one line in err (no answer in time, 404, 403, ...).  Called on the
+ * request's thread while the apiserver waits: it must be quick.
+ */
+struct handler_parents {
+	json_t *(*get)(void *ctx, const char *path, char *err, size_t errsz);
+	void *ctx;
+};
+
 struct handler {
 	struct holder *policy;
 	struct metrics *metrics;     /* may be NULL */
@@ -72,6 +90,11 @@ struct handler {
 	/* The cluster's PersistentVolumeClaims (API mode; usage/pvcs.h);
 	 * NULL: none known. */
 	struct pvcs *pvcs;
+	/* API mode: where a kubectl scale's Deployment, StatefulSet or
+	 * ReplicaSet is read, to judge the new replicas against its pod
+	 * template.  NULL: a scale is let through unjudged (its pods still
+	 * meet the quota one by one). */
+	const struct handler_parents *parents;
 	/* Build the whole review, even the parts no rule reads
 	 * (review_decode_all()): for tests that compare the two. */
 	bool read_all;

@@ -63,8 +63,9 @@ static enum wl_kind kind_of(const json_t *gvk)
 /*
  * What gpugate never reads is checked to be JSON but not built, and left
  * out of its object: the objects' managedFields, about a third of a review,
- * in small objects; the request's userInfo, options and resource
- * descriptions (request.kind is what says what the object is); and, in a
+ * in small objects; the request's userInfo, options and its requestKind
+ * and requestResource (request.kind says what the object is, and
+ * request.resource what a subresource belongs to); and, in a
  * Pod's spec or a Job's pod template, the container, volume and pod fields
  * that neither the facts nor apply_plan() touch.  Building the latter cost
  * about a tenth of a class Pod's /mutate (docs/benchmarks.md).
@@ -94,7 +95,7 @@ static enum wl_kind kind_of(const json_t *gvk)
 
 static const char *const unread[] = {
 	"request/object|oldObject/metadata/managedFields",
-	"request/userInfo|options|resource|requestKind|requestResource",
+	"request/userInfo|options|requestKind|requestResource",
 	UNREAD_POD_SPEC("request/object|oldObject/spec"),
 	UNREAD_POD_SPEC("request/object|oldObject/spec/template/spec"),
 	NULL,
@@ -192,6 +193,12 @@ static int decode(const char *body, size_t len, struct review *rv,
 	rv->namespace = str_or_empty(req, "namespace");
 	rv->name = str_or_empty(req, "name");
 	rv->sub_resource = str_or_empty(req, "subResource");
+	{
+		const json_t *res = jget(req, "resource");
+
+		rv->resource_group = str_or_empty(res, "group");
+		rv->resource = str_or_empty(res, "resource");
+	}
 	dry = jget(req, "dryRun");
 	rv->dry_run = dry && json_is_true(dry);
 	rv->object = jget(req, "object");

@@ -26,6 +26,10 @@ struct review {
 	const char *namespace;   /* request.namespace, "" when absent */
 	const char *name;        /* request.name, "" when absent */
 	const char *sub_resource; /* "" when absent */
+	/* request.resource: its group ("" for the core group) and resource
+	 * ("deployments"); "" when absent. */
+	const char *resource_group;
+	const char *resource;
 	bool dry_run;
 	json_t *object;          /* borrowed from root; NULL when absent */
 	json_t *old_object;      /* borrowed from root; NULL when absent */

@@ -1041,6 +1041,12 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
         matchConditions=[{"name": "spec-changed-and-not-a-deployments-replicaset",
                           "expression": TEMPLATE_MATCH}])
 
+    # kubectl scale: a Scale, judged against the template of the object
+    # scaled (gpugate reads it).
+    scale = {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+             "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
+             "scope": "Namespaced"}
+
     # DRA claims and templates: validated (and claims charged), never mutated.
     dra = [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"],
             "operations": ["CREATE"], "scope": "Namespaced",
@@ -1068,7 +1074,8 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
                           clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle},
                           rules=rules(["CREATE", "UPDATE", "DELETE"]) + [debug] + dra),
                      dict(templates, name="validate-templates.gpugate.io",
-                          clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle})],
+                          clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle},
+                          rules=templates["rules"] + [scale])],
     }
     return [mutating, validating]
 

@@ -92,7 +92,14 @@ def test_kustomize_renders_the_base(rendered):
             assert w["failurePolicy"] == "Ignore", w["name"]
             assert [c["expression"].replace("\n", " ") for c in w["matchConditions"]] == [
                 TEMPLATE_MATCH], w["name"]
-    assert "validate-templates.gpugate.io" in [w["name"] for w in vwc["webhooks"]]
+    vt = [w for w in vwc["webhooks"] if w["name"] == "validate-templates.gpugate.io"]
+    assert len(vt) == 1
+    # kubectl scale (#18): the Scale, validated only (nothing to map).
+    assert {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+            "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
+            "scope": "Namespaced"} in vt[0]["rules"], vt[0]["rules"]
+    assert not any("/scale" in r for w in mwc["webhooks"] for rule in w["rules"]
+                   for r in rule["resources"])
     for w in mwc["webhooks"] + vwc["webhooks"]:
         exprs = w["namespaceSelector"]["matchExpressions"]
         assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
@@ -177,6 +184,14 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             # Does the checkpoint claim exist (#18); read only.
                             ("watch", "persistentvolumeclaims", "yes"),
                             ("create", "persistentvolumeclaims", "no"),
+                            # What a kubectl scale is of (#18): get, only.
+                            ("get", "deployments.apps", "yes"),
+                            ("get", "statefulsets.apps", "yes"),
+                            ("get", "replicasets.apps", "yes"),
+                            ("list", "deployments.apps", "no"),
+                            ("watch", "statefulsets.apps", "no"),
+                            ("get", "daemonsets.apps", "no"),
+                            ("update", "deployments.apps", "no"),
                             ("list", "resourceclaimtemplates.resource.k8s.io", "no"),
                             ("list", "secrets", "no"), ("create", "pods", "no"),
                             ("update", "mutatingwebhookconfigurations", "no"),

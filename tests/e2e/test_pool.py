@@ -146,6 +146,17 @@ def nodes(kubectl, fleet, example, quota):
                     "l4-shared")
 
 
+def deployment(name: str, cls: str, replicas: int, gpus: int | None = None) -> dict:
+    labels = {"app": name, "gpugate.io/class": cls}
+    if gpus is not None:
+        labels["gpugate.io/gpus"] = str(gpus)
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "research"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": labels},
+                                  "spec": {"containers": [e2e.container()]}}}}
+
+
 def pinned(name: str, ns: str, cls: str, gpus: int | None, node: str, **kw) -> dict:
     """A class pod that must run on that node (a nodeSelector of the user,
     merged with the flavor's)."""
@@ -208,6 +219,24 @@ def test_excluded_nodes_are_named_in_the_never_fits_denial(kubectl, example, fle
     assert (r.rc, r.out) == (0, "pod/probe created\n"), r
     assert r.err == warning(
         "gpugate: train-small -> 4 x h100-80gb for tenant research (4/32 in use)")
+    # A Deployment whose pod no usable node could hold is refused at apply
+    # (#18), not left to fail pod by pod.
+    r = kubectl.apply_file(files / "deploy.yaml", deployment("serve", "train-large", 1))
+    assert (r.rc, r.out) == (1, ""), r
+    assert r.err == denied_by("mutate-templates.gpugate.io", (
+        'gpugate: Deployment "serve" can never run a pod: no usable node of flavor '
+        "h100-80gb can hold one of 8 nvidia.com/gpu, the largest offers 7 (h100-80gb-0); "
+        "4 nodes excluded: h100-80gb-2 (cordoned), h100-80gb-3 (NotReady), "
+        "h100-80gb-4 (taint node.kubernetes.io/out-of-service=nodeshutdown:NoExecute), "
+        f"h100-80gb-5 (label {NVSENTINEL}=quarantined)"), file="deploy.yaml"), r.err
+    # More replicas than the usable nodes hold, even empty, is a warning: a
+    # Deployment runs with some (a server-side dry run: nothing is made).
+    r = kubectl.apply_file(files / "deploy.yaml", deployment("serve", "train-small", 3, 4),
+                           "--dry-run=server")
+    assert (r.rc, r.out) == (0, "deployment.apps/serve created (server dry run)\n"), r
+    assert ("Warning: gpugate: the usable nodes of flavor h100-80gb can hold at most 2 of "
+            'Deployment "serve"\'s 3 pods of 4 nvidia.com/gpu, even empty: the others stay '
+            "Pending until nodes join\n") in r.err, r.err
     e2e.assert_invariant(kubectl, example, "research", ["research", "research-jobs"],
                          "h100-80gb", "nvidia.com/gpu", 48)
 

@@ -112,3 +112,43 @@ def test_a_cronjob_whose_job_can_never_run_is_denied_and_one_that_can_is_mapped(
     # Nothing is held until a Job runs.
     quota.wait_used("solo", 0)
     solo_invariant(kubectl, quota)
+
+
+def test_kubectl_scale_beyond_the_ceiling_is_denied_for_a_tenant(kubectl, quota, clean, files,
+                                                                 tenant_kubectl):
+    """kubectl scale goes through the scale subresource, whose Scale has no
+    pod template: gpugate reads the Deployment (or StatefulSet) and judges
+    its template with the new replicas.  As the tenant, with edit only."""
+    clean("solo")
+    t = tenant_kubectl("solo")
+    r = t.apply_file(files / "deploy.yaml", deployment("serve", "solo", 1, 2))
+    assert (r.rc, r.out) == (0, "deployment.apps/serve created\n"), r
+    quota.wait_used("solo", 2, timeout=60)
+    denial = ('admission webhook "validate-templates.gpugate.io" denied the request: '
+              'gpugate: Deployment "serve" can never run all its replicas: needs 6 h100-80gb '
+              '(3 replicas x 2), tenant "solo" may hold at most 4 (nominal 4)')
+    r = t("scale", "deployment", "serve", "-n", "solo", "--replicas=3")
+    assert r.rc == 1 and r.err == f"Error from server (Forbidden): {denial}\n", r
+    # The same through a patch of the subresource, as an autoscaler writes it.
+    r = t("patch", "deployment", "serve", "-n", "solo", "--subresource=scale",
+          "--type=merge", "-p", '{"spec":{"replicas":3}}')
+    assert r.rc == 1 and denial in r.err, r
+    assert kubectl.get("deployment", "serve", "solo")["spec"]["replicas"] == 1
+    # Within the ceiling: scaled, with the line that says what the pods ask.
+    r = t("scale", "deployment", "serve", "-n", "solo", "--replicas=2")
+    assert (r.rc, r.out) == (0, "deployment.apps/serve scaled\n"), r
+    assert "Warning: gpugate: gpu -> 2 pods x 2 x h100-80gb for tenant solo" in r.err, r
+    quota.wait_used("solo", 4, timeout=60)
+    solo_invariant(kubectl, quota)
+    # Down is never refused, nor judged.
+    r = t("scale", "deployment", "serve", "-n", "solo", "--replicas=0")
+    assert (r.rc, r.err) == (0, ""), r
+    quota.wait_used("solo", 0, timeout=60)
+    # A StatefulSet's scale reads the StatefulSet.
+    r = t.apply_file(files / "sts.yaml", deployment("db", "solo", 1, 2, kind="StatefulSet"))
+    assert r.rc == 0, r
+    r = t("scale", "statefulset", "db", "-n", "solo", "--replicas=3")
+    assert r.rc == 1 and ('gpugate: StatefulSet "db" can never run all its replicas: needs 6 '
+                          'h100-80gb') in r.err, r
+    assert kubectl.get("statefulset", "db", "solo")["spec"]["replicas"] == 1
+    solo_invariant(kubectl, quota)

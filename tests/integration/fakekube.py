@@ -191,6 +191,7 @@ class _Handler(BaseHTTPRequestHandler):
 #
 #   /api/v1/namespaces/NS/configmaps[/NAME]
 #   /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]
+#   /apis/apps/v1/namespaces/NS/deployments|statefulsets|replicasets[/NAME]
 #
 #   GET     one object (404 NotFound), or the collection as a list
 #   POST    to the collection: 201 with uid, resourceVersion and
@@ -223,6 +224,13 @@ _OBJECT_ROUTES = (
      "configmaps", "", "ConfigMap", "v1"),
     (re.compile(r"^/apis/coordination\.k8s\.io/v1/namespaces/([^/]+)/leases(?:/([^/]+))?$"),
      "leases", "coordination.k8s.io", "Lease", "coordination.k8s.io/v1"),
+    # what a kubectl scale is of (webhook/parents.c reads them)
+    (re.compile(r"^/apis/apps/v1/namespaces/([^/]+)/deployments(?:/([^/]+))?$"),
+     "deployments", "apps", "Deployment", "apps/v1"),
+    (re.compile(r"^/apis/apps/v1/namespaces/([^/]+)/statefulsets(?:/([^/]+))?$"),
+     "statefulsets", "apps", "StatefulSet", "apps/v1"),
+    (re.compile(r"^/apis/apps/v1/namespaces/([^/]+)/replicasets(?:/([^/]+))?$"),
+     "replicasets", "apps", "ReplicaSet", "apps/v1"),
 )
 
 # What POST /_fake/call may call: FakeKube's scripting methods whose
@@ -307,6 +315,15 @@ class _Objects:
     def clear_faults(self) -> None:
         with self._cond:
             self._faults.clear()
+
+    def create(self, resource: str, namespace: str, obj: dict) -> dict:
+        """POSTs obj into the store as a client would; the stored object."""
+        route = next(tuple(r) for _, *r in _OBJECT_ROUTES if r[0] == resource)
+        with self._cond:
+            status, answer = self._object_do("POST", route, namespace, None,
+                                             json.dumps(obj).encode(), "application/json")
+        assert status == 201, answer
+        return answer
 
     def object(self, resource: str, namespace: str, name: str) -> dict | None:
         with self._cond:
