@@ -507,8 +507,16 @@ static void read_parent(const struct handler_parents *src, const struct review *
 	text_cat(path, sizeof(path), "/apis/apps/v1/namespaces/", rv->namespace, "/",
 		 rv->resource, "/", rv->name, NULL);
 	ev->parent = src->get(src->ctx, path, ev->parent_error, sizeof(ev->parent_error));
-	if (!ev->parent && !ev->parent_error[0])
-		snprintf(ev->parent_error, sizeof(ev->parent_error), "no answer");
+	if (!ev->parent) {
+		char q[600];
+
+		if (!ev->parent_error[0])
+			snprintf(ev->parent_error, sizeof(ev->parent_error), "no answer");
+		log_event(LOG_WARN, "msg=\"scale not judged\" resource=%s object=%s/%s "
+				    "error=\"%s\"",
+			  rv->resource, rv->namespace, rv->name,
+			  log_quote(ev->parent_error, q, sizeof(q)));
+	}
 }
 
 void handler_admit(struct handler *h, enum handler_endpoint ep,

@@ -27,7 +27,8 @@ struct review {
 	const char *name;        /* request.name, "" when absent */
 	const char *sub_resource; /* "" when absent */
 	/* request.resource: its group ("" for the core group) and resource
-	 * ("deployments"); "" when absent. */
+	 * ("deployments"); "" when absent.  review_decode() reads it for a
+	 * scale subresource request only ("" for every other). */
 	const char *resource_group;
 	const char *resource;
 	bool dry_run;

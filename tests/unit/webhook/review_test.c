@@ -363,3 +363,29 @@ Test(review, a_duplicate_key_in_an_unread_part_is_read_past)
 	cr_assert_eq(review_decode_all(body, strlen(body), &rv, err, sizeof(err)), -1);
 	cr_assert(strstr(err, "duplicate object key \"name\""), "%s", err);
 }
+
+/* request.resource is read for a Scale only (what it scales), at no cost to
+ * every other review. */
+Test(review, reads_what_a_scale_scales_and_nothing_else_reads_the_resource)
+{
+	static const char *const subs[] = {"scale", "status", ""};
+	char body[1024], err[256];
+	struct review rv;
+
+	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+		snprintf(body, sizeof(body),
+			 REVIEW("{\"uid\":\"u\",\"kind\":{\"group\":\"autoscaling\","
+				"\"version\":\"v1\",\"kind\":\"Scale\"},\"resource\":{"
+				"\"group\":\"apps\",\"version\":\"v1\",\"resource\":"
+				"\"statefulsets\"},\"subResource\":\"%s\",\"operation\":"
+				"\"UPDATE\",\"object\":{\"spec\":{\"replicas\":2}}}"),
+			 subs[i]);
+		cr_assert_eq(review_decode(body, strlen(body), &rv, err, sizeof(err)), 0,
+			     "%s", err);
+		cr_assert_str_eq(rv.sub_resource, subs[i]);
+		cr_assert_str_eq(rv.resource, i == 0 ? "statefulsets" : "");
+		cr_assert_str_eq(rv.resource_group, i == 0 ? "apps" : "");
+		cr_assert_not_null(rv.object);
+		review_release(&rv);
+	}
+}
