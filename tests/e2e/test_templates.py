@@ -140,6 +140,19 @@ def test_kubectl_scale_beyond_the_ceiling_is_denied_for_a_tenant(kubectl, quota,
     assert "Warning: gpugate: gpu -> 2 pods x 2 x h100-80gb for tenant solo" in r.err, r
     quota.wait_used("solo", 4, timeout=60)
     solo_invariant(kubectl, quota)
+    # Attack: scale the Deployment's own ReplicaSet instead (its template
+    # is the Deployment's, so gpugate leaves it alone). The extra pods meet
+    # the quota one by one and are refused; the Deployment controller takes
+    # the ReplicaSet back to 2; nothing ever holds more than solo may.
+    rs = t("get", "replicasets", "-n", "solo", "-l", "app=serve", "-o", "json").json()
+    [rs_name] = [i["metadata"]["name"] for i in rs["items"]]
+    r = t("scale", "replicaset", rs_name, "-n", "solo", "--replicas=4")
+    assert r.rc == 0, r
+    solo_invariant(kubectl, quota)
+    wait_until("the Deployment to take its ReplicaSet back to 2", lambda: kubectl.get(
+        "replicaset", rs_name, "solo")["spec"]["replicas"] == 2, 60)
+    quota.wait_used("solo", 4, timeout=60)
+    solo_invariant(kubectl, quota)
     # Down is never refused, nor judged.
     r = t("scale", "deployment", "serve", "-n", "solo", "--replicas=0")
     assert (r.rc, r.err) == (0, ""), r
