@@ -201,22 +201,63 @@ static void add_note(struct decision *dec, const char *text)
 	text_clean(w); /* cut whole: valid UTF-8 */
 }
 
+/* A scale that cannot be judged (its parent could not be read, or does not
+ * read): admitted, with a warning that says why. */
+static void scale_unjudged(const struct review *rv, const char *kind, int64_t now,
+			   const char *why, const struct decide_input *in,
+			   struct evaluation *ev)
+{
+	char note[800];
+
+	ev->wl.kind = WL_OTHER;
+	decide_prepare(in, &ev->dec); /* allowed, nothing said */
+	snprintf(note, sizeof(note),
+		 "gpugate: the scale of %s \"%.63s\" to %" PRId64 " was not judged: %s; "
+		 "its pods still meet the quota one by one",
+		 kind, rv->name, now, why);
+	add_note(&ev->dec, note);
+}
+
+/* ev->wl from object, a template of kind `kind` scaled to `now` replicas;
+ * false with why when it does not read. */
+static bool scale_facts(const json_t *object, const struct review *rv, const char *kind,
+			int64_t now, struct evaluation *ev, char *why, size_t size)
+{
+	struct diag d;
+	char first[400];
+
+	ev->wl = (struct workload){.kind = WL_TEMPLATE, .op = WL_UPDATE,
+				   .namespace = rv->namespace, .name = rv->name, .uid = ""};
+	facts_template_kind(kind, &ev->wl.template_kind);
+	diag_init(&d);
+	if (facts_extract(object, &ev->wl, &ev->arena, &d) < 0) {
+		diag_first(&d, first, sizeof(first));
+		snprintf(why, size, "the %s does not read: %.200s", kind, first);
+		return false;
+	}
+	ev->wl.replicas = now;
+	return true;
+}
+
 /*
  * A scale of a parent of kind `kind`: the parent's pod template (ev->parent,
  * as the API had it) with the Scale's replicas, judged as any change of a
- * template (decide_prepare: class, rules, the quota ceiling, the pool).
- * Nothing is mapped or charged.  When the parent could not be read it is
- * let through with a warning, as the webhook's failurePolicy Ignore would.
+ * template (decide_prepare: class, rules, the quota ceiling, the pool), as
+ * /mutate would leave it: the API holds it mapped, unless it was written
+ * while gpugate was down (mapping is idempotent).  Nothing is charged and
+ * nothing patched.  Only a malformed Scale is refused for what it is; a
+ * parent that cannot be read or judged lets the scale through with a
+ * warning, as the webhook's failurePolicy Ignore would.
  */
 static int judge_scale(const struct review *rv, const char *kind,
 		       const struct decide_input *in, struct evaluation *ev)
 {
 	int64_t now = scale_replicas(rv->object);
 	const char *uid = json_string_value(jget(jget(rv->object, "metadata"), "uid"));
-	const json_t *pmeta = jget(ev->parent, "metadata");
-	const char *puid = json_string_value(jget(pmeta, "uid"));
+	const char *puid = json_string_value(jget(jget(ev->parent, "metadata"), "uid"));
 	const char *pkind = json_string_value(jget(ev->parent, "kind"));
-	char note[800];
+	struct decide_input at_mutate = *in;
+	char why[600];
 	struct diag d;
 
 	ev->wl.kind = WL_OTHER;
@@ -229,82 +270,42 @@ static int judge_scale(const struct review *rv, const char *kind,
 			    "", "");
 		return 0;
 	}
-	decide_prepare(in, &ev->dec); /* allowed, nothing said */
-	if (!scale_raises(rv))
+	if (!scale_raises(rv) || (!ev->parent && !ev->parent_error[0])) {
+		decide_prepare(in, &ev->dec); /* allowed, nothing said */
 		return 0;
-	if (ev->parent && (!pkind || strcmp(pkind, kind) != 0 || (uid && puid &&
-							       strcmp(uid, puid) != 0)))
-		snprintf(ev->parent_error, sizeof(ev->parent_error),
+	}
+	if (!ev->parent) {
+		scale_unjudged(rv, kind, now, ev->parent_error, in, ev);
+		return 0;
+	}
+	if (!pkind || strcmp(pkind, kind) != 0 || (uid && puid && strcmp(uid, puid) != 0)) {
+		snprintf(why, sizeof(why),
 			 "the API returned another object (kind %.40s, uid %.40s)",
 			 pkind ? pkind : "none", puid ? puid : "none");
-	if (!ev->parent || ev->parent_error[0]) {
-		if (ev->parent_error[0]) {
-			snprintf(note, sizeof(note),
-				 "gpugate: the scale of %s \"%.63s\" to %" PRId64 " was not "
-				 "judged: %s; its pods still meet the quota one by one",
-				 kind, rv->name, now, ev->parent_error);
-			add_note(&ev->dec, note);
-		}
+		scale_unjudged(rv, kind, now, why, in, ev);
 		return 0;
 	}
-	ev->wl.kind = WL_TEMPLATE;
-	facts_template_kind(kind, &ev->wl.template_kind);
+	if (!scale_facts(ev->parent, rv, kind, now, ev, why, sizeof(why))) {
+		scale_unjudged(rv, kind, now, why, in, ev);
+		return 0;
+	}
+	at_mutate.phase = DECIDE_MUTATE;
+	decide_prepare(&at_mutate, &ev->dec);
+	if (!ev->dec.allowed || !ev->dec.plan.active)
+		return 0;
+	ev->mutated = apply_copy(ev->parent);
+	if (!ev->mutated)
+		return -1;
 	diag_init(&d);
-	if (facts_extract(ev->parent, &ev->wl, &ev->arena, &d) < 0) {
-		char first[400];
-
-		diag_first(&d, first, sizeof(first));
-		snprintf(note, sizeof(note), "gpugate: the scale of %s \"%.63s\" to %"
-			 PRId64 " was not judged: its %s does not read: %.200s",
-			 kind, rv->name, now, kind, first);
-		memset(&ev->dec, 0, sizeof(ev->dec));
-		ev->wl.kind = WL_OTHER;
-		decide_prepare(in, &ev->dec);
-		add_note(&ev->dec, note);
+	if (apply_plan(ev->mutated, &ev->wl, &ev->dec.plan, in->policy, &d) < 0) {
+		diag_first(&d, why, sizeof(why));
+		scale_unjudged(rv, kind, now, why, in, ev);
 		return 0;
 	}
-	ev->wl.op = WL_UPDATE;
-	ev->wl.replicas = now;
-	/* Judged as /validate judges a template: as /mutate leaves it (the
-	 * API holds it mapped, unless it was written while gpugate was
-	 * down; mapping is idempotent). */
-	{
-		struct decide_input at_mutate = *in;
-
-		at_mutate.phase = DECIDE_MUTATE;
-		decide_prepare(&at_mutate, &ev->dec);
-	}
-	if (!ev->dec.allowed)
+	if (!scale_facts(ev->mutated, rv, kind, now, ev, why, sizeof(why))) {
+		scale_unjudged(rv, kind, now, why, in, ev);
 		return 0;
-	if (ev->dec.plan.active) {
-		struct workload wl = ev->wl;
-
-		ev->mutated = apply_copy(ev->parent);
-		if (!ev->mutated)
-			return -1;
-		diag_init(&d);
-		if (apply_plan(ev->mutated, &ev->wl, &ev->dec.plan, in->policy, &d) < 0) {
-			char first[400];
-
-			diag_first(&d, first, sizeof(first));
-			bad_request(ev, "cannot map the %s of the scale: %s", kind, first);
-			return 0;
-		}
-		ev->wl = (struct workload){.kind = WL_TEMPLATE, .template_kind = wl.template_kind,
-					   .op = WL_UPDATE, .namespace = rv->namespace,
-					   .name = rv->name, .uid = ""};
-		diag_init(&d);
-		if (facts_extract(ev->mutated, &ev->wl, &ev->arena, &d) < 0) {
-			char first[400];
-
-			diag_first(&d, first, sizeof(first));
-			bad_request(ev, "the mapped %s of the scale does not read: %s", kind,
-				    first);
-			return 0;
-		}
-		ev->wl.replicas = now;
 	}
-	memset(&ev->dec, 0, sizeof(ev->dec));
 	decide_prepare(in, &ev->dec);
 	return 0;
 }

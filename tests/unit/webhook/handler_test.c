@@ -361,6 +361,16 @@ Test(handler, a_scale_that_cannot_be_judged_passes_with_a_warning)
 			    "Deployment, uid d-2)"),
 		  "%s", w);
 
+	/* An object that does not read as a Deployment: not judged either. */
+	f.object = "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":"
+		   "{\"name\":\"serve\",\"uid\":\"d-1\"},\"spec\":{\"template\":7}}";
+	scale_admit(&h, HANDLER_VALIDATE, "research", "deployments", "1", "6", &a, w,
+		    sizeof(w));
+	cr_assert(a.allowed);
+	cr_assert_str_eq(w, "gpugate: the scale of Deployment \"serve\" to 6 was not "
+			    "judged: the Deployment does not read: spec.template is not an "
+			    "object; its pods still meet the quota one by one");
+
 	/* A name that is no Kubernetes name is never put into a path. */
 	f.calls = 0;
 	scale_admit(&h, HANDLER_VALIDATE, "research/../kube-system", "deployments", "1",
