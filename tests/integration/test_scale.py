@@ -8,16 +8,9 @@ from __future__ import annotations
 import pytest
 
 from conftest import Admission, SLOW, make_review
-from fakekube import FakeKube
+from test_watch import kube  # noqa: F401 (a fixture: the fake API)
 
 SCALE_KIND = {"group": "autoscaling", "version": "v1", "kind": "Scale"}
-
-
-@pytest.fixture
-def kube(certs, tmp_path):
-    k = FakeKube(certs.ca, certs.cert, certs.key, tmp_path / "kube").start()
-    yield k
-    k.stop()
 
 
 @pytest.fixture

@@ -48,6 +48,38 @@ struct answer {
 	bool patch, warnings;    /* the response has them */
 };
 
+/* Sends review (request.uid `uid`) to endpoint ep; its answer into *a, and
+ * the first warning into warning (size > 0; "" when none; may be NULL). */
+static void admit_review(struct handler *h, enum handler_endpoint ep, const char *review,
+			 const char *uid, struct answer *a, char *warning, size_t wsize)
+{
+	struct handler_reply r;
+	json_error_t e;
+	json_t *resp, *out, *status, *w;
+	const char *msg;
+
+	handler_admit(h, ep, review, strlen(review), &r);
+	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
+	resp = json_loadb(r.body, r.len, 0, &e);
+	free(r.body);
+	cr_assert_not_null(resp, "%s", e.text);
+	out = json_object_get(resp, "response");
+	cr_assert_str_eq(json_string_value(json_object_get(out, "uid")), uid);
+	status = json_object_get(out, "status");
+	memset(a, 0, sizeof(*a));
+	a->allowed = json_is_true(json_object_get(out, "allowed"));
+	a->code = (long)json_integer_value(json_object_get(status, "code"));
+	msg = json_string_value(json_object_get(status, "message"));
+	snprintf(a->message, sizeof(a->message), "%s", msg ? msg : "");
+	a->patch = json_object_get(out, "patch") != NULL;
+	w = json_object_get(out, "warnings");
+	a->warnings = w != NULL;
+	if (warning)
+		snprintf(warning, wsize, "%s",
+			 json_array_size(w) ? json_string_value(json_array_get(w, 0)) : "");
+	json_decref(resp);
+}
+
 /*
  * Sends an UPDATE of subresource `sub` of a class Pod in namespace
  * research, whose spec.ephemeralContainers is [ephemeral], to endpoint ep.
@@ -62,9 +94,6 @@ static void debug_admit(struct handler *h, enum handler_endpoint ep,
 		"\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":"
 		"{\"nvidia.com/gpu\":\"1\"}}}]%s%s%s}}";
 	char object[2048], old[2048], *review;
-	struct handler_reply r;
-	json_error_t e;
-	json_t *resp, *out, *status;
 
 	snprintf(old, sizeof(old), pod, "", "", "");
 	snprintf(object, sizeof(object), pod, ",\"ephemeralContainers\":[",
@@ -79,25 +108,8 @@ static void debug_admit(struct handler *h, enum handler_endpoint ep,
 			      "\"object\":%s,\"oldObject\":%s,\"dryRun\":false}}",
 			      sub, object, old),
 		     0);
-	handler_admit(h, ep, review, strlen(review), &r);
+	admit_review(h, ep, review, "u-debug", a, NULL, 0);
 	free(review);
-	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
-	resp = json_loadb(r.body, r.len, 0, &e);
-	free(r.body);
-	cr_assert_not_null(resp, "%s", e.text);
-	out = json_object_get(resp, "response");
-	cr_assert_str_eq(json_string_value(json_object_get(out, "uid")), "u-debug");
-	status = json_object_get(out, "status");
-	memset(a, 0, sizeof(*a));
-	a->allowed = json_is_true(json_object_get(out, "allowed"));
-	a->code = (long)json_integer_value(json_object_get(status, "code"));
-	snprintf(a->message, sizeof(a->message), "%s",
-		 json_string_value(json_object_get(status, "message"))
-			 ? json_string_value(json_object_get(status, "message"))
-			 : "");
-	a->patch = json_object_get(out, "patch") != NULL;
-	a->warnings = json_object_get(out, "warnings") != NULL;
-	json_decref(resp);
 }
 
 static struct holder *example_policy(void)
@@ -237,9 +249,6 @@ static void scale_admit(struct handler *h, enum handler_endpoint ep, const char 
 			struct answer *a, char *warning, size_t wsize)
 {
 	char *review;
-	struct handler_reply r;
-	json_error_t e;
-	json_t *resp, *out, *status, *w;
 
 	cr_assert_gt(asprintf(&review,
 			      "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":"
@@ -257,28 +266,8 @@ static void scale_admit(struct handler *h, enum handler_endpoint ep, const char 
 			      resource, ns, ns, now[0] ? "\"replicas\":" : "", now,
 			      before[0] ? "\"replicas\":" : "", before),
 		     0);
-	handler_admit(h, ep, review, strlen(review), &r);
+	admit_review(h, ep, review, "u-scale", a, warning, wsize);
 	free(review);
-	cr_assert_eq(r.status, 200, "%d %s", r.status, r.body);
-	resp = json_loadb(r.body, r.len, 0, &e);
-	free(r.body);
-	cr_assert_not_null(resp, "%s", e.text);
-	out = json_object_get(resp, "response");
-	cr_assert_str_eq(json_string_value(json_object_get(out, "uid")), "u-scale");
-	status = json_object_get(out, "status");
-	memset(a, 0, sizeof(*a));
-	a->allowed = json_is_true(json_object_get(out, "allowed"));
-	a->code = (long)json_integer_value(json_object_get(status, "code"));
-	snprintf(a->message, sizeof(a->message), "%s",
-		 json_string_value(json_object_get(status, "message"))
-			 ? json_string_value(json_object_get(status, "message"))
-			 : "");
-	a->patch = json_object_get(out, "patch") != NULL;
-	w = json_object_get(out, "warnings");
-	a->warnings = w != NULL;
-	snprintf(warning, wsize, "%s",
-		 json_array_size(w) ? json_string_value(json_array_get(w, 0)) : "");
-	json_decref(resp);
 }
 
 Test(handler, a_scale_raise_is_judged_against_the_parents_template)
