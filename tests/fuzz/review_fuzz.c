@@ -22,7 +22,9 @@
  *     not modified; a /mutate patch applies strictly (patch_apply) to
  *     request.object and gives exactly ev.mutated (the round trip);
  *     idempotency (SPEC section 4): the mutated object sent again to
- *     /mutate is admitted with an empty patch, and /validate admits it.
+ *     /mutate is admitted with an empty patch, and /validate admits it;
+ *   - a scale subresource review, against the parent the input gives
+ *     ("fuzzParent", below): answered 200, never a patch.
  *
  * Any violation aborts.  Build and run with tests/fuzz/run.sh, or:
  *
@@ -215,6 +217,51 @@ out:
 	free(whole.body);
 }
 
+/*
+ * kubectl scale: a Scale review is judged against its parent, which the
+ * server reads from the API.  Here the parent is what the input gives in
+ * "fuzzParent" (next to "request"; absent: the read fails, as a 403 or a
+ * timeout would), so the parent is as hostile as the review.  Whatever it
+ * is: answered 200 (400 only for a review that does not decode, checked
+ * above), never a patch (a Scale is not mutated), the same answer with the
+ * whole review built, and not a leak (ASan).
+ */
+static const json_t *fuzz_parent;
+
+static json_t *fuzz_parent_get(void *ctx, const char *path, char *err, size_t errsz)
+{
+	(void)ctx;
+	if (!path || path[0] != '/')
+		fuzz_fail("the parent is read at a path that is not absolute");
+	if (!fuzz_parent) {
+		snprintf(err, errsz, "GET %s: 403 Forbidden: fuzz", path);
+		return NULL;
+	}
+	return json_deep_copy(fuzz_parent);
+}
+
+static void check_scale(const uint8_t *data, size_t size)
+{
+	static const struct handler_parents src = {fuzz_parent_get, NULL};
+	struct handler h = {.policy = holder, .parents = &src};
+	struct handler_reply out[2];
+
+	for (int ep = HANDLER_MUTATE; ep <= HANDLER_VALIDATE; ep++) {
+		for (int all = 0; all < 2; all++) {
+			h.read_all = all;
+			handler_admit(&h, ep, (const char *)data, size, &out[all]);
+			if (!out[all].body || out[all].status != 200)
+				fuzz_fail("a scale review answered other than 200");
+			if (strstr(out[all].body, "\"patch\""))
+				fuzz_fail("a scale review answered with a patch");
+		}
+		if (out[0].len != out[1].len || memcmp(out[0].body, out[1].body, out[0].len))
+			fuzz_fail("a scale's answer depends on what review.c leaves unread");
+		free(out[0].body);
+		free(out[1].body);
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct review rv;
@@ -239,6 +286,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_review(pol, &rv, NULL);
 		if (u.usage || u.covered)
 			check_review(pol, &rv, &u.store);
+		if (strcmp(rv.sub_resource, "scale") == 0) {
+			fuzz_parent = json_object_get(rv.root, "fuzzParent");
+			check_scale(data, size);
+			fuzz_parent = NULL;
+		}
 	}
 	review_release(&rv);
 	return 0;
