@@ -785,9 +785,37 @@ static bool check_mutated_resources(struct ctx *c, size_t gpu)
 }
 
 /*
+ * An UPDATE of a pod template gpugate mapped before (its tenant stamp is on
+ * the old template) that leaves container ct's count of res as the old
+ * template had it: that count is the one gpugate wrote.  kubectl apply
+ * keeps a field its last-applied configuration does not name, so a user
+ * who changes only the GPU label would otherwise be told that "their"
+ * count conflicts with it.  It is rewritten to the class's.
+ */
+static bool count_is_gpugates(const struct ctx *c, const struct wl_container *ct,
+			      const char *res, int64_t units)
+{
+	const struct workload *old = c->in->old;
+
+	if (c->wl->kind != WL_TEMPLATE || c->wl->op != WL_UPDATE || !old || !ct->name ||
+	    !wl_get(old->pod.labels, old->pod.n_labels, STAMP_TENANT))
+		return false;
+	for (size_t i = 0; i < old->pod.n_containers; i++) {
+		const struct wl_container *oc = &old->pod.containers[i];
+		const char *raw = NULL;
+		int64_t was = -1;
+
+		if (oc->name && strcmp(oc->name, ct->name) == 0)
+			return container_units(oc, res, &was, &raw) && was == units;
+	}
+	return false;
+}
+
+/*
  * At /mutate: a GPU count the user wrote on the GPU container must be the
  * class's.  gpugate never removes what the user wrote, so a different one
- * is denied rather than replaced without a word.
+ * is denied rather than replaced without a word (what gpugate wrote itself
+ * on a template is rewritten: count_is_gpugates()).
  */
 static bool check_user_count(struct ctx *c, size_t gpu, unsigned count)
 {
@@ -797,7 +825,8 @@ static bool check_user_count(struct ctx *c, size_t gpu, unsigned count)
 	const char *raw = NULL;
 	int64_t units = -1;
 
-	if (!container_units(ct, res, &units, &raw) || units == (int64_t)count)
+	if (!container_units(ct, res, &units, &raw) || units == (int64_t)count ||
+	    count_is_gpugates(c, ct, res, units))
 		return false;
 	if (units >= 1 && units <= (int64_t)cls->max_gpus)
 		return violate(c, "gpus-conflict",

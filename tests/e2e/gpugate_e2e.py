@@ -1011,7 +1011,7 @@ def selector(policy: str) -> dict:
 TEMPLATE_MATCH = ("(request.operation == 'CREATE' || object.spec != oldObject.spec) && "
                   "!(has(object.metadata.ownerReferences) && "
                   "object.metadata.ownerReferences.exists(r, r.kind == 'Deployment' && "
-                  "has(r.controller) && r.controller))")
+                  "r.apiVersion == 'apps/v1' && has(r.controller) && r.controller))")
 
 
 def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> list[dict]:

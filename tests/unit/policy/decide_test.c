@@ -2570,3 +2570,61 @@ Test(decide, a_missing_or_single_node_checkpoint_claim_is_said)
 	cr_expect_not(warned(&r, MISSING_CLAIM));
 	done(&r);
 }
+
+/* A Deployment of class small in research: its template's labels (the
+ * tenant stamp or not) and its container's limits. */
+#define SMALL_DEPLOY(labels, limits)                                         \
+	"{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{"   \
+	"\"name\":\"serve\"},\"spec\":{\"replicas\":1,\"template\":{"          \
+	"\"metadata\":{\"labels\":{\"gpugate.io/class\":\"small\"," labels     \
+	"}},\"spec\":{\"containers\":[{\"name\":\"m\",\"resources\":{"         \
+	"\"limits\":{" limits "}}}]}}}}"
+
+static void run_template_update(struct run *old, struct run *now, const char *was,
+				const char *is)
+{
+	struct decide_input in = {.policy = P, .phase = DECIDE_MUTATE};
+
+	run(old, "research", was, DECIDE_MUTATE);
+	run(now, "research", is, DECIDE_MUTATE);
+	now->wl.op = WL_UPDATE;
+	in.wl = &now->wl;
+	in.old = &old->wl;
+	decide_prepare(&in, &now->dec);
+}
+
+Test(decide, kubectl_apply_can_change_the_gpus_of_a_template_gpugate_mapped)
+{
+	struct run old, now;
+
+	/* gpugate mapped it with 1 (its stamp, its limit); the user's apply
+	 * changes the label to 2 and keeps the limit it never set. */
+	run_template_update(&old, &now,
+			    SMALL_DEPLOY("\"gpugate.io/gpus\":\"1\",\"gpugate.io/tenant\":"
+					 "\"research\"", "\"nvidia.com/gpu\":\"1\""),
+			    SMALL_DEPLOY("\"gpugate.io/gpus\":\"2\",\"gpugate.io/tenant\":"
+					 "\"research\"", "\"nvidia.com/gpu\":\"1\""));
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	cr_assert_eq(now.dec.plan.count, 2);
+	done(&old);
+	done(&now);
+	/* A count the user changes is still theirs: it must be the class's. */
+	run_template_update(&old, &now,
+			    SMALL_DEPLOY("\"gpugate.io/gpus\":\"1\",\"gpugate.io/tenant\":"
+					 "\"research\"", "\"nvidia.com/gpu\":\"1\""),
+			    SMALL_DEPLOY("\"gpugate.io/gpus\":\"2\",\"gpugate.io/tenant\":"
+					 "\"research\"", "\"nvidia.com/gpu\":\"3\""));
+	expect_denied(&now, "gpus-conflict",
+		      "gpugate: container \"m\" asks for 3 nvidia.com/gpu but class small "
+		      "gives 2: remove that request, or set label gpugate.io/gpus: \"3\"");
+	done(&old);
+	done(&now);
+	/* Never mapped by gpugate (no stamp): the count is the user's. */
+	run_template_update(&old, &now,
+			    SMALL_DEPLOY("\"gpugate.io/gpus\":\"1\"", "\"nvidia.com/gpu\":\"1\""),
+			    SMALL_DEPLOY("\"gpugate.io/gpus\":\"2\"", "\"nvidia.com/gpu\":\"1\""));
+	cr_assert_not(now.dec.allowed);
+	cr_assert_str_eq(now.dec.rule, "gpus-conflict");
+	done(&old);
+	done(&now);
+}
