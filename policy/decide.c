@@ -71,6 +71,11 @@ static void add_warning(struct decision *out, const char *fmt, ...)
 	text_clean(w);
 }
 
+void decide_note(struct decision *out, const char *text)
+{
+	add_warning(out, "%s", text);
+}
+
 /*
  * Records a rule violation; the first one wins.  Returns true when the
  * decision is final (enforce mode: denied).  In warn mode the text becomes

@@ -241,6 +241,10 @@ struct decision {
 int32_t decide_priority(const struct workload *wl, const char *class_priority,
 			const struct priority_view *pv);
 
+/* Adds text to out's warnings as the decision's own are added: cut to
+ * DECIDE_WARNING_LEN, one line of valid UTF-8; nothing when they are full. */
+void decide_note(struct decision *out, const char *text);
+
 /* Step 1: rules, mapping and the quota claim. */
 void decide_prepare(const struct decide_input *in, struct decision *out);
 

@@ -190,17 +190,6 @@ static bool scale_raises(const struct review *rv)
 	return now != 0 && now > (rv->old_object ? scale_replicas(rv->old_object) : 0);
 }
 
-static void add_note(struct decision *dec, const char *text)
-{
-	char *w;
-
-	if (dec->n_warnings >= DECIDE_MAX_WARNINGS)
-		return;
-	w = dec->warnings[dec->n_warnings++];
-	text_cat(w, DECIDE_WARNING_LEN, text, NULL);
-	text_clean(w); /* cut whole: valid UTF-8 */
-}
-
 /* A scale that cannot be judged (its parent could not be read, or does not
  * read): admitted, with a warning that says why. */
 static void scale_unjudged(const struct review *rv, const char *kind, int64_t now,
@@ -215,7 +204,7 @@ static void scale_unjudged(const struct review *rv, const char *kind, int64_t no
 		 "gpugate: the scale of %s \"%.63s\" to %" PRId64 " was not judged: %s; "
 		 "its pods still meet the quota one by one",
 		 kind, rv->name, now, why);
-	add_note(&ev->dec, note);
+	decide_note(&ev->dec, note);
 }
 
 /* ev->wl from object, a template of kind `kind` scaled to `now` replicas;
