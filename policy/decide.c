@@ -1592,22 +1592,40 @@ static void check_stamps_unchanged(struct ctx *c)
 }
 
 /*
- * UPDATE of a Job gpugate admitted: its gang was reserved for the
- * parallelism it had, and its pods are admitted against that reservation.
- * Raising parallelism would add pods nobody judged.
+ * UPDATE of a running GPU Job: its gang was reserved for the pods it could
+ * run at once, charge_job_slots() (min(parallelism, completions)), and its
+ * pods are admitted against that reservation.  Whatever raises that number
+ * (parallelism, or completions of an elastic Indexed Job) would add pods
+ * nobody judged.  A Job suspended before the update holds nothing: it may
+ * grow, and its resume is judged whole (decide_update()).  Which Job is a
+ * GPU Job is its template's charge, never its labels (a jobs/status writer
+ * can change those).
  */
-static void check_parallelism_not_raised(struct ctx *c)
+static void check_slots_not_raised(struct ctx *c)
 {
 	const struct workload *now = c->wl, *old = c->in->old;
+	int64_t was = charge_job_slots(old), will = charge_job_slots(now);
+	struct charge held;
 
-	if (now->kind != WL_JOB || now->parallelism <= old->parallelism ||
-	    !wl_get(old->labels, old->n_labels, STAMP_TENANT))
+	if (now->kind != WL_JOB || old->job_suspended || will <= was)
 		return;
-	violate(c, "parallelism-raised",
-		"the parallelism of a GPU Job cannot be raised (from %" PRId64
-		" to %" PRId64 "): its gang was admitted for %" PRId64 "; create a "
-		"new Job instead",
-		old->parallelism, now->parallelism, old->parallelism);
+	charge_decide(c->p, old, &held);
+	if (!held.flavor)
+		return;
+	if (now->parallelism > old->parallelism &&
+	    (!now->has_completions || now->completions >= now->parallelism))
+		violate(c, "parallelism-raised",
+			"the parallelism of a GPU Job cannot be raised (from %" PRId64
+			" to %" PRId64 "): its gang was admitted for %" PRId64 "; "
+			"create a new Job instead",
+			old->parallelism, now->parallelism, was);
+	else
+		violate(c, "parallelism-raised",
+			"a GPU Job cannot be made to run more pods at once (from "
+			"%" PRId64 " to %" PRId64 ": parallelism %" PRId64
+			", completions %" PRId64 "): its gang was admitted for %" PRId64
+			"; create a new Job instead",
+			was, will, now->parallelism, now->completions, was);
 }
 
 /* DRA claims and templates: the section at the end of this file. */
@@ -1799,7 +1817,7 @@ static void decide_update(struct ctx *c)
 		check_controller_uid_unchanged(c);
 	if (wl->kind != WL_JOB || out->violation)
 		return;
-	check_parallelism_not_raised(c);
+	check_slots_not_raised(c);
 	if (!out->violation)
 		check_template_unchanged(c);
 	if (out->violation)

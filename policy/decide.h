@@ -12,8 +12,10 @@
  *       decide_quota(in, dec, q)  quota outcome, preemptibility, plan, warnings
  *
  * UPDATE is allowed without mutation, except that /validate refuses a
- * change to the labels gpugate stamped (they drive quota accounting) and a
- * raise of a gpugate Job's parallelism (its pods ride on its reservation).
+ * change to the labels gpugate stamped, a raise of what a running GPU Job
+ * runs at once (min(parallelism, completions): its pods ride on its
+ * reservation) and a change of its template's GPU request; resuming a Job
+ * is judged like a create.
  *
  * Rules run in a fixed order (docs/internals.md); the first violation is
  * the one reported.  In enforce mode it denies; in warn mode the workload is

@@ -190,7 +190,7 @@ struct workload {
 	/* WL_TEMPLATE only. */
 	enum wl_template template_kind;
 	/* The pods it runs at once: spec.replicas (1 when absent); a CronJob,
-	 * its Job's parallelism; a DaemonSet, 0 (one per node: not known). */
+	 * its Job's min(parallelism, completions); a DaemonSet, 0 (one per node: not known). */
 	int64_t replicas;
 	/* A ReplicaSet that a Deployment controls: the Deployment's template,
 	 * judged there, and not to be changed (the Deployment controller

@@ -516,10 +516,14 @@ static void template_facts(struct fx *x, const json_t *meta, const json_t *spec,
 	if (wl->template_kind == WL_CRONJOB) {
 		const json_t *jt = member(x, spec, "jobTemplate", JSON_OBJECT, "spec");
 		const json_t *jspec = member(x, jt, "spec", JSON_OBJECT, "spec.jobTemplate");
+		/* The pods one of its Jobs runs at once, as charge_job_slots()
+		 * counts them: min(parallelism, completions). */
+		int64_t par = count_at(x, jspec, "parallelism", "spec.jobTemplate.spec", 1);
+		int64_t done = count_at(x, jspec, "completions", "spec.jobTemplate.spec", par);
 
 		path = "spec.jobTemplate.spec.template";
 		tmpl = member(x, jspec, "template", JSON_OBJECT, "spec.jobTemplate.spec");
-		wl->replicas = count_at(x, jspec, "parallelism", "spec.jobTemplate.spec", 1);
+		wl->replicas = done < par ? done : par;
 	} else {
 		tmpl = member(x, spec, "template", JSON_OBJECT, "spec");
 		wl->replicas = wl->template_kind == WL_DAEMONSET

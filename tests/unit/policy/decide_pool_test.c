@@ -374,10 +374,11 @@ static void run_template(struct run *r, const char *ns, const char *json,
 	"\"labels\":{\"app\":\"s\",\"gpugate.io/class\":\"" cls "\","           \
 	"\"gpugate.io/gpus\":\"" gpus "\"}},\"spec\":{\"containers\":[{"         \
 	"\"name\":\"c\",\"image\":\"x\"}]}}}}"
-#define CRONJOB(cls, n)                                                       \
+#define CRONJOB(cls, n) CRONJOB_PC(cls, n, n)
+#define CRONJOB_PC(cls, par, n)                                               \
 	"{\"apiVersion\":\"batch/v1\",\"kind\":\"CronJob\",\"metadata\":{"      \
 	"\"name\":\"nightly\"},\"spec\":{\"schedule\":\"0 3 * * *\","            \
-	"\"jobTemplate\":{\"spec\":{\"parallelism\":" n ",\"completions\":" n    \
+	"\"jobTemplate\":{\"spec\":{\"parallelism\":" par ",\"completions\":" n  \
 	",\"template\":{\"metadata\":{\"labels\":{\"gpugate.io/class\":\"" cls   \
 	"\"}},\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":"  \
 	"\"c\",\"image\":\"x\"}]}}}}}}"
@@ -462,6 +463,14 @@ Test(decide_pool, a_cronjobs_job_is_a_gang_in_one_domain)
 			 "the largest holds 2");
 	done(&r);
 	run_template(&r, "research", CRONJOB("big", "2"), DECIDE_VALIDATE, &src);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+	/* Its Jobs run min(parallelism, completions) pods at once, as the
+	 * charge rule counts them: parallelism 3 with 2 completions fits. */
+	run_template(&r, "research", CRONJOB_PC("big", "3", "2"), DECIDE_VALIDATE, &src);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+	run_template(&r, "research", CRONJOB_PC("big", "2", "3"), DECIDE_VALIDATE, &src);
 	cr_assert(r.dec.allowed, "%s", r.dec.message);
 	done(&r);
 }

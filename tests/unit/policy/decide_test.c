@@ -2168,34 +2168,136 @@ Test(decide, host_device_paths_are_normalized)
 	}
 }
 
+/* A Job of 8 nvidia.com/gpu per pod as /mutate leaves it; extra: more of
+ * its spec ("\"completions\":1,"), labels: its labels. */
+#define GPU_JOB(par, extra, labels)                                           \
+	"{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":" \
+	"\"train\",\"labels\":{" labels "}},\"spec\":{" extra                    \
+	"\"parallelism\":" par ",\"template\":{\"spec\":{\"restartPolicy\":"     \
+	"\"Never\",\"containers\":[{\"name\":\"main\",\"resources\":{\"limits\":" \
+	"{\"nvidia.com/gpu\":\"8\"}}}]}}}}"
+#define JOB_STAMPS "\"gpugate.io/class\":\"big\",\"gpugate.io/tenant\":\"research\""
+
+/* decide_prepare() of the UPDATE old -> now at /validate, into now.dec. */
+static void run_update(struct run *old, struct run *now, const char *was,
+		       const char *will)
+{
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+
+	run(old, "research", was, DECIDE_VALIDATE);
+	run(now, "research", will, DECIDE_VALIDATE);
+	now->wl.op = WL_UPDATE;
+	in.wl = &now->wl;
+	in.old = &old->wl;
+	decide_prepare(&in, &now->dec);
+}
+
 Test(decide, update_may_not_raise_a_gpu_jobs_parallelism)
 {
 	struct run old, now;
-	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
 
-	run(&old, "research",
-	    JOB("2", "\"gpugate.io/class\":\"big\",\"gpugate.io/tenant\":\"research\"",
-		NEVER_SPEC),
-	    DECIDE_VALIDATE);
-	run(&now, "research",
-	    JOB("4", "\"gpugate.io/class\":\"big\",\"gpugate.io/tenant\":\"research\"",
-		NEVER_SPEC),
-	    DECIDE_VALIDATE);
-	now.wl.op = WL_UPDATE;
-	in.wl = &now.wl;
-	in.old = &old.wl;
-	decide_prepare(&in, &now.dec);
+	run_update(&old, &now, GPU_JOB("2", "", JOB_STAMPS), GPU_JOB("4", "", JOB_STAMPS));
 	expect_denied(&now, "parallelism-raised",
 		      "gpugate: the parallelism of a GPU Job cannot be raised (from 2 "
 		      "to 4): its gang was admitted for 2; create a new Job instead");
-	/* Lowering it is fine: the watch releases the difference. */
-	in.wl = &old.wl;
-	in.old = &now.wl;
-	old.wl.op = WL_UPDATE;
-	decide_prepare(&in, &old.dec);
-	cr_assert(old.dec.allowed);
 	done(&old);
 	done(&now);
+	/* Lowering it is fine: the watch releases the difference. */
+	run_update(&old, &now, GPU_JOB("4", "", JOB_STAMPS), GPU_JOB("2", "", JOB_STAMPS));
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	done(&old);
+	done(&now);
+}
+
+/* #26: an elastic Indexed Job (completions may change with parallelism)
+ * admitted as a gang of 1 must not grow to 8 by its completions. */
+Test(decide, update_may_not_raise_a_gpu_jobs_completions)
+{
+	struct run old, now;
+
+	run_update(&old, &now,
+		   GPU_JOB("8", "\"completionMode\":\"Indexed\",\"completions\":1,",
+			   JOB_STAMPS),
+		   GPU_JOB("8", "\"completionMode\":\"Indexed\",\"completions\":8,",
+			   JOB_STAMPS));
+	expect_denied(&now, "parallelism-raised",
+		      "gpugate: a GPU Job cannot be made to run more pods at once "
+		      "(from 1 to 8: parallelism 8, completions 8): its gang was "
+		      "admitted for 1; create a new Job instead");
+	done(&old);
+	done(&now);
+	/* Both up together, 1 to 4 pods at once. */
+	run_update(&old, &now, GPU_JOB("1", "\"completions\":1,", JOB_STAMPS),
+		   GPU_JOB("4", "\"completions\":4,", JOB_STAMPS));
+	expect_denied(&now, "parallelism-raised",
+		      "gpugate: the parallelism of a GPU Job cannot be raised (from 1 "
+		      "to 4): its gang was admitted for 1; create a new Job instead");
+	done(&old);
+	done(&now);
+	/* More parallelism than completions runs no more pods: admitted. */
+	run_update(&old, &now, GPU_JOB("2", "\"completions\":2,", JOB_STAMPS),
+		   GPU_JOB("4", "\"completions\":2,", JOB_STAMPS));
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	done(&old);
+	done(&now);
+}
+
+/* What a Job can hold is its template's charge, not its labels: a
+ * jobs/status writer who removed the stamps does not open the door. */
+Test(decide, a_jobs_raise_is_denied_without_its_stamps)
+{
+	struct run old, now;
+
+	run_update(&old, &now, GPU_JOB("1", "", "\"app\":\"x\""),
+		   GPU_JOB("8", "", "\"app\":\"x\""));
+	cr_assert_not(now.dec.allowed);
+	cr_assert_str_eq(now.dec.rule, "parallelism-raised");
+	done(&old);
+	done(&now);
+	/* A Job without GPUs may grow as it likes. */
+	run_update(&old, &now, JOB("1", "\"app\":\"x\"", NEVER_SPEC),
+		   JOB("8", "\"app\":\"x\"", NEVER_SPEC));
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	done(&old);
+	done(&now);
+}
+
+/* A suspended Job holds nothing: it may grow, and its resume is judged
+ * whole, with the new size. */
+Test(decide, a_suspended_job_may_grow_and_its_resume_is_judged_whole)
+{
+	struct run m, v, old, now;
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+	json_t *was, *will;
+
+	/* The Job as /mutate leaves it (class big: 8 GPUs a pod), suspended;
+	 * then parallelism 2, suspended or resumed. */
+	mutate_validate(&m, &v, "research",
+			JOB("1", "\"gpugate.io/class\":\"big\"", NEVER_SPEC));
+	cr_assert(v.dec.allowed, "%s", v.dec.message);
+	for (int resume = 0; resume < 2; resume++) {
+		was = json_deep_copy(v.obj);
+		json_object_set_new(json_object_get(was, "spec"), "suspend", json_true());
+		will = json_deep_copy(was);
+		json_object_set_new(json_object_get(will, "spec"), "parallelism",
+				    json_integer(2));
+		json_object_set_new(json_object_get(will, "spec"), "suspend",
+				    json_boolean(!resume));
+		run_obj(&old, "research", was, DECIDE_VALIDATE);
+		run_obj(&now, "research", will, DECIDE_VALIDATE);
+		now.wl.op = WL_UPDATE;
+		in.wl = &now.wl;
+		in.old = &old.wl;
+		decide_prepare(&in, &now.dec);
+		cr_assert(now.dec.allowed, "%s", now.dec.message);
+		cr_assert_eq(now.dec.claim.needed, resume == 1);
+		if (resume)
+			cr_assert_eq(now.dec.claim.units, 16, "the gang of 2 x 8");
+		done(&old);
+		done(&now);
+	}
+	done(&m);
+	done(&v);
 }
 
 /* ---- accounting integrity (#13) ------------------------------------------ */
