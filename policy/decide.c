@@ -1689,6 +1689,25 @@ int32_t decide_priority(const struct workload *wl, const char *class_priority,
 	return 0; /* Kubernetes' priority without a class or a default */
 }
 
+/*
+ * Does Kueue really hold the workload, so that its quota is Kueue's word?
+ * The queue label alone is anybody's to write.  Kueue holds a Job by
+ * suspending it and admits it by resuming it, so a resume is Kueue's (a Job
+ * created running was not suspended by Kueue: Kueue does not manage it);
+ * it holds a bare Pod behind its scheduling gate.
+ */
+static bool kueue_holds(const struct ctx *c)
+{
+	const struct workload *wl = c->wl;
+
+	if (wl->kind == WL_JOB)
+		return wl->op == WL_UPDATE && c->in->old && c->in->old->job_suspended;
+	for (size_t i = 0; wl->kind == WL_POD && i < wl->pod.n_scheduling_gates; i++)
+		if (strcmp(wl->pod.scheduling_gates[i], KUEUE_ADMISSION_GATE) == 0)
+			return true;
+	return false;
+}
+
 /* The rules of a CREATE (or of a Job being resumed), then the claim. */
 static void judge(struct ctx *c)
 {
@@ -1743,7 +1762,8 @@ static void judge(struct ctx *c)
 			wl, out->cls ? out->cls->priority_class_name : NULL,
 			c->in->priorities);
 		out->claim.kueue_quota = out->queue && out->tenant &&
-					 out->tenant->kueue_owns_quota;
+					 out->tenant->kueue_owns_quota &&
+					 kueue_holds(c);
 	}
 }
 

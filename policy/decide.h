@@ -44,6 +44,9 @@
  * a pod behind a scheduling gate) until Kueue admits it (docs/quota.md,
  * "Running with Kueue"). */
 #define KUEUE_QUEUE_LABEL "kueue.x-k8s.io/queue-name"
+/* The scheduling gate Kueue's pod integration puts on the pods it holds
+ * (and removes when it admits them). */
+#define KUEUE_ADMISSION_GATE "kueue.x-k8s.io/admission"
 #define CHECKPOINT_VOLUME "gpugate-checkpoint"
 /* The checkpoint signal (SPEC section 6): the reclaimer (webhook/reclaimer.h)
  * writes STAMP_CHECKPOINT_REQUESTED (an RFC 3339 UTC time) on a victim's pods; a
@@ -110,6 +113,19 @@ struct decide_input {
 	 * weighed here, since they hold no quota claim); NULL: the pool is
 	 * not known and nothing is said of it. */
 	const struct decide_pool_source *pool;
+	/* Which flavor's node a pod's spec.nodeName is; NULL: no node is
+	 * known (such a pod is then judged by what it selects alone). */
+	const struct decide_node_source *nodes;
+};
+
+/*
+ * The cluster's GPU nodes by name: the first flavor (in policy order)
+ * whose node `node` is, or NULL when it is no flavor's or not known.  The
+ * server reads its inventory (usage/inventory.h); tests a canned list.
+ */
+struct decide_node_source {
+	const struct policy_flavor *(*flavor_of)(void *ctx, const char *node);
+	void *ctx;
 };
 
 /*
@@ -139,9 +155,11 @@ struct quota_claim {
 	/* The priority its pods run at (decide_priority()): what
 	 * reclaimWithinCohort LowerPriority compares. */
 	int32_t priority;
-	/* Kueue admitted it and owns the tenant's quota (kueue.quotaOwner):
+	/* Kueue holds it and owns the tenant's quota (kueue.quotaOwner):
 	 * counted, never refused for quota (the store holds it even when
-	 * over; decide_quota() only warns). */
+	 * over; decide_quota() only warns).  Only where Kueue really holds
+	 * the object: the resume of a suspended Job, a Pod behind
+	 * KUEUE_ADMISSION_GATE; never for the queue label alone. */
 	bool kueue_quota;
 };
 

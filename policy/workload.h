@@ -158,6 +158,12 @@ struct wl_pod {
 	size_t n_ephemeral_containers;
 	const struct wl_toleration *tolerations;
 	size_t n_tolerations;
+	/* spec.nodeName: set at creation, the pod skips the scheduler (and
+	 * the taints it honours); NULL when absent. */
+	const char *node_name;
+	/* spec.schedulingGates[].name. */
+	const char *const *scheduling_gates;
+	size_t n_scheduling_gates;
 };
 
 struct workload {

@@ -404,6 +404,30 @@ static void tolerations(struct fx *x, const json_t *spec, struct wl_pod *pod)
 	pod->n_tolerations = n;
 }
 
+/* spec.schedulingGates[].name, read leniently like the tolerations: an
+ * entry that is not an object with a string name is left out. */
+static void scheduling_gates(struct fx *x, const json_t *spec, struct wl_pod *pod)
+{
+	const json_t *arr = jget(spec, "schedulingGates");
+	const char **g;
+	size_t i, n = 0;
+	json_t *item;
+
+	if (!arr || !json_is_array(arr) || json_array_size(arr) == 0)
+		return;
+	g = alloc(x, json_array_size(arr), sizeof(*g));
+	if (!g)
+		return;
+	json_array_foreach(arr, i, item) {
+		const char *name = json_string_value(jget(item, "name"));
+
+		if (name)
+			g[n++] = name;
+	}
+	pod->scheduling_gates = g;
+	pod->n_scheduling_gates = n;
+}
+
 /* metadata + spec of a pod (a Pod, or a Job's spec.template). */
 static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 		      const char *mpath, const char *spath, struct wl_pod *pod)
@@ -439,7 +463,9 @@ static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 		pod->grace = json_integer_value(grace);
 	}
 	pod->restart_policy = string(x, spec, "restartPolicy", spath);
+	pod->node_name = string(x, spec, "nodeName", spath);
 	tolerations(x, spec, pod);
+	scheduling_gates(x, spec, pod);
 }
 
 static void owner_job(struct fx *x, const json_t *meta, struct workload *wl)

@@ -91,7 +91,7 @@ static enum wl_kind kind_of(const json_t *gvk)
 	spec "/dnsPolicy|dnsConfig|serviceAccountName|serviceAccount|"           \
 	     "automountServiceAccountToken|schedulerName|enableServiceLinks|"    \
 	     "imagePullSecrets|readinessGates|topologySpreadConstraints|"        \
-	     "hostAliases|securityContext|hostname|subdomain|schedulingGates|"   \
+	     "hostAliases|securityContext|hostname|subdomain|"                   \
 	     "resourceClaims|os"
 
 static const char *const unread[] = {

@@ -2617,6 +2617,63 @@ Test(decide, when_kueue_owns_the_quota_its_admission_is_never_refused)
 	done(&now);
 }
 
+/* #26: the queue label is anybody's to write.  Kueue's word on quota
+ * counts only where Kueue really holds the workload. */
+Test(decide, kueues_quota_is_trusted_only_where_kueue_holds_the_workload)
+{
+	struct run r;
+
+	kueue_research();
+	used[T_RESEARCH][F_H100] = 24; /* all research may ever hold */
+	/* A bare pod with the label alone: gpugate's quota, refused. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\",\"kueue.x-k8s.io/queue-name\":\"rq\"",
+		ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.claim.needed);
+	cr_expect_not(r.dec.claim.kueue_quota);
+	cr_expect_not(r.dec.allowed);
+	cr_expect_str_eq(r.dec.rule, "quota");
+	done(&r);
+	/* Behind Kueue's scheduling gate (its pod integration put it there):
+	 * Kueue's, counted and warned about, never refused. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\",\"kueue.x-k8s.io/queue-name\":\"rq\"",
+		"{\"schedulingGates\":[{\"name\":\"example.com/other\"},"
+		"{\"name\":\"kueue.x-k8s.io/admission\"}],"
+		"\"containers\":[{\"name\":\"main\",\"image\":\"x\"}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.claim.needed);
+	cr_expect(r.dec.claim.kueue_quota);
+	cr_expect(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+	/* Another gate is not Kueue's. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\",\"kueue.x-k8s.io/queue-name\":\"rq\"",
+		"{\"schedulingGates\":[{\"name\":\"example.com/other\"}],"
+		"\"containers\":[{\"name\":\"main\",\"image\":\"x\"}]}"),
+	    DECIDE_MUTATE);
+	cr_expect_not(r.dec.claim.kueue_quota);
+	cr_expect_not(r.dec.allowed);
+	done(&r);
+}
+
+Test(decide, a_job_created_running_is_not_kueues_whatever_its_label)
+{
+	struct run m, v;
+
+	kueue_research();
+	/* Kueue's webhook would have suspended a Job it manages before
+	 * /validate: one that arrives running is gpugate's to charge. */
+	mutate_validate(&m, &v, "research",
+			JOB("1", "\"gpugate.io/class\":\"small\",\"kueue.x-k8s.io/"
+				 "queue-name\":\"rq\"", ONE_CONTAINER));
+	cr_assert(v.dec.claim.needed);
+	cr_expect_not(v.dec.claim.kueue_quota);
+	done(&m);
+	done(&v);
+}
+
 /* ---- the checkpoint claim --------------------------------------------- */
 
 static bool warned(const struct run *r, const char *text)
