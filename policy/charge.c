@@ -123,6 +123,41 @@ static const struct policy_flavor *pick_flavor(const struct policy *p,
 	return best ? best : n ? cands[0] : NULL;
 }
 
+/* Does the pod's nodeSelector keep it off f's nodes: a key of f's
+ * selector that it requires with another value? */
+static bool selector_excludes(const struct policy_flavor *f, const struct wl_pod *pod)
+{
+	for (size_t i = 0; i < f->n_node_selector; i++) {
+		const char *v = wl_get(pod->node_selector, pod->n_node_selector,
+				       f->node_selector[i].key);
+
+		if (v && strcmp(v, f->node_selector[i].value) != 0)
+			return true;
+	}
+	return false;
+}
+
+const struct policy_flavor *charge_selected_flavor(const struct policy *p,
+						   const struct wl_pod *pod,
+						   const char *res)
+{
+	const struct policy_flavor *cands[CANDIDATES];
+	size_t n = policy_flavors_for_resource(p, res, cands, CANDIDATES);
+	const struct policy_flavor *f;
+
+	if (n > CANDIDATES)
+		return NULL;
+	if (n == 1)
+		return cands[0];
+	f = pick_flavor(p, pod, res);
+	if (!f || !selector_matches(f, pod))
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (cands[i] != f && !selector_excludes(cands[i], pod))
+			return NULL;
+	return f;
+}
+
 /* The Job a pod may ride on: its controller ownerReference, confirmed by
  * the job controller's label. */
 static const char *owner_job_uid(const struct workload *wl)

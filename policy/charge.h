@@ -45,6 +45,7 @@
 struct policy;
 struct policy_flavor;
 struct policy_tenant;
+struct wl_pod;
 struct workload;
 
 /* The job controller's label on the pods it creates: the Job's uid. */
@@ -73,6 +74,19 @@ struct charge {
 void charge_decide(const struct policy *p, const struct workload *wl,
 		   struct charge *out);
 
+/*
+ * The one flavor a pod of spec pod asking for resource res can run on: when
+ * res is one flavor's, that flavor; when several flavors share it, the one
+ * charge_decide() charges, provided the pod's nodeSelector has all of that
+ * flavor's nodeSelector entries and, for every other flavor of res, one of
+ * its keys with another value (so that the scheduler cannot put it on the
+ * other flavor's nodes).  NULL otherwise: the pod could run on nodes of a
+ * flavor it is not charged for.
+ */
+const struct policy_flavor *charge_selected_flavor(const struct policy *p,
+						   const struct wl_pod *pod,
+						   const char *res);
+
 /* The pods a Job's gang covers: min(parallelism, completions), >= 0. */
 int64_t charge_job_slots(const struct workload *wl);
 
@@ -81,7 +95,6 @@ int64_t charge_job_slots(const struct workload *wl);
  * rule above; 0 when it asks for none.  Malformed quantities count 0 (the
  * apiserver rejects them before any pod exists).
  */
-struct wl_pod;
 int64_t charge_pod_units(const struct wl_pod *pod, const char *res);
 
 #endif

@@ -348,6 +348,35 @@ static bool device_host_path(const char *path)
 	       strncmp(path, "/dev/nvidia", 11) == 0;
 }
 
+/*
+ * The NVIDIA container toolkit's volume-mounts device list: with
+ * accept-nvidia-visible-devices-as-volume-mounts, every mount whose
+ * destination is under this directory names devices to inject (the device
+ * plugin's deviceListStrategy volume-mounts).  gpugate never mounts
+ * anything there, so a pod's own mount there asks for GPUs behind the
+ * device plugin's back, whatever the volume is.  /run is where /var/run
+ * links to: that spelling is refused too (no pod has a use for it).
+ */
+#define DEVICE_LIST_DIR "/var/run/nvidia-container-devices"
+
+static bool under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	return strncmp(path, dir, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+static bool device_list_mount(const char *mount_path)
+{
+	char path[512];
+
+	if (!mount_path)
+		return false;
+	normalize_path(mount_path, NULL, path, sizeof(path));
+	return under(path, DEVICE_LIST_DIR) ||
+	       under(path, "/run/nvidia-container-devices");
+}
+
 static const struct wl_volume *find_volume(const struct wl_pod *pod,
 					   const char *name)
 {
@@ -384,6 +413,10 @@ static void reach_text(const struct reach *r, char *buf, size_t size)
 		snprintf(buf, size,
 			 "its nodeSelector %.100s=%.63s selects flavor %.63s",
 			 r->selector->key, r->selector->value, r->flavor->name);
+		return;
+	case REACH_NODE_NAME:
+		snprintf(buf, size, "its nodeName %.100s is a node of flavor %.63s",
+			 r->node, r->flavor->name);
 		return;
 	case REACH_NONE:
 		break;
@@ -480,6 +513,16 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 		const struct wl_volume *v;
 		char src[512];
 
+		if (device_list_mount(ct->mounts[m].path) &&
+		    violate(c, "security",
+			    "%s \"%s\" mounts volume \"%s\" at %.200s, where the "
+			    "NVIDIA container toolkit reads which GPUs to give a "
+			    "container (" DEVICE_LIST_DIR "), which bypasses the "
+			    "device plugin's GPU isolation: mount it elsewhere, and "
+			    "ask for GPUs with a class",
+			    noun, name, ct->mounts[m].volume ? ct->mounts[m].volume : "",
+			    ct->mounts[m].path))
+			return true;
 		if (!ct->mounts[m].volume)
 			continue;
 		v = find_volume(pod, ct->mounts[m].volume);
@@ -498,6 +541,80 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 			    ct->mounts[m].sub_path ? ct->mounts[m].sub_path : "",
 			    v->name))
 			return true;
+	}
+	return false;
+}
+
+/*
+ * A pod that names its node (spec.nodeName) skips the scheduler, and with
+ * it the taints and selectors by which the policy knows GPU nodes: it can
+ * reach them when that node is a flavor's, as the cluster's inventory says.
+ */
+static bool reach_node_name(const struct ctx *c, struct reach *why)
+{
+	const struct decide_node_source *ns = c->in->nodes;
+	const char *node = c->wl->pod.node_name;
+	const struct policy_flavor *f;
+
+	if (!node || !node[0] || !ns || !(f = ns->flavor_of(ns->ctx, node)))
+		return false;
+	*why = (struct reach){.cause = REACH_NODE_NAME, .flavor = f, .node = node};
+	return true;
+}
+
+/* A CDI device name's kind ("vendor/class" before '=') is a GPU's: any of
+ * NVIDIA's, or a flavor's resource. */
+static bool cdi_gpu_kind(const struct policy *p, const char *kind, size_t n)
+{
+	char buf[256];
+
+	if (n >= 11 && strncmp(kind, "nvidia.com/", 11) == 0)
+		return true;
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, kind, n);
+	buf[n] = '\0';
+	return policy_is_flavor_resource(p, buf);
+}
+
+/*
+ * Annotations cdi.k8s.io/<anything> ask the container runtime (containerd,
+ * CRI-O) to inject the CDI devices they name, a comma-separated list of
+ * "vendor/class=name": a GPU named there reaches the container without the
+ * device plugin or DRA allocating it.  gpugate injects none.
+ */
+static bool check_cdi(struct ctx *c)
+{
+	const struct wl_pod *pod = &c->wl->pod;
+
+	for (size_t i = 0; i < pod->n_annotations; i++) {
+		const char *key = pod->annotations[i].key;
+		const char *v = pod->annotations[i].value;
+
+		if (!key || strncmp(key, "cdi.k8s.io/", 11) != 0 || !v)
+			continue;
+		while (*v) {
+			size_t len = strcspn(v, ",");
+			const char *eq = memchr(v, '=', len);
+			size_t kind = eq ? (size_t)(eq - v) : len;
+
+			while (kind > 0 && v[0] == ' ') {
+				v++;
+				len--;
+				kind--;
+			}
+			if (cdi_gpu_kind(c->p, v, kind))
+				return violate(c, "security",
+					       "annotation %.100s asks the container "
+					       "runtime for CDI device %.*s, which "
+					       "bypasses the device plugin's GPU "
+					       "isolation: remove the annotation and ask "
+					       "for GPUs with a class",
+					       key, (int)(len > 200 ? 200 : len), v);
+			v += len;
+			if (*v == ',')
+				v++;
+		}
 	}
 	return false;
 }
@@ -524,10 +641,12 @@ static bool check_security(struct ctx *c, long gpu_index)
 
 	if (cls)
 		why = (struct reach){.cause = REACH_CLASS, .class_name = cls};
-	else if (!reach_gpu_nodes(c->p, pod, &why))
+	else if (!reach_gpu_nodes(c->p, pod, &why) && !reach_node_name(c, &why))
 		r = NULL;
 	if (!r && !c->out->tenant)
 		return false;
+	if (check_cdi(c))
+		return true;
 	for (size_t i = 0; i < pod->n_init_containers; i++) {
 		const struct wl_container *ct = &pod->init_containers[i];
 		bool gpu = container_has_flavor_resource(c->p, ct);
@@ -617,6 +736,31 @@ static void gang_id(const struct workload *wl, char *out, size_t size)
 
 /* ---- the raw path (a flavor resource without a class) ------------------ */
 
+/* "a100: nvidia.com/gpu.product=A100; h100: ...", the flavors of res with
+ * their nodeSelectors. */
+static void flavors_of_resource(const struct policy *p, const char *res,
+				char *buf, size_t size)
+{
+	const struct policy_flavor *f[8];
+	size_t n = policy_flavors_for_resource(p, res, f, 8);
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && i < 8; i++) {
+		char one[300];
+		size_t o;
+
+		o = (size_t)snprintf(one, sizeof(one), "%.63s:", f[i]->name);
+		for (size_t k = 0; k < f[i]->n_node_selector && o < sizeof(one); k++)
+			o += (size_t)snprintf(one + o, sizeof(one) - o, " %.100s=%.63s",
+					      f[i]->node_selector[k].key,
+					      f[i]->node_selector[k].value);
+		if (f[i]->n_node_selector == 0)
+			snprintf(one + o, sizeof(one) - o, " no nodeSelector");
+		o = strlen(buf);
+		snprintf(buf + o, size - o, "%s%s", i ? "; " : "", one);
+	}
+}
+
 static void decide_raw(struct ctx *c, const char *resource)
 {
 	const struct workload *wl = c->wl;
@@ -660,7 +804,20 @@ static void decide_raw(struct ctx *c, const char *resource)
 		}
 	}
 	/* The flavor of a resource several flavors share is the one whose
-	 * nodes the pod selects, else the first (policy/charge.h). */
+	 * nodes the pod selects (policy/charge.h); a pod that could land on
+	 * another one's nodes would be charged for the wrong flavor. */
+	if (!charge_selected_flavor(c->p, &wl->pod, resource)) {
+		char which[600];
+
+		flavors_of_resource(c->p, resource, which, sizeof(which));
+		if (violate(c, "raw-flavor",
+			    "this workload asks for %s, which several flavors "
+			    "share, and its nodeSelector does not select exactly "
+			    "one of them: set the nodeSelector of one (%s), or ask "
+			    "for GPUs with a class",
+			    resource, which))
+			return;
+	}
 	f = c->charge.flavor;
 	units = c->charge.per_pod;
 	if (f && !policy_tenant_allows_sharing(t, f->sharing)) {
@@ -1835,6 +1992,12 @@ static void decide_update(struct ctx *c)
 	check_stamps_unchanged(c);
 	if (!out->violation && wl->kind == WL_POD)
 		check_controller_uid_unchanged(c);
+	/* Where a pod may run can change after its creation: tolerations may
+	 * be added to any pod, and a gated pod's nodeSelector and affinity
+	 * set before its gates are removed.  It is held to the security rules
+	 * as it is now, wherever it can now reach. */
+	if (!out->violation && wl->kind == WL_POD)
+		check_security(c, -1);
 	if (wl->kind != WL_JOB || out->violation)
 		return;
 	check_slots_not_raised(c);
@@ -2305,6 +2468,21 @@ void decide_quota_pool(const struct decide_input *in, struct decision *out,
 }
 
 /* ---- ephemeral containers --------------------------------------------- */
+
+void decide_status(const struct decide_input *in, struct decision *out)
+{
+	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
+
+	init_decision(in, out);
+	if ((in->wl->kind != WL_POD && in->wl->kind != WL_JOB) || !in->old)
+		return;
+	out->tenant = policy_tenant_for_namespace(in->policy, in->wl->namespace);
+	if (out->tenant)
+		out->mode = out->tenant->mode;
+	check_stamps_unchanged(&c);
+	if (!out->violation && in->wl->kind == WL_POD)
+		check_controller_uid_unchanged(&c);
+}
 
 void decide_ephemeral(const struct decide_input *in, struct decision *out)
 {

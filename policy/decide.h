@@ -320,6 +320,15 @@ void decide_waiting(const struct policy *p, const struct policy_flavor *f,
 void decide_ephemeral(const struct decide_input *in, struct decision *out);
 
 /*
+ * An UPDATE of a Pod's or Job's status subresource (in->old set): a
+ * status writer may change metadata too, so the stamped labels and a
+ * pod's batch.kubernetes.io/controller-uid are held as on any update.
+ * Nothing else is judged (the spec cannot change there); no plan, no
+ * claim.
+ */
+void decide_status(const struct decide_input *in, struct decision *out);
+
+/*
  * Convenience for callers without a ledger (explain, tests): runs both
  * steps with the given usage view (NULL: nothing in use).
  */

@@ -14,8 +14,9 @@
  *
  * This is what the policy can tell, not what the scheduler will do: the
  * nodes of a flavor without tolerations take any pod that does not select
- * other nodes, and spec.nodeName or nodeAffinity are not looked at
- * (docs/policy.md, "Pods that can reach GPU nodes").
+ * other nodes, and nodeAffinity is not looked at (docs/policy.md, "Pods
+ * that can reach GPU nodes").  spec.nodeName needs the cluster's nodes:
+ * the caller's (policy/decide.c, REACH_NODE_NAME).
  *
  * Pure: the policy and the pod facts in, a verdict and its cause out.
  */
@@ -33,6 +34,7 @@ enum reach_cause {
 	REACH_RESOURCE,      /* a container asks for a flavor resource */
 	REACH_TOLERATION,    /* a toleration tolerates a flavor's taint */
 	REACH_NODE_SELECTOR, /* a nodeSelector entry of a flavor */
+	REACH_NODE_NAME,     /* set by the caller: spec.nodeName is a GPU node */
 };
 
 /* Why a pod can reach GPU nodes: the first cause found. */
@@ -43,6 +45,7 @@ struct reach {
 	const struct policy_flavor *flavor;     /* TOLERATION, NODE_SELECTOR */
 	const struct policy_toleration *taint;  /* TOLERATION: the flavor's */
 	const struct policy_kv *selector;       /* NODE_SELECTOR: its entry */
+	const char *node;                       /* NODE_NAME */
 };
 
 /*

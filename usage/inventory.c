@@ -564,6 +564,22 @@ static bool member(struct slot *s, const struct policy *p, const struct policy_f
 	return f->index < s->n_member && s->member[f->index];
 }
 
+const struct policy_flavor *inventory_node_flavor(struct inventory *inv,
+						  const struct policy *p,
+						  const char *node)
+{
+	const struct policy_flavor *f = NULL;
+	struct slot *s;
+
+	pthread_mutex_lock(&inv->mu);
+	s = slot_find(inv, node);
+	for (size_t i = 0; s && !f && i < policy_flavor_count(p); i++)
+		if (member(s, p, policy_flavor_at(p, i)))
+			f = policy_flavor_at(p, i);
+	pthread_mutex_unlock(&inv->mu);
+	return f;
+}
+
 /* Under mu: v for f, over the scratch buffers.  -1 when out of memory. */
 static int view(struct inventory *inv, const struct policy *p,
 		const struct policy_flavor *f, const struct policy_health *h,

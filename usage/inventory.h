@@ -111,6 +111,16 @@ void inventory_fit(struct inventory *inv, const struct policy *p,
 		   const char *topology_key, struct pool_check *out);
 
 /*
+ * The first flavor of p (in policy order) whose node `node` is, by its
+ * labels and resources (pool_node_in_flavor), or NULL when it is no
+ * flavor's or the Node is not known.  Whatever its health: a node that
+ * is excluded from the pool is still a GPU node.
+ */
+const struct policy_flavor *inventory_node_flavor(struct inventory *inv,
+						  const struct policy *p,
+						  const char *node);
+
+/*
  * Calls fn once per flavor of p with its view (pool_view_build under
  * health), under the inventory's lock: fn must not call back into inv, and
  * must copy what it keeps.  Returns -1 when out of memory.

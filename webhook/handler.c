@@ -133,6 +133,18 @@ static bool is_ephemeral_update(const struct review *rv,
 	       strcmp(rv->sub_resource, "ephemeralcontainers") == 0;
 }
 
+/*
+ * pods/status and jobs/status: a status writer can change labels too, so
+ * the stamps are held there (decide_status()).  Judged at /validate only,
+ * with the old object.
+ */
+static bool is_status_update(const struct review *rv, enum handler_endpoint ep)
+{
+	return ep == HANDLER_VALIDATE && (rv->kind == WL_POD || rv->kind == WL_JOB) &&
+	       rv->op == WL_UPDATE && rv->object && rv->old_object &&
+	       strcmp(rv->sub_resource, "status") == 0;
+}
+
 /* The inventory as the decision's pool source (policy/decide.h). */
 struct inventory_pool {
 	struct inventory *inv;
@@ -146,6 +158,14 @@ static void inventory_pool_fit(void *ctx, const struct policy_flavor *f, int64_t
 	const struct inventory_pool *ip = ctx;
 
 	inventory_fit(ip->inv, ip->policy, f, per_pod, pods, topology_key, out);
+}
+
+/* The inventory as the decision's node source (spec.nodeName). */
+static const struct policy_flavor *inventory_node(void *ctx, const char *node)
+{
+	const struct inventory_pool *ip = ctx;
+
+	return inventory_node_flavor(ip->inv, ip->policy, node);
 }
 
 /*
@@ -306,6 +326,7 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 	const json_t *obj = rv->object;
 	struct inventory_pool ipool = {.inv = inv, .policy = p};
 	struct decide_pool_source pool = {.fit = inventory_pool_fit, .ctx = &ipool};
+	struct decide_node_source nodes = {.flavor_of = inventory_node, .ctx = &ipool};
 	struct decide_input in = {
 		.policy = p,
 		.wl = &ev->wl,
@@ -313,13 +334,16 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		.priorities = ev->priorities,
 		.pvcs = ev->pvcs,
 		.pool = inv ? &pool : NULL,
+		.nodes = inv ? &nodes : NULL,
 	};
 	bool debug = is_ephemeral_update(rv, ep);
+	bool status = is_status_update(rv, ep);
 	const char *scale_of = scale_parent_kind(rv, ep);
 
 	/* Subresources (binding, status) are not creations of a workload;
-	 * the one that adds ephemeral containers is judged (below). */
-	if (rv->sub_resource[0] && !debug)
+	 * the one that adds ephemeral containers and status writes are
+	 * judged (below). */
+	if (rv->sub_resource[0] && !debug && !status)
 		obj = NULL;
 	if (rv->op == WL_DELETE)
 		obj = rv->old_object;
@@ -355,6 +379,10 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 	}
 	if (ev->bad_request)
 		return 0;
+	if (status) {
+		decide_status(&in, &ev->dec);
+		return 0;
+	}
 	if (rv->sub_resource[0])
 		ev->wl.kind = WL_OTHER;
 

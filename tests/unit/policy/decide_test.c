@@ -2300,6 +2300,287 @@ Test(decide, a_suspended_job_may_grow_and_its_resume_is_judged_whole)
 	done(&v);
 }
 
+/* ---- isolation after CREATE (#26 item 5) -------------------------------- */
+
+/* The toolkit's volume-mounts device list: any mount there is a way to
+ * GPUs, in a class pod's sidecar as in a pod without GPUs. */
+Test(decide, a_mount_at_the_toolkits_device_list_is_denied)
+{
+	static const char *const paths[] = {
+		"/var/run/nvidia-container-devices/all",
+		"/var/run/nvidia-container-devices",
+		"//var/run/./nvidia-container-devices/GPU-0",
+		"/run/nvidia-container-devices/0",
+	};
+	struct run r;
+	char json[1024];
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		snprintf(json, sizeof(json),
+			 POD("\"app\":\"x\"",
+			     "{\"volumes\":[{\"name\":\"null\",\"hostPath\":{\"path\":"
+			     "\"/dev/null\"}}],\"containers\":[{\"name\":\"m\","
+			     "\"volumeMounts\":[{\"name\":\"null\",\"mountPath\":\"%s\"}]}]}"),
+			 paths[i]);
+		run(&r, "research", json, DECIDE_VALIDATE);
+		cr_assert_not(r.dec.allowed, "%s admitted", paths[i]);
+		cr_assert_str_eq(r.dec.rule, "security");
+		if (i == 0)
+			cr_assert_str_eq(r.dec.message,
+					 "gpugate: container \"m\" mounts volume \"null\" at "
+					 "/var/run/nvidia-container-devices/all, where the "
+					 "NVIDIA container toolkit reads which GPUs to give a "
+					 "container (/var/run/nvidia-container-devices), which "
+					 "bypasses the device plugin's GPU isolation: mount it "
+					 "elsewhere, and ask for GPUs with a class");
+		done(&r);
+	}
+	/* A class pod's sidecar, with an emptyDir. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"volumes\":[{\"name\":\"e\",\"emptyDir\":{}}],\"containers\":["
+		"{\"name\":\"main\"},{\"name\":\"side\",\"volumeMounts\":[{\"name\":"
+		"\"e\",\"mountPath\":\"/var/run/nvidia-container-devices/all\"}]}]}"),
+	    DECIDE_MUTATE);
+	cr_assert_not(r.dec.allowed);
+	cr_assert(strstr(r.dec.message, "container \"side\" mounts volume \"e\""), "%s",
+		  r.dec.message);
+	done(&r);
+	/* Neighbours are fine: /var/run, /run, a name that only begins alike. */
+	run(&r, "research",
+	    POD("\"app\":\"x\"",
+		"{\"volumes\":[{\"name\":\"e\",\"emptyDir\":{}}],\"containers\":["
+		"{\"name\":\"m\",\"volumeMounts\":[{\"name\":\"e\",\"mountPath\":"
+		"\"/var/run\"},{\"name\":\"e\",\"mountPath\":\"/run\"},{\"name\":"
+		"\"e\",\"mountPath\":\"/var/run/nvidia-container-devices-x\"}]}]}"),
+	    DECIDE_VALIDATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+}
+
+Test(decide, a_cdi_annotation_naming_a_gpu_is_denied)
+{
+	struct run r;
+
+	run(&r, "research",
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\","
+	    "\"annotations\":{\"cdi.k8s.io/x\":\"vendor.com/net=eth0, nvidia.com/gpu=all\"}},"
+	    "\"spec\":{\"containers\":[{\"name\":\"m\"}]}}",
+	    DECIDE_VALIDATE);
+	expect_denied(&r, "security",
+		      "gpugate: annotation cdi.k8s.io/x asks the container runtime for "
+		      "CDI device nvidia.com/gpu=all, which bypasses the device plugin's "
+		      "GPU isolation: remove the annotation and ask for GPUs with a class");
+	done(&r);
+	/* In a Job's pod template too, and in a class pod. */
+	run(&r, "research",
+	    "{\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"metadata\":{\"name\":\"j\"},"
+	    "\"spec\":{\"template\":{\"metadata\":{\"labels\":{\"gpugate.io/class\":"
+	    "\"small\"},\"annotations\":{\"cdi.k8s.io/gpu\":\"nvidia.com/mig=0:1\"}},"
+	    "\"spec\":{\"restartPolicy\":\"Never\",\"containers\":[{\"name\":\"m\"}]}}}}",
+	    DECIDE_MUTATE);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.rule, "security");
+	done(&r);
+	/* Another vendor's device, or another annotation, is not gpugate's. */
+	run(&r, "research",
+	    "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\","
+	    "\"annotations\":{\"cdi.k8s.io/x\":\"vendor.com/net=eth0\",\"a\":"
+	    "\"nvidia.com/gpu=all\"}},\"spec\":{\"containers\":[{\"name\":\"m\"}]}}",
+	    DECIDE_VALIDATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+}
+
+/* The cluster's nodes for the nodeName tests: gpu-0 is an h100 node. */
+static const struct policy_flavor *node_flavor(void *ctx, const char *node)
+{
+	(void)ctx;
+	return strcmp(node, "gpu-0") == 0 ? policy_flavor_find(P, "h100") : NULL;
+}
+
+static void run_named(struct run *r, const char *ns, const char *node, bool privileged,
+		      enum wl_op op, const struct workload *old)
+{
+	struct decide_node_source nodes = {.flavor_of = node_flavor};
+	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = DECIDE_VALIDATE,
+				  .nodes = &nodes, .old = old};
+	char json[512];
+
+	snprintf(json, sizeof(json),
+		 "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"},"
+		 "\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"m\","
+		 "\"securityContext\":{\"privileged\":%s}}]}}",
+		 node, privileged ? "true" : "false");
+	run(r, ns, json, DECIDE_VALIDATE);
+	r->wl.op = op;
+	decide_prepare(&in, &r->dec);
+}
+
+/* A pod that names its node skips the scheduler and the GPU taint: it can
+ * reach GPU nodes when that node is one, in any namespace. */
+Test(decide, a_pod_that_names_a_gpu_node_meets_the_security_rules)
+{
+	struct run r;
+
+	run_named(&r, "elsewhere", "gpu-0", true, WL_CREATE, NULL);
+	expect_denied(&r, "security",
+		      "gpugate: container \"m\" is privileged and the pod can reach GPU "
+		      "nodes (its nodeName gpu-0 is a node of flavor h100); a privileged "
+		      "container sees every GPU on the node: remove "
+		      "securityContext.privileged");
+	done(&r);
+	run_named(&r, "elsewhere", "cpu-0", true, WL_CREATE, NULL);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+}
+
+/* #26: a gated pod, admitted with no GPU selector, then given the GPU
+ * taint's toleration (and its gates removed): the UPDATE is judged. */
+Test(decide, a_pod_update_that_lets_it_reach_gpu_nodes_meets_the_security_rules)
+{
+	struct run old, now;
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+
+	run(&old, "elsewhere",
+	    POD("\"app\":\"x\"",
+		"{\"schedulingGates\":[{\"name\":\"x/y\"}],\"containers\":[{\"name\":"
+		"\"m\",\"securityContext\":{\"privileged\":true}}]}"),
+	    DECIDE_VALIDATE);
+	cr_assert(old.dec.allowed, "%s", old.dec.message);
+	run(&now, "elsewhere",
+	    POD("\"app\":\"x\"",
+		"{\"nodeSelector\":{\"gpu\":\"h100\"},\"tolerations\":[{\"key\":"
+		"\"nvidia.com/gpu\",\"operator\":\"Exists\"}],\"containers\":[{\"name\":"
+		"\"m\",\"securityContext\":{\"privileged\":true}}]}"),
+	    DECIDE_VALIDATE);
+	now.wl.op = WL_UPDATE;
+	in.wl = &now.wl;
+	in.old = &old.wl;
+	decide_prepare(&in, &now.dec);
+	expect_denied(&now, "security",
+		      "gpugate: container \"m\" is privileged and the pod can reach GPU "
+		      "nodes (it tolerates the nvidia.com/gpu taint of flavor h100); a "
+		      "privileged container sees every GPU on the node: remove "
+		      "securityContext.privileged");
+	done(&old);
+	done(&now);
+	/* An update that keeps it away from GPU nodes is fine. */
+	run(&old, "elsewhere",
+	    POD("\"app\":\"x\"", "{\"containers\":[{\"name\":\"m\",\"securityContext\":"
+				 "{\"privileged\":true}}]}"),
+	    DECIDE_VALIDATE);
+	run(&now, "elsewhere",
+	    POD("\"app\":\"y\"", "{\"containers\":[{\"name\":\"m\",\"securityContext\":"
+				 "{\"privileged\":true}}]}"),
+	    DECIDE_VALIDATE);
+	now.wl.op = WL_UPDATE;
+	in.wl = &now.wl;
+	in.old = &old.wl;
+	decide_prepare(&in, &now.dec);
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	done(&old);
+	done(&now);
+}
+
+/* jobs/status and pods/status: a status writer can change labels too. */
+Test(decide, a_status_update_may_not_touch_the_stamps)
+{
+	struct run old, now;
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+
+	run(&old, "research", GPU_JOB("1", "", JOB_STAMPS), DECIDE_VALIDATE);
+	run(&now, "research", GPU_JOB("1", "", "\"gpugate.io/class\":\"big\""),
+	    DECIDE_VALIDATE);
+	now.wl.op = WL_UPDATE;
+	in.wl = &now.wl;
+	in.old = &old.wl;
+	decide_status(&in, &now.dec);
+	expect_denied(&now, "stamp-changed",
+		      "gpugate: label gpugate.io/tenant is set by gpugate and cannot be "
+		      "changed or removed (it is \"research\")");
+	done(&now);
+	/* The job controller's own status writes change no stamp. */
+	run(&now, "research", GPU_JOB("1", "", JOB_STAMPS), DECIDE_VALIDATE);
+	now.wl.op = WL_UPDATE;
+	in.wl = &now.wl;
+	decide_status(&in, &now.dec);
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	cr_assert_not(now.dec.claim.needed);
+	cr_assert_eq(now.dec.n_warnings, 0);
+	done(&old);
+	done(&now);
+}
+
+/* Two flavors share nvidia.com/gpu; a raw request must select one by
+ * its own keys and rule the other's nodes out. */
+static const char shared_resource_yaml[] =
+	"version: 1\n"
+	"settings: {rawGpuRequests: allow}\n"
+	"flavors:\n"
+	"  - name: a100\n"
+	"    resource: nvidia.com/gpu\n"
+	"    sharing: exclusive\n"
+	"    gpusPerNode: 8\n"
+	"    nodeSelector: [\"nvidia.com/gpu.product=A100\"]\n"
+	"  - name: h100\n"
+	"    resource: nvidia.com/gpu\n"
+	"    sharing: exclusive\n"
+	"    gpusPerNode: 8\n"
+	"    nodeSelector: [\"nvidia.com/gpu.product=H100\", \"pool=hopper\"]\n"
+	"classes:\n"
+	"  - {name: a, flavor: a100, gpus: 1}\n"
+	"tenants:\n"
+	"  - name: t\n"
+	"    namespaces: [t]\n"
+	"    quota: [{flavor: a100, nominal: 8}, {flavor: h100, nominal: 8}]\n";
+
+Test(decide, a_raw_request_on_a_shared_resource_must_select_one_flavor)
+{
+	struct policy *saved = use_policy(shared_resource_yaml);
+	static const char *const denied[] = {
+		"{}",
+		"{\"nvidia.com/gpu.family\":\"hopper\"}",
+		"{\"pool\":\"hopper\"}",
+	};
+	struct run r;
+	char json[512];
+
+	for (size_t i = 0; i < sizeof(denied) / sizeof(denied[0]); i++) {
+		snprintf(json, sizeof(json),
+			 POD("\"app\":\"x\"",
+			     "{\"nodeSelector\":%s,\"containers\":[{\"name\":\"m\","
+			     "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"8\"}}}]}"),
+			 denied[i]);
+		run(&r, "t", json, DECIDE_VALIDATE);
+		expect_denied(&r, "raw-flavor",
+			      "gpugate: this workload asks for nvidia.com/gpu, which "
+			      "several flavors share, and its nodeSelector does not select "
+			      "exactly one of them: set the nodeSelector of one (a100: "
+			      "nvidia.com/gpu.product=A100; h100: nvidia.com/gpu.product=H100 "
+			      "pool=hopper), or ask for GPUs with a class");
+		done(&r);
+	}
+	run(&r, "t",
+	    POD("\"app\":\"x\"",
+		"{\"nodeSelector\":{\"nvidia.com/gpu.product\":\"H100\",\"pool\":"
+		"\"hopper\"},\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":"
+		"{\"nvidia.com/gpu\":\"8\"}}}]}"),
+	    DECIDE_VALIDATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_str_eq(r.dec.claim.flavor->name, "h100");
+	done(&r);
+	run(&r, "t",
+	    POD("\"app\":\"x\"",
+		"{\"nodeSelector\":{\"nvidia.com/gpu.product\":\"A100\"},\"containers\":"
+		"[{\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"8\"}}}]}"),
+	    DECIDE_VALIDATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_str_eq(r.dec.claim.flavor->name, "a100");
+	done(&r);
+	restore(saved);
+}
+
 /* ---- accounting integrity (#13) ------------------------------------------ */
 
 Test(decide, a_user_count_other_than_the_class_is_denied_not_replaced)
