@@ -1003,10 +1003,26 @@ def selector(policy: str) -> dict:
     return {"matchExpressions": exprs}
 
 
-# Updates through these subresources change what a pod may reach (an
-# ephemeral container joins a GPU pod) or its labels (pods/status may
-# rewrite metadata): validate.gpugate.io is sent them so that it can judge
-# them (test_integrity.py).  gpugate admits every subresource request today.
+# The matchConditions of validate.gpugate.io, as manifests/webhooks.yaml
+# (test_manifests.py holds the two to each other), so that every test runs
+# under what an install registers: creates; kubectl debug; every Job update;
+# a pod update that changes where it may run; any update, status writes
+# included, that touches the stamps or a pod's controller-uid.
+_STAMP_KEYS = ("['gpugate.io/tenant', 'gpugate.io/flavor', 'gpugate.io/gang', "
+               "'gpugate.io/preemptible', 'batch.kubernetes.io/controller-uid']")
+_PLACEMENT = " || ".join(
+    f"has(object.spec.{f}) != has(oldObject.spec.{f}) || (has(object.spec.{f}) && "
+    f"object.spec.{f} != oldObject.spec.{f})"
+    for f in ("nodeSelector", "tolerations", "affinity", "schedulingGates"))
+VALIDATE_MATCH = (
+    "request.operation != 'UPDATE' || (has(request.subResource) && "
+    "request.subResource == 'ephemeralcontainers') || (request.kind.kind == 'Job' && "
+    "!has(request.subResource)) || (request.kind.kind == 'Pod' && "
+    f"!has(request.subResource) && ({_PLACEMENT})) || {_STAMP_KEYS}.exists(k, "
+    "(has(object.metadata.labels) && k in object.metadata.labels ? "
+    "object.metadata.labels[k] : '<absent>') != (has(oldObject.metadata.labels) && "
+    "k in oldObject.metadata.labels ? oldObject.metadata.labels[k] : '<absent>'))")
+
 # The matchConditions of the template webhooks, as manifests/webhooks.yaml.
 TEMPLATE_MATCH = ("(request.operation == 'CREATE' || object.spec != oldObject.spec) && "
                   "!(has(object.metadata.ownerReferences) && "
@@ -1063,16 +1079,22 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
                           clientConfig={"url": f"{url}/mutate", "caBundle": ca_bundle},
                           reinvocationPolicy="IfNeeded")],
     }
-    # kubectl debug: the whole Pod with its new spec.ephemeralContainers.
-    debug = {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
-             "resources": ["pods/ephemeralcontainers"], "scope": "Namespaced"}
+    # kubectl debug: the whole Pod with its new spec.ephemeralContainers;
+    # status writes, sent when they touch the stamps.
+    debug = [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"],
+              "resources": ["pods/ephemeralcontainers", "pods/status"],
+              "scope": "Namespaced"},
+             {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["UPDATE"],
+              "resources": ["jobs/status"], "scope": "Namespaced"}]
     validating = {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": config_name},
         "webhooks": [dict(common, name="validate.gpugate.io",
                           clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle},
-                          rules=rules(["CREATE", "UPDATE", "DELETE"]) + [debug] + dra),
+                          rules=rules(["CREATE", "UPDATE", "DELETE"]) + debug + dra,
+                          matchConditions=[{"name": "create-stamp-change-job-update-or-"
+                                            "pod-placement", "expression": VALIDATE_MATCH}]),
                      dict(templates, name="validate-templates.gpugate.io",
                           clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle},
                           rules=templates["rules"] + [scale])],

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, TEMPLATE_MATCH, Gate, ROOT, gpugate_bin, job, pod,
+from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, TEMPLATE_MATCH, VALIDATE_MATCH, Gate, ROOT, gpugate_bin, job, pod,
                          register, wait_until, wait_webhooks)
 from test_kubectl_admission import denied_by, warning
 
@@ -92,6 +92,13 @@ def test_kustomize_renders_the_base(rendered):
             assert w["failurePolicy"] == "Ignore", w["name"]
             assert [c["expression"].replace("\n", " ") for c in w["matchConditions"]] == [
                 TEMPLATE_MATCH], w["name"]
+    # validate.gpugate.io: the e2e registration runs under the same
+    # conditions, and is sent status writes (that touch the stamps).
+    v, = [w for w in vwc["webhooks"] if w["name"] == "validate.gpugate.io"]
+    assert [c["expression"].replace("\n", " ") for c in v["matchConditions"]] == [
+        VALIDATE_MATCH]
+    resources = {r for rule in v["rules"] for r in rule["resources"]}
+    assert {"pods/status", "jobs/status", "pods/ephemeralcontainers"} <= resources
     vt = [w for w in vwc["webhooks"] if w["name"] == "validate-templates.gpugate.io"]
     assert len(vt) == 1
     # kubectl scale (#18): the Scale, validated only (nothing to map).
@@ -325,6 +332,24 @@ def test_registrations_of_the_base_work_with_gpugate(stack, rendered, clean, fil
             'gpugate: label gpugate.io/tenant is set by gpugate and cannot be changed or '
             'removed (it is "research")', file=None), r
         assert validate_pod_requests(gate) == before + 1
+        # A toleration added (any pod may gain one): sent and judged.
+        r = k("patch", "pod", "via-base", "-n", "research", "--type=json", "-p",
+              json.dumps([{"op": "add", "path": "/spec/tolerations/-", "value": {
+                  "key": "example.com/other", "operator": "Exists"}}]))
+        assert (r.rc, r.err) == (0, ""), r
+        assert validate_pod_requests(gate) == before + 2
+        # A status write: sent only when it touches the stamps (#26).
+        r = k("patch", "pod", "via-base", "-n", "research", "--subresource=status",
+              "--type=merge", "-p", '{"metadata":{"labels":{"team":"audio"}}}')
+        assert r.rc == 0, r
+        assert validate_pod_requests(gate) == before + 2
+        r = k("patch", "pod", "via-base", "-n", "research", "--subresource=status",
+              "--type=merge", "-p", '{"metadata":{"labels":{"gpugate.io/tenant":null}}}')
+        assert r.rc == 1 and r.err == denied_by(
+            "validate.gpugate.io",
+            'gpugate: label gpugate.io/tenant is set by gpugate and cannot be changed or '
+            'removed (it is "research")', file=None), r
+        assert validate_pod_requests(gate) == before + 3
         r = k("delete", "pod", "via-base", "-n", "research")
         assert r.rc == 0, r
         gate.wait_used("research", 0)
