@@ -16,8 +16,9 @@ own pair of webhook configurations:
     with the name of another process;
   - "quota": QUOTA_POLICY (small numbers), only for namespaces labelled
     e2e.gpugate.io/policy=quota;
-  - "raw": RAW_POLICY (rawGpuRequests: allow, a global setting), only for
-    namespaces labelled e2e.gpugate.io/policy=raw.
+  - "raw": RAW_POLICY (rawGpuRequests: allow, a global setting; two
+    flavors share nvidia.com/gpu), only for namespaces labelled
+    e2e.gpugate.io/policy=raw.
 
 All register their webhooks as mutate.gpugate.io and validate.gpugate.io
 (names need only be unique within one configuration), so users see the
@@ -234,18 +235,28 @@ checkpoint:
 # rawGpuRequests is a global setting: a Pod asking for nvidia.com/gpu
 # without a class (init containers, sidecars) is admitted and charged only
 # under a policy that allows it.
+# a100-80gb shares nvidia.com/gpu with h100-80gb (#26): a raw request must
+# select one of them by its nodeSelector (RAW_H100 selects h100-80gb), and
+# rawgpu has no A100 quota.
 RAW_POLICY = """\
 version: 1
 settings:
   rawGpuRequests: allow
   mode: enforce
-""" + H100_FLAVOR_AND_CLASS_GPU + """\
+flavors:
+  - name: a100-80gb
+    resource: nvidia.com/gpu
+    sharing: exclusive
+    nodeSelector: ["nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB"]
+    gpusPerNode: 8
+""" + H100_FLAVOR_AND_CLASS_GPU.replace("flavors:\n", "", 1) + """\
 tenants:
   - name: rawgpu
     namespaces: [rawgpu]
     quota:
       - {flavor: h100-80gb, nominal: 8}
 """
+RAW_H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
 
 # test_replicas.py (issue #14): one tenant whose last units K replicas
 # compete for, and one with room for a latency measurement.  Served only by

@@ -10,7 +10,9 @@ what gpugate counts, never more than the policy allows.
      GPU nodes by a later PATCH, and a pod that names a GPU node;
   7. the NVIDIA toolkit's device list mounted by a pod, and a CDI
      annotation naming GPUs;
-  8. the stamps of a Job removed through jobs/status.
+  8. the stamps of a Job removed through jobs/status;
+ 10. a raw request on a resource two flavors share, selecting one flavor's
+     nodes by another label, charged to the other.
 
 (The numbers are the issue's.)  The admin plays what only a controller may
 do: the status writes of item 8.
@@ -22,8 +24,8 @@ import json
 
 import pytest
 
-from gpugate_e2e import GPU_TOLERATION, TENANT, Kubectl, container, job, pod
-from test_integrity import created, gpugate_denial, invariant
+from gpugate_e2e import GPU_TOLERATION, RAW_H100, TENANT, Kubectl, container, job, pod
+from test_integrity import created, gpugate_denial, gpus, invariant
 
 H100 = "h100-80gb"
 PRODUCT = "nvidia.com/gpu.product"
@@ -200,3 +202,26 @@ def test_a_jobs_stamps_cannot_be_removed_through_its_status(stack, kubectl, mall
                 "-p", json.dumps({"spec": {"suspend": False}}))
     assert r.rc == 0, r
     assert invariant(stack, "mallory").total == 4
+
+
+# ---------------------------------------------------------------------------
+# 10. a raw request on a shared resource
+
+
+def test_a_raw_request_must_select_one_flavor_of_a_shared_resource(stack, clean,
+                                                                   tenant_kubectl):
+    """RAW_POLICY: a100-80gb (first) and h100-80gb share nvidia.com/gpu;
+    rawgpu has H100 quota only.  Selecting Hopper nodes by another GFD
+    label would have been charged as A100."""
+    clean("rawgpu")
+    t = tenant_kubectl("rawgpu")
+    sneaky = pod("hopper", "rawgpu", containers=[gpus(8)],
+                 nodeSelector={"nvidia.com/gpu.family": "hopper"})
+    assert gpugate_denial(t.create(sneaky)) == (
+        "gpugate: this workload asks for nvidia.com/gpu, which several flavors share, and "
+        "its nodeSelector does not select exactly one of them: set the nodeSelector of "
+        "one (a100-80gb: nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB; h100-80gb: "
+        "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3), or ask for GPUs with a class")
+    created(t.create(pod("h100", "rawgpu", containers=[gpus(8)], nodeSelector=RAW_H100)),
+            "h100")
+    assert invariant(stack, "rawgpu").total == 8

@@ -30,7 +30,8 @@ import re
 
 import pytest
 
-from gpugate_e2e import (CLASS, CONTROLLER_UID, GPU_TOLERATION, GPUS, JOB_NAME, NODE, TENANT,
+from gpugate_e2e import (CLASS, CONTROLLER_UID, GPU_TOLERATION, GPUS, JOB_NAME, NODE, RAW_H100,
+                         TENANT,
                          Holdings, Kubectl, assert_invariant, bind_job_pods, container,
                          finish_terminating, job, job_pods, pod, set_phase, terminating,
                          wait_until)
@@ -376,15 +377,19 @@ def test_init_containers_and_sidecars_are_charged_as_the_scheduler_counts(
     t = tenant_kubectl("rawgpu")
     # a sidecar (1) runs through the classic init container (4), then
     # beside the trainer (2): the node needs max(1 + 4, 1 + 2) = 5
+    # (nvidia.com/gpu is also a100-80gb's: each pod selects H100 nodes)
     staged = pod("staged", "rawgpu", containers=[gpus(2)], initContainers=[
-        gpus(1, "monitor", restartPolicy="Always"), gpus(4, "fetch")])
+        gpus(1, "monitor", restartPolicy="Always"), gpus(4, "fetch")],
+        nodeSelector=RAW_H100)
     created(t.create(staged), "staged")
     assert invariant(stack, "rawgpu").pods == {"rawgpu/staged": 5}
     # GPUs in a classic init container only: 3
-    warmup = pod("warmup", "rawgpu", initContainers=[gpus(3, "fetch")])
+    warmup = pod("warmup", "rawgpu", initContainers=[gpus(3, "fetch")],
+                 nodeSelector=RAW_H100)
     created(t.create(warmup), "warmup")
     assert invariant(stack, "rawgpu").total == 8
-    over_quota(t.create(pod("one-more", "rawgpu", containers=[gpus(1)])))
+    over_quota(t.create(pod("one-more", "rawgpu", containers=[gpus(1)],
+                            nodeSelector=RAW_H100)))
     invariant(stack, "rawgpu")
 
 
