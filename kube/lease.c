@@ -25,6 +25,7 @@
 enum attempt {
 	HELD,   /* this replica holds the Lease: it wrote it just now */
 	OTHER,  /* another replica holds it and is not silent for long enough */
+	FREE,   /* observe_only: absent, released or silent for too long */
 	FAILED, /* no answer, an error answer, conflicts in a row */
 };
 
@@ -52,6 +53,13 @@ struct lease {
 	json_t *held;         /* the Lease as this replica last wrote it */
 	char holder[NAME_MAX_LEN + 1]; /* of the last OTHER */
 	bool failing;         /* the last attempt failed (logged once) */
+	bool observe_only;
+	/* lease_holder()'s answer, set by the thread under mu: the other
+	 * holder and the end of its term on now(). */
+	pthread_mutex_t mu;
+	char other[NAME_MAX_LEN + 1];
+	uint64_t other_until;
+	char error[300];      /* the last failed attempt's, or "" */
 	uint64_t rng;
 	struct diag d;        /* the last attempt's error */
 };
@@ -208,6 +216,40 @@ static unsigned request_timeout(struct lease *l)
 	return now >= end ? 0 : (unsigned)(end - now);
 }
 
+/* What lease_holder() answers: holder (NULL: nobody else) until `until`. */
+static void set_other(struct lease *l, const char *holder, uint64_t until)
+{
+	pthread_mutex_lock(&l->mu);
+	snprintf(l->other, sizeof(l->other), "%s", holder ? holder : "");
+	l->other_until = holder ? until : 0;
+	pthread_mutex_unlock(&l->mu);
+}
+
+static void set_error(struct lease *l, const char *error)
+{
+	pthread_mutex_lock(&l->mu);
+	snprintf(l->error, sizeof(l->error), "%s", error);
+	pthread_mutex_unlock(&l->mu);
+}
+
+void lease_error(struct lease *l, char *buf, size_t size)
+{
+	pthread_mutex_lock(&l->mu);
+	snprintf(buf, size, "%s", l->error);
+	pthread_mutex_unlock(&l->mu);
+}
+
+bool lease_holder(struct lease *l, char *holder, size_t size)
+{
+	bool live;
+
+	pthread_mutex_lock(&l->mu);
+	live = l->other[0] && l->now() < l->other_until;
+	snprintf(holder, size, "%s", live ? l->other : "");
+	pthread_mutex_unlock(&l->mu);
+	return live;
+}
+
 static void hold(struct lease *l, json_t *written)
 {
 	observe(l, written, l->now());
@@ -235,6 +277,8 @@ static enum attempt attempt(struct lease *l)
 		diag_init(&l->d);
 		rc = call(l, "GET", l->path, NULL, timeout, true, &obj, &l->d);
 		now = l->now();
+		if (rc == 404 && l->observe_only)
+			return FREE;
 		if (rc == 404) {
 			/* Absent: this replica makes it, holding it. */
 			obj = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{}}", "apiVersion",
@@ -273,16 +317,21 @@ static enum attempt attempt(struct lease *l)
 		observe(l, obj, now);
 		spec = spec_of(obj);
 		holder = spec_str(spec, "holderIdentity");
-		if (holder[0] && strcmp(holder, l->identity) != 0) {
+		if (holder[0] && (l->observe_only || strcmp(holder, l->identity) != 0)) {
 			json_int_t s = json_integer_value(
 				json_object_get(spec, "leaseDurationSeconds"));
 
 			term_ms = s > 0 ? (uint64_t)s * 1000 : l->duration_ms;
 			if (now < l->observed_ms + term_ms) {
 				snprintf(l->holder, sizeof(l->holder), "%s", holder);
+				set_other(l, holder, l->observed_ms + term_ms);
 				json_decref(obj);
 				return OTHER;
 			}
+		}
+		if (l->observe_only) {
+			json_decref(obj);
+			return FREE;
 		}
 		/* Free, expired or this replica's: take or renew it at the
 		 * version read (the metadata is the server's, untouched). */
@@ -382,8 +431,14 @@ static void *loop(void *arg)
 		a = attempt(l);
 		if (l->nap.stop)
 			break;
-		if (a == HELD) {
+		set_error(l, a == FAILED ? diag_text(&l->d) : "");
+		if (a == HELD || a == FREE) {
 			l->failing = false;
+			set_other(l, NULL, 0);
+		}
+		if (a == FREE) {
+			/* observe_only: nobody holds it */
+		} else if (a == HELD) {
 			atomic_store(&l->renewed_ms, sent);
 			if (!atomic_load(&l->leading)) {
 				json_int_t t = json_integer_value(json_object_get(
@@ -503,6 +558,8 @@ int lease_start(const struct lease_config *cfg, struct lease **out,
 	l->on_change = cfg->on_change;
 	l->ctx = cfg->ctx;
 	l->now = cfg->now_ms ? cfg->now_ms : real_now_ms;
+	l->observe_only = cfg->observe_only;
+	pthread_mutex_init(&l->mu, NULL);
 	l->rng = real_now_ms() ^ (uint64_t)(uintptr_t)l ^ 0x9e3779b97f4a7c15ull;
 	atomic_init(&l->leading, false);
 	atomic_init(&l->renewed_ms, 0);
@@ -553,6 +610,7 @@ void lease_stop(struct lease *l)
 	nap_release(&l->nap);
 	json_decref(l->held);
 	jsonmem_free(l->observed);
+	pthread_mutex_destroy(&l->mu);
 	free(l->identity);
 	free(l->name);
 	free(l->ns);

@@ -60,6 +60,7 @@
 #define GPUGATE_LEASE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct diag;
@@ -93,6 +94,10 @@ struct lease_config {
 	 * tests; it decides expiry and lease_leading(), while waits and
 	 * request timeouts run on the real clock. */
 	uint64_t (*now_ms)(void);
+	/* Only watch who holds the Lease: read it every retry period, never
+	 * write it (no RBAC beyond get), never lead.  lease_holder() says
+	 * whether someone does; a holder named like this identity counts. */
+	bool observe_only;
 };
 
 struct lease;
@@ -113,6 +118,21 @@ int lease_start(const struct lease_config *cfg, struct lease **out,
  * passes even if the lease's thread is still waiting for an answer.
  */
 bool lease_leading(struct lease *l);
+
+/*
+ * True when another replica holds the Lease (or, observe_only, anyone
+ * does): the last read showed its identity, and its term (the Lease's
+ * leaseDurationSeconds from when this replica saw the record last change)
+ * has not run out on now_ms.  Its identity goes into holder (size > 0;
+ * cut to fit).  False before the first read, while this replica holds it,
+ * and when the Lease is absent, released or expired.  A read that fails
+ * keeps what the last one showed until that term runs out.  Any thread.
+ */
+bool lease_holder(struct lease *l, char *holder, size_t size);
+
+/* Why the last attempt to read or take the Lease failed, one line; "" when
+ * it worked.  Any thread. */
+void lease_error(struct lease *l, char *buf, size_t size);
 
 /*
  * Stops the thread and frees l.  When this replica was leading, it calls

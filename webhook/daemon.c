@@ -37,6 +37,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,11 @@ struct daemon {
 	struct class_sync *class_sync;    /* API mode, unless switched off */
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
+	/* Memory usage with the API: the Lease that lets one replica decide
+	 * quota, and a watch on the shared replicas' Lease (memory_gate). */
+	struct lease *memory_lease, *shared_watch;
+	struct handler_quota_gate quota_gate;
+	atomic_int gate_state;            /* what memory_gate last logged */
 	char identity[254];
 	char namespace[64];
 	struct timespec last_prune;
@@ -342,7 +348,51 @@ static bool is_leading(void *ctx)
 {
 	struct daemon *dm = ctx;
 
-	return lease_leading(dm->lease);
+	return lease_leading(dm->lease ? dm->lease : dm->memory_lease);
+}
+
+/*
+ * --usage-store memory with the API: a replica's ledger is its own, so two
+ * replicas that both decided would hand out the same last GPUs.  Only the
+ * holder of Lease gpugate-memory decides, and none while replicas of the
+ * shared store hold theirs (gpugate-leader) in the same namespace.  Said
+ * in the log once each time the answer changes.
+ */
+enum gate_state { GATE_UNSAID, GATE_OPEN, GATE_SHARED, GATE_OTHER, GATE_NOT_HELD };
+
+static bool memory_gate(void *ctx, char *why, size_t size)
+{
+	struct daemon *dm = ctx;
+	enum gate_state st;
+	char who[254], err[300], q[400];
+
+	if (lease_holder(dm->shared_watch, who, sizeof(who))) {
+		st = GATE_SHARED;
+		snprintf(why, size, "replica %.60s of --usage-store shared holds Lease "
+				    "%.50s/gpugate-leader, and this one keeps usage in memory",
+			 who, dm->namespace);
+	} else if (lease_leading(dm->memory_lease)) {
+		st = GATE_OPEN;
+	} else if (lease_holder(dm->memory_lease, who, sizeof(who))) {
+		st = GATE_OTHER;
+		snprintf(why, size, "replica %.60s holds Lease %.50s/gpugate-memory: with "
+				    "--usage-store memory one replica decides quota",
+			 who, dm->namespace);
+	} else {
+		st = GATE_NOT_HELD;
+		lease_error(dm->memory_lease, err, sizeof(err));
+		snprintf(why, size, "this replica does not hold Lease %.50s/gpugate-memory%s%.80s",
+			 dm->namespace, err[0] ? ": " : " yet", err);
+	}
+	if (atomic_exchange(&dm->gate_state, (int)st) != (int)st) {
+		if (st == GATE_OPEN)
+			log_event(LOG_INFO, "msg=\"quota decisions on\" usage_store=memory "
+					    "lease=%s/gpugate-memory", dm->namespace);
+		else
+			log_event(LOG_WARN, "msg=\"quota decisions refused\" usage_store=memory "
+					    "reason=\"%s\"", log_quote(why, q, sizeof(q)));
+	}
+	return st == GATE_OPEN;
 }
 
 /* The pool at a glance (webhook/pool-report.h): JSON. */
@@ -441,6 +491,33 @@ static int start_shared(struct daemon *dm, unsigned ttl_s, struct diag *d)
 	return 0;
 }
 
+/* Memory usage with the API: the Leases of memory_gate(). */
+static int start_memory_gate(struct daemon *dm, struct diag *d)
+{
+	const char *ns = dm->cfg.namespace && dm->cfg.namespace[0] ? dm->cfg.namespace
+								    : "gpugate";
+	struct lease_config lc = {.kube = &dm->kube, .identity = dm->identity,
+				  .on_change = on_leading};
+
+	snprintf(dm->namespace, sizeof(dm->namespace), "%s", ns);
+	lc.namespace = dm->namespace;
+	lc.name = "gpugate-memory";
+	if (lease_start(&lc, &dm->memory_lease, d) < 0)
+		return -1;
+	lc.name = "gpugate-leader";
+	lc.observe_only = true;
+	lc.on_change = NULL;
+	if (lease_start(&lc, &dm->shared_watch, d) < 0)
+		return -1;
+	dm->quota_gate = (struct handler_quota_gate){memory_gate, dm};
+	dm->handler.quota_gate = &dm->quota_gate;
+	log_event(LOG_INFO, "msg=\"memory usage\" namespace=%s identity=%s "
+			    "lease=%s/gpugate-memory detail=\"only the holder decides "
+			    "quota\"",
+		  dm->namespace, dm->identity, dm->namespace);
+	return 0;
+}
+
 int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		 struct diag *d)
 {
@@ -479,12 +556,16 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	dm->holder = holder_new(p);
 	if (dm->have_api && cfg->shared_usage) {
 		if (start_shared(dm, ttl_s, d) < 0) {
-			policy_free(p);
+			policy_free(dm->holder ? NULL : p); /* the holder owns it */
 			goto fail;
 		}
 	} else {
 		dm->usage = usage_memory_new(&(struct usage_memory_config){
 			.reservation_ttl_ms = dm->have_api ? (uint64_t)ttl_s * 1000u : 0});
+		if (dm->have_api && start_memory_gate(dm, d) < 0) {
+			policy_free(dm->holder ? NULL : p);
+			goto fail;
+		}
 	}
 	if (!dm->metrics || !dm->holder || !dm->usage) {
 		diag_addf(d, "gpugate serve: out of memory");
@@ -525,7 +606,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 				.identity = dm->identity,
 				.after_s = cfg->waiting_after_s,
 				/* Several replicas: the leader writes. */
-				.leading = dm->lease ? is_leading : NULL,
+				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
 				.leading_ctx = dm,
 			};
 
@@ -536,7 +617,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			struct reclaimer_config rcfg = {
 				.kube = &dm->kube, .policy = dm->holder,
 				.usage = dm->usage, .identity = dm->identity,
-				.leading = dm->lease ? is_leading : NULL,
+				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
 				.leading_ctx = dm,
 			};
 
@@ -546,7 +627,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		if (!cfg->no_gpuclasses) {
 			struct class_sync_config ccfg = {
 				.kube = &dm->kube, .policy = dm->holder,
-				.leading = dm->lease ? is_leading : NULL,
+				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
 				.leading_ctx = dm,
 			};
 
@@ -633,6 +714,8 @@ void daemon_stop(struct daemon *dm)
 	class_sync_stop(dm->class_sync);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
+	lease_stop(dm->memory_lease);
+	lease_stop(dm->shared_watch);
 	inventory_free(dm->inventory);
 	priorities_free(dm->priorities);
 	pvcs_free(dm->pvcs);

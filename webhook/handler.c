@@ -406,8 +406,14 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		 * runs, nor for what the pool is about to refuse. */
 		reserve = ep == HANDLER_VALIDATE && !rv->dry_run && ev->dec.allowed &&
 			  !decide_pool_denies(&in, &ev->dec, &pc);
-		usage_decide(u, p, &ev->wl, c, reserve,
-			     ev->dec.mode != POLICY_MODE_ENFORCE || c->kueue_quota, &qr);
+		memset(&qr, 0, sizeof(qr));
+		if (ev->quota_gate &&
+		    !ev->quota_gate->open(ev->quota_gate->ctx, qr.reason, sizeof(qr.reason)))
+			qr.position = QUOTA_UNAVAILABLE;
+		else
+			usage_decide(u, p, &ev->wl, c, reserve,
+				     ev->dec.mode != POLICY_MODE_ENFORCE || c->kueue_quota,
+				     &qr);
 		decide_quota_pool(&in, &ev->dec, &qr, &pc);
 	}
 	if (ep == HANDLER_MUTATE && ev->dec.allowed && ev->dec.plan.active &&
@@ -583,6 +589,7 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 		reply_text(out, 503, "gpugate: no policy loaded");
 		goto done;
 	}
+	ev.quota_gate = h->quota_gate;
 	if (h->parents && scale_parent_kind(&rv, ep) && scale_raises(&rv))
 		read_parent(h->parents, &rv, &ev);
 	if (handler_evaluate(p, &rv, ep, h->usage, h->inventory, &ev) < 0) {

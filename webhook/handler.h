@@ -27,6 +27,17 @@ struct priorities;
 struct pvcs;
 struct usage_store;
 
+/*
+ * Whether this replica may decide quota now: false with one line in why
+ * (size bytes), which the denial quotes ("cannot reserve quota for tenant
+ * T now (WHY)").  gpugate serve with --usage-store memory refuses while
+ * another replica may be deciding too (webhook/daemon.c).  Any thread.
+ */
+struct handler_quota_gate {
+	bool (*open)(void *ctx, char *why, size_t size);
+	void *ctx;
+};
+
 struct evaluation {
 	/* In, set after evaluation_init(): the cluster's PriorityClasses
 	 * (NULL: none known; a pod's spec.priority still is). */
@@ -39,6 +50,8 @@ struct evaluation {
 	 * failed, why. */
 	json_t *parent;
 	char parent_error[256];
+	/* In: may this replica decide quota (NULL: always)? */
+	const struct handler_quota_gate *quota_gate;
 	struct arena arena;       /* the workload's arrays */
 	struct workload wl;
 	struct workload old;      /* UPDATE: the object before */
@@ -95,6 +108,8 @@ struct handler {
 	 * template.  NULL: a scale is let through unjudged (its pods still
 	 * meet the quota one by one). */
 	const struct handler_parents *parents;
+	/* May this replica decide quota now?  NULL: always. */
+	const struct handler_quota_gate *quota_gate;
 	/* Build the whole review, even the parts no rule reads
 	 * (review_decode_all()): for tests that compare the two. */
 	bool read_all;

@@ -558,3 +558,112 @@ Test(lease, a_conflict_reads_again_at_once)
 	cr_assert_eq(atomic_load(&a.lost), 0, "a conflict made it step down");
 	end(&a);
 }
+
+/* ---- who holds it (lease_holder, observe_only) ---------------------------- */
+
+/* #26: a replica that keeps usage in memory must know when another replica
+ * holds its Lease, or when replicas of the shared store hold theirs. */
+Test(lease, a_contender_and_an_observer_know_who_holds_the_lease)
+{
+	struct replica a, b;
+	struct lease_config oc = {
+		.kube = &F.cfg, .namespace = "gpugate", .name = "gpugate-leader",
+		.identity = "pod-watch", .duration_ms = DURATION_MS,
+		.renew_deadline_ms = DEADLINE_MS, .retry_ms = RETRY_MS,
+		.observe_only = true,
+	};
+	struct lease *watch;
+	struct diag d;
+	char who[64];
+	json_t *obj;
+
+	/* An absent Lease: the observer sees nobody and makes none. */
+	diag_init(&d);
+	cr_assert_eq(lease_start(&oc, &watch, &d), 0, "%s", diag_text(&d));
+	sleep_ms(3 * RETRY_MS);
+	cr_assert_not(lease_holder(watch, who, sizeof(who)));
+	cr_assert_str_eq(who, "");
+	cr_assert_not(lease_leading(watch));
+	{
+		json_t *none = NULL;
+
+		diag_init(&d);
+		cr_assert_eq(kube_get_json(K, LEASE, SHORT_MS, &none, &d), 404,
+			     "an observer never writes: %s", diag_text(&d));
+		json_decref(none);
+	}
+
+	run(&a, "pod-a", NULL);
+	cr_assert_geq(until_leader(&a, 1, 0, SHORT_MS), 0);
+	run(&b, "pod-b", NULL);
+	sleep_ms(3 * RETRY_MS);
+	/* The holder sees no other; the other contender and the observer
+	 * see pod-a. */
+	cr_assert_not(lease_holder(a.l, who, sizeof(who)));
+	cr_assert(lease_holder(b.l, who, sizeof(who)));
+	cr_assert_str_eq(who, "pod-a");
+	cr_assert(lease_holder(watch, who, sizeof(who)));
+	cr_assert_str_eq(who, "pod-a");
+
+	/* Released: pod-b takes it, and the observer follows. */
+	end(&a);
+	cr_assert_geq(until_leader(&b, 1, 0, SHORT_MS), 0);
+	sleep_ms(3 * RETRY_MS);
+	cr_assert_not(lease_holder(b.l, who, sizeof(who)));
+	cr_assert(lease_holder(watch, who, sizeof(who)));
+	cr_assert_str_eq(who, "pod-b");
+	obj = get_lease();
+	cr_assert_str_eq(spec_str(obj, "holderIdentity"), "pod-b");
+	json_decref(obj);
+
+	/* Stopped: released, nobody holds it. */
+	end(&b);
+	sleep_ms(3 * RETRY_MS);
+	cr_assert_not(lease_holder(watch, who, sizeof(who)));
+	lease_stop(watch);
+}
+
+/* A holder that stops renewing is nobody's after its term, as the
+ * observer sees it on its own clock. */
+Test(lease, an_observer_lets_a_silent_holder_go_after_its_term)
+{
+	struct lease_config oc = {
+		.kube = &F.cfg, .namespace = "gpugate", .name = "gpugate-leader",
+		.identity = "pod-watch", .duration_ms = DURATION_MS,
+		.renew_deadline_ms = DEADLINE_MS, .retry_ms = RETRY_MS,
+		.observe_only = true, .now_ms = fake_clock,
+	};
+	json_t *lease = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i, s:s, s:s, s:i}}",
+				  "apiVersion", "coordination.k8s.io/v1", "kind", "Lease",
+				  "metadata", "name", "gpugate-leader",
+				  "spec", "holderIdentity", "pod-dead",
+				  "leaseDurationSeconds", 1,
+				  "acquireTime", "2999-01-01T00:00:00.000000Z",
+				  "renewTime", "2999-01-01T00:00:00.000000Z",
+				  "leaseTransitions", 4);
+	struct lease *watch;
+	struct diag d;
+	char who[64];
+
+	diag_init(&d);
+	cr_assert_eq(kube_create(K, LEASES, lease, SHORT_MS, NULL, &d), 0, "%s",
+		     diag_text(&d));
+	json_decref(lease);
+	cr_assert_eq(lease_start(&oc, &watch, &d), 0, "%s", diag_text(&d));
+	sleep_ms(3 * RETRY_MS);
+	cr_assert(lease_holder(watch, who, sizeof(who)));
+	cr_assert_str_eq(who, "pod-dead");
+	atomic_fetch_add(&fake_now, 999);
+	cr_assert(lease_holder(watch, who, sizeof(who)));
+	atomic_fetch_add(&fake_now, 1);
+	cr_assert_not(lease_holder(watch, who, sizeof(who)));
+	sleep_ms(3 * RETRY_MS);
+	cr_assert_not(lease_holder(watch, who, sizeof(who)), "silent: still nobody's");
+	{
+		json_t *obj = get_lease();
+
+		cr_assert_str_eq(spec_str(obj, "holderIdentity"), "pod-dead");
+		json_decref(obj);
+	}
+	lease_stop(watch);
+}
