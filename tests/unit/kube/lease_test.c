@@ -193,6 +193,26 @@ static bool is_micro_time(const char *s)
 	return true;
 }
 
+/* Makes the Lease as pod-dead held it (leaseDurationSeconds 1, 4
+ * transitions); the times in it are far in the future: they say nothing. */
+static void create_dead_lease(void)
+{
+	json_t *lease = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i, s:s, s:s, s:i}}",
+				  "apiVersion", "coordination.k8s.io/v1", "kind", "Lease",
+				  "metadata", "name", "gpugate-leader",
+				  "spec", "holderIdentity", "pod-dead",
+				  "leaseDurationSeconds", 1,
+				  "acquireTime", "2999-01-01T00:00:00.000000Z",
+				  "renewTime", "2999-01-01T00:00:00.000000Z",
+				  "leaseTransitions", 4);
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(kube_create(K, LEASES, lease, SHORT_MS, NULL, &d), 0, "%s",
+		     diag_text(&d));
+	json_decref(lease);
+}
+
 /* Writes the Lease as a holder would (test's own client, at the version
  * read): holder, renewTime and transitions. */
 static void write_lease(const char *holder, const char *renew, long long transitions)
@@ -482,22 +502,10 @@ Test(lease, a_leader_that_sees_another_holder_steps_down_at_once)
 Test(lease, a_dead_holders_lease_is_taken_after_its_duration)
 {
 	struct replica a;
-	json_t *lease = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i, s:s, s:s, s:i}}",
-				  "apiVersion", "coordination.k8s.io/v1", "kind", "Lease",
-				  "metadata", "name", "gpugate-leader",
-				  "spec", "holderIdentity", "pod-dead",
-				  "leaseDurationSeconds", 1,
-				  "acquireTime", "2999-01-01T00:00:00.000000Z",
-				  "renewTime", "2999-01-01T00:00:00.000000Z",
-				  "leaseTransitions", 4);
 	char renew[40];
-	struct diag d;
 	json_t *obj;
 
-	diag_init(&d);
-	cr_assert_eq(kube_create(K, LEASES, lease, SHORT_MS, NULL, &d), 0, "%s",
-		     diag_text(&d));
-	json_decref(lease);
+	create_dead_lease();
 	run(&a, "pod-a", fake_clock);
 
 	/* Alive: it renews while the clock runs 700 ms a step. */
@@ -633,22 +641,12 @@ Test(lease, an_observer_lets_a_silent_holder_go_after_its_term)
 		.renew_deadline_ms = DEADLINE_MS, .retry_ms = RETRY_MS,
 		.observe_only = true, .now_ms = fake_clock,
 	};
-	json_t *lease = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:i, s:s, s:s, s:i}}",
-				  "apiVersion", "coordination.k8s.io/v1", "kind", "Lease",
-				  "metadata", "name", "gpugate-leader",
-				  "spec", "holderIdentity", "pod-dead",
-				  "leaseDurationSeconds", 1,
-				  "acquireTime", "2999-01-01T00:00:00.000000Z",
-				  "renewTime", "2999-01-01T00:00:00.000000Z",
-				  "leaseTransitions", 4);
 	struct lease *watch;
 	struct diag d;
 	char who[64];
 
+	create_dead_lease();
 	diag_init(&d);
-	cr_assert_eq(kube_create(K, LEASES, lease, SHORT_MS, NULL, &d), 0, "%s",
-		     diag_text(&d));
-	json_decref(lease);
 	cr_assert_eq(lease_start(&oc, &watch, &d), 0, "%s", diag_text(&d));
 	sleep_ms(3 * RETRY_MS);
 	cr_assert(lease_holder(watch, who, sizeof(who)));
