@@ -7,7 +7,8 @@
  *      (every namespace when the pod can reach GPU nodes, else tenant
  *      namespaces only: check_security); forged stamps stripped
  *   3. raw flavor resources without a class         -> no-tenant, raw-request,
- *      two-flavors, sharing, security; quota when the resource is one flavor
+ *      two-flavors, raw-flavor (a shared resource must select one flavor),
+ *      sharing, security; quota when the resource is one flavor
  *   4. a class: class-conflict, no-tenant, class-unknown, class-not-allowed,
  *      gpus-invalid, sharing, container-unknown, init/other containers'
  *      flavor resources (two-flavors), security, node-selector conflicts,
