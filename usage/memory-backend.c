@@ -54,8 +54,10 @@ static void table_free_all(struct strmap *t)
 
 struct sum {
 	int64_t used;
-	size_t refs; /* entries pointing here */
-	char key[];  /* "tenant\x1f" "flavor" */
+	size_t refs;        /* entries pointing here */
+	const char *tenant; /* after key[] */
+	const char *flavor; /* after tenant */
+	char key[];         /* "tenant\x1f" "flavor", then tenant, flavor */
 };
 
 struct family;
@@ -139,12 +141,16 @@ static struct sum *sum_ref(struct ledger *l, const char *tenant,
 	sum_key(key, sizeof(key), tenant, flavor);
 	u = table_get(&l->sums, key);
 	if (!u) {
-		u = calloc(1, sizeof(*u) + tl + fl + 2);
+		u = calloc(1, sizeof(*u) + 2 * (tl + fl + 2));
 		if (!u)
 			return NULL;
 		memcpy(u->key, tenant, tl);
 		u->key[tl] = '\x1f';
 		memcpy(u->key + tl + 1, flavor, fl + 1);
+		u->tenant = u->key + tl + fl + 2;
+		memcpy((char *)u->tenant, tenant, tl + 1);
+		u->flavor = u->tenant + tl + 1;
+		memcpy((char *)u->flavor, flavor, fl + 1);
 		if (table_put(&l->sums, u->key, u) < 0) {
 			free(u);
 			return NULL;
@@ -196,12 +202,24 @@ static void family_maybe_free(struct ledger *l, struct family *f)
 	}
 }
 
-/* Whether a pod of (namespace, sum, per_pod) rides on Job entry job. */
-static bool fits_gang(const struct entry *job, const char *ns,
-		      const struct sum *sum, int64_t per_pod)
+static void holding_of(const struct entry *e, struct usage_holding *out)
 {
-	return job && job->sum == sum && job->per_pod == per_pod &&
-	       strcmp(job->namespace, ns) == 0;
+	*out = (struct usage_holding){.namespace = e->namespace,
+				      .tenant = e->sum->tenant,
+				      .flavor = e->sum->flavor,
+				      .per_pod = e->per_pod};
+}
+
+/* Whether pod entry k fits the gang of Job entry job (usage_gang_fits()). */
+static bool fits_gang(const struct entry *job, const struct entry *k)
+{
+	struct usage_holding jh, ph;
+
+	if (!job)
+		return false;
+	holding_of(job, &jh);
+	holding_of(k, &ph);
+	return usage_gang_fits(&jh, &ph);
 }
 
 static void charge_job(struct family *f)
@@ -217,7 +235,7 @@ static void family_settle(struct family *f)
 {
 	f->riders = 0;
 	for (struct entry *k = f->pods; k; k = k->next) {
-		k->rides = fits_gang(f->job, k->namespace, k->sum, k->per_pod);
+		k->rides = fits_gang(f->job, k);
 		f->riders += k->rides;
 		set_charge(k, k->rides ? 0 : k->per_pod);
 	}
@@ -267,8 +285,7 @@ static struct entry *entry_add(struct ledger *l, const char *uid,
 			if (e->next)
 				e->next->prev = e;
 			e->family->pods = e;
-			e->rides = fits_gang(e->family->job, e->namespace, e->sum,
-					     e->per_pod);
+			e->rides = fits_gang(e->family->job, e);
 			e->family->riders += e->rides;
 			charge_job(e->family);
 		}
@@ -341,19 +358,18 @@ static bool admitted(enum quota_position pos)
 }
 
 /* Whether a new pod of claim c in namespace ns would ride on the gang of
- * its Job (which must be known and have a free slot). */
-static bool covered(struct ledger *l, const struct family *f, const char *ns,
+ * its Job (which must be known): usage_gang_takes(). */
+static bool covered(const struct family *f, const char *ns,
 		    const struct quota_claim *c)
 {
-	char key[600];
+	struct usage_holding jh, ph = {.namespace = ns, .tenant = c->tenant->name,
+				       .flavor = c->flavor->name,
+				       .per_pod = (int64_t)c->per_pod};
 
-	if (!f || !f->job || f->riders >= f->job->slots)
+	if (!f || !f->job)
 		return false;
-	sum_key(key, sizeof(key), c->tenant->name, c->flavor->name);
-	(void)l;
-	return strcmp(f->job->sum->key, key) == 0 &&
-	       f->job->per_pod == (int64_t)c->per_pod &&
-	       strcmp(f->job->namespace, ns) == 0;
+	holding_of(f->job, &jh);
+	return usage_gang_takes(&jh, f->job->slots, f->riders, &ph);
 }
 
 /* What the feed will list a workload reserved at /validate as. */
@@ -381,7 +397,7 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 	have = table_get(&l->entries, key);
 	if (!is_job && c->owner_job_uid)
 		fam = table_get(&l->families, c->owner_job_uid);
-	if ((have && have->rides) || (!have && covered(l, fam, wl->namespace, c))) {
+	if ((have && have->rides) || (!have && covered(fam, wl->namespace, c))) {
 		/* A pod its Job's gang holds: nothing more to charge. */
 		memset(out, 0, sizeof(*out));
 		out->position = QUOTA_COVERED;
@@ -721,6 +737,30 @@ static void mem_each_workload(struct usage_store *u, usage_workload_fn fn, void 
 	pthread_mutex_unlock(&l->mu);
 }
 
+static bool mem_gang(struct usage_store *u, const char *job_uid,
+		     struct usage_gang *out)
+{
+	struct ledger *l = ledger_of(u);
+	struct family *f;
+	bool found = false;
+
+	pthread_mutex_lock(&l->mu);
+	f = table_get(&l->families, job_uid);
+	if (f && f->job) {
+		const struct entry *j = f->job;
+
+		snprintf(out->namespace, sizeof(out->namespace), "%s", j->namespace);
+		snprintf(out->tenant, sizeof(out->tenant), "%s", j->sum->tenant);
+		snprintf(out->flavor, sizeof(out->flavor), "%s", j->sum->flavor);
+		out->per_pod = j->per_pod;
+		out->slots = j->slots;
+		out->riders = f->riders;
+		found = true;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return found;
+}
+
 static void mem_free(struct usage_store *u)
 {
 	struct ledger *l = ledger_of(u);
@@ -746,6 +786,7 @@ static const struct usage_backend memory_backend = {
 	.entries = mem_entries,
 	.foreach = mem_foreach,
 	.each_workload = mem_each_workload,
+	.gang = mem_gang,
 	.free = mem_free,
 };
 
