@@ -706,7 +706,8 @@ enum resv_verdict resv_judge(const struct resv *r, const struct resv_sight *s,
 	} else if (s->shown) {
 		v = RESV_PENDING; /* a new generation, not shown yet */
 		p = false;
-	} else if ((s->name_taken && age(now_ms, at) >= grace_ms) ||
+	} else if ((s->name_taken && age(now_ms, at) >= grace_ms &&
+		    (!s->name_freed_ms || age(s->name_freed_ms, at) >= grace_ms)) ||
 		   (s->listed_ms && s->listed_ms > at && s->listed_ms - at >= grace_ms)) {
 		v = RESV_VOID;
 		p = true;

@@ -211,8 +211,10 @@ struct resv_sight {
 	int64_t generation;  /* the newest generation shown */
 	uint64_t since_ms;   /* when that generation was first shown; gone:
 			      * when it went */
-	bool name_taken;     /* the record's kind, namespace and name are shown
-			      * under another uid, not gone */
+	bool name_taken;     /* the record's kind, namespace and name are (or
+			      * were last) shown under another uid */
+	uint64_t name_freed_ms; /* when that uid was deleted; 0: it holds the
+				 * name still */
 	uint64_t listed_ms;  /* the last (re)list of the record's kind ended;
 			      * 0: not listed yet */
 };
@@ -234,8 +236,10 @@ enum resv_verdict {
  *   - uid shown at an older generation (a resume the watch has not shown
  *     yet): RESV_PENDING until the TTL;
  *   - uid never shown: RESV_VOID when its name is shown under another uid
- *     and the record is grace_ms old (the apiserver refused the create:
- *     AlreadyExists), or when a list of its kind that ended grace_ms or
+ *     that held it until grace_ms after the record was made at least, and
+ *     the record is grace_ms old (the apiserver refused the create:
+ *     AlreadyExists; a create admitted is stored within grace_ms, and would
+ *     have shown its own uid), or when a list of its kind that ended grace_ms or
  *     more after the record was made did not show it (deleted, or never
  *     stored: e.g. after a restart), or past the TTL (now - at > ttl);
  *     else RESV_PENDING.

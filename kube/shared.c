@@ -100,8 +100,8 @@ static void sight_of(const struct shared *s, const struct resv *r,
 	name_key(key, sizeof(key), r->kind, r->namespace, r->name);
 	if (strmap_get(&s->names, key, &v)) {
 		other = (const struct seen *)(uintptr_t)v;
-		out->name_taken = other != e && !other->gone_ms &&
-				  strcmp(other->uid, r->uid) != 0;
+		out->name_taken = other != e && strcmp(other->uid, r->uid) != 0;
+		out->name_freed_ms = out->name_taken ? other->gone_ms : 0;
 	}
 	out->listed_ms = s->listed_ms[r->kind];
 }
@@ -452,13 +452,14 @@ static void sh_observe(struct usage_store *u, const struct usage_item *it)
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* e is deleted (under s->mu). */
+/* e is deleted (under s->mu).  Its name still points at it, until another
+ * uid shows under it or e is forgotten: that the name was taken until then
+ * is what tells a create refused as AlreadyExists (resv_judge()). */
 static void gone(struct shared *s, struct seen *e)
 {
 	if (!e->gone_ms)
 		e->gone_ms = s->cfg.now_ms();
 	e->active = false;
-	unname(s, e);
 }
 
 static void sh_forget(struct usage_store *u, const char *uid)
@@ -539,6 +540,7 @@ static size_t sh_expire(struct usage_store *u)
 				doomed[n++] = e;
 		}
 		for (size_t i = 0; i < n; i++) {
+			unname(s, doomed[i]);
 			strmap_del(&s->seen, doomed[i]->uid, NULL);
 			free(doomed[i]);
 		}

@@ -599,10 +599,32 @@ Test(shared, a_create_refused_as_already_existing_holds_nothing_after_grace)
 	fake_now += 5000;
 	cr_assert_eq(ask(r2, &fits), QUOTA_NOMINAL,
 		     "the name is another uid's: the create was refused");
+	/* The pod that held the name is deleted: the ghost stays void. */
+	usage_forget(r2, "old-uid");
+	cr_assert_eq(ask(r2, &(struct ask){.kind = WL_POD, .ns = "solo", .uid = "one",
+					   .per_pod = 1, .generation = 1}),
+		     QUOTA_NOMINAL, "fits 2 + one 1 of 3; the ghost holds nothing");
 	cr_assert_eq(usage_shared_prune(r1, P, &failed, err, sizeof(err)), 1,
-		     "the ghost goes; fits is pending");
+		     "the ghost goes; fits and one are pending");
 	usage_free(r1);
 	usage_free(r2);
+}
+
+Test(shared, a_name_deleted_then_taken_again_by_the_reserved_create_counts)
+{
+	struct usage_store *r1 = replica("r1");
+	const struct ask old = {.kind = WL_POD, .ns = "solo", .uid = "old-uid",
+				.name = "again", .per_pod = 1, .generation = 1};
+	const struct ask again = {.kind = WL_POD, .ns = "solo", .uid = "new-uid",
+				  .name = "again", .per_pod = 2, .generation = 1};
+
+	show(r1, &old, true);
+	usage_forget(r1, "old-uid"); /* deleted, then created again at once */
+	cr_assert_eq(ask(r1, &again), QUOTA_NOMINAL);
+	fake_now += 6000; /* a slow watch: not shown yet */
+	cr_assert_eq(reserve(r1, "solo", "p", 2, NULL), QUOTA_OVER,
+		     "the name was free when it was reserved: it counts");
+	usage_free(r1);
 }
 
 /* ---- one table, both stores ---------------------------------------------------- */
