@@ -439,13 +439,16 @@ static void sh_observe(struct usage_store *u, const struct usage_item *it)
 	usage_observe(s->local, it);
 	pthread_mutex_lock(&s->mu);
 	e = seen_make(s, it->uid, it->kind, it->namespace, it->name);
-	if (e && it->generation >= e->generation) {
+	if (e) {
+		/* An older generation than one shown (out of order) changes
+		 * nothing but that the object is there. */
 		if (it->generation > e->generation || e->gone_ms) {
 			e->generation = it->generation;
 			e->since_ms = s->cfg.now_ms();
 		}
+		if (it->generation >= e->generation)
+			e->active = it->active;
 		e->gone_ms = 0;
-		e->active = it->active;
 		e->relist = s->relist[it->kind];
 		name(s, e);
 	}
