@@ -71,6 +71,9 @@ struct entry {
 	int64_t charged;               /* what it adds to sum->used now */
 	int64_t generation;            /* a reservation's metadata.generation */
 	uint64_t expires_ms;           /* 0: never (observed, or embedded) */
+	uint64_t made_ms;              /* a reservation: when it was made */
+	bool named;                    /* ledger names maps name_key to it */
+	char *name_key;                /* "kind\x1fnamespace\x1fname", or NULL */
 	uint64_t seen;                 /* relist generation it was seen in */
 	bool is_job;
 	bool rides;                    /* a pod its Job's gang covers */
@@ -107,6 +110,7 @@ struct ledger {
 	struct strmap entries;  /* uid -> entry */
 	struct strmap sums;     /* "tenant\x1fflavor" -> usage */
 	struct strmap families; /* job uid -> family */
+	struct strmap names;    /* name_key -> the observed entry of that name */
 	uint64_t generation[USAGE_KINDS]; /* relist generation, by kind */
 	bool watching;          /* usage_set_watching() */
 	uint64_t watching_since; /* when it last came up (now_ms) */
@@ -262,12 +266,21 @@ static struct entry *entry_add(struct ledger *l, const char *uid,
 	memcpy(e->uid + ul + nl + 2, ns ? ns : "", sl + 1);
 	e->is_job = is_job;
 	e->kind = kind;
+	if (name && name[0]) {
+		char k[2] = {(char)('0' + (int)kind), '\0'};
+		size_t kl = 2 + sl + 1 + nl + 1;
+
+		e->name_key = malloc(kl);
+		if (e->name_key)
+			text_cat(e->name_key, kl, k, "\x1f", ns ? ns : "", "\x1f", name, NULL);
+	}
 	e->per_pod = per_pod > 0 ? per_pod : 0;
 	e->slots = is_job ? (slots > 0 ? slots : 0) : 1;
 	e->sum = sum_ref(l, tenant, flavor);
 	if (!e->sum || table_put(&l->entries, e->uid, e) < 0) {
 		if (e->sum)
 			sum_unref(l, e->sum);
+		free(e->name_key);
 		free(e);
 		return NULL;
 	}
@@ -313,9 +326,27 @@ static void entry_remove(struct ledger *l, struct entry *e)
 		charge_job(f);
 	}
 	family_maybe_free(l, f);
+	if (e->named)
+		table_del(&l->names, e->name_key);
 	table_del(&l->entries, e->uid);
 	sum_unref(l, e->sum);
+	free(e->name_key);
 	free(e);
+}
+
+/* The watch shows e under its name (the newest object of that name). */
+static void name_entry(struct ledger *l, struct entry *e)
+{
+	struct entry *old;
+
+	if (e->named || !e->name_key)
+		return;
+	old = table_get(&l->names, e->name_key);
+	if (old) {
+		table_del(&l->names, old->name_key);
+		old->named = false;
+	}
+	e->named = table_put(&l->names, e->name_key, e) == 0;
 }
 
 /* ---- admission ------------------------------------------------------- */
@@ -421,8 +452,9 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 		 * observations on their way must not remove it. */
 		have->generation = wl->generation;
 		have->observed = false;
+		have->made_ms = l->cfg.now_ms();
 		if (l->cfg.reservation_ttl_ms)
-			have->expires_ms = l->cfg.now_ms() + l->cfg.reservation_ttl_ms;
+			have->expires_ms = have->made_ms + l->cfg.reservation_ttl_ms;
 	} else if (!have && reserve && (admitted(out->position) || force)) {
 		struct entry *e = entry_add(l, key, kind_of(wl), wl->name, wl->namespace,
 					    c->tenant->name, c->flavor->name,
@@ -431,8 +463,9 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 
 		if (e) {
 			e->generation = wl->generation;
+			e->made_ms = l->cfg.now_ms();
 			if (l->cfg.reservation_ttl_ms)
-				e->expires_ms = l->cfg.now_ms() + l->cfg.reservation_ttl_ms;
+				e->expires_ms = e->made_ms + l->cfg.reservation_ttl_ms;
 		}
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -503,6 +536,7 @@ static void mem_observe(struct usage_store *u, const struct usage_item *it)
 	if (e) {
 		e->observed = true;
 		e->expires_ms = 0;
+		name_entry(l, e);
 		e->generation = it->generation;
 		e->seen = l->generation[it->kind];
 		e->priority = it->priority;
@@ -585,15 +619,26 @@ static void mem_set_watching(struct usage_store *u, bool up)
 	pthread_mutex_unlock(&l->mu);
 }
 
-/* A reservation's TTL runs from when it was made or the watch came up,
- * whichever is later (expires_ms is made + TTL). */
+/*
+ * A reservation's TTL runs from when it was made or the watch came up,
+ * whichever is later (expires_ms is made + TTL).  Sooner, grace_ms after
+ * it was made, when the watch shows its name under another uid: the
+ * apiserver refused the create (AlreadyExists), as the shared store
+ * judges it (kube/reservations.h, resv_judge()).
+ */
 static bool expired(const struct ledger *l, const struct entry *e, const void *arg)
 {
 	uint64_t now = *(const uint64_t *)arg;
 	uint64_t since = l->watching_since + l->cfg.reservation_ttl_ms;
+	const struct entry *holder;
 
-	return !e->observed && e->expires_ms &&
-	       (e->expires_ms > since ? e->expires_ms : since) <= now;
+	if (e->observed || !e->expires_ms)
+		return false;
+	if ((e->expires_ms > since ? e->expires_ms : since) <= now)
+		return true;
+	holder = e->name_key ? table_get(&l->names, e->name_key) : NULL;
+	return holder && holder != e && now >= e->made_ms &&
+	       now - e->made_ms >= l->cfg.grace_ms;
 }
 
 static size_t mem_expire(struct usage_store *u)
@@ -765,6 +810,12 @@ static void mem_free(struct usage_store *u)
 {
 	struct ledger *l = ledger_of(u);
 
+	size_t pos = 0, v;
+	const char *key;
+
+	strmap_release(&l->names); /* its keys and values are the entries' */
+	while (strmap_next(&l->entries, &pos, &key, &v))
+		free(((struct entry *)(uintptr_t)v)->name_key);
 	table_free_all(&l->entries);
 	table_free_all(&l->sums);
 	table_free_all(&l->families);
@@ -801,6 +852,8 @@ struct usage_store *usage_memory_new(const struct usage_memory_config *cfg)
 		l->cfg = *cfg;
 	if (!l->cfg.now_ms)
 		l->cfg.now_ms = monotonic_ms;
+	if (!l->cfg.grace_ms)
+		l->cfg.grace_ms = 5000;
 	l->watching = true;
 	pthread_mutex_init(&l->mu, NULL);
 	return &l->store;

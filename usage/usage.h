@@ -262,6 +262,11 @@ struct usage_memory_config {
 	 * milliseconds; DELETE admissions are left to the watch.  0: embedded
 	 * mode. */
 	uint64_t reservation_ttl_ms;
+	/* API mode: a reservation whose name (kind, namespace, name) the
+	 * watch shows under another uid this long after it was made is
+	 * dropped: the apiserver refused its create (AlreadyExists), as the
+	 * shared store judges it.  0: 5000. */
+	uint64_t grace_ms;
 	/* Milliseconds on a monotonic clock; NULL: CLOCK_MONOTONIC. */
 	uint64_t (*now_ms)(void);
 };

@@ -629,7 +629,7 @@ Test(shared, a_name_deleted_then_taken_again_by_the_reserved_create_counts)
 
 /* ---- one table, both stores ---------------------------------------------------- */
 
-enum op { ASK, SHOW, FINISH, DELETE, LATER, END };
+enum op { ASK, SHOW, FINISH, DELETE, SOON, LATER, END };
 
 struct step {
 	enum op op;
@@ -638,6 +638,7 @@ struct step {
 };
 
 #define POD(u, n, j) {.kind = WL_POD, .ns = "solo", .uid = u, .job = j, .per_pod = n, .generation = 1}
+#define NAMED(u, nm, n) {.kind = WL_POD, .ns = "solo", .uid = u, .name = nm, .per_pod = n, .generation = 1}
 #define JOB(u, n, s, g) {.kind = WL_JOB, .ns = "solo", .uid = u, .per_pod = n, .slots = s, .generation = g}
 
 static const struct {
@@ -670,6 +671,11 @@ static const struct {
 	  {SHOW, POD("b", 1, NULL), 0}, {DELETE, POD("b", 1, NULL), 0},
 	  {ASK, POD("d", 1, NULL), QUOTA_NOMINAL}, {ASK, POD("e", 1, NULL), QUOTA_NOMINAL},
 	  {ASK, POD("f", 1, NULL), QUOTA_OVER}, {END, {0}, 0}}},
+	{"a create refused as AlreadyExists holds nothing after G",
+	 {{SHOW, NAMED("old", "taken", 1), 0}, {ASK, NAMED("ghost", "taken", 2), QUOTA_NOMINAL},
+	  {ASK, POD("p", 1, NULL), QUOTA_OVER}, {SOON, {0}, 0},
+	  {ASK, POD("p", 1, NULL), QUOTA_NOMINAL}, {ASK, POD("q", 1, NULL), QUOTA_NOMINAL},
+	  {ASK, POD("r", 1, NULL), QUOTA_OVER}, {END, {0}, 0}}},
 	{"a reservation never shown goes after the TTL",
 	 {{ASK, POD("lost", 3, NULL), QUOTA_NOMINAL}, {ASK, POD("p", 1, NULL), QUOTA_OVER},
 	  {LATER, {0}, 0}, {ASK, POD("p", 1, NULL), QUOTA_NOMINAL}, {END, {0}, 0}}},
@@ -711,6 +717,11 @@ static void run_table(size_t t, struct usage_store **rs, size_t n, const char *w
 		case DELETE:
 			for (size_t i = 0; i < n; i++)
 				usage_forget(rs[i], s->a.uid);
+			break;
+		case SOON:
+			fake_now += 5000; /* G */
+			for (size_t i = 0; i < n; i++)
+				usage_expire(rs[i]);
 			break;
 		case LATER:
 			fake_now += 60001;
