@@ -437,6 +437,17 @@ static void *ride(void *arg)
 	return NULL;
 }
 
+static void *ride1(void *arg)
+{
+	struct rider *r = arg;
+	char uid[32];
+
+	snprintf(uid, sizeof(uid), "rider1-%d", r->id);
+	r->pos = ask(r->u, &(struct ask){.kind = WL_POD, .ns = "solo", .uid = uid,
+					  .job = "job-1", .per_pod = 1, .generation = 1});
+	return NULL;
+}
+
 Test(shared, twelve_riders_of_a_one_slot_gang_on_three_replicas_take_one_slot)
 {
 	struct usage_store *rs[3] = {replica("r1"), replica("r2"), replica("r3")};
@@ -460,6 +471,38 @@ Test(shared, twelve_riders_of_a_one_slot_gang_on_three_replicas_take_one_slot)
 	}
 	cr_assert_eq(covered, 1, "one slot, one rider (%d)", covered);
 	cr_assert_eq(over, 11, "the rest are charged and over quota (%d)", over);
+	for (int i = 0; i < 3; i++)
+		usage_free(rs[i]);
+}
+
+Test(shared, a_plain_job_with_one_free_slot_gives_it_once)
+{
+	struct usage_store *rs[3] = {replica("r1"), replica("r2"), replica("r3")};
+	const struct ask job = {.kind = WL_JOB, .ns = "solo", .uid = "job-1",
+				.per_pod = 1, .slots = 2, .generation = 1};
+	const struct ask p0 = {.kind = WL_POD, .ns = "solo", .uid = "p0",
+			       .job = "job-1", .per_pod = 1, .generation = 1};
+	struct rider r[12];
+	pthread_t th[12];
+	int covered = 0, nominal = 0;
+
+	/* A Job of 2 x 1 whose controller made one pod: one slot free, and
+	 * 1 unit of solo's 3 left beside the gang. */
+	cr_assert_eq(ask(rs[0], &job), QUOTA_NOMINAL);
+	show_all(rs, 3, &job, true);
+	cr_assert_eq(ask(rs[1], &p0), QUOTA_COVERED);
+	show_all(rs, 3, &p0, true);
+	for (int i = 0; i < 12; i++) {
+		r[i] = (struct rider){.u = rs[i % 3], .id = i};
+		pthread_create(&th[i], NULL, ride1, &r[i]);
+	}
+	for (int i = 0; i < 12; i++) {
+		pthread_join(th[i], NULL);
+		covered += r[i].pos == QUOTA_COVERED;
+		nominal += r[i].pos == QUOTA_NOMINAL;
+	}
+	cr_assert_eq(covered, 1, "the free slot, once (%d)", covered);
+	cr_assert_eq(nominal, 1, "then the one unit left, as a bare pod (%d)", nominal);
 	for (int i = 0; i < 3; i++)
 		usage_free(rs[i]);
 }
