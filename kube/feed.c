@@ -128,12 +128,10 @@ static void on_object(void *ctx, const json_t *obj)
 	}
 	arena_init(&a);
 	if (k->kind != FEED_NODES &&
-	    f->cfg.charge(f->cfg.charge_ctx, obj, (enum usage_kind)k->kind, &a, &it) == 0) {
-		if (it.active)
-			usage_observe(f->cfg.usage, &it);
-		else
-			usage_forget(f->cfg.usage, it.uid);
-	}
+	    f->cfg.charge(f->cfg.charge_ctx, obj, (enum usage_kind)k->kind, &a, &it) == 0)
+		/* Active or not: a finished pod, or a Job suspended at this
+		 * generation, is shown holding nothing (usage_observe()). */
+		usage_observe(f->cfg.usage, &it);
 	if (f->cfg.inventory && (k->kind == FEED_NODES || k->kind == USAGE_PODS))
 		to_inventory(f, k->kind, obj, &a);
 	if (f->cfg.meter && k->kind == USAGE_PODS) {

@@ -151,6 +151,10 @@ static bool numbers_ok(const char *whom, const struct resv *r, struct diag *d)
 	    !int_ok(whom, "generation", r->generation, 0, INT64_MAX, d) ||
 	    !int_ok(whom, "at", r->at_ms, 0, INT64_MAX, d))
 		return false;
+	if (r->rides && (r->kind != USAGE_PODS || !r->owner_job[0])) {
+		diag_addf(d, "%s: \"rides\": only a pod with an ownerJob rides", whom);
+		return false;
+	}
 	if (r->kind != USAGE_JOBS && r->slots != 1) {
 		diag_addf(d, "%s: \"slots\": must be 1 for a %s", whom,
 			  kind_names[r->kind]);
@@ -246,6 +250,22 @@ static bool read_kind(const char *whom, const json_t *rec,
 	return false;
 }
 
+/* "rides": optional, a boolean. */
+static bool read_rides(const char *whom, const json_t *rec, struct resv *out,
+		       struct diag *d)
+{
+	const json_t *v = jget(rec, "rides");
+
+	if (!v)
+		return true;
+	if (!json_is_boolean(v)) {
+		diag_addf(d, "%s: \"rides\": not a boolean", whom);
+		return false;
+	}
+	out->rides = json_is_true(v);
+	return true;
+}
+
 static bool read_record(size_t index, const json_t *rec, struct resv *out,
 			struct diag *d)
 {
@@ -266,11 +286,12 @@ static bool read_record(size_t index, const json_t *rec, struct resv *out,
 	for (size_t i = 1; i < sizeof(string_fields) / sizeof(string_fields[0]); i++)
 		if (!read_string(whom, rec, &string_fields[i], out, d))
 			return false;
-	return read_int(whom, rec, "perPod", &out->per_pod, d) &&
-	       read_int(whom, rec, "slots", &out->slots, d) &&
-	       read_int(whom, rec, "generation", &out->generation, d) &&
-	       read_int(whom, rec, "at", &out->at_ms, d) &&
-	       numbers_ok(whom, out, d);
+	if (!read_int(whom, rec, "perPod", &out->per_pod, d) ||
+	    !read_int(whom, rec, "slots", &out->slots, d) ||
+	    !read_int(whom, rec, "generation", &out->generation, d) ||
+	    !read_int(whom, rec, "at", &out->at_ms, d))
+		return false;
+	return read_rides(whom, rec, out, d) && numbers_ok(whom, out, d);
 }
 
 static int by_uid(const void *a, const void *b)
@@ -445,6 +466,8 @@ static void add_record(struct strbuf *sb, const struct resv *r)
 	strbuf_add(sb, ",", 1);
 	add_string(sb, "replica", r->replica, false);
 	add_int(sb, "at", r->at_ms);
+	if (r->rides)
+		strbuf_add(sb, ",\"rides\":true", 13);
 	strbuf_add(sb, "}", 1);
 }
 
@@ -647,6 +670,56 @@ size_t resv_doc_prune(struct resv_doc *doc,
 	return n - kept;
 }
 
+size_t resv_doc_drop(struct resv_doc *doc,
+		     bool (*drop)(void *ctx, const struct resv *r), void *ctx)
+{
+	size_t kept = 0, n = doc->n;
+
+	for (size_t i = 0; i < n; i++) {
+		if (drop(ctx, &doc->items[i]))
+			continue;
+		if (kept != i)
+			doc->items[kept] = doc->items[i];
+		kept++;
+	}
+	doc->n = kept;
+	return n - kept;
+}
+
+enum resv_verdict resv_judge(const struct resv *r, const struct resv_sight *s,
+			     uint64_t now_ms, uint64_t grace_ms, uint64_t ttl_ms,
+			     bool *prune)
+{
+	uint64_t at = r->at_ms > 0 ? (uint64_t)r->at_ms : 0;
+	enum resv_verdict v;
+	bool p;
+
+	if (s->shown && s->gone) {
+		v = RESV_VOID;
+		p = true;
+	} else if (s->shown && s->generation >= r->generation) {
+		v = s->active ? RESV_SHOWN : RESV_VOID;
+		p = age(now_ms, s->since_ms) >= grace_ms;
+	} else if (age(now_ms, at) > ttl_ms) {
+		v = RESV_VOID; /* never shown (at its generation) within the TTL */
+		p = true;
+	} else if (s->shown) {
+		v = RESV_PENDING; /* a new generation, not shown yet */
+		p = false;
+	} else if ((s->name_taken && age(now_ms, at) >= grace_ms &&
+		    (!s->name_freed_ms || age(s->name_freed_ms, at) >= grace_ms)) ||
+		   (s->listed_ms && s->listed_ms > at && s->listed_ms - at >= grace_ms)) {
+		v = RESV_VOID;
+		p = true;
+	} else {
+		v = RESV_PENDING;
+		p = false;
+	}
+	if (prune)
+		*prune = p;
+	return v;
+}
+
 bool resv_equal(const struct resv *a, const struct resv *b)
 {
 	for (size_t i = 0; i < sizeof(string_fields) / sizeof(string_fields[0]); i++)
@@ -655,7 +728,7 @@ bool resv_equal(const struct resv *a, const struct resv *b)
 			return false;
 	return a->kind == b->kind && a->per_pod == b->per_pod &&
 	       a->slots == b->slots && a->generation == b->generation &&
-	       a->at_ms == b->at_ms;
+	       a->at_ms == b->at_ms && a->rides == b->rides;
 }
 
 int64_t resv_units(const struct resv *r)
@@ -675,7 +748,7 @@ int64_t resv_doc_sum(const struct resv_doc *doc, const char *tenant,
 
 		if (strcmp(r->tenant, tenant) != 0 || strcmp(r->flavor, flavor) != 0)
 			continue;
-		if (counted && counted(ctx, r))
+		if (r->rides || (counted && counted(ctx, r)))
 			continue;
 		sum += resv_units(r);
 	}

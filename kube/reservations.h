@@ -9,7 +9,8 @@
  *
  *   {"uid":"…","kind":"pod|job|claim","namespace":"…","name":"…",
  *    "tenant":"…","flavor":"…","perPod":1,"slots":1,"ownerJob":"…"|null,
- *    "generation":1,"replica":"gpugate-7d9…","at":1764680000123}
+ *    "generation":1,"replica":"gpugate-7d9…","at":1764680000123,
+ *    "rides":true}      (rides: only when true, issue #26)
  *
  * This module is that document as values: decoding, encoding, the
  * operations a replica's decision and the leader's clean-up need, and the
@@ -76,6 +77,10 @@ struct resv {
 	int64_t generation;                     /* metadata.generation, >= 0 */
 	int64_t at_ms;                          /* reserving replica's wall
 						 * clock, ms since the epoch */
+	/* A pod that takes a slot of its Job's gang (ownerJob) and holds no
+	 * units of its own: "rides":true, written only when true (an older
+	 * replica ignores it; a record without it is false). */
+	bool rides;
 };
 
 /*
@@ -186,6 +191,68 @@ size_t resv_doc_prune(struct resv_doc *doc,
 		      void *ctx, uint64_t now_ms, uint64_t grace_ms,
 		      uint64_t ttl_ms);
 
+/*
+ * Removes the records for which drop(ctx, r) is true; returns how many.
+ * The order of the rest is kept.
+ */
+size_t resv_doc_drop(struct resv_doc *doc,
+		     bool (*drop)(void *ctx, const struct resv *r), void *ctx);
+
+/* ---- what a record counts for ------------------------------------------- */
+
+/*
+ * What one replica's watch shows of a record's object (its uid), and of
+ * its name.  Times are on the clock of the judge's now_ms.
+ */
+struct resv_sight {
+	bool shown;          /* the uid was listed or watched */
+	bool gone;           /* deleted (or not relisted) since */
+	bool active;         /* last shown holding quota */
+	int64_t generation;  /* the newest generation shown */
+	uint64_t since_ms;   /* when that generation was first shown; gone:
+			      * when it went */
+	bool name_taken;     /* the record's kind, namespace and name are (or
+			      * were last) shown under another uid */
+	uint64_t name_freed_ms; /* when that uid was deleted; 0: it holds the
+				 * name still */
+	uint64_t listed_ms;  /* the last (re)list of the record's kind ended;
+			      * 0: not listed yet */
+};
+
+enum resv_verdict {
+	RESV_PENDING, /* counts: what it reserves is not shown yet */
+	RESV_SHOWN,   /* the watch shows it holding: the ledger counts it */
+	RESV_VOID,    /* counts for nothing: terminal, gone, refused, lost */
+};
+
+/*
+ * The one rule of what a record counts for on a replica whose watch shows
+ * s (docs/design/shared-usage-store.md, "What a record counts for"):
+ *
+ *   - uid gone: RESV_VOID (a uid never comes back);
+ *   - uid shown at the record's generation or newer: RESV_SHOWN when
+ *     active, else RESV_VOID (a finished pod, a Job finished or suspended
+ *     again);
+ *   - uid shown at an older generation (a resume the watch has not shown
+ *     yet): RESV_PENDING until the TTL;
+ *   - uid never shown: RESV_VOID when its name is shown under another uid
+ *     that held it until grace_ms after the record was made at least, and
+ *     the record is grace_ms old (the apiserver refused the create:
+ *     AlreadyExists; a create admitted is stored within grace_ms, and would
+ *     have shown its own uid), or when a list of its kind that ended grace_ms or
+ *     more after the record was made did not show it (deleted, or never
+ *     stored: e.g. after a restart), or past the TTL (now - at > ttl);
+ *     else RESV_PENDING.
+ *
+ * *prune (may be NULL) says whether the leader may remove the record: a
+ * void one always, a shown one grace_ms after it was shown (every other
+ * replica's watch has had that long to show it too).  A time in the future
+ * is an age of 0.
+ */
+enum resv_verdict resv_judge(const struct resv *r, const struct resv_sight *s,
+			     uint64_t now_ms, uint64_t grace_ms, uint64_t ttl_ms,
+			     bool *prune);
+
 /* Whether a and b are the same record, member by member (a retried
  * admission that changes nothing need not be written). */
 bool resv_equal(const struct resv *a, const struct resv *b);
@@ -194,9 +261,10 @@ bool resv_equal(const struct resv *a, const struct resv *b);
 int64_t resv_units(const struct resv *r);
 
 /*
- * The units the records of tenant and flavor hold, but those the caller
- * already counts (counted(ctx, r) true: its object is observed, or it is a
- * pod riding on a Job's gang); counted NULL: none.  What the backend adds
+ * The units the records of tenant and flavor hold, but riders (a rider
+ * holds a slot of its Job's gang, no units) and those the caller already
+ * counts or holds void (counted(ctx, r) true); counted NULL: none.  What
+ * the backend adds
  * to the observed usage.  At most RESV_MAX x RESV_UNITS_MAX^2: no
  * overflow.
  */

@@ -25,10 +25,16 @@
 #define TTL_MS_DEFAULT 60000u
 #define GRACE_MS_DEFAULT 5000u
 
-/* A uid the watch has shown. */
+/* A uid the watch has shown (or deleted). */
 struct seen {
-	uint64_t since_ms;  /* first shown */
-	uint64_t gone_ms;   /* forgotten (deleted, or holds nothing); 0: not */
+	uint64_t since_ms;   /* its newest generation first shown */
+	uint64_t gone_ms;    /* deleted, or not relisted; 0: not */
+	int64_t generation;  /* the newest shown */
+	uint64_t relist;     /* the relist of its kind it was last shown in */
+	enum usage_kind kind;
+	bool active;         /* last shown holding quota */
+	bool named;          /* names maps name_key to it */
+	char *name_key;      /* "kind\x1fnamespace\x1fname", after uid; "" */
 	char uid[];
 };
 
@@ -37,8 +43,11 @@ struct shared {
 	struct usage_shared_config cfg;
 	char replica[RESV_NAME_MAX + 1];
 	struct usage_store *local; /* what the watch shows */
-	pthread_mutex_t mu;        /* seen, watching */
+	pthread_mutex_t mu;        /* all below */
 	struct strmap seen;        /* uid -> struct seen */
+	struct strmap names;       /* name_key -> the struct seen shown under it */
+	uint64_t relist[USAGE_KINDS];    /* relist generation, by kind */
+	uint64_t listed_ms[USAGE_KINDS]; /* when the last relist ended; 0 */
 	bool watching;
 };
 
@@ -62,6 +71,52 @@ static struct seen *seen_get(const struct shared *s, const char *uid)
 	return strmap_get(&s->seen, uid, &v) ? (struct seen *)(uintptr_t)v : NULL;
 }
 
+static void name_key(char *buf, size_t size, enum usage_kind kind,
+		     const char *ns, const char *name)
+{
+	char k[2] = {(char)('0' + (int)kind), '\0'};
+
+	text_cat(buf, size, k, "\x1f", ns ? ns : "", "\x1f", name ? name : "", NULL);
+}
+
+#define NAME_KEY_SIZE (4 + RESV_NAMESPACE_MAX + RESV_NAME_MAX + 2)
+
+/* What this replica's watch shows of record r (under s->mu). */
+static void sight_of(const struct shared *s, const struct resv *r,
+		     struct resv_sight *out)
+{
+	const struct seen *e = seen_get(s, r->uid), *other;
+	char key[NAME_KEY_SIZE];
+	size_t v;
+
+	memset(out, 0, sizeof(*out));
+	if (e) {
+		out->shown = true;
+		out->gone = e->gone_ms != 0;
+		out->active = e->active;
+		out->generation = e->generation;
+		out->since_ms = e->gone_ms ? e->gone_ms : e->since_ms;
+	}
+	name_key(key, sizeof(key), r->kind, r->namespace, r->name);
+	if (strmap_get(&s->names, key, &v)) {
+		other = (const struct seen *)(uintptr_t)v;
+		out->name_taken = other != e && strcmp(other->uid, r->uid) != 0;
+		out->name_freed_ms = out->name_taken ? other->gone_ms : 0;
+	}
+	out->listed_ms = s->listed_ms[r->kind];
+}
+
+/* The verdict on record r on this replica now (under s->mu). */
+static enum resv_verdict judge(const struct shared *s, const struct resv *r,
+			       bool *prune)
+{
+	struct resv_sight sight;
+
+	sight_of(s, r, &sight);
+	return resv_judge(r, &sight, s->cfg.now_ms(), s->cfg.grace_ms,
+			  s->cfg.reservation_ttl_ms, prune);
+}
+
 /* ---- decisions ------------------------------------------------------------ */
 
 struct decision_ctx {
@@ -69,20 +124,22 @@ struct decision_ctx {
 	const struct policy *p;
 	const struct quota_claim *c;
 	bool force;
-	const struct resv *r;          /* the record to add */
+	struct resv *r;                /* the record to add */
+	const char *owner_job;         /* a pod's Job, by name */
 	struct quota_result *out;
 	struct resv_doc *doc;          /* during fn */
 	bool full;                     /* the document refused the record */
 	char why[160];
 };
 
-/* Records the caller counts already: shown by the watch (or gone after
- * that), and the one being decided (a retried request replaces it). */
+/* Records that add nothing to what the local ledger counts: the one
+ * being decided (a retried request replaces it), and every record that is
+ * not pending (shown, so counted by the ledger; or void). */
 static bool counted(void *ctx, const struct resv *r)
 {
 	struct decision_ctx *x = ctx;
 
-	return strcmp(r->uid, x->r->uid) == 0 || seen_get(x->s, r->uid) != NULL;
+	return strcmp(r->uid, x->r->uid) == 0 || judge(x->s, r, NULL) != RESV_PENDING;
 }
 
 static int64_t view_used(const void *ctx, unsigned tenant, unsigned flavor)
@@ -99,7 +156,48 @@ static int64_t view_used(const void *ctx, unsigned tenant, unsigned flavor)
 
 static bool admitted(enum quota_position pos)
 {
-	return pos == QUOTA_NOMINAL || pos == QUOTA_BORROWED;
+	return pos == QUOTA_NOMINAL || pos == QUOTA_BORROWED || pos == QUOTA_COVERED;
+}
+
+/*
+ * Whether the pod being decided takes a slot of its Job's gang
+ * (usage_gang_takes(), the memory backend's rule): the gang as the local
+ * ledger shows it (its riders shown), or as the Job's pending record
+ * reserves it, plus the pending records of pods riding on it.  Under
+ * s->mu, on the document read.
+ */
+static bool takes_a_slot(struct decision_ctx *x)
+{
+	const char *job = x->r->owner_job;
+	struct usage_holding jh, ph = {.namespace = x->r->namespace,
+				       .tenant = x->r->tenant,
+				       .flavor = x->r->flavor,
+				       .per_pod = x->r->per_pod};
+	struct usage_gang g;
+	const struct resv *jr;
+
+	if (x->r->kind != USAGE_PODS || !job[0])
+		return false;
+	if (!usage_gang(x->s->local, job, &g)) {
+		jr = resv_doc_find(x->doc, job);
+		if (!jr || jr->kind != USAGE_JOBS || judge(x->s, jr, NULL) != RESV_PENDING)
+			return false;
+		snprintf(g.namespace, sizeof(g.namespace), "%s", jr->namespace);
+		snprintf(g.tenant, sizeof(g.tenant), "%s", jr->tenant);
+		snprintf(g.flavor, sizeof(g.flavor), "%s", jr->flavor);
+		g.per_pod = jr->per_pod;
+		g.slots = jr->slots;
+		g.riders = 0;
+	}
+	for (size_t i = 0; i < x->doc->n; i++) {
+		const struct resv *r = &x->doc->items[i];
+
+		if (r->rides && strcmp(r->owner_job, job) == 0 &&
+		    strcmp(r->uid, x->r->uid) != 0 && judge(x->s, r, NULL) == RESV_PENDING)
+			g.riders++;
+	}
+	usage_gang_holding(&g, &jh);
+	return usage_gang_takes(&jh, g.slots, g.riders, &ph);
 }
 
 static bool decide_on(void *ctx, struct resv_doc *doc)
@@ -112,8 +210,15 @@ static bool decide_on(void *ctx, struct resv_doc *doc)
 	x->doc = doc;
 	x->full = false;
 	pthread_mutex_lock(&x->s->mu);
-	quota_decide(x->p, x->c->tenant, x->c->flavor, x->c->units,
-		     x->c->may_borrow, &view, x->out);
+	x->r->rides = takes_a_slot(x);
+	if (x->r->rides) {
+		memset(x->out, 0, sizeof(*x->out));
+		x->out->position = QUOTA_COVERED;
+		x->out->holder = x->owner_job;
+	} else {
+		quota_decide(x->p, x->c->tenant, x->c->flavor, x->c->units,
+			     x->c->may_borrow, &view, x->out);
+	}
 	pthread_mutex_unlock(&x->s->mu);
 	x->doc = NULL;
 	write = admitted(x->out->position) || x->force;
@@ -174,10 +279,11 @@ static void sh_decide(struct usage_store *u, const struct policy *p,
 	char domain[RESV_DOMAIN_NAME_SIZE], err[200];
 	bool watching;
 
-	/* A peek (/mutate, dry runs), and a pod its Job's gang covers: the
-	 * local ledger answers (a gang is known once its Job is shown). */
+	/* A peek (/mutate, dry runs): the local ledger answers.  Everything
+	 * that reserves, a pod taking a slot of its Job's gang included, is
+	 * decided on the document, under its compare-and-swap. */
 	usage_decide(s->local, p, wl, c, false, force, out);
-	if (!reserve || out->position == QUOTA_COVERED)
+	if (!reserve)
 		return;
 	pthread_mutex_lock(&s->mu);
 	watching = s->watching;
@@ -196,6 +302,7 @@ static void sh_decide(struct usage_store *u, const struct policy *p,
 		return;
 	}
 	x.r = &r;
+	x.owner_job = wl->owner_job;
 	resv_domain_name(c->tenant->cohort, c->tenant->name, domain, sizeof(domain));
 	if (s->cfg.io.transact(s->cfg.io.io, domain, decide_on, &x, err,
 			       sizeof(err)) < 0) {
@@ -213,14 +320,12 @@ struct prune_ctx {
 	size_t removed;
 };
 
-static bool observed_since(void *ctx, const char *uid, uint64_t *since)
+static bool prunable(void *ctx, const struct resv *r)
 {
-	const struct seen *e = seen_get(ctx, uid);
+	bool prune = false;
 
-	if (!e)
-		return false;
-	*since = e->since_ms;
-	return true;
+	judge(ctx, r, &prune);
+	return prune;
 }
 
 static bool prune_on(void *ctx, struct resv_doc *doc)
@@ -229,8 +334,7 @@ static bool prune_on(void *ctx, struct resv_doc *doc)
 	struct shared *s = x->s;
 
 	pthread_mutex_lock(&s->mu);
-	x->removed = resv_doc_prune(doc, observed_since, s, s->cfg.now_ms(),
-				    s->cfg.grace_ms, s->cfg.reservation_ttl_ms);
+	x->removed = resv_doc_drop(doc, prunable, s);
 	pthread_mutex_unlock(&s->mu);
 	return x->removed > 0;
 }
@@ -272,6 +376,61 @@ size_t usage_shared_prune(struct usage_store *u, const struct policy *p,
 
 /* ---- what the cluster shows --------------------------------------------------- */
 
+/* Stops names from pointing at e (under s->mu). */
+static void unname(struct shared *s, struct seen *e)
+{
+	if (e->named) {
+		strmap_del(&s->names, e->name_key, NULL);
+		e->named = false;
+	}
+}
+
+/* Makes the name of e point at e (under s->mu). */
+static void name(struct shared *s, struct seen *e)
+{
+	size_t old;
+
+	if (e->named || !e->name_key[0])
+		return;
+	if (strmap_get(&s->names, e->name_key, &old)) {
+		struct seen *o = (struct seen *)(uintptr_t)old;
+
+		unname(s, o);
+	}
+	if (strmap_put(&s->names, e->name_key, (size_t)(uintptr_t)e, NULL) == 0)
+		e->named = true;
+}
+
+/* The entry of uid, made when absent (under s->mu); NULL: out of memory. */
+static struct seen *seen_make(struct shared *s, const char *uid,
+			      enum usage_kind kind, const char *ns,
+			      const char *nm)
+{
+	struct seen *e = seen_get(s, uid);
+	char key[NAME_KEY_SIZE] = "";
+	size_t n, k;
+
+	if (e)
+		return e;
+	if (nm && nm[0])
+		name_key(key, sizeof(key), kind, ns, nm);
+	n = strlen(uid);
+	k = strlen(key);
+	e = calloc(1, sizeof(*e) + n + 1 + k + 1);
+	if (!e)
+		return NULL;
+	memcpy(e->uid, uid, n + 1);
+	e->name_key = e->uid + n + 1;
+	memcpy(e->name_key, key, k + 1);
+	e->kind = kind;
+	e->generation = -1;
+	if (strmap_put(&s->seen, e->uid, (size_t)(uintptr_t)e, NULL) != 0) {
+		free(e);
+		return NULL; /* out of memory: the record counts on */
+	}
+	return e;
+}
+
 static void sh_observe(struct usage_store *u, const struct usage_item *it)
 {
 	struct shared *s = shared_of(u);
@@ -279,21 +438,31 @@ static void sh_observe(struct usage_store *u, const struct usage_item *it)
 
 	usage_observe(s->local, it);
 	pthread_mutex_lock(&s->mu);
-	e = seen_get(s, it->uid);
+	e = seen_make(s, it->uid, it->kind, it->namespace, it->name);
 	if (e) {
-		e->gone_ms = 0;
-	} else {
-		size_t n = strlen(it->uid);
-
-		e = calloc(1, sizeof(*e) + n + 1);
-		if (e) {
-			memcpy(e->uid, it->uid, n + 1);
+		/* An older generation than one shown (out of order) changes
+		 * nothing but that the object is there. */
+		if (it->generation > e->generation || e->gone_ms) {
+			e->generation = it->generation;
 			e->since_ms = s->cfg.now_ms();
-			if (strmap_put(&s->seen, e->uid, (size_t)(uintptr_t)e, NULL) != 0)
-				free(e); /* out of memory: the record counts on */
 		}
+		if (it->generation >= e->generation)
+			e->active = it->active;
+		e->gone_ms = 0;
+		e->relist = s->relist[it->kind];
+		name(s, e);
 	}
 	pthread_mutex_unlock(&s->mu);
+}
+
+/* e is deleted (under s->mu).  Its name still points at it, until another
+ * uid shows under it or e is forgotten: that the name was taken until then
+ * is what tells a create refused as AlreadyExists (resv_judge()). */
+static void gone(struct shared *s, struct seen *e)
+{
+	if (!e->gone_ms)
+		e->gone_ms = s->cfg.now_ms();
+	e->active = false;
 }
 
 static void sh_forget(struct usage_store *u, const char *uid)
@@ -303,20 +472,41 @@ static void sh_forget(struct usage_store *u, const char *uid)
 
 	usage_forget(s->local, uid);
 	pthread_mutex_lock(&s->mu);
-	e = seen_get(s, uid);
-	if (e && !e->gone_ms)
-		e->gone_ms = s->cfg.now_ms();
+	/* Deleted before this replica showed it (a watch that came up late):
+	 * known gone all the same. */
+	e = seen_make(s, uid, USAGE_KINDS, NULL, NULL);
+	if (e)
+		gone(s, e);
 	pthread_mutex_unlock(&s->mu);
 }
 
 static void sh_relist_begin(struct usage_store *u, enum usage_kind kind)
 {
-	usage_relist_begin(shared_of(u)->local, kind);
+	struct shared *s = shared_of(u);
+
+	usage_relist_begin(s->local, kind);
+	pthread_mutex_lock(&s->mu);
+	s->relist[kind]++;
+	pthread_mutex_unlock(&s->mu);
 }
 
+/* A relist that did not show a uid of its kind: deleted meanwhile. */
 static void sh_relist_end(struct usage_store *u, enum usage_kind kind)
 {
-	usage_relist_end(shared_of(u)->local, kind);
+	struct shared *s = shared_of(u);
+	size_t pos = 0, v;
+	const char *key;
+
+	usage_relist_end(s->local, kind);
+	pthread_mutex_lock(&s->mu);
+	while (strmap_next(&s->seen, &pos, &key, &v)) {
+		struct seen *e = (struct seen *)(uintptr_t)v;
+
+		if (e->kind == kind && !e->gone_ms && e->relist != s->relist[kind])
+			gone(s, e);
+	}
+	s->listed_ms[kind] = s->cfg.now_ms();
+	pthread_mutex_unlock(&s->mu);
 }
 
 static void sh_set_watching(struct usage_store *u, bool up)
@@ -353,6 +543,7 @@ static size_t sh_expire(struct usage_store *u)
 				doomed[n++] = e;
 		}
 		for (size_t i = 0; i < n; i++) {
+			unname(s, doomed[i]);
 			strmap_del(&s->seen, doomed[i]->uid, NULL);
 			free(doomed[i]);
 		}
@@ -383,6 +574,12 @@ static void sh_each_workload(struct usage_store *u, usage_workload_fn fn, void *
 	usage_each_workload(shared_of(u)->local, fn, ctx);
 }
 
+static bool sh_gang(struct usage_store *u, const char *job_uid,
+		    struct usage_gang *out)
+{
+	return usage_gang(shared_of(u)->local, job_uid, out);
+}
+
 static void sh_free(struct usage_store *u)
 {
 	struct shared *s = shared_of(u);
@@ -393,6 +590,7 @@ static void sh_free(struct usage_store *u)
 	while (strmap_next(&s->seen, &pos, &key, &v))
 		free((void *)(uintptr_t)v);
 	strmap_release(&s->seen);
+	strmap_release(&s->names);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
 }
@@ -410,6 +608,7 @@ static const struct usage_backend shared_backend = {
 	.entries = sh_entries,
 	.foreach = sh_foreach,
 	.each_workload = sh_each_workload,
+	.gang = sh_gang,
 	.free = sh_free,
 };
 

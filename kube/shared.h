@@ -21,10 +21,20 @@
  * in every mode: fail closed for quota); /mutate's peeks and every request
  * that holds no quota are served from the local ledger as before.
  *
+ * Every decision that reserves is made on the document, under its
+ * compare-and-swap, a pod taking a slot of its Job's gang too (issue #26:
+ * usage_gang_takes(), the memory backend's rule, over the riders the
+ * ledger shows plus the riding records).  What a record adds is
+ * resv_judge()'s verdict on what this replica's watch shows of its uid (at
+ * which generation, active or not, deleted), of its name (another uid:
+ * the create was refused) and of its kind's last list: only pending
+ * records count.
+ *
  * Records leave the document only through usage_shared_prune(), which one
- * replica at a time (the leader, kube/lease.h) calls: records whose object
- * this replica's watch has shown for grace_ms, and records never shown
- * within the TTL (the create failed after /validate).
+ * replica at a time (the leader, kube/lease.h) calls, by the same verdict:
+ * records shown at their generation for grace_ms, and records that count
+ * for nothing (deleted, refused, not in a later list, never shown within
+ * the TTL).
  */
 #ifndef GPUGATE_KUBE_SHARED_H
 #define GPUGATE_KUBE_SHARED_H

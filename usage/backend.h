@@ -28,6 +28,8 @@ struct usage_backend {
 	size_t (*entries)(struct usage_store *u);
 	void (*foreach)(struct usage_store *u, usage_sum_fn fn, void *ctx);
 	void (*each_workload)(struct usage_store *u, usage_workload_fn fn, void *ctx);
+	bool (*gang)(struct usage_store *u, const char *job_uid,
+		     struct usage_gang *out);
 	void (*free)(struct usage_store *u);
 };
 

@@ -54,8 +54,10 @@ static void table_free_all(struct strmap *t)
 
 struct sum {
 	int64_t used;
-	size_t refs; /* entries pointing here */
-	char key[];  /* "tenant\x1f" "flavor" */
+	size_t refs;        /* entries pointing here */
+	const char *tenant; /* after key[] */
+	const char *flavor; /* after tenant */
+	char key[];         /* "tenant\x1f" "flavor", then tenant, flavor */
 };
 
 struct family;
@@ -69,6 +71,9 @@ struct entry {
 	int64_t charged;               /* what it adds to sum->used now */
 	int64_t generation;            /* a reservation's metadata.generation */
 	uint64_t expires_ms;           /* 0: never (observed, or embedded) */
+	uint64_t made_ms;              /* a reservation: when it was made */
+	bool named;                    /* ledger names maps name_key to it */
+	char *name_key;                /* "kind\x1fnamespace\x1fname", or NULL */
 	uint64_t seen;                 /* relist generation it was seen in */
 	bool is_job;
 	bool rides;                    /* a pod its Job's gang covers */
@@ -105,6 +110,7 @@ struct ledger {
 	struct strmap entries;  /* uid -> entry */
 	struct strmap sums;     /* "tenant\x1fflavor" -> usage */
 	struct strmap families; /* job uid -> family */
+	struct strmap names;    /* name_key -> the observed entry of that name */
 	uint64_t generation[USAGE_KINDS]; /* relist generation, by kind */
 	bool watching;          /* usage_set_watching() */
 	uint64_t watching_since; /* when it last came up (now_ms) */
@@ -139,12 +145,16 @@ static struct sum *sum_ref(struct ledger *l, const char *tenant,
 	sum_key(key, sizeof(key), tenant, flavor);
 	u = table_get(&l->sums, key);
 	if (!u) {
-		u = calloc(1, sizeof(*u) + tl + fl + 2);
+		u = calloc(1, sizeof(*u) + 2 * (tl + fl + 2));
 		if (!u)
 			return NULL;
 		memcpy(u->key, tenant, tl);
 		u->key[tl] = '\x1f';
 		memcpy(u->key + tl + 1, flavor, fl + 1);
+		u->tenant = u->key + tl + fl + 2;
+		memcpy((char *)u->tenant, tenant, tl + 1);
+		u->flavor = u->tenant + tl + 1;
+		memcpy((char *)u->flavor, flavor, fl + 1);
 		if (table_put(&l->sums, u->key, u) < 0) {
 			free(u);
 			return NULL;
@@ -196,12 +206,24 @@ static void family_maybe_free(struct ledger *l, struct family *f)
 	}
 }
 
-/* Whether a pod of (namespace, sum, per_pod) rides on Job entry job. */
-static bool fits_gang(const struct entry *job, const char *ns,
-		      const struct sum *sum, int64_t per_pod)
+static void holding_of(const struct entry *e, struct usage_holding *out)
 {
-	return job && job->sum == sum && job->per_pod == per_pod &&
-	       strcmp(job->namespace, ns) == 0;
+	*out = (struct usage_holding){.namespace = e->namespace,
+				      .tenant = e->sum->tenant,
+				      .flavor = e->sum->flavor,
+				      .per_pod = e->per_pod};
+}
+
+/* Whether pod entry k fits the gang of Job entry job (usage_gang_fits()). */
+static bool fits_gang(const struct entry *job, const struct entry *k)
+{
+	struct usage_holding jh, ph;
+
+	if (!job)
+		return false;
+	holding_of(job, &jh);
+	holding_of(k, &ph);
+	return usage_gang_fits(&jh, &ph);
 }
 
 static void charge_job(struct family *f)
@@ -217,7 +239,7 @@ static void family_settle(struct family *f)
 {
 	f->riders = 0;
 	for (struct entry *k = f->pods; k; k = k->next) {
-		k->rides = fits_gang(f->job, k->namespace, k->sum, k->per_pod);
+		k->rides = fits_gang(f->job, k);
 		f->riders += k->rides;
 		set_charge(k, k->rides ? 0 : k->per_pod);
 	}
@@ -244,12 +266,21 @@ static struct entry *entry_add(struct ledger *l, const char *uid,
 	memcpy(e->uid + ul + nl + 2, ns ? ns : "", sl + 1);
 	e->is_job = is_job;
 	e->kind = kind;
+	if (name && name[0]) {
+		char k[2] = {(char)('0' + (int)kind), '\0'};
+		size_t kl = 2 + sl + 1 + nl + 1;
+
+		e->name_key = malloc(kl);
+		if (e->name_key)
+			text_cat(e->name_key, kl, k, "\x1f", ns ? ns : "", "\x1f", name, NULL);
+	}
 	e->per_pod = per_pod > 0 ? per_pod : 0;
 	e->slots = is_job ? (slots > 0 ? slots : 0) : 1;
 	e->sum = sum_ref(l, tenant, flavor);
 	if (!e->sum || table_put(&l->entries, e->uid, e) < 0) {
 		if (e->sum)
 			sum_unref(l, e->sum);
+		free(e->name_key);
 		free(e);
 		return NULL;
 	}
@@ -267,8 +298,7 @@ static struct entry *entry_add(struct ledger *l, const char *uid,
 			if (e->next)
 				e->next->prev = e;
 			e->family->pods = e;
-			e->rides = fits_gang(e->family->job, e->namespace, e->sum,
-					     e->per_pod);
+			e->rides = fits_gang(e->family->job, e);
 			e->family->riders += e->rides;
 			charge_job(e->family);
 		}
@@ -296,9 +326,27 @@ static void entry_remove(struct ledger *l, struct entry *e)
 		charge_job(f);
 	}
 	family_maybe_free(l, f);
+	if (e->named)
+		table_del(&l->names, e->name_key);
 	table_del(&l->entries, e->uid);
 	sum_unref(l, e->sum);
+	free(e->name_key);
 	free(e);
+}
+
+/* The watch shows e under its name (the newest object of that name). */
+static void name_entry(struct ledger *l, struct entry *e)
+{
+	struct entry *old;
+
+	if (e->named || !e->name_key)
+		return;
+	old = table_get(&l->names, e->name_key);
+	if (old) {
+		table_del(&l->names, old->name_key);
+		old->named = false;
+	}
+	e->named = table_put(&l->names, e->name_key, e) == 0;
 }
 
 /* ---- admission ------------------------------------------------------- */
@@ -341,19 +389,18 @@ static bool admitted(enum quota_position pos)
 }
 
 /* Whether a new pod of claim c in namespace ns would ride on the gang of
- * its Job (which must be known and have a free slot). */
-static bool covered(struct ledger *l, const struct family *f, const char *ns,
+ * its Job (which must be known): usage_gang_takes(). */
+static bool covered(const struct family *f, const char *ns,
 		    const struct quota_claim *c)
 {
-	char key[600];
+	struct usage_holding jh, ph = {.namespace = ns, .tenant = c->tenant->name,
+				       .flavor = c->flavor->name,
+				       .per_pod = (int64_t)c->per_pod};
 
-	if (!f || !f->job || f->riders >= f->job->slots)
+	if (!f || !f->job)
 		return false;
-	sum_key(key, sizeof(key), c->tenant->name, c->flavor->name);
-	(void)l;
-	return strcmp(f->job->sum->key, key) == 0 &&
-	       f->job->per_pod == (int64_t)c->per_pod &&
-	       strcmp(f->job->namespace, ns) == 0;
+	holding_of(f->job, &jh);
+	return usage_gang_takes(&jh, f->job->slots, f->riders, &ph);
 }
 
 /* What the feed will list a workload reserved at /validate as. */
@@ -381,7 +428,7 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 	have = table_get(&l->entries, key);
 	if (!is_job && c->owner_job_uid)
 		fam = table_get(&l->families, c->owner_job_uid);
-	if ((have && have->rides) || (!have && covered(l, fam, wl->namespace, c))) {
+	if ((have && have->rides) || (!have && covered(fam, wl->namespace, c))) {
 		/* A pod its Job's gang holds: nothing more to charge. */
 		memset(out, 0, sizeof(*out));
 		out->position = QUOTA_COVERED;
@@ -405,8 +452,9 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 		 * observations on their way must not remove it. */
 		have->generation = wl->generation;
 		have->observed = false;
+		have->made_ms = l->cfg.now_ms();
 		if (l->cfg.reservation_ttl_ms)
-			have->expires_ms = l->cfg.now_ms() + l->cfg.reservation_ttl_ms;
+			have->expires_ms = have->made_ms + l->cfg.reservation_ttl_ms;
 	} else if (!have && reserve && (admitted(out->position) || force)) {
 		struct entry *e = entry_add(l, key, kind_of(wl), wl->name, wl->namespace,
 					    c->tenant->name, c->flavor->name,
@@ -415,8 +463,9 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 
 		if (e) {
 			e->generation = wl->generation;
+			e->made_ms = l->cfg.now_ms();
 			if (l->cfg.reservation_ttl_ms)
-				e->expires_ms = l->cfg.now_ms() + l->cfg.reservation_ttl_ms;
+				e->expires_ms = e->made_ms + l->cfg.reservation_ttl_ms;
 		}
 	}
 	pthread_mutex_unlock(&l->mu);
@@ -487,6 +536,7 @@ static void mem_observe(struct usage_store *u, const struct usage_item *it)
 	if (e) {
 		e->observed = true;
 		e->expires_ms = 0;
+		name_entry(l, e);
 		e->generation = it->generation;
 		e->seen = l->generation[it->kind];
 		e->priority = it->priority;
@@ -569,15 +619,26 @@ static void mem_set_watching(struct usage_store *u, bool up)
 	pthread_mutex_unlock(&l->mu);
 }
 
-/* A reservation's TTL runs from when it was made or the watch came up,
- * whichever is later (expires_ms is made + TTL). */
+/*
+ * A reservation's TTL runs from when it was made or the watch came up,
+ * whichever is later (expires_ms is made + TTL).  Sooner, grace_ms after
+ * it was made, when the watch shows its name under another uid: the
+ * apiserver refused the create (AlreadyExists), as the shared store
+ * judges it (kube/reservations.h, resv_judge()).
+ */
 static bool expired(const struct ledger *l, const struct entry *e, const void *arg)
 {
 	uint64_t now = *(const uint64_t *)arg;
 	uint64_t since = l->watching_since + l->cfg.reservation_ttl_ms;
+	const struct entry *holder;
 
-	return !e->observed && e->expires_ms &&
-	       (e->expires_ms > since ? e->expires_ms : since) <= now;
+	if (e->observed || !e->expires_ms)
+		return false;
+	if ((e->expires_ms > since ? e->expires_ms : since) <= now)
+		return true;
+	holder = e->name_key ? table_get(&l->names, e->name_key) : NULL;
+	return holder && holder != e && now >= e->made_ms &&
+	       now - e->made_ms >= l->cfg.grace_ms;
 }
 
 static size_t mem_expire(struct usage_store *u)
@@ -721,10 +782,40 @@ static void mem_each_workload(struct usage_store *u, usage_workload_fn fn, void 
 	pthread_mutex_unlock(&l->mu);
 }
 
+static bool mem_gang(struct usage_store *u, const char *job_uid,
+		     struct usage_gang *out)
+{
+	struct ledger *l = ledger_of(u);
+	struct family *f;
+	bool found = false;
+
+	pthread_mutex_lock(&l->mu);
+	f = table_get(&l->families, job_uid);
+	if (f && f->job) {
+		const struct entry *j = f->job;
+
+		snprintf(out->namespace, sizeof(out->namespace), "%s", j->namespace);
+		snprintf(out->tenant, sizeof(out->tenant), "%s", j->sum->tenant);
+		snprintf(out->flavor, sizeof(out->flavor), "%s", j->sum->flavor);
+		out->per_pod = j->per_pod;
+		out->slots = j->slots;
+		out->riders = f->riders;
+		found = true;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return found;
+}
+
 static void mem_free(struct usage_store *u)
 {
 	struct ledger *l = ledger_of(u);
 
+	size_t pos = 0, v;
+	const char *key;
+
+	strmap_release(&l->names); /* its keys and values are the entries' */
+	while (strmap_next(&l->entries, &pos, &key, &v))
+		free(((struct entry *)(uintptr_t)v)->name_key);
 	table_free_all(&l->entries);
 	table_free_all(&l->sums);
 	table_free_all(&l->families);
@@ -746,6 +837,7 @@ static const struct usage_backend memory_backend = {
 	.entries = mem_entries,
 	.foreach = mem_foreach,
 	.each_workload = mem_each_workload,
+	.gang = mem_gang,
 	.free = mem_free,
 };
 
@@ -760,6 +852,8 @@ struct usage_store *usage_memory_new(const struct usage_memory_config *cfg)
 		l->cfg = *cfg;
 	if (!l->cfg.now_ms)
 		l->cfg.now_ms = monotonic_ms;
+	if (!l->cfg.grace_ms)
+		l->cfg.grace_ms = 5000;
 	l->watching = true;
 	pthread_mutex_init(&l->mu, NULL);
 	return &l->store;

@@ -226,6 +226,35 @@ void usage_each_workload(struct usage_store *u, usage_workload_fn fn, void *ctx)
 		u->be->each_workload(u, fn, ctx);
 }
 
+static bool same(const char *a, const char *b)
+{
+	return strcmp(a ? a : "", b ? b : "") == 0;
+}
+
+bool usage_gang_fits(const struct usage_holding *job, const struct usage_holding *pod)
+{
+	return job->per_pod == pod->per_pod && same(job->namespace, pod->namespace) &&
+	       same(job->tenant, pod->tenant) && same(job->flavor, pod->flavor);
+}
+
+bool usage_gang_takes(const struct usage_holding *job, int64_t slots,
+		      int64_t riders, const struct usage_holding *pod)
+{
+	return riders < slots && usage_gang_fits(job, pod);
+}
+
+bool usage_gang(struct usage_store *u, const char *job_uid, struct usage_gang *out)
+{
+	memset(out, 0, sizeof(*out));
+	return u && u->be->gang && job_uid && job_uid[0] && u->be->gang(u, job_uid, out);
+}
+
+void usage_gang_holding(const struct usage_gang *g, struct usage_holding *out)
+{
+	*out = (struct usage_holding){.namespace = g->namespace, .tenant = g->tenant,
+				      .flavor = g->flavor, .per_pod = g->per_pod};
+}
+
 const char *usage_backend_name(const struct usage_store *u)
 {
 	return u ? u->be->name : "none";

@@ -90,6 +90,50 @@ struct usage_workload {
 };
 typedef void (*usage_workload_fn)(void *ctx, const struct usage_workload *w);
 
+/* ---- Job gangs: the one rule ------------------------------------------- */
+
+/* What one pod of a gang holds, or what a pod asks: the rule compares these. */
+struct usage_holding {
+	const char *namespace;
+	const char *tenant;
+	const char *flavor;
+	int64_t per_pod;
+};
+
+/*
+ * Whether a pod holding `pod` fits the gang of a Job holding `job`: the
+ * same namespace, tenant, flavor and per-pod units (then it is one of the
+ * Job's pods as far as quota goes; the Job holds max(slots, riders) x
+ * per_pod for all of them).  The one rule for every backend.
+ */
+bool usage_gang_fits(const struct usage_holding *job, const struct usage_holding *pod);
+
+/*
+ * Whether a new pod holding `pod` rides on the gang (is charged nothing
+ * of its own): it fits, and the gang has a free slot (riders, the pods
+ * riding now, reserved or shown, below slots).  Memory and shared
+ * backends decide a Job's new pod by this function and nothing else.
+ */
+bool usage_gang_takes(const struct usage_holding *job, int64_t slots,
+		      int64_t riders, const struct usage_holding *pod);
+
+/* A Job's gang as a store knows it (usage_gang()).  Strings are copies. */
+#define USAGE_GANG_NAME_MAX 253
+struct usage_gang {
+	char namespace[USAGE_GANG_NAME_MAX + 1];
+	char tenant[USAGE_GANG_NAME_MAX + 1];
+	char flavor[USAGE_GANG_NAME_MAX + 1];
+	int64_t per_pod;
+	int64_t slots;
+	int64_t riders;  /* pods riding on it, reserved or shown */
+};
+
+/* The gang of Job job_uid when the store holds the Job (true). */
+bool usage_gang(struct usage_store *u, const char *job_uid, struct usage_gang *out);
+
+/* The holding of g (pointers into g). */
+void usage_gang_holding(const struct usage_gang *g, struct usage_holding *out);
+
 /* ---- admission ---------------------------------------------------------- */
 
 /*
@@ -113,7 +157,13 @@ void usage_release(struct usage_store *u, const struct policy *p,
 
 /* ---- what the cluster shows ------------------------------------------- */
 
-/* ADDED/MODIFIED (or a listed object). */
+/*
+ * ADDED/MODIFIED (or a listed object), active or not: an object shown
+ * holding nothing (a terminal pod, a finished or suspended Job) releases
+ * what it held, but an older generation than the one reserved (a Job
+ * resumed at /validate that the watch still shows suspended) leaves the
+ * reservation standing.
+ */
 void usage_observe(struct usage_store *u, const struct usage_item *it);
 /* DELETED. */
 void usage_forget(struct usage_store *u, const char *uid);
@@ -212,6 +262,11 @@ struct usage_memory_config {
 	 * milliseconds; DELETE admissions are left to the watch.  0: embedded
 	 * mode. */
 	uint64_t reservation_ttl_ms;
+	/* API mode: a reservation whose name (kind, namespace, name) the
+	 * watch shows under another uid this long after it was made is
+	 * dropped: the apiserver refused its create (AlreadyExists), as the
+	 * shared store judges it.  0: 5000. */
+	uint64_t grace_ms;
 	/* Milliseconds on a monotonic clock; NULL: CLOCK_MONOTONIC. */
 	uint64_t (*now_ms)(void);
 };

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 
@@ -348,6 +349,29 @@ def test_the_tenant_label_removed_through_pods_status(stack, kubectl, mallory):
     _, problems = stack.restart_gate("quota")
     assert problems == [], "\n".join(problems)
     assert invariant(stack, "mallory").total == 4
+
+
+def test_a_create_of_a_taken_name_holds_nothing_for_long(stack, mallory):
+    """Issue #26 (the memory store): a create of a pod name that exists is
+    judged and reserved at /validate, then refused by the apiserver
+    (AlreadyExists).  The reservation goes 5 s after it was made (the watch
+    shows the name under another uid), not after the 60 s TTL."""
+    created(mallory.create(pod("taken", "mallory", "gpu", 2)), "taken")
+    r = mallory.create(pod("taken", "mallory", "gpu", 6))
+    assert r.rc != 0 and ("AlreadyExists" in r.err or "already exists" in r.err), r
+    t0 = time.monotonic()
+
+    def fits():
+        r = mallory.create(pod("fits", "mallory", "gpu", 6))
+        if r.rc == 0:
+            return True
+        over_quota(r)
+        return False
+    wait_until("a pod of 6 beside the 2 held to be admitted", fits, 30, 0.5)
+    took = time.monotonic() - t0
+    print(f"taken name: the pod that fits admitted {took:.1f}s after the refused create")
+    assert took < 15, f"the refused create held its 6 GPUs for {took:.1f}s"
+    assert invariant(stack, "mallory").total == 8
 
 
 def test_a_restart_mid_flight_resyncs(stack, kubectl, mallory):

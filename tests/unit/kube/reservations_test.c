@@ -872,3 +872,134 @@ Test(reservations, domain_name_needs_room_for_any_name)
 	cr_expect_str_eq(out, "");
 	cr_expect_eq(resv_domain_name(NULL, "a", NULL, 0), -1);
 }
+
+/* ---- riders and the verdict on a record (issue #26) ------------------------ */
+
+Test(reservations, a_rider_is_written_and_read_back_and_holds_no_units)
+{
+	struct resv_doc doc, back;
+	struct resv r = record("p1", USAGE_PODS, "a", "h100", 4, 1, 7);
+	struct diag d;
+	json_t *cm = json_object();
+	char *text;
+
+	resv_doc_init(&doc);
+	snprintf(r.owner_job, sizeof(r.owner_job), "job-1");
+	r.rides = true;
+	add_ok(&doc, &r);
+	text = resv_doc_encode(&doc, NULL);
+	cr_assert(strstr(text, ",\"at\":7,\"rides\":true}"), "%s", text);
+	free(text);
+	cr_assert_eq(resv_doc_write(&doc, cm), 0);
+	diag_init(&d);
+	cr_assert_eq(resv_doc_parse(cm, &back, &d), 0, "%s", first(&d));
+	cr_assert(back.items[0].rides);
+	cr_assert(resv_equal(&back.items[0], &r));
+	cr_expect_eq(resv_doc_sum(&back, "a", "h100", NULL, NULL), 0,
+		     "a rider holds a slot of its Job's gang, no units");
+	resv_doc_release(&back);
+	resv_doc_release(&doc);
+	json_decref(cm);
+	expect_error("[{\"uid\":\"u\",\"kind\":\"pod\",\"namespace\":\"n\",\"name\":\"x\","
+		     "\"tenant\":\"t\",\"flavor\":\"f\",\"perPod\":1,\"slots\":1,"
+		     "\"ownerJob\":\"j\",\"generation\":1,\"replica\":\"r\",\"at\":1,"
+		     "\"rides\":1}]",
+		     "reservations: record 0 (uid \"u\"): \"rides\": not a boolean");
+	expect_error("[{\"uid\":\"u\",\"kind\":\"pod\",\"namespace\":\"n\",\"name\":\"x\","
+		     "\"tenant\":\"t\",\"flavor\":\"f\",\"perPod\":1,\"slots\":1,"
+		     "\"ownerJob\":null,\"generation\":1,\"replica\":\"r\",\"at\":1,"
+		     "\"rides\":true}]",
+		     "reservations: record 0 (uid \"u\"): \"rides\": only a pod with an ownerJob rides");
+}
+
+Test(reservations, judge_says_what_a_record_counts_for)
+{
+	/* now 100000, grace 5000, ttl 60000; the record: generation 2, made
+	 * at 97000 unless said. */
+	static const struct {
+		const char *what;
+		struct resv_sight s;
+		int64_t at;
+		enum resv_verdict want;
+		bool prune;
+	} cases[] = {
+		{"never shown, just made", {0}, 97000, RESV_PENDING, false},
+		{"never shown, past the TTL", {0}, 39999, RESV_VOID, true},
+		{"shown at its generation, active, 1 s",
+		 {.shown = true, .active = true, .generation = 2, .since_ms = 99000}, 97000,
+		 RESV_SHOWN, false},
+		{"shown at its generation, active, 5 s",
+		 {.shown = true, .active = true, .generation = 2, .since_ms = 95000}, 94000,
+		 RESV_SHOWN, true},
+		{"shown newer, active",
+		 {.shown = true, .active = true, .generation = 3, .since_ms = 99000}, 97000,
+		 RESV_SHOWN, false},
+		{"shown finished at its generation",
+		 {.shown = true, .generation = 2, .since_ms = 99000}, 97000, RESV_VOID, false},
+		{"shown suspended at an older generation (a resume)",
+		 {.shown = true, .generation = 1, .since_ms = 10000}, 97000, RESV_PENDING, false},
+		{"shown running at an older generation (an update)",
+		 {.shown = true, .active = true, .generation = 1, .since_ms = 10000}, 97000,
+		 RESV_PENDING, false},
+		{"a resume never shown, past the TTL",
+		 {.shown = true, .generation = 1, .since_ms = 10000}, 30000, RESV_VOID, true},
+		{"gone", {.shown = true, .gone = true, .generation = 2, .since_ms = 99999},
+		 97000, RESV_VOID, true},
+		{"gone at an older generation",
+		 {.shown = true, .gone = true, .generation = 1, .since_ms = 99999}, 97000,
+		 RESV_VOID, true},
+		{"its name under another uid, 3 s", {.name_taken = true}, 97000, RESV_PENDING,
+		 false},
+		{"its name under another uid, 5 s", {.name_taken = true}, 95000, RESV_VOID,
+		 true},
+		{"its name under another uid until 5 s after it",
+		 {.name_taken = true, .name_freed_ms = 99000}, 94000, RESV_VOID, true},
+		{"its name under another uid until 4 s after it (a recreate)",
+		 {.name_taken = true, .name_freed_ms = 98000}, 94000, RESV_PENDING, false},
+		{"a list 5 s after it did not show it", {.listed_ms = 99000}, 94000, RESV_VOID,
+		 true},
+		{"a list 4.999 s after it did not show it", {.listed_ms = 98999}, 94000,
+		 RESV_PENDING, false},
+		{"a list before it", {.listed_ms = 90000}, 94000, RESV_PENDING, false},
+		{"made in the future", {.name_taken = true, .listed_ms = 99000}, 200000,
+		 RESV_PENDING, false},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct resv r = record("u", USAGE_JOBS, "a", "h100", 1, 2, cases[i].at);
+		bool prune = !cases[i].prune;
+
+		r.generation = 2;
+		cr_expect_eq(resv_judge(&r, &cases[i].s, 100000, 5000, 60000, &prune),
+			     cases[i].want, "%s", cases[i].what);
+		cr_expect_eq(prune, cases[i].prune, "%s: prune", cases[i].what);
+	}
+}
+
+static bool odd_uid(void *ctx, const struct resv *r)
+{
+	(void)ctx;
+	return (r->uid[1] - '0') % 2 == 1;
+}
+
+Test(reservations, drop_removes_what_the_predicate_names_and_keeps_the_order)
+{
+	struct resv_doc doc;
+	char uid[8];
+
+	resv_doc_init(&doc);
+	for (int i = 0; i < 8; i++) {
+		struct resv r;
+
+		snprintf(uid, sizeof(uid), "u%d", i);
+		r = record(uid, USAGE_PODS, "a", "f", 1, 1, 0);
+		add_ok(&doc, &r);
+	}
+	cr_assert_eq(resv_doc_drop(&doc, odd_uid, NULL), 4);
+	cr_assert_eq(doc.n, 4);
+	for (size_t i = 0; i < doc.n; i++) {
+		snprintf(uid, sizeof(uid), "u%zu", 2 * i);
+		cr_expect_str_eq(doc.items[i].uid, uid);
+	}
+	resv_doc_release(&doc);
+}

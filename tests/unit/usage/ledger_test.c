@@ -551,3 +551,54 @@ Test(ledger, each_workload_lists_what_holds_units_now)
 	cr_expect_eq(listed_find(&got, "j1-a")->units, 4);
 	usage_free(l);
 }
+
+/* The one rule of a Job's gang (usage_gang_fits/usage_gang_takes), which
+ * the memory and shared backends both decide by. */
+Test(ledger, the_gang_rule_is_namespace_tenant_flavor_size_and_a_free_slot)
+{
+	const struct usage_holding job = {"ns", "a", "h100", 2};
+	static const struct {
+		struct usage_holding pod;
+		bool fits;
+	} cases[] = {
+		{{"ns", "a", "h100", 2}, true},  {{"ns2", "a", "h100", 2}, false},
+		{{"ns", "b", "h100", 2}, false}, {{"ns", "a", "a100", 2}, false},
+		{{"ns", "a", "h100", 1}, false}, {{"ns", "a", "h100", 3}, false},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_expect_eq(usage_gang_fits(&job, &cases[i].pod), cases[i].fits, "%zu", i);
+		cr_expect_eq(usage_gang_takes(&job, 2, 1, &cases[i].pod), cases[i].fits,
+			     "%zu", i);
+		cr_expect_not(usage_gang_takes(&job, 2, 2, &cases[i].pod), "%zu: full", i);
+	}
+}
+
+Test(ledger, gang_reports_a_known_jobs_slots_and_riders)
+{
+	struct usage_store *l = usage_memory_new(NULL);
+	struct usage_item job = {.uid = "j", .kind = USAGE_JOBS, .namespace = "a",
+				 .name = "j", .tenant = "a", .flavor = "h100",
+				 .per_pod = 2, .slots = 3, .units = 6, .active = true};
+	struct usage_item pod = {.uid = "p", .kind = USAGE_PODS, .namespace = "a",
+				 .name = "p", .tenant = "a", .flavor = "h100",
+				 .per_pod = 2, .slots = 1, .units = 2, .active = true,
+				 .owner_job_uid = "j"};
+	struct usage_gang g;
+
+	cr_assert_not(usage_gang(l, "j", &g));
+	usage_observe(l, &job);
+	usage_observe(l, &pod);
+	cr_assert(usage_gang(l, "j", &g));
+	cr_expect_str_eq(g.namespace, "a");
+	cr_expect_str_eq(g.tenant, "a");
+	cr_expect_str_eq(g.flavor, "h100");
+	cr_expect_eq(g.per_pod, 2);
+	cr_expect_eq(g.slots, 3);
+	cr_expect_eq(g.riders, 1);
+	pod.active = false; /* Succeeded */
+	usage_observe(l, &pod);
+	cr_assert(usage_gang(l, "j", &g));
+	cr_expect_eq(g.riders, 0);
+	usage_free(l);
+}
