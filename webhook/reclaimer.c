@@ -55,9 +55,12 @@ struct reclaimer {
 	pthread_t thread;
 	pthread_mutex_t mu; /* stats */
 	struct reclaimer_stats stats;
-	/* uid (strdup'd) -> rounds in a row its record's workload was not in
-	 * the ledger.  The thread's own. */
+	/* uid -> struct miss: rounds in a row its record's workload was not
+	 * in the ledger.  The thread's own. */
 	struct strmap misses;
+	/* The state held no record when last read or written: while no
+	 * cohort holds more than its quota, a round need not read it. */
+	bool known_empty;
 };
 
 struct rec;
@@ -104,6 +107,7 @@ struct round {
 	struct rec *recs;          /* RECORDS_MAX of them: never moved */
 	size_t nrec;
 	json_t *state;             /* the ConfigMap read; NULL: none yet */
+	bool loaded;               /* the records were read this round */
 	bool dirty;                /* the records changed */
 	struct act *acts;
 	size_t nact, capact;
@@ -560,10 +564,9 @@ static int evict(struct round *rd, const struct usage_workload *w, int64_t grace
 {
 	char epath[700];
 	struct diag d;
-	json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}, s:{s:I, s:{s:s}}}",
+	json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:I, s:{s:s}}}",
 			       "apiVersion", "policy/v1", "kind", "Eviction", "metadata",
-			       "name", w->name, "namespace", w->namespace, "labels",
-			       "app.kubernetes.io/managed-by", "gpugate", "deleteOptions",
+			       "name", w->name, "namespace", w->namespace, "deleteOptions",
 			       "gracePeriodSeconds", (json_int_t)grace_s, "preconditions", "uid",
 			       w->uid);
 	int rc;
@@ -1088,6 +1091,21 @@ static void resume_round(struct round *rd)
 	json_decref(list);
 }
 
+/* Whether some cohort holds more than its quota on some flavor. */
+static bool any_deficit(const struct round *rd)
+{
+	struct usage_names names;
+	struct usage_view uv;
+
+	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
+	for (size_t c = 0; c < policy_cohort_count(rd->p); c++)
+		for (size_t f = 0; f < policy_flavor_count(rd->p); f++)
+			if (quota_cohort_deficit(rd->p, (int)c, policy_flavor_at(rd->p, f),
+						 &uv) > 0)
+				return true;
+	return false;
+}
+
 static void round_once(struct reclaimer *r)
 {
 	struct round rd = {.r = r, .budget = ACTIONS_MAX};
@@ -1109,18 +1127,24 @@ static void round_once(struct reclaimer *r)
 	for (size_t i = 0; i < rd.n; i++)
 		if (strmap_put(&rd.seen_by_uid, rd.seen[i].w.uid, i, NULL) < 0)
 			goto out;
+	if (r->known_empty && !any_deficit(&rd))
+		goto resume; /* nothing recorded, nothing to take back */
 	if (state_load(&rd) < 0)
 		goto out;
+	rd.loaded = true;
 	state_prune(&rd);
 	for (size_t c = 0; c < policy_cohort_count(rd.p); c++)
 		for (size_t f = 0; f < policy_flavor_count(rd.p); f++)
 			cohort_round(&rd, (int)c, policy_flavor_at(rd.p, f));
 	released_pods(&rd);
+resume:
 	resume_round(&rd);
 	/* Recorded first, done after: a restart finds every step it must
 	 * carry on, and never a time it must guess. */
 	if (state_save(&rd) < 0)
 		goto out;
+	if (rd.loaded)
+		r->known_empty = !live_records(&rd);
 	for (size_t i = 0; i < rd.nact; i++)
 		act_run(&rd, &rd.acts[i]);
 	if (rd.dirty)
