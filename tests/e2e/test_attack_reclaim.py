@@ -38,11 +38,14 @@ CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 ON_SIGTERM = "fleet.gpugate.io/on-sigterm"
 TIMEOUT = 12  # checkpoint.timeoutSeconds of QUOTA_POLICY
 GRACE = 15    # checkpoint.gracePeriodSeconds of QUOTA_POLICY
+ASKER = "asker"  # owner's Job
 
 
 def lender_asks_back(kubectl, files) -> None:
-    """owner asks for its 8, which taker holds: admitted, reclaims 8."""
-    assert apply_job(kubectl, files, "lender", "owner", 4, 2).endswith(
+    """owner asks for its 8, which taker holds: admitted, reclaims 8.  Its
+    Job is not test_reclaim.py's "lender": the Events gpugate writes on
+    that one are counted there."""
+    assert apply_job(kubectl, files, ASKER, "owner", 4, 2).endswith(
         "(8/8 in use, reclaims 8 lent in rc)\n")
 
 
@@ -123,7 +126,7 @@ def test_pods_forged_onto_a_job_nobody_manages_are_taken_back(
                90)
     assert after("forged pods taken back", start) >= TIMEOUT - 2
     quota.wait_used("taker", 0)
-    wait_until("owner's Job to run", lambda: running(kubectl, "owner", "lender", 2), 60)
+    wait_until("owner's Job to run", lambda: running(kubectl, "owner", ASKER, 2), 60)
     cohort_invariant(stack)
 
 
@@ -156,7 +159,7 @@ def test_a_suspended_job_nobody_manages_loses_its_pods_after_the_grace(
                             "for tenant owner")
                for p in ("ghost-0", "ghost-1") for m in events(kubectl, "taker", p))
     quota.wait_used("taker", 0)
-    wait_until("owner's Job to run", lambda: running(kubectl, "owner", "lender", 2), 60)
+    wait_until("owner's Job to run", lambda: running(kubectl, "owner", ASKER, 2), 60)
     cohort_invariant(stack)
 
 
@@ -197,7 +200,7 @@ def test_removing_the_request_does_not_restart_the_timeout(
     wait_until("taker's pods to be gone", lambda: not pods_of(kubectl, "taker", "borrower"),
                60)
     quota.wait_used("taker", 0)
-    wait_until("owner's Job to run", lambda: running(kubectl, "owner", "lender", 2), 60)
+    wait_until("owner's Job to run", lambda: running(kubectl, "owner", ASKER, 2), 60)
     cohort_invariant(stack)
 
 
@@ -236,7 +239,7 @@ def test_a_budget_that_allows_no_disruption_holds_the_gpus_only_for_the_grace(
     finally:
         kubectl("delete", "pdb", "pinned", "-n", "taker", "--ignore-not-found").check()
     quota.wait_used("taker", 0)
-    wait_until("owner's Job to run", lambda: running(kubectl, "owner", "lender", 2), 60)
+    wait_until("owner's Job to run", lambda: running(kubectl, "owner", ASKER, 2), 60)
     cohort_invariant(stack)
 
 
@@ -264,7 +267,7 @@ def test_an_hour_of_grace_and_sigterm_ignored_hold_the_gpus_only_for_the_policys
                GRACE + 45)
     after("pods that ignore SIGTERM gone", suspended)
     quota.wait_used("taker", 0)
-    wait_until("owner's Job to run", lambda: running(kubectl, "owner", "lender", 2), 60)
+    wait_until("owner's Job to run", lambda: running(kubectl, "owner", ASKER, 2), 60)
     cohort_invariant(stack)
 
 
