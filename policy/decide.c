@@ -1388,7 +1388,13 @@ static void lent_out(struct ctx *c, const struct quota_result *q, const char *te
 	char who[QUOTA_MAX_NAMED * 96 + 32], why[200];
 
 	borrowers_text(q, who, sizeof(who));
-	if (q->position == QUOTA_RECLAIM_SHORT)
+	if (q->position == QUOTA_RECLAIM_SHORT && q->any_priority)
+		snprintf(why, sizeof(why),
+			 "with reclaimWithinCohort Any only preemptible workloads are "
+			 "taken back, and they hold %" PRId64
+			 "; it waits until the units are returned",
+			 q->reclaimable);
+	else if (q->position == QUOTA_RECLAIM_SHORT)
 		snprintf(why, sizeof(why),
 			 "with reclaimWithinCohort LowerPriority only workloads of "
 			 "priority below %" PRId32 " are taken back, and they hold %" PRId64

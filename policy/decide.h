@@ -210,7 +210,7 @@ struct plan {
 	bool checkpoint;
 	char claim_name[254];        /* "" for an emptyDir volume */
 	bool set_pre_stop;
-	int64_t grace;               /* terminationGracePeriodSeconds at least */
+	int64_t grace;               /* terminationGracePeriodSeconds, exactly */
 	bool add_failure_rule;       /* Job podFailurePolicy Ignore rule */
 	/* The checkpoint signal: the SIGNAL_VOLUME downward API volume, its
 	 * read-only mount at SIGNAL_MOUNT_PATH and SIGNAL_ENV=SIGNAL_FILE in

@@ -44,7 +44,8 @@ enum quota_position {
 	 * workloads of lower priority than the request cannot give back the
 	 * `reclaim` units (reclaim_below(); Kueue keeps it pending): denied
 	 * until they come back.  `below` is the request's priority and
-	 * `reclaimable` what those workloads hold. */
+	 * `reclaimable` what those workloads hold.  With Any (any_priority)
+	 * when the cohort's candidates, whatever their priority, cannot. */
 	QUOTA_RECLAIM_SHORT,
 };
 
@@ -84,6 +85,9 @@ struct quota_result {
 	/* QUOTA_RECLAIM_SHORT: the request's priority, and the units the
 	 * borrowing workloads of lower priority hold. */
 	int32_t below;
+	/* reclaimWithinCohort Any: no priority bound, `below` means nothing;
+	 * `reclaimable` is what the cohort's candidates hold. */
+	bool any_priority;
 	int64_t reclaimable;
 	char reason[160];        /* QUOTA_UNAVAILABLE: why, one line */
 };

@@ -21,6 +21,7 @@
 #include "policy/policy.h"
 #include "policy/quota.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int64_t max64(int64_t a, int64_t b)
@@ -173,6 +174,15 @@ bool reclaim_below(const struct policy *p, const struct policy_tenant *t,
 		   const struct usage_view *u, const struct reclaim_candidate *c,
 		   size_t n, int32_t below, size_t *picked, int64_t *reclaimable)
 {
+	return reclaim_cover(p, t, f, units, u, c, n, true, below, picked, reclaimable);
+}
+
+bool reclaim_cover(const struct policy *p, const struct policy_tenant *t,
+		   const struct policy_flavor *f, int64_t units,
+		   const struct usage_view *u, const struct reclaim_candidate *c,
+		   size_t n, bool has_below, int32_t below, size_t *picked,
+		   int64_t *reclaimable)
+{
 	struct with_request x = {.u = u, .tenant = t->index, .flavor = f->index,
 				 .units = units};
 	struct usage_view after = {.ctx = &x, .used = with_request_used};
@@ -184,13 +194,98 @@ bool reclaim_below(const struct policy *p, const struct policy_tenant *t,
 	for (size_t i = 0; i < n; i++) {
 		const struct policy_tenant *m;
 
-		if (!may_be_victim(p, t->cohort_index, &c[i], true, below))
+		if (!may_be_victim(p, t->cohort_index, &c[i], has_below, below))
 			continue;
 		m = policy_tenant_at(p, c[i].tenant);
 		if (after.used(after.ctx, m->index, f->index) > nominal_of(m, f))
 			*reclaimable += c[i].units;
 	}
-	reclaim_pick(p, t->cohort_index, f, &after, c, n, true, below, picked, n,
+	reclaim_pick(p, t->cohort_index, f, &after, c, n, has_below, below, picked, n,
 		     &covered);
 	return covered;
+}
+
+size_t reclaim_record_format(const struct reclaim_record *r, char *buf, size_t size)
+{
+	int n = snprintf(buf, size, "s=%lld r=%lld j=%d t=%s", (long long)r->signalled_ms,
+			 (long long)r->released_ms, r->of_job ? 1 : 0,
+			 r->tenant ? r->tenant : "");
+
+	return n < 0 ? 0 : (size_t)n;
+}
+
+/* A decimal of at most 18 digits at *s, advanced past it. */
+static bool read_ms(const char **s, int64_t *out)
+{
+	int64_t v = 0;
+	int digits = 0;
+
+	while (**s >= '0' && **s <= '9') {
+		if (++digits > 18)
+			return false;
+		v = v * 10 + (**s - '0');
+		(*s)++;
+	}
+	*out = v;
+	return digits > 0;
+}
+
+int reclaim_record_parse(const char *text, struct reclaim_record *out)
+{
+	static const char fields[] = "srj";
+	struct reclaim_record r = {0};
+	const char *s = text;
+	int64_t v[3];
+
+	if (!s)
+		return -1;
+	for (int i = 0; i < 3; i++) {
+		if (s[0] != fields[i] || s[1] != '=')
+			return -1;
+		s += 2;
+		if (!read_ms(&s, &v[i]) || *s++ != ' ')
+			return -1;
+	}
+	if (s[0] != 't' || s[1] != '=' || !s[2] || strchr(s + 2, '\n'))
+		return -1;
+	if (v[0] <= 0 || v[2] > 1)
+		return -1;
+	r.signalled_ms = v[0];
+	r.released_ms = v[1];
+	r.of_job = v[2] == 1;
+	r.tenant = s + 2;
+	*out = r;
+	return 0;
+}
+
+enum reclaim_step reclaim_next(const struct reclaim_record *r,
+			       const struct reclaim_facts *f, int64_t now_ms,
+			       int64_t timeout_s, int64_t grace_s, bool *reported,
+			       int64_t *delete_grace_s)
+{
+	bool done;
+
+	if (reported)
+		*reported = false;
+	if (delete_grace_s)
+		*delete_grace_s = f->own_grace_s >= 0 && f->own_grace_s < grace_s
+					  ? f->own_grace_s
+					  : grace_s;
+	if (!r || r->signalled_ms <= 0)
+		return RECLAIM_SIGNAL;
+	if (!r->released_ms) {
+		done = f->done_ms && f->done_ms >= r->signalled_ms;
+		if (!done && now_ms - r->signalled_ms < timeout_s * 1000)
+			return RECLAIM_WAIT;
+		if (reported)
+			*reported = done;
+		return f->job ? RECLAIM_SUSPEND : RECLAIM_EVICT;
+	}
+	if (f->job)
+		return RECLAIM_SUSPEND;
+	if (f->terminating)
+		return f->deletion_grace_s > grace_s ? RECLAIM_DELETE : RECLAIM_WAIT;
+	if (now_ms - r->released_ms >= grace_s * 1000)
+		return RECLAIM_DELETE;
+	return r->of_job ? RECLAIM_WAIT : RECLAIM_EVICT;
 }

@@ -112,4 +112,87 @@ bool reclaim_below(const struct policy *p, const struct policy_tenant *t,
 		   const struct usage_view *u, const struct reclaim_candidate *c,
 		   size_t n, int32_t below, size_t *picked, int64_t *reclaimable);
 
+/*
+ * reclaim_below() with the bound optional: has_below false weighs every
+ * candidate whatever its priority (reclaimWithinCohort Any: a lender is
+ * admitted "reclaims N" only when the reclaimer can take N back).
+ */
+bool reclaim_cover(const struct policy *p, const struct policy_tenant *t,
+		   const struct policy_flavor *f, int64_t units,
+		   const struct usage_view *u, const struct reclaim_candidate *c,
+		   size_t n, bool has_below, int32_t below, size_t *picked,
+		   int64_t *reclaimable);
+
+/* ---- gpugate's own record of a victim (docs/design/reclaim.md "State") --- */
+
+/*
+ * What the reclaimer keeps of a victim, in its own ConfigMap (never in the
+ * tenant's objects, which the tenant may edit): when it asked, when it
+ * released, and whether the victim is a pod of a Job gpugate suspended.
+ */
+struct reclaim_record {
+	int64_t signalled_ms; /* > 0 in a valid record */
+	int64_t released_ms;  /* 0: not yet */
+	bool of_job;          /* a pod recorded when its Job was suspended */
+	/* The victim's tenant: only a gpugate whose policy has it drops the
+	 * record when the workload is gone (several gpugates, or a policy
+	 * that changed, share one ConfigMap).  Not empty; _parse points it
+	 * into the text. */
+	const char *tenant;
+};
+
+/*
+ * "s=<ms> r=<ms> j=<0|1> t=<tenant>", the record's text in the ConfigMap
+ * (the tenant is the rest of the text).  _format writes it to buf, like
+ * snprintf: returns the length it needs, and a text cut short when buf
+ * is too small.  _parse reads it back: 0, or -1 for any other text (a
+ * missing or repeated field, a field it does not know, the fields s, r, j
+ * out of that order, a signalled time <= 0, an empty tenant, a tenant
+ * with a newline), *out then untouched.
+ */
+size_t reclaim_record_format(const struct reclaim_record *r, char *buf, size_t size);
+int reclaim_record_parse(const char *text, struct reclaim_record *out);
+
+/* What the reclaimer does next for a victim. */
+enum reclaim_step {
+	RECLAIM_WAIT,    /* nothing this round */
+	RECLAIM_SIGNAL,  /* record signalled_ms = now; annotate; Event */
+	RECLAIM_SUSPEND, /* a Job: record released_ms (first time); suspend */
+	RECLAIM_EVICT,   /* a pod: record released_ms (first time); evict */
+	RECLAIM_DELETE,  /* a pod: DELETE with gracePeriodSeconds = delete_grace */
+};
+
+/* What the reclaimer knows of the victim this round. */
+struct reclaim_facts {
+	bool job;                 /* a Job (else a pod) */
+	int64_t done_ms;          /* its checkpoint report, 0: none */
+	/* A released pod (read this round): */
+	bool terminating;         /* metadata.deletionTimestamp is set */
+	int64_t deletion_grace_s; /* metadata.deletionGracePeriodSeconds, -1: none */
+	int64_t own_grace_s;      /* spec.terminationGracePeriodSeconds, -1: unset */
+};
+
+/*
+ * The step for a victim with record r (NULL: none yet) at now_ms, under
+ * checkpoint.timeoutSeconds timeout_s and checkpoint.gracePeriodSeconds
+ * grace_s (docs/design/reclaim.md "The steps"):
+ *   - no record: RECLAIM_SIGNAL;
+ *   - not released: released once it reported (done_ms >= signalled_ms) or
+ *     timeout_s passed since signalled_ms: RECLAIM_SUSPEND (a Job) or
+ *     RECLAIM_EVICT (a pod), *reported saying which; else RECLAIM_WAIT;
+ *   - released, a Job: RECLAIM_SUSPEND (it is still charged: again);
+ *   - released, a pod terminating: RECLAIM_DELETE when its deletion grace
+ *     is above grace_s (the apiserver shortens it), else RECLAIM_WAIT;
+ *   - released, a pod not terminating: RECLAIM_DELETE once grace_s passed
+ *     since released_ms; before that RECLAIM_WAIT for a pod of a Job
+ *     gpugate suspended (its controller deletes it) and RECLAIM_EVICT for
+ *     any other (a PodDisruptionBudget refused: again).
+ * *delete_grace_s is set for RECLAIM_DELETE: min(own_grace_s, grace_s),
+ * grace_s when own_grace_s < 0.  reported and delete_grace_s may be NULL.
+ */
+enum reclaim_step reclaim_next(const struct reclaim_record *r,
+			       const struct reclaim_facts *f, int64_t now_ms,
+			       int64_t timeout_s, int64_t grace_s, bool *reported,
+			       int64_t *delete_grace_s);
+
 #endif

@@ -15,11 +15,11 @@
 bool usage_reclaim_candidate(const struct usage_workload *w, unsigned tenant,
 			     struct reclaim_candidate *out)
 {
-	/* A pod of a released Job still holds its units until it is gone: it
-	 * counts, as signalled, so that nothing more is taken for it; a pod
-	 * beyond a gang that nobody asked is no victim of its own. */
-	if (w->owned && !w->signalled_ms)
-		return false;
+	/* A pod that names a Job and is not covered by its gang (the Job is
+	 * suspended or finished, no controller manages it, or the pod is
+	 * beyond the gang) holds its units on its own: a victim of its own,
+	 * preemptible as its Job's pods are (issue #26: pods forged onto a
+	 * Job nobody manages were never taken back). */
 	*out = (struct reclaim_candidate){
 		.uid = w->uid,
 		.tenant = tenant,
@@ -82,6 +82,8 @@ static void add_candidate(void *ctx, const struct usage_workload *w)
 static bool lower_priority_short(struct usage_store *u, const struct policy *p,
 				 const struct quota_claim *c, struct quota_result *out)
 {
+	bool any = c->tenant->reclaim == POLICY_RECLAIM_ANY;
+
 	struct candidates x = {.p = p, .cohort = c->tenant->cohort_index,
 			       .f = c->flavor};
 	struct usage_names names;
@@ -97,8 +99,8 @@ static bool lower_priority_short(struct usage_store *u, const struct policy *p,
 	picked = x.oom ? NULL : calloc(x.n ? x.n : 1, sizeof(*picked));
 	if (picked) {
 		usage_names_view(&names, p, u, &view);
-		covered = reclaim_below(p, c->tenant, c->flavor, c->units, &view, x.c,
-					x.n, c->priority, picked, &reclaimable);
+		covered = reclaim_cover(p, c->tenant, c->flavor, c->units, &view, x.c,
+					x.n, !any, c->priority, picked, &reclaimable);
 	}
 	free(picked);
 	free(x.c);
@@ -113,6 +115,7 @@ static bool lower_priority_short(struct usage_store *u, const struct policy *p,
 		return false;
 	out->position = QUOTA_RECLAIM_SHORT;
 	out->below = c->priority;
+	out->any_priority = any;
 	out->reclaimable = reclaimable;
 	return true;
 }
@@ -134,7 +137,10 @@ void usage_decide(struct usage_store *u, const struct policy *p,
 {
 	struct quota_result peek;
 
-	if (!c->tenant->cohort || c->tenant->reclaim != POLICY_RECLAIM_LOWER_PRIORITY) {
+	/* Any and LowerPriority: admitted "reclaims N" only for what the
+	 * reclaimer can take back (issue #26); Never denies in quota_decide. */
+	if (!c->tenant->cohort || (c->tenant->reclaim != POLICY_RECLAIM_LOWER_PRIORITY &&
+				   c->tenant->reclaim != POLICY_RECLAIM_ANY)) {
 		backend_decide(u, p, wl, c, reserve, force, out);
 		return;
 	}
@@ -158,6 +164,7 @@ void usage_decide(struct usage_store *u, const struct policy *p,
 		/* warn and audit modes: held all the same, and said. */
 		out->position = QUOTA_RECLAIM_SHORT;
 		out->below = peek.below;
+		out->any_priority = peek.any_priority;
 		out->reclaimable = peek.reclaimable;
 	}
 }

@@ -512,9 +512,11 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 					obj("exec", obj("command", cmd, NULL), NULL)) < 0)
 			oom(a);
 	}
+	/* Exactly the policy's: at least, time to checkpoint; at most, so
+	 * that a reclaim is not held for a grace the tenant chose (#26). */
 	grace = jget(spec, "terminationGracePeriodSeconds");
 	if ((json_is_integer(grace) ? json_integer_value(grace)
-				    : DEFAULT_GRACE_SECONDS) < pl->grace &&
+				    : DEFAULT_GRACE_SECONDS) != pl->grace &&
 	    json_object_set_new(spec, "terminationGracePeriodSeconds",
 				json_integer(pl->grace)) < 0)
 		oom(a);

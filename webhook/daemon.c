@@ -617,6 +617,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			struct reclaimer_config rcfg = {
 				.kube = &dm->kube, .policy = dm->holder,
 				.usage = dm->usage, .identity = dm->identity,
+				.namespace = dm->namespace,
 				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
 				.leading_ctx = dm,
 			};

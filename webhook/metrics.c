@@ -294,12 +294,15 @@ static void render_state(struct strbuf *sb, const struct metrics_state *st)
 				"GPUs, by result: signalled (checkpoint requested), "
 				"checkpointed or timeout (released after the workload's "
 				"report, or without it), abandoned (no longer needed), "
-				"resumed, failed (a write the API refused).\n"
+				"deleted (a pod past its grace, a PodDisruptionBudget "
+				"or a long grace), resumed, failed (a write the API "
+				"refused).\n"
 				"# TYPE gpugate_reclaims_total counter\n"
 				"gpugate_reclaims_total{result=\"signalled\"} %llu\n"
 				"gpugate_reclaims_total{result=\"checkpointed\"} %llu\n"
 				"gpugate_reclaims_total{result=\"timeout\"} %llu\n"
 				"gpugate_reclaims_total{result=\"abandoned\"} %llu\n"
+				"gpugate_reclaims_total{result=\"deleted\"} %llu\n"
 				"gpugate_reclaims_total{result=\"resumed\"} %llu\n"
 				"gpugate_reclaims_total{result=\"failed\"} %llu\n"
 				"# HELP gpugate_checkpoint_wait_seconds From the checkpoint "
@@ -309,7 +312,8 @@ static void render_state(struct strbuf *sb, const struct metrics_state *st)
 				"gpugate_checkpoint_wait_seconds_count %llu\n",
 			    (unsigned long long)rs.signalled, (unsigned long long)rs.checkpointed,
 			    (unsigned long long)rs.timed_out, (unsigned long long)rs.abandoned,
-			    (unsigned long long)rs.resumed, (unsigned long long)rs.failed,
+			    (unsigned long long)rs.deleted, (unsigned long long)rs.resumed,
+			    (unsigned long long)rs.failed,
 			    rs.wait_seconds, (unsigned long long)rs.waits);
 	}
 	if (st->api)

@@ -10,6 +10,7 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "base/nap.h"
+#include "base/strmap.h"
 #include "base/text.h"
 #include "kube/client.h"
 #include "policy/decide.h"
@@ -32,23 +33,66 @@
 #define WRITE_TIMEOUT_MS 5000
 /* Workloads a round looks at, at most (the rest wait for the next). */
 #define WORKLOADS_MAX 20000
+/* gpugate's own record of its victims (docs/design/reclaim.md "State"). */
+#define STATE_NAME "gpugate-reclaim"
+/* Records kept, at most (about 30 bytes each plus the uid). */
+#define RECORDS_MAX 2000
+/* Reads and writes of victims a round makes, at most, besides the state's
+ * one read and one write and the resume's list: the rest wait. */
+#define ACTIONS_MAX 64
+/* Rounds in a row a record's workload is missing from the ledger before
+ * the record is dropped (counted by this process only). */
+#define PRUNE_ROUNDS 5
+/* A record of a tenant this policy does not have is dropped after this. */
+#define STALE_MS (7 * 24 * 3600 * 1000LL)
 
 struct reclaimer {
 	struct reclaimer_config cfg;
 	char identity[256];
+	char namespace[254];
 	struct kube *kube;
 	struct nap nap;
 	pthread_t thread;
 	pthread_mutex_t mu; /* stats */
 	struct reclaimer_stats stats;
+	/* uid -> struct miss: rounds in a row its record's workload was not
+	 * in the ledger.  The thread's own. */
+	struct strmap misses;
+	/* The state held no record when last read or written: while no
+	 * cohort holds more than its quota, a round need not read it. */
+	bool known_empty;
 };
+
+struct rec;
 
 /* A workload as a round sees it, copied out of the store's lock. */
 struct seen {
 	struct usage_workload w;   /* strings into the round's arena */
 	const struct policy_tenant *tenant;
 	const struct policy_flavor *flavor;
+	struct rec *rec;           /* its record, NULL: none */
 	bool picked;
+};
+
+/* One record of the state ConfigMap. */
+struct rec {
+	const char *uid;           /* into the round's arena */
+	struct reclaim_record r;
+	struct seen *s;            /* its workload this round, NULL: none */
+	bool gone;                 /* dropped this round */
+};
+
+/* What a round does once its state is written. */
+enum act_kind { ACT_SIGNAL, ACT_SUSPEND, ACT_EVICT, ACT_DELETE, ACT_ABANDON, ACT_RESUME };
+
+struct act {
+	enum act_kind kind;
+	struct seen *s;            /* all but ACT_RESUME */
+	struct rec *rec;           /* ACT_SIGNAL: the new record */
+	bool first;                /* the release is new: counted, an Event */
+	bool reported;             /* released on the workload's report */
+	int64_t grace_s;           /* ACT_EVICT, ACT_DELETE */
+	const char *ns, *name;     /* ACT_RESUME (arena) */
 };
 
 struct round {
@@ -58,6 +102,16 @@ struct round {
 	struct seen *seen;
 	size_t n, cap;
 	int64_t now_ms;
+	struct strmap seen_by_uid; /* uid -> index into seen */
+	struct strmap rec_by_uid;  /* uid -> index into recs (not gone) */
+	struct rec *recs;          /* RECORDS_MAX of them: never moved */
+	size_t nrec;
+	json_t *state;             /* the ConfigMap read; NULL: none yet */
+	bool loaded;               /* the records were read this round */
+	bool dirty;                /* the records changed */
+	struct act *acts;
+	size_t nact, capact;
+	unsigned budget;           /* ACTIONS_MAX, counted down */
 };
 
 static int64_t wall_ms(void)
@@ -237,14 +291,248 @@ static void tell_lender(struct round *rd, const struct seen *victim, const char 
 		     rd->now_ms / 1000);
 }
 
-static void signal_victim(struct round *rd, struct seen *s)
+/* ---- the state ConfigMap ------------------------------------------------ */
+
+static void state_path(const struct round *rd, char *buf, size_t size, bool object)
+{
+	snprintf(buf, size, "/api/v1/namespaces/%s/configmaps%s", rd->r->namespace,
+		 object ? "/" STATE_NAME : "");
+}
+
+static struct rec *rec_add(struct round *rd, const char *uid, const struct reclaim_record *r)
+{
+	struct rec *x;
+	size_t idx;
+
+	if (!rd->recs || strmap_get(&rd->rec_by_uid, uid, &idx) || rd->nrec >= RECORDS_MAX)
+		return NULL;
+	x = &rd->recs[rd->nrec];
+	*x = (struct rec){.uid = arena_strdup(&rd->a, uid), .r = *r};
+	if (!x->uid || strmap_put(&rd->rec_by_uid, x->uid, rd->nrec, NULL) != 0)
+		return NULL;
+	rd->nrec++;
+	if (strmap_get(&rd->seen_by_uid, uid, &idx)) {
+		x->s = &rd->seen[idx];
+		rd->seen[idx].rec = x;
+	}
+	return x;
+}
+
+static void rec_drop(struct round *rd, struct rec *x)
+{
+	if (!x || x->gone)
+		return;
+	x->gone = true;
+	strmap_del(&rd->rec_by_uid, x->uid, NULL);
+	if (x->s)
+		x->s->rec = NULL;
+	x->s = NULL;
+	rd->dirty = true;
+}
+
+static size_t live_records(const struct round *rd)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < rd->nrec; i++)
+		n += !rd->recs[i].gone;
+	return n;
+}
+
+/* Reads the records; -1 when they cannot be read (the round does nothing:
+ * without them no time is known). */
+static int state_load(struct round *rd)
+{
+	char path[400];
+	json_t *data, *v;
+	const char *key;
+	struct diag d;
+	int rc;
+
+	state_path(rd, path, sizeof(path), true);
+	diag_init(&d);
+	rc = kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &rd->state, &d);
+	if (rc == 404)
+		return 0;
+	if (rc != 0) {
+		char q[600];
+
+		log_event(LOG_WARN, "msg=\"reclaim state not read; nothing done this round\" "
+				    "configmap=%s error=\"%s\"",
+			  STATE_NAME, log_quote(diag_text(&d), q, sizeof(q)));
+		return -1;
+	}
+	data = json_object_get(rd->state, "data");
+	json_object_foreach(data, key, v) {
+		struct reclaim_record r;
+
+		if (reclaim_record_parse(json_string_value(v), &r) < 0 ||
+		    !rec_add(rd, key, &r)) {
+			log_event(LOG_WARN, "msg=\"reclaim state: record dropped\" uid=%s "
+					    "detail=\"not a record, or too many\"", key);
+			rd->dirty = true;
+		}
+	}
+	return 0;
+}
+
+/* Writes the records when they changed: replaced at the version read, or
+ * created.  0 when there was nothing to write or it was written. */
+static int state_save(struct round *rd)
+{
+	char path[400], text[600];
+	const char *rv = json_string_value(json_object_get(
+		json_object_get(rd->state, "metadata"), "resourceVersion"));
+	json_t *obj, *data;
+	struct diag d;
+	int rc;
+
+	if (!rd->dirty)
+		return 0;
+	data = json_object();
+	obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}}", "apiVersion", "v1", "kind",
+			"ConfigMap", "metadata", "name", STATE_NAME, "namespace",
+			rd->r->namespace, "labels", "app.kubernetes.io/managed-by", "gpugate");
+	if (!obj || !data) {
+		json_decref(obj);
+		json_decref(data);
+		return -1;
+	}
+	for (size_t i = 0; i < rd->nrec; i++) {
+		if (rd->recs[i].gone)
+			continue;
+		if (reclaim_record_format(&rd->recs[i].r, text, sizeof(text)) >= sizeof(text))
+			continue; /* a tenant name of hundreds of bytes: not kept */
+		json_object_set_new(data, rd->recs[i].uid, json_string(text));
+	}
+	json_object_set_new(obj, "data", data);
+	diag_init(&d);
+	if (rd->state && rv) {
+		json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
+				    json_string(rv));
+		state_path(rd, path, sizeof(path), true);
+		rc = kube_replace(rd->r->kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
+	} else {
+		state_path(rd, path, sizeof(path), false);
+		rc = kube_create(rd->r->kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
+	}
+	json_decref(obj);
+	if (rc != 0) {
+		char q[600];
+
+		count(rd->r, &rd->r->stats.failed);
+		log_event(LOG_WARN, "msg=\"reclaim state not written; nothing done this "
+				    "round\" configmap=%s error=\"%s\"",
+			  STATE_NAME, log_quote(diag_text(&d), q, sizeof(q)));
+		return -1;
+	}
+	return 0;
+}
+
+/* A record whose workload is missing: rounds in a row, the process's own. */
+struct miss {
+	unsigned rounds;
+	char uid[];
+};
+
+/* Drops the records whose workload has been missing for PRUNE_ROUNDS
+ * rounds of this process (gone, or a suspended Job that holds nothing);
+ * counting rounds of this process lets a restarted one's watch fill the
+ * ledger first. */
+static void state_prune(struct round *rd)
+{
+	struct strmap *m = &rd->r->misses;
+	struct miss **stale;
+	size_t pos = 0, v, n = 0;
+	const char *key;
+
+	for (size_t i = 0; i < rd->nrec; i++) {
+		struct rec *x = &rd->recs[i];
+		struct miss *ms;
+		size_t len;
+
+		if (x->gone)
+			continue;
+		if (!policy_tenant_find(rd->p, x->r.tenant)) {
+			/* Another gpugate's (another policy's): its own to drop,
+			 * unless nobody has for a week. */
+			if (rd->now_ms - x->r.signalled_ms > STALE_MS)
+				rec_drop(rd, x);
+			continue;
+		}
+		if (x->s) {
+			if (strmap_del(m, x->uid, &v))
+				free((struct miss *)(uintptr_t)v);
+			continue;
+		}
+		if (strmap_get(m, x->uid, &v)) {
+			ms = (struct miss *)(uintptr_t)v;
+			if (++ms->rounds >= PRUNE_ROUNDS) {
+				strmap_del(m, x->uid, NULL);
+				free(ms);
+				rec_drop(rd, x);
+			}
+			continue;
+		}
+		len = strlen(x->uid);
+		ms = malloc(sizeof(*ms) + len + 1);
+		if (!ms)
+			continue;
+		ms->rounds = 1;
+		memcpy(ms->uid, x->uid, len + 1);
+		if (strmap_put(m, ms->uid, (size_t)(uintptr_t)ms, NULL) != 0)
+			free(ms);
+	}
+	/* The counts of uids that have no record any more. */
+	stale = calloc(m->len ? m->len : 1, sizeof(*stale));
+	if (!stale)
+		return;
+	while (strmap_next(m, &pos, &key, &v))
+		if (!strmap_get(&rd->rec_by_uid, key, NULL))
+			stale[n++] = (struct miss *)(uintptr_t)v;
+	for (size_t i = 0; i < n; i++) {
+		strmap_del(m, stale[i]->uid, NULL);
+		free(stale[i]);
+	}
+	free(stale);
+}
+
+static struct act *act_add(struct round *rd, enum act_kind kind, struct seen *s)
+{
+	struct act *a;
+
+	if (rd->nact == rd->capact) {
+		size_t cap = rd->capact ? 2 * rd->capact : 32;
+		struct act *n = realloc(rd->acts, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		rd->acts = n;
+		rd->capact = cap;
+	}
+	a = &rd->acts[rd->nact++];
+	*a = (struct act){.kind = kind, .s = s};
+	return a;
+}
+
+static bool spend(struct round *rd)
+{
+	if (!rd->budget)
+		return false;
+	rd->budget--;
+	return true;
+}
+
+/* ---- the steps ---------------------------------------------------------- */
+
+static void signal_victim(struct round *rd, struct seen *s, int64_t signalled_ms)
 {
 	const struct usage_workload *w = &s->w;
 	struct events_object o = object_of(w);
 	char path[600], when[32], why[300], msg[600];
 	json_t *ann;
 
-	events_time(rd->now_ms / 1000, when, sizeof(when));
+	events_time(signalled_ms / 1000, when, sizeof(when));
 	purpose(rd, s, why, sizeof(why));
 	snprintf(path, sizeof(path), kind_path(w), w->namespace, w->name);
 	ann = json_pack("{s:s, s:s}", STAMP_CHECKPOINT_REQUESTED, when, RECLAIMER_FOR, why);
@@ -271,50 +559,47 @@ static void signal_victim(struct round *rd, struct seen *s)
 		  w->namespace, w->name, why);
 }
 
-static void release_victim(struct round *rd, struct seen *s, bool reported)
+/* The Eviction API, its grace capped; the status. */
+static int evict(struct round *rd, const struct usage_workload *w, int64_t grace_s)
+{
+	char epath[700];
+	struct diag d;
+	json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:I, s:{s:s}}}",
+			       "apiVersion", "policy/v1", "kind", "Eviction", "metadata",
+			       "name", w->name, "namespace", w->namespace, "deleteOptions",
+			       "gracePeriodSeconds", (json_int_t)grace_s, "preconditions", "uid",
+			       w->uid);
+	int rc;
+
+	snprintf(epath, sizeof(epath), "/api/v1/namespaces/%s/pods/%s/eviction",
+		 w->namespace, w->name);
+	diag_init(&d);
+	rc = ev ? kube_create(rd->r->kube, epath, ev, WRITE_TIMEOUT_MS, NULL, &d) : -1;
+	json_decref(ev);
+	if (rc == 429) {
+		log_event(LOG_INFO, "msg=\"eviction blocked\" pod=%s/%s detail=\"a "
+				    "PodDisruptionBudget allows no disruption now; deleted once "
+				    "checkpoint.gracePeriodSeconds (%lld s) have passed\"",
+			  w->namespace, w->name,
+			  (long long)policy_checkpoint(rd->p)->grace_period_seconds);
+	} else if (rc != 0 && rc != 404) {
+		char q[600];
+
+		count(rd->r, &rd->r->stats.failed);
+		log_event(LOG_WARN, "msg=\"reclaim step failed\" step=evict path=%s "
+				    "error=\"%s\"",
+			  epath, log_quote(diag_text(&d), q, sizeof(q)));
+	}
+	return rc;
+}
+
+static void released_event(struct round *rd, struct seen *s, bool reported, int rc)
 {
 	const struct usage_workload *w = &s->w;
 	struct events_object o = object_of(w);
-	char path[600], why[300], msg[700];
-	struct diag d;
-	int rc;
+	char why[300], msg[700];
 
 	purpose(rd, s, why, sizeof(why));
-	snprintf(path, sizeof(path), kind_path(w), w->namespace, w->name);
-	if (w->kind == USAGE_JOBS) {
-		rc = patch(rd, path,
-			   json_pack("{s:{s:{s:s}}, s:{s:b}}", "metadata", "labels",
-				     RECLAIMER_LABEL, "true", "spec", "suspend", 1),
-			   "suspend");
-	} else {
-		char epath[700];
-		json_t *ev = json_pack("{s:s, s:s, s:{s:s, s:s}}", "apiVersion", "policy/v1",
-				       "kind", "Eviction", "metadata", "name", w->name,
-				       "namespace", w->namespace);
-
-		snprintf(epath, sizeof(epath), "/api/v1/namespaces/%s/pods/%s/eviction",
-			 w->namespace, w->name);
-		diag_init(&d);
-		rc = ev ? kube_create(rd->r->kube, epath, ev, WRITE_TIMEOUT_MS, NULL, &d) : -1;
-		json_decref(ev);
-		if (rc == 429) {
-			/* A PodDisruptionBudget: next round. */
-			log_event(LOG_INFO, "msg=\"eviction blocked\" pod=%s/%s detail=\"a "
-					    "PodDisruptionBudget allows no disruption now\"",
-				  w->namespace, w->name);
-			return;
-		}
-		if (rc != 0 && rc != 404) {
-			char q[600];
-
-			count(rd->r, &rd->r->stats.failed);
-			log_event(LOG_WARN, "msg=\"reclaim step failed\" step=evict path=%s "
-					    "error=\"%s\"",
-				  epath, log_quote(diag_text(&d), q, sizeof(q)));
-		}
-	}
-	if (rc != 0)
-		return;
 	pthread_mutex_lock(&rd->r->mu);
 	if (reported)
 		rd->r->stats.checkpointed++;
@@ -322,9 +607,11 @@ static void release_victim(struct round *rd, struct seen *s, bool reported)
 		rd->r->stats.timed_out++;
 	if (w->kind == USAGE_JOBS)
 		rd->r->stats.suspended++;
-	else
+	else if (rc == 0)
 		rd->r->stats.evicted++;
-	rd->r->stats.wait_seconds += (double)(rd->now_ms - w->signalled_ms) / 1000.0;
+	if (s->rec)
+		rd->r->stats.wait_seconds +=
+			(double)(rd->now_ms - s->rec->r.signalled_ms) / 1000.0;
 	rd->r->stats.waits++;
 	pthread_mutex_unlock(&rd->r->mu);
 	if (w->kind == USAGE_JOBS && reported)
@@ -337,6 +624,13 @@ static void release_victim(struct round *rd, struct seen *s, bool reported)
 			 "checkpoint not reported within %lld s: suspended to return %s; "
 			 "gpugate resumes it when it fits again",
 			 (long long)policy_checkpoint(rd->p)->timeout_seconds, why);
+	else if (rc == 429)
+		snprintf(msg, sizeof(msg),
+			 "%s: evicting to return %s, but a PodDisruptionBudget allows no "
+			 "disruption; gpugate deletes the pod in %lld s if it still does "
+			 "not (reclaim does not honour a tenant's budget longer)",
+			 reported ? "checkpointed" : "checkpoint not reported in time", why,
+			 (long long)policy_checkpoint(rd->p)->grace_period_seconds);
 	else
 		snprintf(msg, sizeof(msg),
 			 "%s and evicted to return %s; a bare pod does not come back (run "
@@ -348,6 +642,61 @@ static void release_victim(struct round *rd, struct seen *s, bool reported)
 	log_event(LOG_INFO, "msg=\"reclaimed\" workload=%s/%s how=%s reported=%s for=\"%s\"",
 		  w->namespace, w->name, w->kind == USAGE_JOBS ? "suspended" : "evicted",
 		  reported ? "true" : "false", why);
+}
+
+static void suspend(struct round *rd, struct act *a)
+{
+	const struct usage_workload *w = &a->s->w;
+	char path[600];
+	int rc;
+
+	snprintf(path, sizeof(path), kind_path(w), w->namespace, w->name);
+	rc = patch(rd, path,
+		   json_pack("{s:{s:{s:s}}, s:{s:b}}", "metadata", "labels", RECLAIMER_LABEL,
+			     "true", "spec", "suspend", 1),
+		   "suspend");
+	if (rc == 0 && a->first)
+		released_event(rd, a->s, a->reported, 0);
+}
+
+/* DELETE with gracePeriodSeconds capped (and the uid as precondition): the
+ * pod held on past its grace, a PodDisruptionBudget, or a long grace. */
+static void delete_pod(struct round *rd, struct act *a)
+{
+	const struct usage_workload *w = &a->s->w;
+	struct events_object o = object_of(w);
+	char path[700], msg[600], why[300];
+	struct diag d;
+	int rc;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=%lld",
+		 w->namespace, w->name, (long long)a->grace_s);
+	diag_init(&d);
+	rc = kube_delete(rd->r->kube, path, w->uid, NULL, WRITE_TIMEOUT_MS, NULL, &d);
+	if (rc == 404 || rc == 409)
+		return; /* gone, or another pod of that name */
+	if (rc != 0) {
+		char q[600];
+
+		count(rd->r, &rd->r->stats.failed);
+		log_event(LOG_WARN, "msg=\"reclaim step failed\" step=delete path=%s "
+				    "error=\"%s\"",
+			  path, log_quote(diag_text(&d), q, sizeof(q)));
+		return;
+	}
+	count(rd->r, &rd->r->stats.deleted);
+	purpose(rd, a->s, why, sizeof(why));
+	snprintf(msg, sizeof(msg),
+		 "deleted with a grace period of %lld s to return %s: it was still "
+		 "running %lld s after its release (no controller deleted it, a "
+		 "PodDisruptionBudget refused its eviction, or its grace period was "
+		 "longer than checkpoint.gracePeriodSeconds)",
+		 (long long)a->grace_s, why,
+		 (long long)policy_checkpoint(rd->p)->grace_period_seconds);
+	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
+		     rd->now_ms / 1000);
+	log_event(LOG_INFO, "msg=\"reclaim deleted a pod\" pod=%s/%s grace_s=%lld",
+		  w->namespace, w->name, (long long)a->grace_s);
 }
 
 static void abandon_victim(struct round *rd, struct seen *s)
@@ -369,6 +718,152 @@ static void abandon_victim(struct round *rd, struct seen *s)
 			  w->namespace, w->name);
 	}
 	json_decref(ann);
+}
+
+static void resume(struct round *rd, struct act *a)
+{
+	char jpath[600];
+
+	snprintf(jpath, sizeof(jpath), "/apis/batch/v1/namespaces/%s/jobs/%s", a->ns, a->name);
+	if (patch(rd, jpath,
+		  json_pack("{s:{s:{s:n}, s:{s:n, s:n, s:n}}, s:{s:b}}", "metadata", "labels",
+			    RECLAIMER_LABEL, "annotations", STAMP_CHECKPOINT_REQUESTED,
+			    STAMP_CHECKPOINT_DONE, RECLAIMER_FOR, "spec", "suspend", 0),
+		  "resume") == 0) {
+		struct usage_workload w = {.kind = USAGE_JOBS, .namespace = a->ns,
+					   .name = a->name};
+		struct events_object o = object_of(&w);
+
+		count(rd->r, &rd->r->stats.resumed);
+		events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Normal",
+			     "resumed: its GPUs fit the quota again; its pods start from "
+			     "the checkpoint volume",
+			     rd->now_ms / 1000);
+		log_event(LOG_INFO, "msg=\"resumed\" job=%s/%s", a->ns, a->name);
+	}
+}
+
+static void act_run(struct round *rd, struct act *a)
+{
+	int rc;
+
+	switch (a->kind) {
+	case ACT_SIGNAL:
+		signal_victim(rd, a->s, a->rec->r.signalled_ms);
+		break;
+	case ACT_SUSPEND:
+		suspend(rd, a);
+		break;
+	case ACT_EVICT:
+		rc = evict(rd, &a->s->w, a->grace_s);
+		if (a->first)
+			released_event(rd, a->s, a->reported, rc);
+		break;
+	case ACT_DELETE:
+		delete_pod(rd, a);
+		break;
+	case ACT_ABANDON:
+		abandon_victim(rd, a->s);
+		break;
+	case ACT_RESUME:
+		resume(rd, a);
+		break;
+	}
+}
+
+/*
+ * A Job is released: it and (of_job) each of its pods get released_ms now,
+ * so that a pod no controller deletes is deleted after the grace.  One
+ * list; a pod beyond RECORDS_MAX is left to be picked on its own.
+ */
+static void release_job(struct round *rd, struct seen *s)
+{
+	char path[900];
+	json_t *list = NULL, *pod;
+	struct diag d;
+	size_t i;
+
+	s->rec->r.released_ms = rd->now_ms;
+	rd->dirty = true;
+	if (!spend(rd))
+		return;
+	snprintf(path, sizeof(path),
+		 "/api/v1/namespaces/%s/pods?labelSelector=batch.kubernetes.io%%2Fcontroller-uid%%3D%s",
+		 s->w.namespace, s->w.uid);
+	diag_init(&d);
+	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
+		return;
+	json_array_foreach(json_object_get(list, "items"), i, pod) {
+		const json_t *meta = json_object_get(pod, "metadata");
+		const char *uid = json_string_value(json_object_get(meta, "uid"));
+		struct reclaim_record r = {.signalled_ms = s->rec->r.signalled_ms,
+					   .released_ms = rd->now_ms, .of_job = true,
+					   .tenant = s->tenant->name};
+
+		if (uid)
+			rec_add(rd, uid, &r);
+	}
+	json_decref(list);
+}
+
+/* A released pod's facts, read from the API (one GET): false when it is
+ * gone, another pod has its name, or the read failed. */
+static bool pod_facts(struct round *rd, const struct seen *s, struct reclaim_facts *f)
+{
+	char path[600];
+	json_t *pod = NULL, *meta, *v;
+	struct diag d;
+	const char *uid;
+
+	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", s->w.namespace,
+		 s->w.name);
+	diag_init(&d);
+	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &pod, &d) != 0)
+		return false;
+	meta = json_object_get(pod, "metadata");
+	uid = json_string_value(json_object_get(meta, "uid"));
+	if (!uid || strcmp(uid, s->w.uid) != 0) {
+		json_decref(pod);
+		return false;
+	}
+	*f = (struct reclaim_facts){.done_ms = s->w.done_ms, .deletion_grace_s = -1,
+				    .own_grace_s = -1};
+	f->terminating = json_object_get(meta, "deletionTimestamp") != NULL;
+	v = json_object_get(meta, "deletionGracePeriodSeconds");
+	if (json_is_integer(v))
+		f->deletion_grace_s = json_integer_value(v);
+	v = json_object_get(json_object_get(pod, "spec"), "terminationGracePeriodSeconds");
+	if (json_is_integer(v))
+		f->own_grace_s = json_integer_value(v);
+	json_decref(pod);
+	return true;
+}
+
+/* A released pod is carried to the end, picked or not: evicted again,
+ * deleted after the grace, its long grace cut. */
+static void released_pods(struct round *rd)
+{
+	const struct policy_checkpoint *ck = policy_checkpoint(rd->p);
+
+	for (size_t i = 0; i < rd->nrec; i++) {
+		struct rec *x = &rd->recs[i];
+		struct reclaim_facts f;
+		enum reclaim_step step;
+		int64_t grace;
+		struct act *a;
+
+		if (x->gone || !x->r.released_ms || !x->s || x->s->w.kind != USAGE_PODS)
+			continue;
+		if (!spend(rd) || !pod_facts(rd, x->s, &f))
+			continue;
+		step = reclaim_next(&x->r, &f, rd->now_ms, ck->timeout_seconds,
+				    ck->grace_period_seconds, NULL, &grace);
+		if (step != RECLAIM_EVICT && step != RECLAIM_DELETE)
+			continue;
+		a = act_add(rd, step == RECLAIM_EVICT ? ACT_EVICT : ACT_DELETE, x->s);
+		if (a)
+			a->grace_s = grace;
+	}
 }
 
 /*
@@ -410,13 +905,70 @@ static bool priority_bound(const struct round *rd, int cohort, const struct poli
 	return true;
 }
 
+/* A picked victim without a record, or not yet released: its step. */
+static void step_victim(struct round *rd, struct seen *s)
+{
+	const struct policy_checkpoint *ck = policy_checkpoint(rd->p);
+	struct reclaim_facts f = {.job = s->w.kind == USAGE_JOBS, .done_ms = s->w.done_ms,
+				  .deletion_grace_s = -1, .own_grace_s = -1};
+	bool reported = false;
+	int64_t grace;
+	struct act *a;
+
+	switch (reclaim_next(s->rec ? &s->rec->r : NULL, &f, rd->now_ms, ck->timeout_seconds,
+			     ck->grace_period_seconds, &reported, &grace)) {
+	case RECLAIM_SIGNAL: {
+		/* To the second, as the annotation and the report are. */
+		struct reclaim_record r = {.signalled_ms = rd->now_ms / 1000 * 1000,
+					   .tenant = s->tenant->name};
+		struct rec *x = rec_add(rd, s->w.uid, &r);
+
+		if (!x) {
+			log_event(LOG_WARN, "msg=\"reclaim state full\" workload=%s/%s "
+					    "detail=\"waits for a round with room\"",
+				  s->w.namespace, s->w.name);
+			return;
+		}
+		rd->dirty = true;
+		if ((a = act_add(rd, ACT_SIGNAL, s)))
+			a->rec = x;
+		return;
+	}
+	case RECLAIM_SUSPEND:
+		if (!s->rec->r.released_ms) {
+			release_job(rd, s);
+			if ((a = act_add(rd, ACT_SUSPEND, s))) {
+				a->first = true;
+				a->reported = reported;
+			}
+		} else if (spend(rd)) {
+			act_add(rd, ACT_SUSPEND, s); /* again: it is still charged */
+		}
+		return;
+	case RECLAIM_EVICT:
+		if (!s->rec->r.released_ms) {
+			s->rec->r.released_ms = rd->now_ms;
+			rd->dirty = true;
+			if ((a = act_add(rd, ACT_EVICT, s))) {
+				a->first = true;
+				a->reported = reported;
+				a->grace_s = grace;
+			}
+		}
+		return; /* released: released_pods() */
+	case RECLAIM_DELETE:
+	case RECLAIM_WAIT:
+		return;
+	}
+}
+
 static void cohort_round(struct round *rd, int cohort, const struct policy_flavor *f)
 {
 	struct usage_names names;
 	struct usage_view uv;
 	struct reclaim_candidate *cand;
 	size_t *idx, *picked, n = 0, np;
-	int64_t deficit, timeout_ms;
+	int64_t deficit;
 	int32_t below;
 	bool has_below, covered = false;
 
@@ -433,6 +985,9 @@ static void cohort_round(struct round *rd, int cohort, const struct policy_flavo
 		if (s->flavor != f || s->tenant->cohort_index != cohort ||
 		    !usage_reclaim_candidate(&s->w, s->tenant->index, &cand[n]))
 			continue;
+		/* Signalled: gpugate's record says so, not the tenant's
+		 * annotation. */
+		cand[n].signalled = s->rec != NULL;
 		idx[n++] = i;
 	}
 	np = 0;
@@ -441,25 +996,26 @@ static void cohort_round(struct round *rd, int cohort, const struct policy_flavo
 		np = reclaim_pick(rd->p, cohort, f, &uv, cand, n, has_below, below, picked, n,
 				  &covered);
 	}
-	timeout_ms = policy_checkpoint(rd->p)->timeout_seconds * 1000;
 	for (size_t k = 0; k < np; k++) {
 		struct seen *s = &rd->seen[idx[picked[k]]];
 
 		s->picked = true;
-		if (s->w.owned)
-			continue; /* its Job is released: it is on its way out */
-		if (!s->w.signalled_ms)
-			signal_victim(rd, s);
-		else if (s->w.done_ms && s->w.done_ms >= s->w.signalled_ms)
-			release_victim(rd, s, true);
-		else if (rd->now_ms - s->w.signalled_ms >= timeout_ms)
-			release_victim(rd, s, false);
+		step_victim(rd, s);
 	}
 	for (size_t k = 0; k < n; k++) {
 		struct seen *s = &rd->seen[idx[k]];
 
-		if (s->w.signalled_ms && !s->picked && !s->w.owned)
-			abandon_victim(rd, s);
+		if (s->picked || !s->rec)
+			continue;
+		if (!s->rec->r.released_ms) {
+			/* Not needed any more: the request is taken back. */
+			rec_drop(rd, s->rec);
+			act_add(rd, ACT_ABANDON, s);
+		} else if (s->w.kind == USAGE_JOBS) {
+			/* A Job released and running again that the cohort no
+			 * longer needs: it runs. */
+			rec_drop(rd, s->rec);
+		}
 	}
 	if (deficit > 0 && !covered)
 		log_event(LOG_WARN, "msg=\"reclaim short\" cohort=%s flavor=%s deficit=%lld "
@@ -472,7 +1028,9 @@ out:
 	free(picked);
 }
 
-/* Resumes the reclaimed Jobs whose gang fits again. */
+/* Resumes the reclaimed Jobs whose gang fits again: one a round (the next
+ * is weighed once the watch counts this one).  Its record, if any, is
+ * dropped first, so that it is not suspended again. */
 static void resume_round(struct round *rd)
 {
 	static const char path[] =
@@ -495,7 +1053,7 @@ static void resume_round(struct round *rd)
 		const struct policy_flavor *f;
 		struct quota_result q;
 		struct arena a;
-		char jpath[600];
+		struct act *ac;
 
 		if (!json_is_true(json_object_get(spec, "suspend")))
 			continue;
@@ -517,56 +1075,89 @@ static void resume_round(struct round *rd)
 			arena_release(&a);
 			continue;
 		}
-		snprintf(jpath, sizeof(jpath), "/apis/batch/v1/namespaces/%s/jobs/%s",
-			 it.namespace, it.name);
-		if (patch(rd, jpath,
-			  json_pack("{s:{s:{s:n}, s:{s:n, s:n, s:n}}, s:{s:b}}", "metadata",
-				    "labels", RECLAIMER_LABEL, "annotations",
-				    STAMP_CHECKPOINT_REQUESTED, STAMP_CHECKPOINT_DONE,
-				    RECLAIMER_FOR, "spec", "suspend", 0),
-			  "resume") == 0) {
-			struct usage_workload w = {.uid = it.uid, .kind = USAGE_JOBS,
-						   .namespace = it.namespace, .name = it.name};
-			struct events_object o = object_of(&w);
-
-			count(rd->r, &rd->r->stats.resumed);
-			events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Normal",
-				     "resumed: its GPUs fit the quota again; its pods start from "
-				     "the checkpoint volume",
-				     rd->now_ms / 1000);
-			log_event(LOG_INFO, "msg=\"resumed\" job=%s/%s", it.namespace, it.name);
-			/* One a round: the next is weighed once the watch
-			 * counts this one. */
-			arena_release(&a);
-			break;
+		for (size_t k = 0; k < rd->nrec; k++)
+			if (!rd->recs[k].gone && it.uid && strcmp(rd->recs[k].uid, it.uid) == 0)
+				rec_drop(rd, &rd->recs[k]);
+		ac = act_add(rd, ACT_RESUME, NULL);
+		if (ac) {
+			ac->ns = arena_strdup(&rd->a, it.namespace);
+			ac->name = arena_strdup(&rd->a, it.name);
+			if (!ac->ns || !ac->name)
+				rd->nact--;
 		}
 		arena_release(&a);
+		break;
 	}
 	json_decref(list);
 }
 
+/* Whether some cohort holds more than its quota on some flavor. */
+static bool any_deficit(const struct round *rd)
+{
+	struct usage_names names;
+	struct usage_view uv;
+
+	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
+	for (size_t c = 0; c < policy_cohort_count(rd->p); c++)
+		for (size_t f = 0; f < policy_flavor_count(rd->p); f++)
+			if (quota_cohort_deficit(rd->p, (int)c, policy_flavor_at(rd->p, f),
+						 &uv) > 0)
+				return true;
+	return false;
+}
+
 static void round_once(struct reclaimer *r)
 {
-	struct round rd = {.r = r};
+	struct round rd = {.r = r, .budget = ACTIONS_MAX};
 	struct holder_ref *ref;
 
 	rd.p = holder_acquire(r->cfg.policy, &ref);
+	strmap_init(&rd.seen_by_uid);
+	strmap_init(&rd.rec_by_uid);
+	arena_init(&rd.a);
 	if (!rd.p || !policy_cohort_count(rd.p))
 		goto out;
 	rd.now_ms = r->cfg.now_ms ? r->cfg.now_ms() : wall_ms();
 	rd.cap = WORKLOADS_MAX;
 	rd.seen = calloc(rd.cap, sizeof(*rd.seen));
-	if (!rd.seen)
+	rd.recs = calloc(RECORDS_MAX, sizeof(*rd.recs));
+	if (!rd.seen || !rd.recs)
 		goto out;
-	arena_init(&rd.a);
 	usage_each_workload(r->cfg.usage, collect, &rd);
+	for (size_t i = 0; i < rd.n; i++)
+		if (strmap_put(&rd.seen_by_uid, rd.seen[i].w.uid, i, NULL) < 0)
+			goto out;
+	if (r->known_empty && !any_deficit(&rd))
+		goto resume; /* nothing recorded, nothing to take back */
+	if (state_load(&rd) < 0)
+		goto out;
+	rd.loaded = true;
+	state_prune(&rd);
 	for (size_t c = 0; c < policy_cohort_count(rd.p); c++)
 		for (size_t f = 0; f < policy_flavor_count(rd.p); f++)
 			cohort_round(&rd, (int)c, policy_flavor_at(rd.p, f));
+	released_pods(&rd);
+resume:
 	resume_round(&rd);
+	/* Recorded first, done after: a restart finds every step it must
+	 * carry on, and never a time it must guess. */
+	if (state_save(&rd) < 0)
+		goto out;
+	if (rd.loaded)
+		r->known_empty = !live_records(&rd);
+	for (size_t i = 0; i < rd.nact; i++)
+		act_run(&rd, &rd.acts[i]);
+	if (rd.dirty)
+		log_event(LOG_DEBUG, "msg=\"reclaim state written\" records=%zu",
+			  live_records(&rd));
+out:
+	json_decref(rd.state);
+	free(rd.acts);
+	free(rd.recs);
+	strmap_release(&rd.seen_by_uid);
+	strmap_release(&rd.rec_by_uid);
 	arena_release(&rd.a);
 	free(rd.seen);
-out:
 	holder_release(ref);
 }
 
@@ -598,6 +1189,9 @@ int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
 	if (!r->cfg.interval_ms)
 		r->cfg.interval_ms = 2000;
 	snprintf(r->identity, sizeof(r->identity), "%s", cfg->identity ? cfg->identity : "");
+	snprintf(r->namespace, sizeof(r->namespace), "%s",
+		 cfg->namespace && cfg->namespace[0] ? cfg->namespace : "gpugate");
+	strmap_init(&r->misses);
 	pthread_mutex_init(&r->mu, NULL);
 	nap_init(&r->nap);
 	r->kube = kube_new(cfg->kube, d);
@@ -634,5 +1228,13 @@ void reclaimer_stop(struct reclaimer *r)
 	kube_free(r->kube);
 	nap_release(&r->nap);
 	pthread_mutex_destroy(&r->mu);
+	{
+		size_t pos = 0, v;
+		const char *key;
+
+		while (strmap_next(&r->misses, &pos, &key, &v))
+			free((void *)(uintptr_t)v);
+		strmap_release(&r->misses);
+	}
 	free(r);
 }

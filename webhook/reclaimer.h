@@ -14,17 +14,25 @@
  *             its pods (the pods' downward API volume shows it), an Event;
  *   release   once the workload reports (gpugate.io/checkpoint-done) or the
  *             policy's checkpoint.timeoutSeconds pass: a Job is suspended
- *             and labelled gpugate.io/reclaimed=true, a bare Pod is evicted
- *             through the Eviction API (a 429 from a PodDisruptionBudget is
- *             tried again next round), an Event;
+ *             and labelled gpugate.io/reclaimed=true, a Pod (bare, or one
+ *             beyond its Job's gang) is evicted through the Eviction API
+ *             (a 429 from a PodDisruptionBudget is tried again next round),
+ *             an Event;
+ *   delete    a released pod still not terminating checkpoint.grace-
+ *             PeriodSeconds after its release (no controller deleted the
+ *             pods of its suspended Job, a PDB refused every eviction) is
+ *             deleted, and one terminating with a longer grace is deleted
+ *             again: gracePeriodSeconds capped at the policy's;
  *   abandon   the cohort no longer needs it before it was released: the
  *             request is taken back;
  *   resume    a Job labelled gpugate.io/reclaimed is resumed when its
  *             cohort holds no more than its quota and its gang fits again
  *             (the resume goes through admission like any other).
  *
- * All state is in the objects (annotations, the label, spec.suspend), so a
- * restart or a change of leader picks a reclaim up where it was.
+ * The times (signalled, released) are gpugate's own, in the ConfigMap
+ * gpugate-reclaim of its namespace, written before each step is taken:
+ * a tenant editing its objects cannot restart a timeout, and a restart or
+ * a change of leader picks a reclaim up where it was.
  */
 #ifndef GPUGATE_RECLAIMER_H
 #define GPUGATE_RECLAIMER_H
@@ -47,6 +55,9 @@ struct reclaimer_config {
 	struct holder *policy;
 	struct usage_store *usage;
 	const char *identity;        /* reportingInstance of the Events */
+	/* gpugate's namespace: its state ConfigMap gpugate-reclaim lives
+	 * there (docs/design/reclaim.md "State"); NULL: "gpugate". */
+	const char *namespace;
 	unsigned interval_ms;        /* between rounds; 0: 2000 */
 	bool (*leading)(void *ctx);  /* NULL: always */
 	void *leading_ctx;
@@ -59,6 +70,7 @@ struct reclaimer_stats {
 	uint64_t checkpointed;  /* released after the workload reported */
 	uint64_t timed_out;     /* released after checkpoint.timeoutSeconds */
 	uint64_t evicted;       /* bare pods evicted */
+	uint64_t deleted;       /* pods deleted: past their grace, a PDB, a long grace */
 	uint64_t suspended;     /* Jobs suspended */
 	uint64_t abandoned;     /* requests taken back */
 	uint64_t resumed;       /* Jobs resumed */

@@ -226,7 +226,9 @@ tenants:
 checkpoint:
   # test_reclaim.py: a victim that does not report is released after this.
   timeoutSeconds: 12
-  gracePeriodSeconds: 300
+  # test_attack_reclaim.py (#26): a released pod still there this long after
+  # is deleted; a preemptible workload's grace period is exactly this.
+  gracePeriodSeconds: 15
   mountPath: /checkpoint
   preStop: ["/bin/sh", "-c", "kill -TERM 1; sleep 30"]
   env: ["GPUGATE_CHECKPOINT_DIR=/checkpoint"]

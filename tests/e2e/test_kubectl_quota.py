@@ -97,7 +97,7 @@ def test_borrowing_across_the_cohort(kubectl, quota, clean, files):
                                                             "kill -TERM 1; sleep 30"]
     assert {"name": "gpugate-checkpoint", "mountPath": "/checkpoint"} in c["volumeMounts"]
     assert {"name": "gpugate-checkpoint", "emptyDir": {}} in spec["volumes"]
-    assert spec["terminationGracePeriodSeconds"] == 300
+    assert spec["terminationGracePeriodSeconds"] == 15
     # a1 was admitted on nominal quota: not preemptible
     a1 = kubectl.get("pod", "a1", "alpha")["metadata"]
     assert PREEMPTIBLE not in a1["labels"] and BORROWED not in a1["annotations"]

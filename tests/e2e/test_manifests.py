@@ -179,9 +179,11 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("patch", "nodes", "no"), ("create", "events", "yes"),
                             ("delete", "events", "no"),
                             # Reclaim (#17): annotate and suspend borrowers,
-                            # evict bare pods; never delete.
+                            # evict pods; delete a released pod past the
+                            # grace (#26); never a Job, never a collection.
                             ("patch", "pods", "yes"), ("patch", "jobs.batch", "yes"),
-                            ("delete", "pods", "no"), ("delete", "jobs.batch", "no"),
+                            ("delete", "pods", "yes"), ("deletecollection", "pods", "no"),
+                            ("delete", "jobs.batch", "no"),
                             ("update", "jobs.batch", "no"),
                             # A Job's priority (its template's class) for
                             # LowerPriority; read only.

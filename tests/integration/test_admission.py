@@ -246,7 +246,7 @@ def test_mutation_preserves_what_the_user_wrote(client):
     assert spec["volumes"][0] == {"name": "data", "emptyDir": {}}
     assert [v["name"] for v in spec["volumes"]] == ["data", "gpugate-checkpoint",
                                                     "gpugate-signal"]
-    assert spec["terminationGracePeriodSeconds"] == 900  # max(current, 600)
+    assert spec["terminationGracePeriodSeconds"] == 600  # the policy's, a longer one cut (#26)
     # the user's cpu request and memory limit win over the class's
     assert main["resources"]["requests"] == {"cpu": "4"}
     assert main["resources"]["limits"] == {"memory": "64Gi", "nvidia.com/gpu": "1"}

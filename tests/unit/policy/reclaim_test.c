@@ -308,3 +308,139 @@ Test(reclaim_below, covered_when_the_lower_victims_suffice)
 	cr_expect_eq(r, 0);
 	policy_free(p);
 }
+
+/* reclaimWithinCohort Any at admission (#26): no priority bound, but only
+ * what the preemptible candidates hold can be taken back. */
+Test(reclaim_cover, any_weighs_every_priority_but_only_preemptible_work)
+{
+	struct policy *p = load();
+	size_t picked[8];
+	int64_t r;
+	const struct reclaim_candidate c[] = {
+		{.uid = "low", .tenant = BOR, .units = 4, .priority = 10, .preemptible = true},
+		{.uid = "high", .tenant = BOR, .units = 4, .priority = 90, .preemptible = true},
+		{.uid = "kept", .tenant = BOR2, .units = 8, .priority = 0, .preemptible = false},
+	};
+
+	/* The cohort holds 6 beyond its quota after the request (above): the
+	 * two preemptible pods of bor cover it, whatever their priority. */
+	memset(used_now, 0, sizeof(used_now));
+	used_now[LENDER] = 8;
+	used_now[BOR] = 10;
+	cr_expect(reclaim_cover(p, policy_tenant_at(p, LENDER), policy_flavor_at(p, 0), 8,
+				&view, c, 2, false, 0, picked, &r));
+	cr_expect_eq(r, 8);
+	/* bor2 borrows 8 more that nobody can take back: 14 beyond, 8
+	 * reclaimable, short. */
+	used_now[BOR2] = 8;
+	cr_expect_not(reclaim_cover(p, policy_tenant_at(p, LENDER), policy_flavor_at(p, 0),
+				    8, &view, c, 3, false, 0, picked, &r));
+	cr_expect_eq(r, 8);
+	policy_free(p);
+}
+
+/* gpugate's own record of a victim (#26): text in its ConfigMap. */
+Test(reclaim_record, round_trips_and_refuses_anything_else)
+{
+	static const char *const bad[] = {
+		"", "s=0 r=0 j=0 t=x", "s=5 r=0 t=x", "s=5 r=0 j=2 t=x", "s=5 r=0 j=0",
+		"s=5 r=0 j=0 t=", "s=5 r=0 j=0 x=1", "s=5  r=0 j=0 t=x", "r=0 s=5 j=0 t=x",
+		"s=-5 r=0 j=0 t=x", "s=5 r=-1 j=0 t=x", "s=5 r=0 j=0x t=x",
+		"s=1234567890123456789 r=0 j=0 t=x", "s= r=0 j=0 t=x", "s=5 r=0 j=0 t=a\nb",
+	};
+	struct reclaim_record r = {.signalled_ms = 1764892800000, .released_ms = 1764892812345,
+				   .of_job = true, .tenant = "ML team_1"},
+			      back = {0};
+	char text[64], small[8];
+
+	cr_assert_eq(reclaim_record_format(&r, text, sizeof(text)), 47);
+	cr_assert_str_eq(text, "s=1764892800000 r=1764892812345 j=1 t=ML team_1");
+	cr_expect_eq(reclaim_record_format(&r, small, sizeof(small)), 47, "the length needed");
+	cr_expect_str_eq(small, "s=17648", "cut short, terminated");
+	cr_assert_eq(reclaim_record_parse(text, &back), 0);
+	cr_expect_eq(back.signalled_ms, r.signalled_ms);
+	cr_expect_eq(back.released_ms, r.released_ms);
+	cr_expect(back.of_job);
+	cr_expect_str_eq(back.tenant, "ML team_1");
+	cr_expect_eq(reclaim_record_parse(NULL, &back), -1);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		back.signalled_ms = 42;
+		cr_expect_eq(reclaim_record_parse(bad[i], &back), -1, "\"%s\"", bad[i]);
+		cr_expect_eq(back.signalled_ms, 42, "\"%s\": *out untouched", bad[i]);
+	}
+}
+
+/* The steps (docs/design/reclaim.md "The steps"): timeout 12 s, grace 20 s,
+ * signalled at T, now given per case. */
+#define T 1764892800000LL
+
+struct ncase {
+	char name[96];
+	bool has_record;
+	struct reclaim_record r;
+	struct reclaim_facts f;
+	int64_t now;
+	enum reclaim_step want;
+	bool reported;
+	int64_t grace;
+};
+
+static struct ncase ncases[] = {
+	{"no record: signal", false, {0}, {.job = true, .own_grace_s = -1}, T,
+	 RECLAIM_SIGNAL, false, 20},
+	/* The timeout is gpugate's: the tenant's annotation plays no part. */
+	{"waits for the report", true, {.signalled_ms = T}, {.job = true}, T + 11999,
+	 RECLAIM_WAIT, false, 20},
+	{"a Job times out: suspend", true, {.signalled_ms = T}, {.job = true}, T + 12000,
+	 RECLAIM_SUSPEND, false, 20},
+	{"a report before the request does not count", true, {.signalled_ms = T},
+	 {.job = true, .done_ms = T - 1000}, T + 1000, RECLAIM_WAIT, false, 20},
+	{"a Job reports: suspend", true, {.signalled_ms = T}, {.job = true, .done_ms = T},
+	 T + 1000, RECLAIM_SUSPEND, true, 20},
+	{"a pod times out: evict", true, {.signalled_ms = T}, {.own_grace_s = 3600},
+	 T + 12000, RECLAIM_EVICT, false, 20},
+	{"a released Job still charged: suspend again", true,
+	 {.signalled_ms = T, .released_ms = T + 12000}, {.job = true}, T + 14000,
+	 RECLAIM_SUSPEND, false, 20},
+	{"a PDB refused: evict again within the grace", true,
+	 {.signalled_ms = T, .released_ms = T + 12000}, {.own_grace_s = 30}, T + 31999,
+	 RECLAIM_EVICT, false, 20},
+	{"a PDB refused past the grace: delete", true,
+	 {.signalled_ms = T, .released_ms = T + 12000}, {.own_grace_s = 30}, T + 32000,
+	 RECLAIM_DELETE, false, 20},
+	{"past the grace: the pod's shorter grace is kept", true,
+	 {.signalled_ms = T, .released_ms = T + 12000}, {.own_grace_s = 5}, T + 40000,
+	 RECLAIM_DELETE, false, 5},
+	{"a pod of a suspended Job waits for its controller", true,
+	 {.signalled_ms = T, .released_ms = T + 12000, .of_job = true}, {.own_grace_s = -1},
+	 T + 31999, RECLAIM_WAIT, false, 20},
+	{"no controller deleted it: delete", true,
+	 {.signalled_ms = T, .released_ms = T + 12000, .of_job = true}, {.own_grace_s = -1},
+	 T + 32000, RECLAIM_DELETE, false, 20},
+	{"terminating with 3600 s: cut to the cap at once", true,
+	 {.signalled_ms = T, .released_ms = T + 12000, .of_job = true},
+	 {.terminating = true, .deletion_grace_s = 3600, .own_grace_s = 3600}, T + 12500,
+	 RECLAIM_DELETE, false, 20},
+	{"terminating within the cap: wait", true,
+	 {.signalled_ms = T, .released_ms = T + 12000},
+	 {.terminating = true, .deletion_grace_s = 20, .own_grace_s = 3600}, T + 90000,
+	 RECLAIM_WAIT, false, 20},
+};
+
+ParameterizedTestParameters(reclaim, next)
+{
+	return cr_make_param_array(struct ncase, ncases, sizeof(ncases) / sizeof(ncases[0]));
+}
+
+ParameterizedTest(struct ncase *nc, reclaim, next)
+{
+	bool reported = !nc->reported;
+	int64_t grace = -7;
+	enum reclaim_step got = reclaim_next(nc->has_record ? &nc->r : NULL, &nc->f, nc->now,
+					     12, 20, &reported, &grace);
+
+	cr_expect_eq(got, nc->want, "%s: step %d", nc->name, (int)got);
+	cr_expect_eq(reported, nc->reported, "%s: reported", nc->name);
+	if (got == RECLAIM_DELETE)
+		cr_expect_eq(grace, nc->grace, "%s: grace %lld", nc->name, (long long)grace);
+}

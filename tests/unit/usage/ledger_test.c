@@ -126,11 +126,18 @@ Test(ledger, reserves_until_full_then_borrows_then_refuses)
 	/* borrowing limit 4 reached */
 	cr_assert_eq(reserve(l, "a", "p4", WL_POD, 1, NULL), QUOTA_OVER);
 	cr_assert_eq(usage_used(l, "a", "h100"), 14, "a refusal holds nothing");
-	/* b lent 4 of its 6, yet its nominal stays its own: a's borrowed
-	 * workloads are the preemptible ones (reclaim within the cohort). */
+	/* b lent 4 of its 6.  Its nominal stays its own, but (#26) with
+	 * reclaimWithinCohort Any a lender is promised only what the
+	 * reclaimer can take back, and a reservation no watch has shown is
+	 * no victim (embedded mode has no reclaimer at all): not now, and
+	 * nothing held. */
+	cr_assert_eq(reserve(l, "b", "q1", WL_POD, 6, NULL), QUOTA_RECLAIM_SHORT);
+	cr_assert_eq(usage_used(l, "b", "h100"), 0, "a refusal holds nothing");
+	/* a's borrowing pod goes: b's nominal is free again. */
+	release(l, "a", "p3", WL_POD);
 	cr_assert_eq(reserve(l, "b", "q1", WL_POD, 6, NULL), QUOTA_NOMINAL);
 	cr_assert_eq(reserve(l, "b", "q2", WL_POD, 1, NULL), QUOTA_OVER,
-		     "b is in no position to borrow: a already holds its pool");
+		     "b is in no position to borrow: a lends nothing it uses");
 	usage_free(l);
 }
 

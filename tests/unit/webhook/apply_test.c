@@ -167,7 +167,7 @@ Test(apply, keeps_what_the_user_wrote)
 	cr_assert_eq(json_array_size(mounts), 2);
 	cr_assert_eq(json_integer_value(json_object_get(
 			     spec, "terminationGracePeriodSeconds")),
-		     900, "a longer grace period is kept");
+		     600, "a longer grace period is cut to checkpoint.gracePeriodSeconds");
 	cr_assert_eq(json_array_size(json_object_get(spec, "volumes")), 3);
 	json_decref(out);
 }
