@@ -1412,27 +1412,34 @@ class Api:
     certificate of the admin kubeconfig), with http.client: a burst of
     creates without kubectl's start-up (~0.1 s of CPU each) in between."""
 
-    def __init__(self, cluster: Cluster):
+    def __init__(self, cluster: Cluster, token: str | None = None):
+        """token: a bearer token to be instead of the admin (then no client
+        certificate is presented: the apiserver would take it first)."""
         m = re.fullmatch(r"https://([^:/]+):(\d+)/?", cluster.env["APISERVER_URL"])
         assert m, cluster.env["APISERVER_URL"]
         self.host, self.port = m.group(1), int(m.group(2))
+        self.token = token
         pki = cluster.dir / "pki"
         self.context = ssl.create_default_context(cafile=cluster.env["CA_CERT"])
-        self.context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
+        if token is None:
+            self.context.load_cert_chain(str(pki / "admin.crt"), str(pki / "admin.key"))
 
     def connection(self, timeout: float = 30.0) -> http.client.HTTPSConnection:
         return http.client.HTTPSConnection(self.host, self.port, context=self.context,
                                            timeout=timeout)
 
     def request(self, method: str, path: str, body: Any = None,
-                conn: http.client.HTTPSConnection | None = None) -> tuple[int, Any]:
+                conn: http.client.HTTPSConnection | None = None,
+                content_type: str = "application/json") -> tuple[int, Any]:
         """(status, the decoded JSON answer or its text).  conn: reuse a
         kept-alive connection (closed here when not given)."""
         c = conn or self.connection()
+        headers = {"Content-Type": content_type, "Accept": "application/json"}
+        if self.token is not None:
+            headers["Authorization"] = f"Bearer {self.token}"
         try:
             data = None if body is None else json.dumps(body)
-            c.request(method, path, data, {"Content-Type": "application/json",
-                                           "Accept": "application/json"})
+            c.request(method, path, data, headers)
             r = c.getresponse()
             raw = r.read().decode(errors="replace")
         finally:

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import pytest
 
-from gpugate_e2e import (CONTROLLER_UID, JOB_NAME, Replicas, assert_invariant, job, log, pod,
+from gpugate_e2e import (Api, CONTROLLER_UID, JOB_NAME, Replicas, assert_invariant, job, log, pod,
                          wait_until)
 
 TENANT = NS = "race"
@@ -60,36 +60,13 @@ def replicas(stack) -> Replicas:
     assert not problems, "\n\n".join(problems)
 
 
-class TenantApi:
+def tenant_api(stack, namespace: str) -> Api:
     """The apiserver as the tenant of a namespace (its ServiceAccount token,
-    bound to edit there only): requests without kubectl's start-up."""
-
-    def __init__(self, stack, namespace: str):
-        stack.tenant_kubectl(namespace)
-        cfg = json.loads(Path(stack.dir / f"tenant-{namespace}.kubeconfig").read_text())
-        self.token = cfg["users"][0]["user"]["token"]
-        self.api = stack.api
-
-    def connection(self):
-        return self.api.connection()
-
-    def request(self, method: str, path: str, body=None, conn=None,
-                content_type: str = "application/json"):
-        c = conn or self.connection()
-        try:
-            data = None if body is None else json.dumps(body)
-            c.request(method, path, data, {"Content-Type": content_type,
-                                           "Accept": "application/json",
-                                           "Authorization": f"Bearer {self.token}"})
-            r = c.getresponse()
-            raw = r.read().decode(errors="replace")
-        finally:
-            if conn is None:
-                c.close()
-        try:
-            return r.status, json.loads(raw)
-        except ValueError:
-            return r.status, raw
+    bound to edit there only, and no client certificate): requests without
+    kubectl's start-up."""
+    stack.tenant_kubectl(namespace)
+    cfg = json.loads(Path(stack.dir / f"tenant-{namespace}.kubeconfig").read_text())
+    return Api(stack.cluster, token=cfg["users"][0]["user"]["token"])
 
 
 def together(fns) -> list:
@@ -155,14 +132,23 @@ def empty(stack, replicas: Replicas) -> None:
 
 @pytest.fixture
 def race(stack, replicas):
-    """The tenant of race, as a TenantApi; race starts and ends empty."""
+    """The tenant of race, as an Api; race starts and ends empty."""
     empty(stack, replicas)
-    t = TenantApi(stack, NS)
+    t = tenant_api(stack, NS)
     yield t
     empty(stack, replicas)
 
 
-def create_job(t: TenantApi, obj: dict) -> dict:
+def test_the_tenant_is_only_the_tenant(race):
+    """What the attacks below send goes as the tenant: edit in race, and no
+    more (an admin client certificate would be taken before the token)."""
+    assert race.request("GET", f"/api/v1/namespaces/{NS}/pods")[0] == 200
+    assert race.request("GET", "/api/v1/namespaces/kube-system/pods")[0] == 403
+    assert race.request("PATCH", f"/api/v1/namespaces/{NS}/pods/x/status", {},
+                        content_type="application/merge-patch+json")[0] == 403
+
+
+def create_job(t: Api, obj: dict) -> dict:
     status, body = t.request("POST", f"/apis/batch/v1/namespaces/{NS}/jobs", obj)
     assert status == 201, (status, message(body))
     return body
@@ -185,7 +171,7 @@ def rider(name: str, j: dict) -> dict:
             "spec": tmpl["spec"]}
 
 
-def post(t: TenantApi, path: str, body: dict, method: str = "POST",
+def post(t: Api, path: str, body: dict, method: str = "POST",
          content_type: str = "application/json"):
     def fn(conn):
         return t.request(method, path, body, conn=conn, content_type=content_type)
