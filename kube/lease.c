@@ -60,6 +60,7 @@ struct lease {
 	char other[NAME_MAX_LEN + 1];
 	uint64_t other_until;
 	char error[300];      /* the last failed attempt's, or "" */
+	atomic_bool tried;    /* an attempt has ended */
 	uint64_t rng;
 	struct diag d;        /* the last attempt's error */
 };
@@ -237,6 +238,11 @@ void lease_error(struct lease *l, char *buf, size_t size)
 	pthread_mutex_lock(&l->mu);
 	snprintf(buf, size, "%s", l->error);
 	pthread_mutex_unlock(&l->mu);
+}
+
+bool lease_tried(struct lease *l)
+{
+	return atomic_load(&l->tried);
 }
 
 bool lease_holder(struct lease *l, char *holder, size_t size)
@@ -475,6 +481,8 @@ static void *loop(void *arg)
 				       : end - now < wait ? (unsigned)(end - now)
 							  : wait;
 		}
+		/* After leading is set: a reader that sees tried sees it. */
+		atomic_store(&l->tried, true);
 		if (!atomic_load(&l->leading))
 			wait += jitter(l, l->retry_ms / 5);
 		if (wait)
@@ -563,6 +571,7 @@ int lease_start(const struct lease_config *cfg, struct lease **out,
 	l->rng = real_now_ms() ^ (uint64_t)(uintptr_t)l ^ 0x9e3779b97f4a7c15ull;
 	atomic_init(&l->leading, false);
 	atomic_init(&l->renewed_ms, 0);
+	atomic_init(&l->tried, false);
 	nap_init(&l->nap);
 	snprintf(l->tag, sizeof(l->tag), "%s/%s", cfg->namespace, cfg->name);
 	snprintf(path, sizeof(path),

@@ -130,6 +130,11 @@ bool lease_leading(struct lease *l);
  */
 bool lease_holder(struct lease *l, char *holder, size_t size);
 
+/* True once the first attempt to read (and take) the Lease has ended,
+ * whatever its outcome: lease_holder() and lease_leading() then say what
+ * it found.  Any thread. */
+bool lease_tried(struct lease *l);
+
 /* Why the last attempt to read or take the Lease failed, one line; "" when
  * it worked.  Any thread. */
 void lease_error(struct lease *l, char *buf, size_t size);

@@ -280,6 +280,14 @@ static bool ready(const struct daemon *dm, struct strbuf *why)
 		strbuf_addf(why, "quota usage not synced from the Kubernetes API yet\n");
 		ok = false;
 	}
+	/* --usage-store memory: whether this replica decides quota is known
+	 * once both Leases were read (not that it holds one: a rolling update
+	 * would wait forever for the old pod to let go). */
+	if (dm->memory_lease &&
+	    (!lease_tried(dm->memory_lease) || !lease_tried(dm->shared_watch))) {
+		strbuf_addf(why, "Lease %s/gpugate-memory not read yet\n", dm->namespace);
+		ok = false;
+	}
 	return ok;
 }
 
