@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, TEMPLATE_MATCH, VALIDATE_MATCH, Gate, ROOT, gpugate_bin, job, pod,
+from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, MATCH_CONDITIONS, Gate, ROOT, gpugate_bin, job, pod,
                          register, wait_until, wait_webhooks)
 from test_kubectl_admission import denied_by, warning
 
@@ -90,13 +90,14 @@ def test_kustomize_renders_the_base(rendered):
     for w in mwc["webhooks"] + vwc["webhooks"]:
         if w["name"].endswith("-templates.gpugate.io"):
             assert w["failurePolicy"] == "Ignore", w["name"]
-            assert [c["expression"].replace("\n", " ") for c in w["matchConditions"]] == [
-                TEMPLATE_MATCH], w["name"]
+            assert w["matchConditions"] == MATCH_CONDITIONS[w["name"]], w["name"]
+            assert [c["name"] for c in w["matchConditions"]] == [
+                "spec-changed-and-not-a-deployments-replicaset", "gpu-work"], w["name"]
     # validate.gpugate.io: the e2e registration runs under the same
     # conditions, and is sent status writes (that touch the stamps).
     v, = [w for w in vwc["webhooks"] if w["name"] == "validate.gpugate.io"]
-    assert [c["expression"].replace("\n", " ") for c in v["matchConditions"]] == [
-        VALIDATE_MATCH]
+    assert [c["name"] for c in v["matchConditions"]] == [
+        "create-stamp-change-job-update-or-pod-placement", "gpu-work"]
     resources = {r for rule in v["rules"] for r in rule["resources"]}
     assert {"pods/status", "jobs/status", "pods/ephemeralcontainers"} <= resources
     vt = [w for w in vwc["webhooks"] if w["name"] == "validate-templates.gpugate.io"]
