@@ -194,6 +194,22 @@ static int check_selector(struct vctx *v, unsigned line, const char *owner,
 	return (int)klen;
 }
 
+/*
+ * What the webhook registrations' matchConditions ("gpu-work",
+ * charts/gpugate/templates/_helpers.tpl) leave out because every pod has
+ * it: tolerations of node.kubernetes.io/ taints (the DefaultTolerationSeconds
+ * plugin and the DaemonSet controller add them) and a nodeSelector of
+ * kubernetes.io/os or kubernetes.io/arch.  A flavor that named them would
+ * see pods the apiserver never sends.
+ */
+#define WEBHOOK_IGNORED_TAINTS "node.kubernetes.io/"
+
+static bool webhook_ignored_selector(const char *kv, size_t klen)
+{
+	return (klen == 16 && strncmp(kv, "kubernetes.io/os", 16) == 0) ||
+	       (klen == 18 && strncmp(kv, "kubernetes.io/arch", 18) == 0);
+}
+
 #define LINE() srcpos_line(v->pos, "flavors[%u].tolerations[%u]", fi, t)
 static void check_tolerations(struct vctx *v, unsigned fi, const char *owner,
 			      const struct src_flavor *f)
@@ -205,6 +221,15 @@ static void check_tolerations(struct vctx *v, unsigned fi, const char *owner,
 
 		if (key[0] && !k8s_qualified_name_valid(key))
 			err(v, LINE(), "%s: toleration key \"%s\" is not a valid label key",
+			    owner, key);
+		if (strncmp(key, WEBHOOK_IGNORED_TAINTS,
+			    sizeof(WEBHOOK_IGNORED_TAINTS) - 1) == 0)
+			err(v, LINE(),
+			    "%s: toleration key \"%s\" is a taint Kubernetes sets "
+			    "itself (" WEBHOOK_IGNORED_TAINTS "...), which every "
+			    "DaemonSet pod tolerates and the webhooks are not sent "
+			    "pods for: taint the GPU nodes with a key of your own "
+			    "(e.g. nvidia.com/gpu) and tolerate that",
 			    owner, key);
 		if (op == SRC_OP_EXISTS && tl->value && tl->value[0])
 			err(v, LINE(),
@@ -291,6 +316,14 @@ static void check_flavors(struct vctx *v)
 
 			if (klen < 0)
 				continue;
+			if (webhook_ignored_selector(f->nodeSelector[s], (size_t)klen))
+				err(v, LINE(),
+				    "%s: nodeSelector key \"%.*s\" is on every node and "
+				    "does not tell GPU nodes apart (a pod selecting it "
+				    "would count as reaching them, and the webhooks are "
+				    "not sent pods for it): select on a label of the GPU "
+				    "nodes, e.g. nvidia.com/gpu.product",
+				    owner, klen, f->nodeSelector[s]);
 			for (unsigned r = 0; r < s; r++) {
 				if (strncmp(f->nodeSelector[r], f->nodeSelector[s],
 					    (size_t)klen + 1) == 0) {

@@ -220,6 +220,28 @@ static struct bad_case bad_cases[] = {
 	 "valid label value\n"
 	 "t.yaml:12: flavor \"a\": nodeSelector key \"k\" is set twice\n"
 	 "t.yaml:13: flavor \"a\": nodeSelector key \"k\" is set twice\n"},
+	{"what every pod has: the webhooks are not sent it",
+	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
+	 "    sharing: exclusive\n    gpusPerNode: 1\n    nodeSelector:\n"
+	 "      - kubernetes.io/arch=amd64\n      - kubernetes.io/os=linux\n"
+	 "      - kubernetes.io/osx=1\n"
+	 "    tolerations:\n      - {key: node.kubernetes.io/unschedulable, "
+	 "operator: Exists}\n      - {key: node.kubernetes.io.example/x, "
+	 "operator: Exists}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:8: flavor \"a\": nodeSelector key \"kubernetes.io/arch\" is on "
+	 "every node and does not tell GPU nodes apart (a pod selecting it would "
+	 "count as reaching them, and the webhooks are not sent pods for it): "
+	 "select on a label of the GPU nodes, e.g. nvidia.com/gpu.product\n"
+	 "t.yaml:9: flavor \"a\": nodeSelector key \"kubernetes.io/os\" is on "
+	 "every node and does not tell GPU nodes apart (a pod selecting it would "
+	 "count as reaching them, and the webhooks are not sent pods for it): "
+	 "select on a label of the GPU nodes, e.g. nvidia.com/gpu.product\n"
+	 "t.yaml:12: flavor \"a\": toleration key "
+	 "\"node.kubernetes.io/unschedulable\" is a taint Kubernetes sets itself "
+	 "(node.kubernetes.io/...), which every DaemonSet pod tolerates and the "
+	 "webhooks are not sent pods for: taint the GPU nodes with a key of your "
+	 "own (e.g. nvidia.com/gpu) and tolerate that\n"},
 	{"tolerations",
 	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
 	 "    sharing: exclusive\n    gpusPerNode: 1\n    tolerations:\n"
