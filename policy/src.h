@@ -94,6 +94,13 @@ struct src_tenant {
 	unsigned quota_count;
 };
 
+struct src_exemptions {
+	char **namespaces;
+	unsigned namespaces_count;
+	char **serviceAccounts;
+	unsigned serviceAccounts_count;
+};
+
 struct src_settings {
 	char *classLabel;
 	char *gpusLabel;
@@ -101,6 +108,7 @@ struct src_settings {
 	int mode;
 	char **gpuDeviceClassNames;
 	unsigned gpuDeviceClassNames_count;
+	struct src_exemptions *exemptions; /* NULL: the default list */
 };
 
 struct src_checkpoint {

@@ -977,6 +977,93 @@ static void check_signals(struct vctx *v, const char *field, const char *kind,
 	}
 }
 
+/* The tenant (and its namespaces entry) whose namespaces include ns. */
+static const struct src_tenant *tenant_of(const struct vctx *v, const char *ns,
+					  const char **entry)
+{
+	for (unsigned t = 0; t < v->src->tenants_count; t++) {
+		const struct src_tenant *tn = &v->src->tenants[t];
+
+		for (unsigned n = 0; n < tn->namespaces_count; n++)
+			if (fnmatch(tn->namespaces[n], ns, 0) == 0) {
+				*entry = tn->namespaces[n];
+				return tn;
+			}
+	}
+	return NULL;
+}
+
+/* An exempt namespace is nobody's tenant namespace: its pods would hold
+ * GPUs gpugate never counts. */
+static void check_exempt_namespace(struct vctx *v, unsigned line,
+				   const char *what, const char *ns)
+{
+	const char *entry = NULL;
+	const struct src_tenant *t = tenant_of(v, ns, &entry);
+
+	if (t)
+		err(v, line,
+		    "settings: exemptions: %s \"%s\" is in tenant \"%s\"'s "
+		    "namespaces (\"%s\"): a tenant's pods are always judged and "
+		    "counted; exempt only namespaces of cluster components",
+		    what, ns, t->name, entry);
+}
+
+#define LINE(f) srcpos_line(v->pos, "settings.exemptions." f "[%u]", i)
+static void check_exemptions(struct vctx *v)
+{
+	const struct src_exemptions *e =
+		v->src->settings ? v->src->settings->exemptions : NULL;
+
+	for (unsigned i = 0; e && i < e->namespaces_count; i++) {
+		const char *ns = e->namespaces[i];
+
+		if (!k8s_dns_label_valid(ns)) {
+			err(v, LINE("namespaces"),
+			    "settings: exemptions: namespace \"%s\" is not a valid "
+			    "namespace name (lowercase letters, digits and '-', at "
+			    "most 63)",
+			    ns);
+			continue;
+		}
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(e->namespaces[j], ns) == 0) {
+				err(v, LINE("namespaces"),
+				    "settings: exemptions: namespace \"%s\" is listed "
+				    "twice",
+				    ns);
+				break;
+			}
+		check_exempt_namespace(v, LINE("namespaces"), "namespace", ns);
+	}
+	for (unsigned i = 0; e && i < e->serviceAccounts_count; i++) {
+		const char *sa = e->serviceAccounts[i];
+		const char *slash = strchr(sa, '/');
+		char ns[64];
+
+		if (!slash || (size_t)(slash - sa) >= sizeof(ns)) {
+			err(v, LINE("serviceAccounts"),
+			    "settings: exemptions: serviceAccount \"%s\" is not of "
+			    "the form namespace/name",
+			    sa);
+			continue;
+		}
+		memcpy(ns, sa, (size_t)(slash - sa));
+		ns[slash - sa] = '\0';
+		if (!k8s_dns_label_valid(ns) || !k8s_dns_subdomain_valid(slash + 1)) {
+			err(v, LINE("serviceAccounts"),
+			    "settings: exemptions: serviceAccount \"%s\" is not of "
+			    "the form namespace/name (a namespace name and a "
+			    "ServiceAccount name)",
+			    sa);
+			continue;
+		}
+		check_exempt_namespace(v, LINE("serviceAccounts"),
+				       "serviceAccount's namespace", ns);
+	}
+}
+#undef LINE
+
 static void check_health(struct vctx *v)
 {
 	const struct src_health *h = v->src->health;
@@ -1007,6 +1094,7 @@ int validate_src(const char *file, const struct src_policy *src,
 	check_tenants(&v);
 	check_checkpoint(&v);
 	check_health(&v);
+	check_exemptions(&v);
 	strmap_release(&v.flavors);
 	strmap_release(&v.classes);
 	strmap_release(&v.tenants);

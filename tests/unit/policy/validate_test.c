@@ -380,6 +380,27 @@ static struct bad_case bad_cases[] = {
 	 "t.yaml:3: settings: classLabel \"gpugate.io/tenant\" is a label gpugate "
 	 "stamps itself; choose another key\n"
 	 "t.yaml:4: settings: gpusLabel \"not/a/key\" is not a valid label key\n"},
+	{"exemptions",
+	 "version: 1\nsettings:\n  exemptions:\n"
+	 "    namespaces: [gpu-operator, Bad_NS, team-a, gpu-operator]\n"
+	 "    serviceAccounts: [monitoring/dcgm, nons, team-a/sa, x/Bad_SA]\n"
+	 "flavors: []\nclasses: []\n"
+	 "tenants:\n  - {name: a, namespaces: [\"team-*\"], quota: []}\n",
+	 "t.yaml:4: settings: exemptions: namespace \"Bad_NS\" is not a valid "
+	 "namespace name (lowercase letters, digits and '-', at most 63)\n"
+	 "t.yaml:4: settings: exemptions: namespace \"team-a\" is in tenant "
+	 "\"a\"'s namespaces (\"team-*\"): a tenant's pods are always judged and "
+	 "counted; exempt only namespaces of cluster components\n"
+	 "t.yaml:4: settings: exemptions: namespace \"gpu-operator\" is listed "
+	 "twice\n"
+	 "t.yaml:5: settings: exemptions: serviceAccount \"nons\" is not of the "
+	 "form namespace/name\n"
+	 "t.yaml:5: settings: exemptions: serviceAccount's namespace \"team-a\" "
+	 "is in tenant \"a\"'s namespaces (\"team-*\"): a tenant's pods are "
+	 "always judged and counted; exempt only namespaces of cluster "
+	 "components\n"
+	 "t.yaml:5: settings: exemptions: serviceAccount \"x/Bad_SA\" is not of "
+	 "the form namespace/name (a namespace name and a ServiceAccount name)\n"},
 	{"same label twice",
 	 "version: 1\nsettings:\n  classLabel: x.io/c\n  gpusLabel: x.io/c\n"
 	 "flavors: []\nclasses: []\ntenants: []\n",
