@@ -1003,11 +1003,26 @@ class Gate:
 # webhook configurations
 
 
+def _shipped_excluded() -> list[str]:
+    import yaml
+    docs = yaml.safe_load_all((ROOT / "manifests" / "webhooks.yaml").read_text())
+    w = next(d for d in docs if d)["webhooks"][0]
+    e, = [e for e in w["namespaceSelector"]["matchExpressions"]
+          if e["key"] == "kubernetes.io/metadata.name"]
+    return e["values"]
+
+
+# The namespaces an install never sends (manifests/webhooks.yaml): kube-system,
+# gpugate's, and the GPU stack's (the policy's default exemptions).
+EXCLUDED_NAMESPACES = _shipped_excluded()
+
+
 def selector(policy: str) -> dict:
     """The namespaceSelector of the installation (NotIn kube-system,
-    gpugate) plus the split between the e2e gpugate processes."""
+    gpugate, the GPU stack's namespaces) plus the split between the e2e
+    gpugate processes."""
     exprs = [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-              "values": ["kube-system", "gpugate"]}]
+              "values": EXCLUDED_NAMESPACES}]
     if policy in LABELLED_POLICIES:
         exprs.append({"key": POLICY_LABEL, "operator": "In", "values": [policy]})
     else:

@@ -111,7 +111,9 @@ def test_kustomize_renders_the_base(rendered):
     for w in mwc["webhooks"] + vwc["webhooks"]:
         exprs = w["namespaceSelector"]["matchExpressions"]
         assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                "values": ["kube-system", "gpugate"]} in exprs, w["name"]
+                "values": ["kube-system", "gpugate", "gpu-operator", "gpu-operator-resources",
+                           "nvidia-gpu-operator", "nvsentinel", "nvidia-dra-driver-gpu",
+                           "dcgm-exporter"]} in exprs, w["name"]
         assert w["sideEffects"] == "NoneOnDryRun" and w["admissionReviewVersions"] == ["v1"]
 
 
