@@ -30,6 +30,7 @@
 #include "webhook/metrics.h"
 #include "webhook/node-facts.h"
 #include "webhook/parents.h"
+#include "webhook/policy-review.h"
 #include "webhook/pool-report.h"
 #include "webhook/reclaimer.h"
 #include "webhook/waiter.h"
@@ -675,6 +676,8 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			{"POST", "/mutate", handler_route_mutate, &dm->handler,
 			 HTTP_ROUTE_JSON},
 			{"POST", "/validate", handler_route_validate, &dm->handler,
+			 HTTP_ROUTE_JSON},
+			{"POST", "/validate-policy", policy_review_route, NULL,
 			 HTTP_ROUTE_JSON},
 			{"GET", "/healthz", route_healthz, NULL, 0},
 			{"GET", "/readyz", route_readyz, dm, 0},

@@ -108,7 +108,7 @@ def _secret():
     assert [w["name"] for w in hooks] == ["mutate.gpugate.io", "mutate-templates.gpugate.io",
                                           "validate.gpugate.io",
                                           "validate-templates.gpugate.io",
-                                          "release.gpugate.io"], hooks
+                                          "policy.gpugate.io", "release.gpugate.io"], hooks
     for w in hooks:
         assert w["clientConfig"] == {"caBundle": CA, "service": {
             "namespace": "gpugate", "name": "gpugate", "path": w["clientConfig"]["service"]
@@ -160,9 +160,32 @@ def _values():
     docs = render(*base)
     assert one(docs, "Deployment")["spec"]["replicas"] == 2
     assert [w["failurePolicy"] for w in webhooks(docs)] == ["Fail", "Ignore", "Fail", "Ignore",
-                                                            "Ignore"]
+                                                            "Ignore", "Ignore"]
+    # The GPU stack's namespaces are excluded by default (#27).
+    assert webhooks(docs)[0]["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+         "values": ["kube-system", "gpugate", "gpu-operator", "gpu-operator-resources",
+                    "nvidia-gpu-operator", "nvsentinel", "nvidia-dra-driver-gpu",
+                    "dcgm-exporter"]}]
+    # The policy ConfigMap's webhook: its namespace, its name.
+    pol = webhooks(docs)[4]
+    assert pol["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["gpugate"]}], pol
+    assert pol["matchConditions"] == [{"name": "the-policy-configmap", "expression":
+                                       "object.metadata.name == 'gpugate-policy'"}], pol
+    assert pol["clientConfig"]["service"]["path"] == "/validate-policy", pol
+    pol = webhooks(render(*base, "--set", "policy.existingConfigMap=mine"))[4]
+    assert pol["matchConditions"][0]["expression"] == "object.metadata.name == 'mine'", pol
+    # webhook.extraLabelKeys: a renamed class label is sent too.
+    docs2 = render(*base, "--set-json", 'webhook.extraLabelKeys=["example.com/class"]')
+    for w in webhooks(docs2):
+        if w["name"] in ("policy.gpugate.io", "release.gpugate.io"):
+            continue
+        gpu_work = [c for c in w["matchConditions"] if c["name"] == "gpu-work"]
+        assert gpu_work and "k in ['example.com/class']" in gpu_work[0]["expression"], w
     docs = render(*base, "--set", "webhook.templates=false", "--set", "webhook.release=false")
-    assert [w["name"] for w in webhooks(docs)] == ["mutate.gpugate.io", "validate.gpugate.io"]
+    assert [w["name"] for w in webhooks(docs)] == ["mutate.gpugate.io", "validate.gpugate.io",
+                                                   "policy.gpugate.io"]
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
     assert objs(docs, "ServiceMonitor") == []
     assert container(docs)["image"] == "gpugate:" + (ROOT / "VERSION").read_text().strip()
@@ -180,6 +203,8 @@ def _values():
     assert container(docs)["image"] == "registry.example/gpugate:9.9.9"
     assert objs(docs, "PodDisruptionBudget") == []
     for w in webhooks(docs):
+        if w["name"] == "policy.gpugate.io":
+            continue
         assert w["namespaceSelector"]["matchExpressions"] == [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
              "values": ["kube-system", "gpugate", "gpu-operator", "monitoring"]},
@@ -208,10 +233,22 @@ def _values():
 def _refused():
     for sets, msg in (
             ([], "certificates.mode secret needs certificates.caBundle"),
+            # values.schema.json, before any template runs:
             (["--set", "certificates.mode=vault"],
-             'certificates.mode must be secret or certManager, not "vault"'),
+             "at '/certificates/mode': value must be one of 'secret', 'certManager'"),
             (["--set", f"certificates.caBundle={CA}", "--set", "webhook.failurePolicy=Deny"],
-             'webhook.failurePolicy must be Fail or Ignore, not "Deny"'),
+             "at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "webhook.failurePolcy=Fail"],
+             "at '/webhook': additional properties 'failurePolcy' not allowed"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "usageStore=memroy"],
+             "at '/usageStore': value must be one of 'shared', 'memory'"),
+            (["--set", "certificates.caBundle=not base64!"],
+             "at '/certificates/caBundle'"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "replicas=0"],
+             "at '/replicas'"),
+            (["--set", f"certificates.caBundle={CA}", "--set-json",
+              'webhook.excludeNamespaces=["GPU_Operator"]'],
+             "at '/webhook/excludeNamespaces/0'"),
             (["--set", f"certificates.caBundle={CA}", "--set", "policy.inline=x",
               "--set", "policy.existingConfigMap=y"],
              "policy: set existingConfigMap or inline, not both")):

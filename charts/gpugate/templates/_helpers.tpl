@@ -38,21 +38,13 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 - {{ include "gpugate.fullname" . }}.{{ .Release.Namespace }}.svc.cluster.local
 {{- end -}}
 
+{{/* What values.schema.json cannot say (one value against another). */}}
 {{- define "gpugate.checkValues" -}}
-{{- if not (has .Values.certificates.mode (list "secret" "certManager")) -}}
-{{- fail (printf "certificates.mode must be secret or certManager, not %q" .Values.certificates.mode) -}}
-{{- end -}}
 {{- if and (eq .Values.certificates.mode "secret") (not .Values.certificates.caBundle) -}}
 {{- fail "certificates.mode secret needs certificates.caBundle (base64 of the CA that signed the Secret's tls.crt; docs/operations.md, \"Install with Helm\")" -}}
 {{- end -}}
 {{- if and .Values.policy.existingConfigMap .Values.policy.inline -}}
 {{- fail "policy: set existingConfigMap or inline, not both" -}}
-{{- end -}}
-{{- if not (has .Values.webhook.failurePolicy (list "Fail" "Ignore")) -}}
-{{- fail (printf "webhook.failurePolicy must be Fail or Ignore, not %q" .Values.webhook.failurePolicy) -}}
-{{- end -}}
-{{- if not (has .Values.usageStore (list "shared" "memory")) -}}
-{{- fail (printf "usageStore must be shared or memory, not %q" .Values.usageStore) -}}
 {{- end -}}
 {{- end -}}
 
