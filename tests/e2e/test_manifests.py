@@ -110,6 +110,11 @@ def test_kustomize_renders_the_base(rendered):
                    for r in rule["resources"])
     for w in mwc["webhooks"] + vwc["webhooks"]:
         exprs = w["namespaceSelector"]["matchExpressions"]
+        assert w["sideEffects"] in ("None", "NoneOnDryRun")
+        if w["name"] == "policy.gpugate.io":  # gpugate's own namespace only
+            assert exprs == [{"key": "kubernetes.io/metadata.name", "operator": "In",
+                              "values": ["gpugate"]}], exprs
+            continue
         assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
                 "values": ["kube-system", "gpugate", "gpu-operator", "gpu-operator-resources",
                            "nvidia-gpu-operator", "nvsentinel", "nvidia-dra-driver-gpu",
