@@ -22,7 +22,7 @@ void cmd_serve_usage(FILE *out)
 	      "                     [--max-conns-per-ip N] [--reservation-ttl SECONDS]\n"
 	      "                     [--usage-store memory|shared] [--namespace NS]\n"
 	      "                     [--identity NAME] [--waiting-reason-after S]\n"
-	      "                     [--no-gpuclasses]\n"
+	      "                     [--no-gpuclasses] [--no-gpuquotas]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics, /pool.\n"
@@ -67,6 +67,10 @@ void cmd_serve_usage(FILE *out)
 	      "                     class (kubectl get gpuclasses; kept by default\n"
 	      "                     once the gpuclasses.gpugate.io CRD is installed,\n"
 	      "                     by the Lease holder with --usage-store shared)\n"
+	      "  --no-gpuquotas     with the API: do not keep a GPUQuota object per\n"
+	      "                     tenant namespace (kubectl get gpuquota -n NS;\n"
+	      "                     kept by default once the gpuquotas.gpugate.io\n"
+	      "                     CRD is installed, by the Lease holder)\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -151,6 +155,7 @@ int cmd_serve(int argc, char **argv)
 		{"identity", required_argument, NULL, 'D'},
 		{"waiting-reason-after", required_argument, NULL, 'W'},
 		{"no-gpuclasses", no_argument, NULL, 'G'},
+		{"no-gpuquotas", no_argument, NULL, 'Q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -220,6 +225,9 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'G':
 			cfg.no_gpuclasses = true;
+			break;
+		case 'Q':
+			cfg.no_gpuquotas = true;
 			break;
 		case 'N':
 			cfg.namespace = optarg;

@@ -32,6 +32,7 @@
 #include "webhook/parents.h"
 #include "webhook/policy-review.h"
 #include "webhook/pool-report.h"
+#include "webhook/quota-sync.h"
 #include "webhook/reclaimer.h"
 #include "webhook/waiter.h"
 
@@ -69,6 +70,7 @@ struct daemon {
 	struct waiter *waiter;            /* API mode, waiting reasons on */
 	struct reclaimer *reclaimer;      /* API mode */
 	struct class_sync *class_sync;    /* API mode, unless switched off */
+	struct quota_sync *quota_sync;    /* API mode, unless switched off */
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
 	/* Memory usage with the API: the Lease that lets one replica decide
@@ -360,6 +362,13 @@ static bool is_leading(void *ctx)
 	return lease_leading(dm->lease ? dm->lease : dm->memory_lease);
 }
 
+static bool is_synced(void *ctx)
+{
+	struct daemon *dm = ctx;
+
+	return dm->feed && feed_synced(dm->feed);
+}
+
 /*
  * --usage-store memory with the API: a replica's ledger is its own, so two
  * replicas that both decided would hand out the same last GPUs.  Only the
@@ -644,6 +653,21 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			if (class_sync_start(&ccfg, &dm->class_sync, d) < 0)
 				goto fail;
 		}
+		if (!cfg->no_gpuquotas) {
+			/* Every usage store: memory (the gpugate-memory Lease
+			 * holder, whose ledger decides), shared (the
+			 * gpugate-leader holder); both count the same watch. */
+			struct quota_sync_config qcfg = {
+				.kube = &dm->kube, .policy = dm->holder,
+				.usage = dm->usage, .inventory = dm->inventory,
+				.synced = is_synced,
+				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
+				.ctx = dm,
+			};
+
+			if (quota_sync_start(&qcfg, &dm->quota_sync, d) < 0)
+				goto fail;
+		}
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
 				    "credentials=\"%s\" reservation_ttl_s=%u",
 			  dm->kube.server, dm->kube.source, ttl_s);
@@ -724,6 +748,7 @@ void daemon_stop(struct daemon *dm)
 	waiter_stop(dm->waiter);
 	reclaimer_stop(dm->reclaimer);
 	class_sync_stop(dm->class_sync);
+	quota_sync_stop(dm->quota_sync);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	lease_stop(dm->memory_lease);

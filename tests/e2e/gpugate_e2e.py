@@ -807,7 +807,7 @@ def sanitizer_env() -> dict[str, str]:
 # GPUWaiting Event (the waiter looks every 10 s; test_waiting.py).  They
 # keep no GPUClass objects: serving three policies, they would take turns
 # rewriting them (test_classes.py runs a gate of its own that does).
-GATE_ARGS = ("--waiting-reason-after", "2", "--no-gpuclasses")
+GATE_ARGS = ("--waiting-reason-after", "2", "--no-gpuclasses", "--no-gpuquotas")
 
 
 class Gate:

@@ -169,7 +169,7 @@ def service_account(stack, rendered):
     lst = {"apiVersion": "v1", "kind": "List", "items": rbac}
     stack.kubectl.apply(lst).check()
     stack.kubectl("wait", "--for=condition=Established", "crd/gpuclasses.gpugate.io",
-                  "--timeout=60s").check()
+                  "crd/gpuquotas.gpugate.io", "--timeout=60s").check()
     yield
     stack.kubectl("delete", "-f", "-", "--ignore-not-found", input=json.dumps(lst),
                   timeout=120)
@@ -220,6 +220,17 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("delete", "gpuclasses.gpugate.io", "yes"),
                             ("patch", "gpuclasses.gpugate.io", "no"),
                             ("deletecollection", "gpuclasses.gpugate.io", "no"),
+                            # The GPUQuota objects (#27): created, their
+                            # status written, deleted; the object itself
+                            # never updated or patched. Namespaces: listed.
+                            ("list", "gpuquotas.gpugate.io", "yes"),
+                            ("create", "gpuquotas.gpugate.io", "yes"),
+                            ("delete", "gpuquotas.gpugate.io", "yes"),
+                            ("update", "gpuquotas.gpugate.io", "no"),
+                            ("patch", "gpuquotas.gpugate.io", "no"),
+                            ("deletecollection", "gpuquotas.gpugate.io", "no"),
+                            ("list", "namespaces", "yes"), ("get", "namespaces", "no"),
+                            ("update", "namespaces", "no"),
                             ("create", "customresourcedefinitions.apiextensions.k8s.io",
                              "no")):
         r = k("auth", "can-i", verb, res, "--all-namespaces", f"--as={SA}")
@@ -229,6 +240,10 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
         r = k("auth", "can-i", verb, "pods", f"--subresource={sub}", "--all-namespaces",
               f"--as={SA}")
         assert r.out.strip() == want, (verb, sub, r)
+    for verb, want in (("update", "yes"), ("patch", "no")):
+        r = k("auth", "can-i", verb, "gpuquotas.gpugate.io", "--subresource=status",
+              "--all-namespaces", f"--as={SA}")
+        assert r.out.strip() == want, (verb, r)
     # The shared usage store and its Lease, in gpugate's namespace only.
     for verb, res, ns, want in (("get", "configmaps", "gpugate", "yes"),
                                 ("create", "configmaps", "gpugate", "yes"),
