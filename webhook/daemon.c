@@ -31,6 +31,7 @@
 #include "webhook/node-facts.h"
 #include "webhook/parents.h"
 #include "webhook/pool-report.h"
+#include "webhook/process.h"
 #include "webhook/reclaimer.h"
 #include "webhook/waiter.h"
 
@@ -321,6 +322,8 @@ static void route_metrics(void *ctx, const struct http_request *req,
 {
 	struct daemon *dm = ctx;
 	uint64_t workers[SERVER_MAX_THREADS];
+	struct procstat ps;
+	struct strbuf why;
 	struct holder_ref *ref;
 	struct metrics_state st = {
 		.policy = holder_acquire(dm->holder, &ref),
@@ -337,6 +340,11 @@ static void route_metrics(void *ctx, const struct http_request *req,
 	int rc;
 
 	(void)req;
+	strbuf_init(&why, 8192);
+	st.ready = ready(dm, &why);
+	strbuf_release(&why);
+	if (process_read(&ps) == 0)
+		st.process = &ps;
 	if (dm->server) {
 		st.workers = server_worker_count(dm->server);
 		for (unsigned i = 0; i < st.workers; i++)
