@@ -146,14 +146,6 @@ static int load_pair(struct daemon *dm, struct pem_pair *pp, struct diag *d)
 
 /* ---- reloads ------------------------------------------------------------ */
 
-static void log_diag(enum log_level level, const char *what, struct diag *d)
-{
-	char q[DIAG_CAP];
-	const char *text = diag_text(d);
-
-	log_event(level, "msg=\"%s\" error=\"%s\"", what, log_quote(text, q, sizeof(q)));
-}
-
 static void reload_policy(struct daemon *dm)
 {
 	struct policy *p = NULL;
@@ -764,7 +756,8 @@ int daemon_run(const struct daemon_config *cfg)
 
 	diag_init(&d);
 	if (daemon_start(cfg, &dm, &d) < 0) {
-		fputs(diag_text(&d), stderr);
+		/* In the log's format like every line before (--log-format). */
+		log_diag(LOG_ERROR, "not starting", &d);
 		return 1;
 	}
 	/* The bound port, on stdout, for scripts that asked for port 0. */
