@@ -167,6 +167,15 @@ static const char *scan_log_format(int argc, char **argv, bool *help)
 	return NULL;
 }
 
+static int format_error(const char *value)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "--log-format must be logfmt or json (got \"%.60s\")",
+		 value);
+	return usage_error(msg);
+}
+
 /* What getopt_long() found wrong (opterr is 0: it says nothing itself). */
 static int option_error(int c, char **argv)
 {
@@ -222,13 +231,8 @@ int cmd_serve(int argc, char **argv)
 	if (!help)
 		log_event(LOG_INFO, "msg=\"gpugate starting\" version=%s revision=%s",
 			  version_string(), version_revision());
-	if (bad_format) {
-		char q[128], msg[200];
-
-		snprintf(msg, sizeof(msg), "--log-format must be logfmt or json (got \"%s\")",
-			 log_quote(bad_format, q, sizeof(q)));
-		return usage_error(msg);
-	}
+	if (bad_format)
+		return format_error(bad_format);
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
@@ -307,8 +311,16 @@ int cmd_serve(int argc, char **argv)
 				return usage_error("--log-level must be debug, info, warn "
 						   "or error");
 			break;
-		case 'F':
-			break; /* scan_log_format() */
+		case 'F': {
+			/* Set by scan_log_format() already, unless getopt took
+			 * an abbreviation (--log-f json). */
+			enum log_format f;
+
+			if (log_format_parse(optarg, &f) < 0)
+				return format_error(optarg);
+			log_set_format(f);
+			break;
+		}
 		case 'h':
 			cmd_serve_usage(stdout);
 			return 0;

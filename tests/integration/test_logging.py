@@ -99,6 +99,18 @@ def test_bad_log_format_is_said_in_logfmt(gpugate_bin):
         'logfmt or json (got \\"yaml\\")" hint="' + HINT + '"'), lines
 
 
+def test_an_abbreviated_log_format_counts_from_where_getopt_reads_it(gpugate_bin):
+    p = serve(gpugate_bin, "--log-f", "json", "--threads", "0")
+    lines = gpugate_lines(p.stderr)
+    assert p.returncode == 2 and ' msg="gpugate starting" ' in lines[0], p.stderr
+    assert json_lines("\n".join(lines[1:]))[0]["error"] == \
+        "gpugate serve: --threads must be 1..256", p.stderr
+    p = serve(gpugate_bin, "--log-f", 'x"y')
+    assert p.returncode == 2 and gpugate_lines(p.stderr)[-1].endswith(
+        'error="gpugate serve: --log-format must be logfmt or json (got \\"x\\"y\\")" '
+        f'hint="{HINT}"'), p.stderr
+
+
 def test_bad_policy_certificate_and_kubeconfig_in_json(gpugate_bin, certs, tmp_path):
     bad_policy = tmp_path / "policy.yaml"
     bad_policy.write_text('version: 1\nflavors: []\nclasses:\n  - {name: "a b", flavor: x}\n'
