@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 from pathlib import Path
 
@@ -111,7 +112,7 @@ def test_an_abbreviated_log_format_counts_from_where_getopt_reads_it(gpugate_bin
         f'hint="{HINT}"'), p.stderr
 
 
-def test_bad_policy_certificate_and_kubeconfig_in_json(gpugate_bin, certs, tmp_path):
+def test_bad_policy_certificate_key_kubeconfig_and_port_in_json(gpugate_bin, certs, tmp_path):
     bad_policy = tmp_path / "policy.yaml"
     bad_policy.write_text('version: 1\nflavors: []\nclasses:\n  - {name: "a b", flavor: x}\n'
                           "tenants: []\n")
@@ -130,9 +131,20 @@ def test_bad_policy_certificate_and_kubeconfig_in_json(gpugate_bin, certs, tmp_p
                          "json"], str(garbage)),
         "kubeconfig": ([*base[:-1], "--kubeconfig", str(kubeconfig), "--log-format", "json"],
                        str(kubeconfig)),
+        "key": ([*base[:4], "--tls-key", str(garbage), *base[6:], "--log-format", "json"],
+                f"{garbage}: no PEM private key found"),
     }
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    port = taken.getsockname()[1]
+    cases["port"] = ([*base[:6], "--listen", f"127.0.0.1:{port}", "--embedded",
+                      "--log-format", "json"],
+                     f"cannot listen on 127.0.0.1:{port}: Address already in use")
+    with taken:
+        results = {what: serve(gpugate_bin, *args) for what, (args, _) in cases.items()}
     for what, (args, want) in cases.items():
-        p = serve(gpugate_bin, *args)
+        p = results[what]
         assert (p.returncode, p.stdout) == (1, ""), (what, p)
         events = json_lines(p.stderr)
         assert_starts_with_version(events)
