@@ -8,7 +8,10 @@ that runs:
 - every alert's signal (its expression without the threshold, and without
   absent()) returns at least one series, evaluated by Prometheus itself;
   and Prometheus loads the rule file and evaluates every rule without error;
-- promtool check rules accepts the rule file (when promtool is installed).
+- promtool check rules accepts the rule file (when promtool is installed),
+  and prometheus-operator's PrometheusRule CRD (from the Go module
+  tests/e2e/tools/prometheus-operator pins) accepts the PrometheusRule with
+  strict validation.
 
 What is tested is what the chart ships: the queries come from `helm
 template` of charts/gpugate (metrics.grafanaDashboard.enabled,
@@ -19,6 +22,7 @@ package (scripts/deps.sh installs it).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -30,7 +34,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from gpugate_e2e import ROOT, pod, wait_until
+from gpugate_e2e import HERE, ROOT, pod, wait_until
 from test_fleet import created, wait_phase
 
 CHART = ROOT / "charts" / "gpugate"
@@ -209,6 +213,46 @@ def test_promtool_accepts_the_rules(shipped, tmp_path):
                        timeout=60)
     n = sum(len(g["rules"]) for g in shipped[1]["groups"])
     assert p.returncode == 0 and f"SUCCESS: {n} rules found" in p.stdout, p.stdout + p.stderr
+
+
+def prometheus_rule_crd() -> Path:
+    """prometheus-operator's PrometheusRule CRD, from the Go module
+    tests/e2e/tools/prometheus-operator pins (build-tools.sh downloads it
+    for the ServiceMonitor CRD; this reads the module where it is)."""
+    env = {**os.environ, "GOWORK": "off", "GOFLAGS": "-mod=readonly"}
+    p = subprocess.run([os.environ.get("GO", "go"), "mod", "download", "-json",
+                        "github.com/prometheus-operator/prometheus-operator"],
+                       cwd=HERE / "tools" / "prometheus-operator", env=env,
+                       capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stderr
+    crd = (Path(json.loads(p.stdout)["Dir"]) / "example" / "prometheus-operator-crd" /
+           "monitoring.coreos.com_prometheusrules.yaml")
+    assert crd.is_file(), crd
+    return crd
+
+
+def test_prometheus_rule_is_accepted_by_its_crd(stack, shipped, helm_bin):
+    """The rendered PrometheusRule against prometheus-operator's CRD,
+    strict validation (an unknown field is refused)."""
+    k = stack.kubectl
+    crd = prometheus_rule_crd()
+    docs = [d for d in rendered(helm_bin) if d["kind"] == "PrometheusRule"]
+    k("apply", "--server-side", "-f", str(crd)).check()
+    try:
+        k("wait", "--for=condition=Established", "--timeout=60s",
+          "crd/prometheusrules.monitoring.coreos.com").check()
+        rule = dict(docs[0], metadata=dict(docs[0]["metadata"], namespace="default"))
+        r = k("apply", "--dry-run=server", "--validate=strict", "-f", "-",
+              input=json.dumps(rule))
+        assert (r.rc, r.out, r.err) == (
+            0, "prometheusrule.monitoring.coreos.com/gpugate created (server dry run)\n",
+            ""), r
+        rule["spec"]["groups"][0]["rules"][0]["expresion"] = "up"
+        r = k("apply", "--dry-run=server", "--validate=strict", "-f", "-",
+              input=json.dumps(rule))
+        assert r.rc == 1 and 'unknown field "spec.groups[0].rules[0].expresion"' in r.err, r
+    finally:
+        k("delete", "-f", str(crd), "--ignore-not-found", "--wait=false")
 
 
 def test_every_panel_and_alert_returns_series(stack, kubectl, example, fleet, clean, files,
