@@ -32,6 +32,7 @@
 #include "webhook/parents.h"
 #include "webhook/policy-review.h"
 #include "webhook/pool-report.h"
+#include "webhook/process.h"
 #include "webhook/quota-sync.h"
 #include "webhook/reclaimer.h"
 #include "webhook/waiter.h"
@@ -147,14 +148,6 @@ static int load_pair(struct daemon *dm, struct pem_pair *pp, struct diag *d)
 }
 
 /* ---- reloads ------------------------------------------------------------ */
-
-static void log_diag(enum log_level level, const char *what, struct diag *d)
-{
-	char q[DIAG_CAP];
-	const char *text = diag_text(d);
-
-	log_event(level, "msg=\"%s\" error=\"%s\"", what, log_quote(text, q, sizeof(q)));
-}
 
 static void reload_policy(struct daemon *dm)
 {
@@ -324,6 +317,8 @@ static void route_metrics(void *ctx, const struct http_request *req,
 {
 	struct daemon *dm = ctx;
 	uint64_t workers[SERVER_MAX_THREADS];
+	struct procstat ps;
+	struct strbuf why;
 	struct holder_ref *ref;
 	struct metrics_state st = {
 		.policy = holder_acquire(dm->holder, &ref),
@@ -340,6 +335,11 @@ static void route_metrics(void *ctx, const struct http_request *req,
 	int rc;
 
 	(void)req;
+	strbuf_init(&why, 8192);
+	st.ready = ready(dm, &why);
+	strbuf_release(&why);
+	if (process_read(&ps) == 0)
+		st.process = &ps;
 	if (dm->server) {
 		st.workers = server_worker_count(dm->server);
 		for (unsigned i = 0; i < st.workers; i++)
@@ -784,7 +784,8 @@ int daemon_run(const struct daemon_config *cfg)
 
 	diag_init(&d);
 	if (daemon_start(cfg, &dm, &d) < 0) {
-		fputs(diag_text(&d), stderr);
+		/* In the log's format like every line before (--log-format). */
+		log_diag(LOG_ERROR, "not starting", &d);
 		return 1;
 	}
 	/* The bound port, on stdout, for scripts that asked for port 0. */

@@ -13,7 +13,8 @@ $HELM_BIN_DIR/helm, else what tests/e2e/build-tools.sh built):
   configurations naming that Certificate, and no caBundle;
 - the values the chart documents change what they say (replicas,
   resources, failurePolicy, excluded namespaces, an extra namespace
-  selector, existingConfigMap, inline policy, ServiceMonitor, PDB off);
+  selector, existingConfigMap, inline policy, ServiceMonitor, PDB off,
+  PrometheusRule and Grafana dashboard with their labels and thresholds);
 - wrong values are refused with the chart's message;
 - the chart's version and appVersion are VERSION, and its default policy
   (files/policy.yaml) is manifests/policy.yaml.
@@ -21,6 +22,7 @@ $HELM_BIN_DIR/helm, else what tests/e2e/build-tools.sh built):
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,7 +98,9 @@ def check(name: str):
 @check("helm lint --strict, both certificate modes")
 def _lint():
     for sets in (["--set", f"certificates.caBundle={CA}"],
-                 ["--set", "certificates.mode=certManager"]):
+                 ["--set", "certificates.mode=certManager",
+                  "--set", "metrics.prometheusRule.enabled=true",
+                  "--set", "metrics.grafanaDashboard.enabled=true"]):
         p = helm("lint", "--strict", str(CHART), "--kube-version", KUBE_VERSION, *sets)
         assert p.returncode == 0, p.stdout + p.stderr
 
@@ -227,6 +231,49 @@ def _values():
     sources = one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"][0]["projected"][
         "sources"]
     assert sources[0]["configMap"]["name"] == "my-policy", sources
+
+
+@check("metrics: the PrometheusRule and the Grafana dashboard ConfigMap, opt-in")
+def _monitoring():
+    base = ["--set", f"certificates.caBundle={CA}"]
+    docs = render(*base)
+    assert objs(docs, "PrometheusRule") == []
+    assert [d["metadata"]["name"] for d in objs(docs, "ConfigMap")] == ["gpugate-policy"]
+    docs = render(*base, "--set", "metrics.prometheusRule.enabled=true",
+                  "--set", "metrics.prometheusRule.labels.release=prometheus",
+                  "--set", "metrics.grafanaDashboard.enabled=true",
+                  "--set", "metrics.grafanaDashboard.namespace=monitoring",
+                  release="gpu")
+    rule = one(docs, "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "prometheus", rule["metadata"]
+    rules = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+    # every selector is this release's job (its ServiceMonitor's)
+    assert rules["GpugateDown"]["expr"] == 'absent(up{job="gpu"} == 1)', rules["GpugateDown"]
+    for name, r in rules.items():
+        assert 'job="gpu"' in r["expr"] and r["labels"]["severity"] in (
+            "critical", "warning"), (name, r)
+        assert r["annotations"]["summary"] and r["annotations"]["description"], name
+    assert "< 14 * 86400" in rules["GpugateCertificateExpiresSoon"]["expr"]
+    assert "gpugate_certificate_expiry_timestamp_seconds" in \
+        rules["GpugateCertificateExpiresSoon"]["expr"]
+    cm = one(docs, "ConfigMap", "gpu-dashboard")
+    assert cm["metadata"]["namespace"] == "monitoring"
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1", cm["metadata"]
+    dash = json.loads(cm["data"]["gpugate.json"])
+    assert dash == json.loads((CHART / "files" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert exprs and all('job=~"$job"' in e for e in exprs), exprs
+    # the thresholds and the selector are values
+    docs = render(*base, "--set", "metrics.prometheusRule.enabled=true",
+                  "--set", "metrics.prometheusRule.certificateExpiryDays=30",
+                  "--set", "metrics.prometheusRule.latencyP99Seconds=1",
+                  "--set-string", 'metrics.prometheusRule.selector=namespace="gpu"\\,job="x"')
+    rules = {r["alert"]: r for g in one(docs, "PrometheusRule")["spec"]["groups"]
+             for r in g["rules"]}
+    assert rules["GpugateCertificateExpiresSoon"]["expr"].endswith("< 30 * 86400")
+    assert rules["GpugateSlowAdmission"]["expr"].endswith("> 1")
+    assert rules["GpugateDown"]["expr"] == 'absent(up{namespace="gpu",job="x"} == 1)', \
+        rules["GpugateDown"]
 
 
 @check("wrong values are refused with the chart's message")
