@@ -1,7 +1,9 @@
 #include "base/text.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 /* Length of the valid UTF-8 sequence at s (1..4), 0 if invalid or cut. */
@@ -182,4 +184,36 @@ size_t text_distance(const char *a, const char *b, size_t max)
 			return max + 1;
 	}
 	return row[la & 1][lb] > max ? max + 1 : row[la & 1][lb];
+}
+
+void text_nearest_consider(struct text_nearest *n, const char *name,
+			   const char *known)
+{
+	size_t edits;
+
+	if (!name || !known || !known[0] || strcmp(name, known) == 0)
+		return;
+	edits = strcasecmp(name, known) == 0
+			? 0
+			: text_distance(name, known, TEXT_NEAREST_MAX_EDITS);
+	if (edits > TEXT_NEAREST_MAX_EDITS || (edits && edits >= strlen(name)))
+		return;
+	if (!n->name || edits < n->edits) {
+		n->name = known;
+		n->edits = edits;
+	}
+}
+
+const char *text_nearest_hint(const struct text_nearest *n, const char *prefix,
+			      char *buf, size_t size)
+{
+	int len;
+
+	buf[0] = '\0';
+	if (!n->name)
+		return buf;
+	len = snprintf(buf, size, " (did you mean \"%s%s\"?)", prefix, n->name);
+	if (len < 0 || (size_t)len >= size)
+		buf[0] = '\0';
+	return buf;
 }

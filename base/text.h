@@ -61,4 +61,33 @@ void text_cat(char *buf, size_t size, ...) __attribute__((sentinel));
  */
 size_t text_distance(const char *a, const char *b, size_t max);
 
+/*
+ * "Did you mean": the one rule for which known name a message offers for
+ * an unknown one (a class in a manifest or a policy, a flavor, a command,
+ * an option, an option's value).  A known name is offered when it differs
+ * only in case (the closest), or by at most TEXT_NEAREST_MAX_EDITS edits
+ * that do not rewrite the whole name; among several, the fewest edits win,
+ * then the first considered.
+ *
+ *	struct text_nearest n = {0};
+ *	for (each known name k) text_nearest_consider(&n, name, k);
+ *	printf("unknown class \"%s\"%s", name, text_nearest_hint(&n, "", buf, sizeof(buf)));
+ */
+#define TEXT_NEAREST_MAX_EDITS 2
+
+struct text_nearest {
+	const char *name; /* the known name kept (borrowed), or NULL */
+	size_t edits;
+};
+
+/* Keeps known for name when it is closer than the one kept. */
+void text_nearest_consider(struct text_nearest *n, const char *name,
+			   const char *known);
+
+/* buf = " (did you mean \"PREFIXNAME\"?)" for the name kept (prefix: "--"
+ * for an option, else ""), else "" (a known name too long for buf is not
+ * offered); returns buf.  size > 0. */
+const char *text_nearest_hint(const struct text_nearest *n, const char *prefix,
+			      char *buf, size_t size);
+
 #endif

@@ -166,6 +166,23 @@ static void usable_classes(const struct policy *p, const struct policy_tenant *t
 		snprintf(buf, size, "none");
 }
 
+/* " (did you mean \"C\"?)" for the class t can use that is nearest to
+ * name (text_nearest_consider()), or "". */
+static const char *nearest_usable_class(const struct policy *p,
+					const struct policy_tenant *t,
+					const char *name, char *buf, size_t size)
+{
+	struct text_nearest near = {0};
+
+	for (size_t i = 0; i < policy_class_count(p); i++) {
+		const struct policy_class *cl = policy_class_at(p, i);
+
+		if (policy_tenant_can_use(t, cl))
+			text_nearest_consider(&near, name, cl->name);
+	}
+	return text_nearest_hint(&near, "", buf, size);
+}
+
 static void sharing_list(const struct policy_tenant *t, char *buf, size_t size)
 {
 	buf[0] = '\0';
@@ -1057,10 +1074,14 @@ static void decide_class(struct ctx *c, const char *class_name)
 	}
 	cls = policy_class_find(c->p, class_name);
 	if (!cls) {
+		char hint[TEXT_DISTANCE_MAX_LEN + 32];
+
 		usable_classes(c->p, t, list, sizeof(list));
 		violate(c, "class-unknown",
-			"unknown GPU class \"%s\"; tenant \"%s\" may use: %s",
-			class_name, t->name, list);
+			"unknown GPU class \"%s\"%s; tenant \"%s\" may use: %s",
+			class_name,
+			nearest_usable_class(c->p, t, class_name, hint, sizeof(hint)),
+			t->name, list);
 		return;
 	}
 	if (!policy_tenant_allows_class(t, cls)) {

@@ -343,45 +343,22 @@ static void check_flavors(struct vctx *v)
 }
 #undef LINE
 
-/*
- * "Did you mean": the most edits between an unknown name and a known one
- * that is still offered, unless the edits would rewrite the whole name.
- */
-#define SUGGEST_MAX_EDITS 2
-
+/* "Did you mean" (text_nearest_consider(): the one rule). */
 struct suggestion {
-	const char *name; /* NULL: nothing close yet */
-	size_t edits;
+	struct text_nearest near;
 	char text[320];   /* " (did you mean \"X\"?)", or "" */
 };
 
-/* Keeps known as the suggestion for name when it is closer than the one
- * kept: a difference of case only is the closest, then the fewest edits,
- * then the first in file order. */
 static void suggest_consider(struct suggestion *s, const char *name,
 			     const char *known)
 {
-	size_t edits;
-
-	if (!known || !name_valid(known))
-		return;
-	edits = strcasecmp(name, known) == 0 ? 0
-		: text_distance(name, known, SUGGEST_MAX_EDITS);
-	if (edits > SUGGEST_MAX_EDITS || (edits && edits >= strlen(name)))
-		return;
-	if (!s->name || edits < s->edits) {
-		s->name = known;
-		s->edits = edits;
-	}
+	if (known && name_valid(known))
+		text_nearest_consider(&s->near, name, known);
 }
 
 static const char *suggest_text(struct suggestion *s)
 {
-	s->text[0] = '\0';
-	if (s->name)
-		snprintf(s->text, sizeof(s->text), " (did you mean \"%s\"?)",
-			 s->name);
-	return s->text;
+	return text_nearest_hint(&s->near, "", s->text, sizeof(s->text));
 }
 
 static const char *suggest_flavor(const struct vctx *v, const char *name,

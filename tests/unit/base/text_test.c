@@ -124,3 +124,64 @@ Test(text, distance_of_long_strings_is_over_max)
 	b[TEXT_DISTANCE_MAX_LEN] = '\0';
 	cr_expect_eq(text_distance(a, b, 2), 1, "the longest measured");
 }
+
+/* The nearest of known names, as a message offers it. */
+static const char *nearest(const char *name, const char *const *known,
+			   char *buf, size_t size)
+{
+	struct text_nearest n = {0};
+
+	for (size_t i = 0; known[i]; i++)
+		text_nearest_consider(&n, name, known[i]);
+	return text_nearest_hint(&n, "", buf, size);
+}
+
+Test(text, offers_the_nearest_name)
+{
+	static const char *const classes[] = {"train-large", "train-small",
+					      "dev-shared", "dev", NULL};
+	static const char *const outputs[] = {"text", "json", "yaml", NULL};
+	static const struct {
+		const char *name;
+		const char *const *known;
+		const char *want;
+	} cases[] = {
+		{"trian-large", classes, " (did you mean \"train-large\"?)"},
+		{"Train-Small", classes, " (did you mean \"train-small\"?)"},
+		{"train-larg", classes, " (did you mean \"train-large\"?)"},
+		{"dve", classes, " (did you mean \"dev\"?)"},
+		{"inference", classes, ""},          /* nothing close */
+		{"xy", classes, ""},                 /* 2 edits would rewrite it */
+		{"jsn", outputs, " (did you mean \"json\"?)"},
+		{"YAML", outputs, " (did you mean \"yaml\"?)"},
+		{"json", outputs, ""},               /* known: nothing to offer */
+		{"", outputs, ""},
+	};
+	char buf[64];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		cr_expect_str_eq(nearest(cases[i].name, cases[i].known, buf,
+					 sizeof(buf)),
+				 cases[i].want, "case %zu: %s", i, cases[i].name);
+}
+
+Test(text, nearest_prefers_case_then_fewest_edits_then_first)
+{
+	static const char *const known[] = {"ab-c", "AB-D", "ab-d", NULL};
+	static const char *const tie[] = {"memory", "memorx", NULL};
+	char buf[64];
+
+	cr_expect_str_eq(nearest("ab-D", known, buf, sizeof(buf)),
+			 " (did you mean \"AB-D\"?)", "case only beats one edit");
+	cr_expect_str_eq(nearest("memorz", tie, buf, sizeof(buf)),
+			 " (did you mean \"memory\"?)", "a tie: the first");
+	cr_expect_str_eq(nearest("memroy", tie, buf, 8), "",
+			 "a hint too long for buf is not offered cut");
+	{
+		struct text_nearest n = {0};
+
+		text_nearest_consider(&n, "usage-stor", "usage-store");
+		cr_expect_str_eq(text_nearest_hint(&n, "--", buf, sizeof(buf)),
+				 " (did you mean \"--usage-store\"?)");
+	}
+}

@@ -478,6 +478,32 @@ Test(decide, unknown_class)
 	done(&r);
 }
 
+Test(decide, unknown_class_offers_the_nearest_class_the_tenant_may_use)
+{
+	struct run r;
+
+	run(&r, "research", POD("\"gpugate.io/class\":\"smal\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "class-unknown",
+		      "gpugate: unknown GPU class \"smal\" (did you mean \"small\"?); "
+		      "tenant \"research\" may use: big, small, shared");
+	done(&r);
+	run(&r, "research", POD("\"gpugate.io/class\":\"Big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "class-unknown",
+		      "gpugate: unknown GPU class \"Big\" (did you mean \"big\"?); "
+		      "tenant \"research\" may use: big, small, shared");
+	done(&r);
+	/* "mg" is one edit from class mig, which research may not use: not
+	 * offered (it would only be denied next). */
+	run(&r, "research", POD("\"gpugate.io/class\":\"mg\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "class-unknown",
+		      "gpugate: unknown GPU class \"mg\"; tenant \"research\" may "
+		      "use: big, small, shared");
+	done(&r);
+}
+
 Test(decide, class_not_allowed_for_tenant)
 {
 	struct run r;
