@@ -41,22 +41,22 @@ def steady_used(gate, tenant: str, want: int, seconds: float = 2.0) -> None:
 
 
 def test_example_job_gang_is_counted_once(kubectl, example, clean, files):
-    """examples/job-train-large.yaml: 4 pods x 8 H100 in one NVLink domain."""
+    """examples/job-train-large.yaml: 3 pods x 8 H100 in one NVLink domain."""
     clean("research")
     r = kubectl("apply", "-f", "examples/job-train-large.yaml", cwd=ROOT)
     assert (r.rc, r.out) == (0, "job.batch/llm-pretrain created\n"), r
     assert r.err == warning(
-        "gpugate: train-large -> 4 pods x 8 x h100-80gb for tenant research (32/32 in use)")
+        "gpugate: train-large -> 3 pods x 8 x h100-80gb for tenant research (24/32 in use)")
 
     live = kubectl.get("job", "llm-pretrain", "research")
     gang = live["metadata"]["labels"][GANG]
     assert gang.startswith("g-")
-    decision = "train-large: 4 pods x 8 x h100-80gb for tenant research; 32/32 in use"
+    decision = "train-large: 3 pods x 8 x h100-80gb for tenant research; 24/32 in use"
     tmpl = live["spec"]["template"]
     assert tmpl["metadata"]["labels"][GANG] == gang
     assert tmpl["metadata"]["annotations"][DECISION] == decision
 
-    pods = wait_job_pods(kubectl, "llm-pretrain", "research", 4)
+    pods = wait_job_pods(kubectl, "llm-pretrain", "research", 3)
     affinity = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {GANG: gang}},
          "topologyKey": "nvidia.com/gpu.clique"}]}}
@@ -73,11 +73,18 @@ def test_example_job_gang_is_counted_once(kubectl, example, clean, files):
         assert spec["affinity"] == affinity
         assert spec["priorityClassName"] == "training" and spec["priority"] == 1000
         assert p["status"]["phase"] == "Pending"
-    # 32, once: not 32 for the Job plus 8 for each of its pods.
-    steady_used(example, "research", 32)
+    # 24, once: not 24 for the Job plus 8 for each of its pods.
+    steady_used(example, "research", 24)
 
-    # The gang holds the whole nominal quota: one more GPU is borrowed from
-    # the cohort (it would be refused if the pods were charged again).
+    # 8 more fill the nominal quota and one more is borrowed from the
+    # cohort; were the pods charged again (48), they would be refused
+    # (research may hold at most 40).
+    for name, used in (("fill-1", 28), ("fill-2", 32)):
+        r = kubectl.apply_file(files / f"{name}.yaml",
+                               pod(name, "research", "train-small", 4))
+        assert (r.rc, r.out) == (0, f"pod/{name} created\n"), r
+        assert r.err == warning(
+            f"gpugate: train-small -> 4 x h100-80gb for tenant research ({used}/32 in use)")
     r = kubectl.apply_file(files / "pod.yaml", pod("extra", "research", "train-small"))
     assert (r.rc, r.out) == (0, "pod/extra created\n"), r
     assert r.err == warning(
@@ -91,7 +98,7 @@ def test_example_job_gang_is_counted_once(kubectl, example, clean, files):
     assert (r.rc, r.out) == (0, 'job.batch "llm-pretrain" deleted from research namespace\n'), r
     wait_until("the Job's pods to be gone",
                lambda: not job_pods(kubectl, "llm-pretrain", "research"), 60)
-    example.wait_used("research", 1)
+    example.wait_used("research", 9)
 
 
 def test_preemptible_job_is_accepted_by_the_apiserver(kubectl, example, clean, files):

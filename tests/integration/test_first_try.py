@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 from conftest import ROOT, SLOW, check_envelope, decode_patch
+from test_watch import kube  # noqa: F401  (the fixture)
 from jsonpatch_strict import apply
 
 MAKEFILE = (ROOT / "Makefile").read_text()
@@ -103,3 +104,65 @@ def test_readme_denial_is_what_gpugate_says(gpugate_bin):
               m.group(1)])
     assert p.returncode == 1, p.stdout + p.stderr
     assert " " * 11 + m.group(2) in p.stdout.splitlines(), p.stdout
+
+
+# ---------------------------------------------------------------------------
+# The README's flagship example fits the demo fleet
+
+def flagship() -> tuple[str, str]:
+    """(policy, manifest) of the first `explain` the README shows."""
+    m = re.search(r"^build/gpugate explain --policy (\S+) (\S+)$", README, re.M)
+    assert m, "README.md: no `build/gpugate explain --policy P FILE` line"
+    return m.group(1), m.group(2)
+
+
+def demo_fleet(policy: str) -> list[dict]:
+    """The nodes of `make demo` (tests/e2e/demo.sh: gpugate_e2e.py up
+    --fleet, EXAMPLE_FLEET made by fleet.py), Ready as KWOK makes them."""
+    import yaml
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    try:
+        import fleet
+        from gpugate_e2e import EXAMPLE_FLEET
+    finally:
+        sys.path.pop(0)
+    items = fleet.make_fleet(yaml.safe_load((ROOT / policy).read_text()),
+                             per_flavor=EXAMPLE_FLEET["nodes"],
+                             cpu_nodes=EXAMPLE_FLEET["cpu_nodes"],
+                             clique_size=EXAMPLE_FLEET["clique_size"])
+    for n in items:
+        n["metadata"]["uid"] = "uid-" + n["metadata"]["name"]
+        n.setdefault("status", {})["conditions"] = [
+            {"type": "Ready", "status": "True", "reason": "KubeletReady"}]
+    return items
+
+
+def test_readme_flagship_fits_the_demo_fleet(gpugate_bin, kube, tmp_path):
+    # The Job the README shows first, judged against the demo fleet's
+    # nodes by gpugate's own pool rule (explain --kubeconfig): its whole
+    # gang fits, in one NVLink domain when the class requires one.  The
+    # same Job one pod larger than a domain holds is refused, so this test
+    # can fail.
+    import yaml
+    policy, manifest = flagship()
+    kube.put("nodes", *demo_fleet(policy))
+
+    def verdict(path) -> tuple[int, str, str]:
+        p = subprocess.run([str(gpugate_bin), "explain", "--policy", str(ROOT / policy),
+                            "--kubeconfig", str(kube.kubeconfig), "--timeout", "30",
+                            "-o", "json", str(path)],
+                           capture_output=True, text=True, timeout=60 * SLOW, cwd=ROOT)
+        assert p.stderr == "", p
+        [r] = json.loads(p.stdout)["results"]
+        return p.returncode, r["result"], " ".join(r["messages"])
+
+    assert verdict(ROOT / manifest) == (0, "admitted", "")
+
+    job = yaml.safe_load((ROOT / manifest).read_text())
+    assert job["kind"] == "Job"
+    too_big = tmp_path / "too-big.yaml"
+    job["spec"]["parallelism"] = job["spec"]["completions"] = 4
+    too_big.write_text(yaml.safe_dump(job))
+    rc, result, message = verdict(too_big)
+    assert (rc, result) == (1, "denied"), message
+    assert "h100-80gb" in message, message
