@@ -2,7 +2,9 @@
 
 #include "base/diag.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -118,4 +120,81 @@ out:
 	if (!stdin_)
 		close(fd);
 	return rc;
+}
+
+static bool listed_name(const char *name, const char *const *suffixes)
+{
+	size_t n = strlen(name);
+
+	if (name[0] == '.')
+		return false;
+	for (size_t i = 0; suffixes[i]; i++) {
+		size_t t = strlen(suffixes[i]);
+
+		if (n > t && strcmp(name + n - t, suffixes[i]) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+long file_list(const char *dir, const char *const *suffixes, char ***out,
+	       struct diag *d)
+{
+	DIR *dh = opendir(dir);
+	size_t n = 0, cap = 0, dl = strlen(dir);
+	char **names = NULL;
+	struct dirent *de;
+
+	*out = NULL;
+	if (!dh) {
+		diag_addf(d, "%s: cannot open: %s", dir, strerror(errno));
+		return FILE_ERR;
+	}
+	while ((de = readdir(dh)) != NULL) {
+		struct stat st;
+		char *path;
+
+		if (!listed_name(de->d_name, suffixes))
+			continue;
+		if (asprintf(&path, "%s%s%s", dir, dl && dir[dl - 1] == '/' ? "" : "/",
+			     de->d_name) < 0)
+			goto oom;
+		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+			free(path);
+			continue;
+		}
+		if (n == cap) {
+			size_t grown_cap = cap ? cap * 2 : 16;
+			char **grown = realloc(names, grown_cap * sizeof(*names));
+
+			if (!grown) {
+				free(path);
+				goto oom;
+			}
+			names = grown;
+			cap = grown_cap;
+		}
+		names[n++] = path;
+	}
+	closedir(dh);
+	if (n > 1)
+		qsort(names, n, sizeof(*names), by_name);
+	*out = names;
+	return (long)n;
+oom:
+	closedir(dh);
+	file_list_free(names, (long)n);
+	return FILE_OOM;
+}
+
+void file_list_free(char **names, long n)
+{
+	for (long i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
 }

@@ -40,6 +40,20 @@ enum file_flags {
 int file_read(const char *path, size_t max, unsigned flags, char **out,
 	      size_t *len, struct diag *d);
 
+/*
+ * The regular files directly in dir (not in its subdirectories; no hidden
+ * ones) whose names end in one of suffixes (NULL-ended, e.g. ".yaml"), as
+ * "DIR/NAME", sorted by name: what `kubectl apply -f DIR` reads without
+ * -R.  Returns how many (*out: n new strings in a new array; free with
+ * file_list_free(), also when 0), or FILE_ERR after adding
+ * "DIR: cannot open: REASON" to d, or FILE_OOM.
+ */
+long file_list(const char *dir, const char *const *suffixes, char ***out,
+	       struct diag *d);
+
+/* Frees what file_list() returned.  NULL is a no-op. */
+void file_list_free(char **names, long n);
+
 /* Wipes len bytes of buf, then frees it.  NULL is a no-op. */
 void file_free_secret(char *buf, size_t len);
 

@@ -6,7 +6,14 @@
 #ifndef GPUGATE_CMD_H
 #define GPUGATE_CMD_H
 
+#include "cli/args.h"
+
 #include <stdio.h>
+
+/* Each command's options (cli/args.h), in its own file. */
+extern const struct args_opt cmd_check_opts[], cmd_classes_opts[],
+	cmd_serve_opts[], cmd_explain_opts[], cmd_pool_opts[], cmd_certs_opts[],
+	cmd_completion_opts[], cmd_version_opts[];
 
 /* gpugate check FILE...: 0 all valid, 1 some invalid, 2 usage. */
 int cmd_check(int argc, char **argv);
@@ -19,6 +26,9 @@ void cmd_classes_usage(FILE *out);
 /* gpugate serve: 0 after a graceful stop, 1 failure, 2 usage. */
 int cmd_serve(int argc, char **argv);
 void cmd_serve_usage(FILE *out);
+/* A usage error of serve: a log line (msg="not starting"), in its
+ * --log-format. */
+void cmd_serve_report(const char *message);
 
 /* gpugate explain: 0 all admitted, 1 some denied, 2 bad input, 3 internal
  * error; the highest of a run wins. */
@@ -32,6 +42,10 @@ void cmd_pool_usage(FILE *out);
 /* gpugate certs: 0 written, 1 failure, 2 usage.  Prints the caBundle. */
 int cmd_certs(int argc, char **argv);
 void cmd_certs_usage(FILE *out);
+
+/* gpugate completion bash|zsh: 0 printed, 2 usage. */
+int cmd_completion(int argc, char **argv);
+void cmd_completion_usage(FILE *out);
 
 /* gpugate version: 0, 2 usage. */
 int cmd_version(int argc, char **argv);

@@ -4,7 +4,6 @@
 #include "cli/cmd.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -171,18 +170,21 @@ out:
 	return status;
 }
 
+enum { OPT_OUT = 256, OPT_DNS, OPT_IP, OPT_DAYS, OPT_NEW_CA };
+
+const struct args_opt cmd_certs_opts[] = {
+	{"out", 0, OPT_OUT, ARGS_DIR, NULL},
+	{"dns", 0, OPT_DNS, ARGS_WORD, NULL},
+	{"ip", 0, OPT_IP, ARGS_WORD, NULL},
+	{"days", 0, OPT_DAYS, ARGS_WORD, NULL},
+	{"new-ca", 0, OPT_NEW_CA, ARGS_NONE, NULL},
+	{"help", 'h', 'h', ARGS_NONE, NULL},
+	{NULL, 0, 0, ARGS_NONE, NULL},
+};
+
 int cmd_certs(int argc, char **argv)
 {
-	enum { OPT_OUT = 256, OPT_DNS, OPT_IP, OPT_DAYS, OPT_NEW_CA };
-	static const struct option opts[] = {
-	    {"out", required_argument, NULL, OPT_OUT},
-	    {"dns", required_argument, NULL, OPT_DNS},
-	    {"ip", required_argument, NULL, OPT_IP},
-	    {"days", required_argument, NULL, OPT_DAYS},
-	    {"new-ca", no_argument, NULL, OPT_NEW_CA},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
-	};
+	struct args args;
 	struct certs_request req = {.days = DEFAULT_DAYS};
 	const char **dns = NULL, **ips = NULL;
 	size_t n_dns = 0, n_ips = 0;
@@ -196,8 +198,8 @@ int cmd_certs(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	args_init(&args, args_command_find("certs"));
+	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case OPT_OUT:
 			req.out_dir = optarg;
@@ -211,11 +213,10 @@ int cmd_certs(int argc, char **argv)
 		case OPT_DAYS:
 			req.days = parse_days(optarg);
 			if (req.days < 0) {
-				fprintf(stderr,
-					"gpugate certs: invalid --days \"%s\" "
-					"(expected a whole number from %d to "
-					"%d)\n",
-					optarg, CERTS_MIN_DAYS, CERTS_MAX_DAYS);
+				args_usage_error(args.cmd,
+						 "invalid --days \"%.60s\" (expected a "
+						 "whole number from %d to %d)",
+						 optarg, CERTS_MIN_DAYS, CERTS_MAX_DAYS);
 				goto out;
 			}
 			break;
@@ -227,20 +228,16 @@ int cmd_certs(int argc, char **argv)
 			status = 0;
 			goto out;
 		default:
-			cmd_certs_usage(stderr);
 			goto out;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "gpugate certs: unexpected argument \"%s\"\n",
-			argv[optind]);
-		cmd_certs_usage(stderr);
+		args_usage_error(args.cmd, "unexpected argument \"%.60s\"",
+				 argv[optind]);
 		goto out;
 	}
 	if (!req.out_dir || !*req.out_dir) {
-		fprintf(stderr, "gpugate certs: no output directory given "
-				"(--out DIR)\n");
-		cmd_certs_usage(stderr);
+		args_usage_error(args.cmd, "no output directory given (--out DIR)");
 		goto out;
 	}
 	req.dns = dns;

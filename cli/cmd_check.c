@@ -1,5 +1,6 @@
 /* gpugate check: validate policy files and summarise the valid ones. */
 #include "base/diag.h"
+#include "base/file.h"
 #include "base/log.h"
 #include "cli/cmd.h"
 #include "kube/config.h"
@@ -10,17 +11,19 @@
 #include "webhook/holder.h"
 #include "webhook/snapshot.h"
 
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 void cmd_check_usage(FILE *out)
 {
-	fputs("usage: gpugate check [--quiet] [--kubeconfig FILE] FILE...\n"
+	fputs("usage: gpugate check [--quiet] [--kubeconfig FILE] FILE|DIR...\n"
 	      "\n"
-	      "Validates policy files.  Every error is printed as FILE:LINE: message.\n"
+	      "Validates policy files; a DIR stands for its *.yaml and *.yml files\n"
+	      "(sorted; not its subdirectories).  Every error is printed as\n"
+	      "FILE:LINE: message.\n"
 	      "A valid file gets a short summary: counts, the classes (GPUs per\n"
 	      "pod x flavor), and per tenant its namespaces, classes and quota.\n"
 	      "'gpugate classes' shows the classes in full.\n"
@@ -193,21 +196,78 @@ static void summarise(const struct policy *p)
 	}
 }
 
+/* One policy file: its errors, or its summary (and the cluster's view of
+ * it with kube).  Returns 0 valid, 1 invalid (or the cluster unread). */
+static int check_file(const char *path, bool quiet, const struct kube_config *kube)
+{
+	struct policy *p = NULL;
+	struct diag d, w;
+
+	diag_init(&d);
+	diag_init(&w);
+	if (policy_load_warn(path, &p, &d, &w) < 0) {
+		fputs(diag_text(&d), stderr);
+		fprintf(stderr, "%s: %u error%s\n", path, diag_count(&d),
+			diag_count(&d) == 1 ? "" : "s");
+		return 1;
+	}
+	if (diag_count(&w))
+		fputs(diag_text(&w), stderr);
+	if (!quiet)
+		summarise(p);
+	if (kube)
+		return against_cluster(p, kube, quiet) != 0;
+	policy_free(p);
+	return 0;
+}
+
+/* Every policy file directly in dir (*.yaml, *.yml), in name order. */
+static int check_dir(const char *dir, bool quiet, const struct kube_config *kube)
+{
+	static const char *const policies[] = {".yaml", ".yml", NULL};
+	char **names = NULL;
+	struct diag d;
+	long n;
+	int bad = 0;
+
+	diag_init(&d);
+	n = file_list(dir, policies, &names, &d);
+	if (n == FILE_OOM) {
+		fputs("gpugate check: out of memory\n", stderr);
+		return 1;
+	}
+	if (n < 0) {
+		fputs(diag_text(&d), stderr);
+		return 1;
+	}
+	if (n == 0) {
+		fprintf(stderr, "%s: no policy file (*.yaml, *.yml) in this "
+				"directory\n", dir);
+		bad = 1;
+	}
+	for (long i = 0; i < n; i++)
+		bad |= check_file(names[i], quiet, kube);
+	file_list_free(names, n);
+	return bad;
+}
+
+const struct args_opt cmd_check_opts[] = {
+	{"quiet", 'q', 'q', ARGS_NONE, NULL},
+	{"kubeconfig", 0, 'k', ARGS_FILE, NULL},
+	{"help", 'h', 'h', ARGS_NONE, NULL},
+	{NULL, 0, 0, ARGS_NONE, NULL},
+};
+
 int cmd_check(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"quiet", no_argument, NULL, 'q'},
-		{"kubeconfig", required_argument, NULL, 'k'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
+	struct args args;
 	bool quiet = false;
 	const char *kubeconfig = NULL;
 	struct kube_config kube = {0};
 	int bad = 0, c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "qh", opts, NULL)) != -1) {
+	args_init(&args, args_command_find("check"));
+	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'q':
 			quiet = true;
@@ -219,15 +279,11 @@ int cmd_check(int argc, char **argv)
 			cmd_check_usage(stdout);
 			return 0;
 		default:
-			cmd_check_usage(stderr);
-			return 2;
+			return ARGS_USAGE_ERROR;
 		}
 	}
-	if (optind >= argc) {
-		fprintf(stderr, "gpugate check: no policy file given\n");
-		cmd_check_usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return args_usage_error(args.cmd, "no policy file given");
 	if (kubeconfig) {
 		struct diag d;
 
@@ -241,28 +297,12 @@ int cmd_check(int argc, char **argv)
 		}
 	}
 	for (int i = optind; i < argc; i++) {
-		struct policy *p = NULL;
-		struct diag d, w;
+		struct stat st;
 
-		diag_init(&d);
-		diag_init(&w);
-		if (policy_load_warn(argv[i], &p, &d, &w) < 0) {
-			fputs(diag_text(&d), stderr);
-			fprintf(stderr, "%s: %u error%s\n", argv[i], diag_count(&d),
-				diag_count(&d) == 1 ? "" : "s");
-			bad = 1;
-			continue;
-		}
-		if (diag_count(&w))
-			fputs(diag_text(&w), stderr);
-		if (!quiet)
-			summarise(p);
-		if (kubeconfig) {
-			if (against_cluster(p, &kube, quiet) != 0)
-				bad = 1;
-		} else {
-			policy_free(p);
-		}
+		if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode))
+			bad |= check_dir(argv[i], quiet, kubeconfig ? &kube : NULL);
+		else
+			bad |= check_file(argv[i], quiet, kubeconfig ? &kube : NULL);
 	}
 	kube_config_release(&kube);
 	return bad;

@@ -11,7 +11,6 @@
 #include "policy/policy.h"
 #include "webhook/classes.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,14 +40,16 @@ void cmd_classes_usage(FILE *out)
 	      out);
 }
 
-static int usage_error(const char *fmt, const char *arg)
-{
-	fputs("gpugate classes: ", stderr);
-	fprintf(stderr, fmt, arg);
-	fputc('\n', stderr);
-	cmd_classes_usage(stderr);
-	return 2;
-}
+static const char *const outputs[] = {"text", "json", "yaml", NULL};
+
+const struct args_opt cmd_classes_opts[] = {
+	{"policy", 0, 'p', ARGS_FILE, NULL},
+	{"output", 'o', 'o', ARGS_CHOICE, outputs},
+	{"tenant", 0, 't', ARGS_WORD, NULL},
+	{"namespace", 0, 'n', ARGS_WORD, NULL},
+	{"help", 'h', 'h', ARGS_NONE, NULL},
+	{NULL, 0, 0, ARGS_NONE, NULL},
+};
 
 enum { COL_NAME, COL_FLAVOR, COL_GPUS, COL_MAX, COL_SHARING, COL_PREEMPTIBLE,
        COL_TOPOLOGY, COL_PRIORITY, COL_TENANTS, COL_DESCRIPTION, N_COLS };
@@ -172,41 +173,37 @@ static void tenant_names(const struct policy *p, char *buf, size_t size)
 
 int cmd_classes(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"policy", required_argument, NULL, 'p'},
-		{"output", required_argument, NULL, 'o'},
-		{"tenant", required_argument, NULL, 't'},
-		{"namespace", required_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *policy_path = NULL, *output = "text", *tenant = NULL, *ns = NULL;
 	const struct policy_tenant *only = NULL;
 	struct policy *p = NULL;
 	json_t *list = NULL;
 	struct diag d;
+	struct args args;
 	int c, rc = 2;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	args_init(&args, args_command_find("classes"));
+	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'p': policy_path = optarg; break;
-		case 'o': output = optarg; break;
+		case 'o':
+			if (args_choice(&args, 'o', optarg) < 0)
+				return ARGS_USAGE_ERROR;
+			output = optarg;
+			break;
 		case 't': tenant = optarg; break;
 		case 'n': ns = optarg; break;
 		case 'h': cmd_classes_usage(stdout); return 0;
-		default: cmd_classes_usage(stderr); return 2;
+		default: return ARGS_USAGE_ERROR;
 		}
 	}
 	if (optind != argc)
-		return usage_error("unexpected argument '%s'", argv[optind]);
+		return args_usage_error(args.cmd, "unexpected argument '%.60s'",
+					argv[optind]);
 	if (!policy_path)
-		return usage_error("%s", "--policy is required");
-	if (strcmp(output, "text") != 0 && strcmp(output, "json") != 0 &&
-	    strcmp(output, "yaml") != 0)
-		return usage_error("-o wants text, json or yaml, not '%s'", output);
+		return args_usage_error(args.cmd, "--policy is required");
 	if (tenant && ns)
-		return usage_error("%s", "--tenant and --namespace exclude each other");
+		return args_usage_error(args.cmd,
+					"--tenant and --namespace exclude each other");
 	diag_init(&d);
 	if (policy_load(policy_path, &p, &d) < 0) {
 		fputs(diag_text(&d), stderr);

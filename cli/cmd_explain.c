@@ -31,9 +31,6 @@
 #include "webhook/quotas.h"
 #include "webhook/snapshot.h"
 
-#include <dirent.h>
-#include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,6 +76,7 @@ struct run {
 	unsigned count[V_N];
 	int status;                   /* the highest exit status so far */
 	bool printed;                 /* text: an object was printed */
+	bool brief;                   /* text: one line per object */
 	bool oom;
 };
 
@@ -101,7 +99,7 @@ struct outcome {
 
 void cmd_explain_usage(FILE *out)
 {
-	fputs("usage: gpugate explain --policy FILE [-n NS] [-o text|json|yaml]\n"
+	fputs("usage: gpugate explain --policy FILE [-n NS] [-o text|json|yaml | --brief]\n"
 	      "                       [--kubeconfig FILE [--timeout SECONDS]] PATH...\n"
 	      "\n"
 	      "Shows what gpugate does with the objects of manifests (YAML or JSON):\n"
@@ -120,6 +118,8 @@ void cmd_explain_usage(FILE *out)
 	      "  -n, --namespace NS   the namespace of objects that name none\n"
 	      "  -o, --output FORMAT  text (default), or json or yaml: one document\n"
 	      "                       with a result per object and the summary\n"
+	      "  --brief              text, one line per object: the verdict, the\n"
+	      "                       object (and where it is), the reason\n"
 	      "  --kubeconfig FILE    judge quota and the GPU pool against the\n"
 	      "                       cluster's usage, listed once (as gpugate pool);\n"
 	      "                       without it, against empty usage\n"
@@ -371,15 +371,10 @@ static void print_patch(const json_t *patch)
 	}
 }
 
-static void print_header(struct run *run, const struct outcome *oc)
+/* "Kind ns/name" */
+static void print_object(const struct outcome *oc)
 {
-	if (run->printed)
-		putchar('\n');
-	run->printed = true;
-	printf("== %s:%zu", oc->source, oc->line);
-	if (oc->item >= 0)
-		printf(" item %ld", oc->item + 1);
-	printf(" %s %s%s", oc->kind, oc->ns ? oc->ns : "", oc->ns ? "/" : "");
+	printf("%s %s%s", oc->kind, oc->ns ? oc->ns : "", oc->ns ? "/" : "");
 	/* A name the apiserver will generate: its prefix, then "*" (no
 	 * name holds one). */
 	if (oc->name[0])
@@ -390,6 +385,43 @@ static void print_header(struct run *run, const struct outcome *oc)
 		fputs("(no name)", stdout);
 }
 
+static void print_header(struct run *run, const struct outcome *oc)
+{
+	if (run->printed)
+		putchar('\n');
+	run->printed = true;
+	printf("== %s:%zu", oc->source, oc->line);
+	if (oc->item >= 0)
+		printf(" item %ld", oc->item + 1);
+	printf(" ");
+	print_object(oc);
+}
+
+/*
+ * --brief: one line per object, the verdict, the object and the reason:
+ * the rule's message for a denial or an admission despite a rule, the
+ * decision (gpugate.io/decision) for an admission with a class.
+ */
+static void print_brief(const struct outcome *oc)
+{
+	const char *reason = "";
+
+	if (oc->v == V_DENIED)
+		reason = !oc->mut.dec.allowed ? oc->mut.dec.message : oc->val.dec.message;
+	else if (oc->v == V_WARNED)
+		reason = oc->mut.dec.violation ? oc->mut.dec.message : oc->val.dec.message;
+	else if (oc->v == V_ADMITTED)
+		reason = oc->mut.dec.plan.decision[0] ? oc->mut.dec.plan.decision
+		       : oc->val.dec.plan.decision[0] ? oc->val.dec.plan.decision
+						      : "no GPU class: nothing to map";
+	printf("%-10s ", verdict_names[oc->v]);
+	print_object(oc);
+	printf(" (%s:%zu", oc->source, oc->line);
+	if (oc->item >= 0)
+		printf(" item %ld", oc->item + 1);
+	printf(")%s%s\n", reason[0] ? ": " : "", reason);
+}
+
 /* Returns -1 when out of memory. */
 static int print_text(struct run *run, const struct outcome *oc)
 {
@@ -397,6 +429,10 @@ static int print_text(struct run *run, const struct outcome *oc)
 
 	if (oc->v == V_ERROR)
 		return 0; /* on standard error */
+	if (run->brief) {
+		print_brief(oc);
+		return 0;
+	}
 	print_header(run, oc);
 	if (oc->v == V_NOT_JUDGED) {
 		printf(": not judged\n");
@@ -681,71 +717,32 @@ static void explain_file(struct run *run, const char *path)
 	yamljson_docs_free(docs, n);
 }
 
-static bool manifest_name(const char *name)
-{
-	return name[0] != '.' && (ends_with(name, ".yaml") || ends_with(name, ".yml") ||
-				  ends_with(name, ".json"));
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* The manifests directly in dir, sorted (kubectl apply -f DIR without -R). */
+/* The manifests directly in dir (kubectl apply -f DIR without -R). */
 static void explain_dir(struct run *run, const char *dir)
 {
-	DIR *dh = opendir(dir);
+	static const char *const manifests[] = {".yaml", ".yml", ".json", NULL};
 	char **names = NULL, msg[600];
-	size_t n = 0, cap = 0;
-	struct dirent *de;
+	struct diag d;
+	long n;
 
-	if (!dh) {
-		snprintf(msg, sizeof(msg), "%s: cannot open: %s", dir, strerror(errno));
+	diag_init(&d);
+	n = file_list(dir, manifests, &names, &d);
+	if (n == FILE_OOM) {
+		run->oom = true;
+		return;
+	}
+	if (n < 0) {
+		diag_first(&d, msg, sizeof(msg));
 		report_error(run, dir, 0, msg, EXPLAIN_BAD_INPUT);
 		return;
 	}
-	while ((de = readdir(dh)) != NULL) {
-		struct stat st;
-		char *path;
-
-		if (!manifest_name(de->d_name))
-			continue;
-		if (asprintf(&path, "%s%s%s", dir,
-			     dir[strlen(dir) - 1] == '/' ? "" : "/", de->d_name) < 0) {
-			run->oom = true;
-			break;
-		}
-		if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
-			free(path);
-			continue;
-		}
-		if (n == cap) {
-			size_t grown_cap = cap ? cap * 2 : 16;
-			char **grown = realloc(names, grown_cap * sizeof(*names));
-
-			if (!grown) {
-				free(path);
-				run->oom = true;
-				break;
-			}
-			names = grown;
-			cap = grown_cap;
-		}
-		names[n++] = path;
-	}
-	closedir(dh);
-	if (n == 0 && !run->oom) {
+	if (n == 0) {
 		snprintf(msg, sizeof(msg), "%s: no *.yaml, *.yml or *.json file", dir);
 		report_error(run, dir, 0, msg, EXPLAIN_BAD_INPUT);
 	}
-	if (n > 1)
-		qsort(names, n, sizeof(*names), by_name);
-	for (size_t i = 0; i < n; i++) {
+	for (long i = 0; i < n; i++)
 		explain_file(run, names[i]);
-		free(names[i]);
-	}
-	free(names);
+	file_list_free(names, n);
 }
 
 static void explain_path(struct run *run, const char *path)
@@ -758,12 +755,19 @@ static void explain_path(struct run *run, const char *path)
 		explain_file(run, path);
 }
 
-static int usage_error(const char *msg)
-{
-	fprintf(stderr, "gpugate explain: %s\n", msg);
-	cmd_explain_usage(stderr);
-	return EXPLAIN_BAD_INPUT;
-}
+/* -o, in the order of enum output. */
+static const char *const outputs[] = {"text", "json", "yaml", NULL};
+
+const struct args_opt cmd_explain_opts[] = {
+	{"policy", 0, 'p', ARGS_FILE, NULL},
+	{"namespace", 'n', 'n', ARGS_WORD, NULL},
+	{"output", 'o', 'o', ARGS_CHOICE, outputs},
+	{"brief", 0, 'b', ARGS_NONE, NULL},
+	{"kubeconfig", 0, 'k', ARGS_FILE, NULL},
+	{"timeout", 0, 't', ARGS_WORD, NULL},
+	{"help", 'h', 'h', ARGS_NONE, NULL},
+	{NULL, 0, 0, ARGS_NONE, NULL},
+};
 
 /* The cluster may not be listed: usage from the GPUQuota objects of ns,
  * into snap (no inventory: the pool is unknown).  -1 (said) when they
@@ -794,16 +798,7 @@ static int quota_fallback(const struct kube_config *kube, const char *ns,
 
 int cmd_explain(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"policy", required_argument, NULL, 'p'},
-		{"namespace", required_argument, NULL, 'n'},
-		{"output", required_argument, NULL, 'o'},
-		{"kubeconfig", required_argument, NULL, 'k'},
-		{"timeout", required_argument, NULL, 't'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
-	const char *policy_path = NULL, *kubeconfig = NULL, *output = "text";
+	const char *policy_path = NULL, *kubeconfig = NULL;
 	struct run run = {.status = EXPLAIN_ADMITTED};
 	struct kube_config kube = {0};
 	struct holder *holder = NULL;
@@ -811,39 +806,41 @@ int cmd_explain(int argc, char **argv)
 	struct policy *p = NULL;
 	unsigned timeout_s = 60;
 	bool timeout_set = false;
+	struct args args;
 	struct diag d;
-	int c;
+	int c, i;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "hn:o:", opts, NULL)) != -1) {
+	args_init(&args, args_command_find("explain"));
+	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'p': policy_path = optarg; break;
 		case 'n': run.ns_flag = optarg; break;
-		case 'o': output = optarg; break;
+		case 'o':
+			i = args_choice(&args, 'o', optarg);
+			if (i < 0)
+				return EXPLAIN_BAD_INPUT;
+			run.output = (enum output)i;
+			break;
+		case 'b': run.brief = true; break;
 		case 'k': kubeconfig = optarg; break;
 		case 't':
 			if (cluster_opts_timeout(optarg, &timeout_s) < 0)
-				return usage_error(CLUSTER_OPTS_TIMEOUT_ERROR);
+				return args_usage_error(args.cmd, CLUSTER_OPTS_TIMEOUT_ERROR);
 			timeout_set = true;
 			break;
 		case 'h': cmd_explain_usage(stdout); return 0;
-		default: cmd_explain_usage(stderr); return EXPLAIN_BAD_INPUT;
+		default: return EXPLAIN_BAD_INPUT;
 		}
 	}
 	if (!policy_path || optind == argc)
-		return usage_error("--policy and a manifest are required");
-	if (strcmp(output, "text") == 0)
-		run.output = OUT_TEXT;
-	else if (strcmp(output, "json") == 0)
-		run.output = OUT_JSON;
-	else if (strcmp(output, "yaml") == 0)
-		run.output = OUT_YAML;
-	else
-		return usage_error("-o wants text, json or yaml");
+		return args_usage_error(args.cmd, "--policy and a manifest are required");
 	if (run.ns_flag && !run.ns_flag[0])
-		return usage_error("--namespace wants a name");
+		return args_usage_error(args.cmd, "--namespace wants a name");
 	if (timeout_set && !kubeconfig)
-		return usage_error("--timeout goes with --kubeconfig");
+		return args_usage_error(args.cmd, "--timeout goes with --kubeconfig");
+	if (run.brief && run.output != OUT_TEXT)
+		return args_usage_error(args.cmd, "--brief is a text form: it does not go "
+				   "with -o %s", outputs[run.output]);
 	diag_init(&d);
 	if (policy_load(policy_path, &p, &d) < 0) {
 		fputs(diag_text(&d), stderr);
@@ -893,12 +890,12 @@ int cmd_explain(int argc, char **argv)
 		run.oom = true;
 		goto done;
 	}
-	for (int i = optind; i < argc && !run.oom; i++)
+	for (i = optind; i < argc && !run.oom; i++)
 		explain_path(&run, argv[i]);
 	if (run.oom)
 		goto done;
 	if (run.output == OUT_TEXT) {
-		if (run.printed)
+		if (run.printed && !run.brief)
 			putchar('\n');
 		printf("summary: %u admitted, %u denied, %u warned, %u not judged, "
 		       "%u error%s\n",

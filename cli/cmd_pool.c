@@ -17,7 +17,6 @@
 #include "webhook/quotas.h"
 #include "webhook/snapshot.h"
 
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,12 +50,18 @@ void cmd_pool_usage(FILE *out)
 	      out);
 }
 
-static int usage_error(const char *msg)
-{
-	fprintf(stderr, "gpugate pool: %s\n", msg);
-	cmd_pool_usage(stderr);
-	return 2;
-}
+static const char *const outputs[] = {"text", "json", NULL};
+
+const struct args_opt cmd_pool_opts[] = {
+	{"policy", 0, 'p', ARGS_FILE, NULL},
+	{"kubeconfig", 0, 'k', ARGS_FILE, NULL},
+	{"output", 'o', 'o', ARGS_CHOICE, outputs},
+	{"timeout", 0, 't', ARGS_WORD, NULL},
+	{"namespace", 'n', 'n', ARGS_WORD, NULL},
+	{"help", 'h', 'h', ARGS_NONE, NULL},
+	{NULL, 0, 0, ARGS_NONE, NULL},
+};
+
 
 /* The pool is forbidden: what tenant ns's GPUQuota objects say.  3 when
  * shown, 1 when they cannot be read or there is none. */
@@ -110,15 +115,6 @@ out:
 
 int cmd_pool(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"policy", required_argument, NULL, 'p'},
-		{"kubeconfig", required_argument, NULL, 'k'},
-		{"output", required_argument, NULL, 'o'},
-		{"timeout", required_argument, NULL, 't'},
-		{"namespace", required_argument, NULL, 'n'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	const char *policy_path = NULL, *kubeconfig = NULL, *output = "text";
 	const char *ns = NULL;
 	unsigned timeout_s = 60;
@@ -128,31 +124,36 @@ int cmd_pool(int argc, char **argv)
 	struct snapshot snap = {0};
 	struct diag d;
 	json_t *report = NULL;
+	struct args args;
 	int c, rc = 1;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:n:", opts, NULL)) != -1) {
+	args_init(&args, args_command_find("pool"));
+	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'p': policy_path = optarg; break;
 		case 'k': kubeconfig = optarg; break;
-		case 'o': output = optarg; break;
+		case 'o':
+			if (args_choice(&args, 'o', optarg) < 0)
+				return ARGS_USAGE_ERROR;
+			output = optarg;
+			break;
 		case 'n': ns = optarg; break;
 		case 't':
 			if (cluster_opts_timeout(optarg, &timeout_s) < 0)
-				return usage_error(CLUSTER_OPTS_TIMEOUT_ERROR);
+				return args_usage_error(args.cmd, CLUSTER_OPTS_TIMEOUT_ERROR);
 			break;
 		case 'h': cmd_pool_usage(stdout); return 0;
-		default: return usage_error("unknown option");
+		default: return ARGS_USAGE_ERROR;
 		}
 	}
 	if (optind != argc)
-		return usage_error("unexpected argument");
+		return args_usage_error(args.cmd, "unexpected argument '%.60s'",
+					argv[optind]);
 	if (!policy_path || !kubeconfig)
-		return usage_error("--policy and --kubeconfig are required");
-	if (strcmp(output, "text") != 0 && strcmp(output, "json") != 0)
-		return usage_error("-o wants text or json");
+		return args_usage_error(args.cmd,
+					"--policy and --kubeconfig are required");
 	if (ns && !ns[0])
-		return usage_error("--namespace wants a name");
+		return args_usage_error(args.cmd, "--namespace wants a name");
 	/* The feed's progress is not the command's output; its warnings (a
 	 * list that keeps failing) are. */
 	log_set_level(LOG_WARN);

@@ -7,7 +7,6 @@
 #include "cli/cmd.h"
 #include "webhook/daemon.h"
 
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -133,16 +132,49 @@ static int parse_count(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
-/* A bad command line: one log line, in --log-format like every other. */
-static int usage_error(const char *msg)
+/* A bad command line (cli/args.h words it): one log line, in --log-format
+ * like every other. */
+void cmd_serve_report(const char *msg)
 {
 	char q[512];
 
 	log_event(LOG_ERROR, "msg=\"not starting\" error=\"gpugate serve: %s\" "
 			     "hint=\"gpugate serve --help lists the flags\"",
 		  log_quote(msg, q, sizeof(q)));
-	return 2;
 }
+
+/* The values of --log-level and --usage-store, in the order of levels and
+ * stores below. */
+static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
+static const enum log_level log_level_of[] = {LOG_DEBUG, LOG_INFO, LOG_WARN,
+					      LOG_ERROR};
+static const char *const usage_stores[] = {"memory", "shared", NULL};
+/* For completion; log_format_parse() decides (scan_log_format()). */
+static const char *const log_formats[] = {"logfmt", "json", NULL};
+
+const struct args_opt cmd_serve_opts[] = {
+	{"policy", 0, 'p', ARGS_FILE, NULL},
+	{"tls-cert", 0, 'c', ARGS_FILE, NULL},
+	{"tls-key", 0, 'k', ARGS_FILE, NULL},
+	{"listen", 0, 'l', ARGS_WORD, NULL},
+	{"kubeconfig", 0, 'K', ARGS_FILE, NULL},
+	{"embedded", 0, 'E', ARGS_NONE, NULL},
+	{"threads", 0, 't', ARGS_WORD, NULL},
+	{"log-level", 0, 'L', ARGS_CHOICE, log_levels},
+	{"log-format", 0, 'F', ARGS_CHOICE, log_formats},
+	{"conn-timeout", 0, 'T', ARGS_WORD, NULL},
+	{"max-conns", 0, 'M', ARGS_WORD, NULL},
+	{"max-conns-per-ip", 0, 'I', ARGS_WORD, NULL},
+	{"reservation-ttl", 0, 'R', ARGS_WORD, NULL},
+	{"usage-store", 0, 'U', ARGS_CHOICE, usage_stores},
+	{"namespace", 0, 'N', ARGS_WORD, NULL},
+	{"identity", 0, 'D', ARGS_WORD, NULL},
+	{"waiting-reason-after", 0, 'W', ARGS_WORD, NULL},
+	{"no-gpuclasses", 0, 'G', ARGS_NONE, NULL},
+	{"no-gpuquotas", 0, 'Q', ARGS_NONE, NULL},
+	{"help", 'h', 'h', ARGS_NONE, NULL},
+	{NULL, 0, 0, ARGS_NONE, NULL},
+};
 
 /*
  * --log-format before anything else, so that an error in any flag, even
@@ -177,49 +209,12 @@ static int format_error(const char *value)
 
 	snprintf(msg, sizeof(msg), "--log-format must be logfmt or json (got \"%.60s\")",
 		 value);
-	return usage_error(msg);
-}
-
-/* What getopt_long() found wrong (opterr is 0: it says nothing itself). */
-static int option_error(int c, char **argv)
-{
-	char msg[256];
-	const char *arg = argv[optind - 1];
-
-	if (c == ':')
-		snprintf(msg, sizeof(msg), "option %.100s needs a value", arg);
-	else if (optopt && optopt != '?')
-		snprintf(msg, sizeof(msg), "unknown option -%c", optopt);
-	else
-		snprintf(msg, sizeof(msg), "unknown option %.100s", arg);
-	return usage_error(msg);
+	cmd_serve_report(msg);
+	return ARGS_USAGE_ERROR;
 }
 
 int cmd_serve(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{"policy", required_argument, NULL, 'p'},
-		{"tls-cert", required_argument, NULL, 'c'},
-		{"tls-key", required_argument, NULL, 'k'},
-		{"listen", required_argument, NULL, 'l'},
-		{"kubeconfig", required_argument, NULL, 'K'},
-		{"embedded", no_argument, NULL, 'E'},
-		{"threads", required_argument, NULL, 't'},
-		{"log-level", required_argument, NULL, 'L'},
-		{"log-format", required_argument, NULL, 'F'},
-		{"conn-timeout", required_argument, NULL, 'T'},
-		{"max-conns", required_argument, NULL, 'M'},
-		{"max-conns-per-ip", required_argument, NULL, 'I'},
-		{"reservation-ttl", required_argument, NULL, 'R'},
-		{"usage-store", required_argument, NULL, 'U'},
-		{"namespace", required_argument, NULL, 'N'},
-		{"identity", required_argument, NULL, 'D'},
-		{"waiting-reason-after", required_argument, NULL, 'W'},
-		{"no-gpuclasses", no_argument, NULL, 'G'},
-		{"no-gpuquotas", no_argument, NULL, 'Q'},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	struct daemon_config cfg = {.api = DAEMON_API_AUTO,
 				    .reservation_ttl_s =
 					    DAEMON_RESERVATION_TTL_S_DEFAULT,
@@ -228,8 +223,9 @@ int cmd_serve(int argc, char **argv)
 	bool embedded = false;
 	const char *bad_format;
 	char host[64];
+	struct args args;
 	bool help;
-	int c;
+	int c, i;
 
 	bad_format = scan_log_format(argc, argv, &help);
 	/* The first line says which build this is (before any error). */
@@ -238,9 +234,8 @@ int cmd_serve(int argc, char **argv)
 			  version_string(), version_revision());
 	if (bad_format)
 		return format_error(bad_format);
-	optind = 1;
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
+	args_init(&args, args_command_find("serve"));
+	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'p':
 			cfg.policy_path = optarg;
@@ -262,37 +257,37 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 't':
 			if (parse_count(optarg, 1, 256, &cfg.threads) < 0)
-				return usage_error("--threads must be 1..256");
+				return args_usage_error(args.cmd, "--threads must be 1..256");
 			break;
 		case 'T':
 			if (parse_count(optarg, 1, 3600, &cfg.conn_timeout) < 0)
-				return usage_error("--conn-timeout must be 1..3600 seconds");
+				return args_usage_error(args.cmd, "--conn-timeout must be 1..3600 seconds");
 			break;
 		case 'M':
 			if (parse_count(optarg, 1, 65536, &cfg.conn_limit) < 0)
-				return usage_error("--max-conns must be 1..65536");
+				return args_usage_error(args.cmd, "--max-conns must be 1..65536");
 			break;
 		case 'I':
 			if (parse_count(optarg, 1, 65536, &cfg.per_ip_limit) < 0)
-				return usage_error("--max-conns-per-ip must be 1..65536");
+				return args_usage_error(args.cmd, "--max-conns-per-ip must be 1..65536");
 			break;
 		case 'R':
 			if (parse_count(optarg, 1, 86400, &cfg.reservation_ttl_s) < 0)
-				return usage_error("--reservation-ttl must be 1..86400 "
+				return args_usage_error(args.cmd, "--reservation-ttl must be 1..86400 "
 						   "seconds");
 			break;
 		case 'W':
 			if (strcmp(optarg, "0") == 0)
 				cfg.waiting_after_s = 0;
 			else if (parse_count(optarg, 1, 86400, &cfg.waiting_after_s) < 0)
-				return usage_error("--waiting-reason-after must be 0..86400 "
+				return args_usage_error(args.cmd, "--waiting-reason-after must be 0..86400 "
 						   "seconds");
 			break;
 		case 'U':
-			if (strcmp(optarg, "shared") == 0)
-				cfg.shared_usage = true;
-			else if (strcmp(optarg, "memory") != 0)
-				return usage_error("--usage-store must be memory or shared");
+			i = args_choice(&args, 'U', optarg);
+			if (i < 0)
+				return ARGS_USAGE_ERROR;
+			cfg.shared_usage = strcmp(usage_stores[i], "shared") == 0;
 			break;
 		case 'G':
 			cfg.no_gpuclasses = true;
@@ -307,17 +302,10 @@ int cmd_serve(int argc, char **argv)
 			cfg.identity = optarg;
 			break;
 		case 'L':
-			if (strcmp(optarg, "debug") == 0)
-				log_set_level(LOG_DEBUG);
-			else if (strcmp(optarg, "info") == 0)
-				log_set_level(LOG_INFO);
-			else if (strcmp(optarg, "warn") == 0)
-				log_set_level(LOG_WARN);
-			else if (strcmp(optarg, "error") == 0)
-				log_set_level(LOG_ERROR);
-			else
-				return usage_error("--log-level must be debug, info, warn "
-						   "or error");
+			i = args_choice(&args, 'L', optarg);
+			if (i < 0)
+				return ARGS_USAGE_ERROR;
+			log_set_level(log_level_of[i]);
 			break;
 		case 'F': {
 			/* Set by scan_log_format() already, unless getopt took
@@ -333,23 +321,24 @@ int cmd_serve(int argc, char **argv)
 			cmd_serve_usage(stdout);
 			return 0;
 		default:
-			return option_error(c, argv);
+			return ARGS_USAGE_ERROR;
 		}
 	}
 	if (optind < argc)
-		return usage_error("unexpected argument");
+		return args_usage_error(args.cmd, "unexpected argument '%.60s'",
+					argv[optind]);
 	if (!cfg.policy_path || !cfg.cert_path || !cfg.key_path)
-		return usage_error("--policy, --tls-cert and --tls-key are required");
+		return args_usage_error(args.cmd, "--policy, --tls-cert and --tls-key are required");
 	if (cfg.kubeconfig && embedded)
-		return usage_error("--kubeconfig and --embedded exclude each other");
+		return args_usage_error(args.cmd, "--kubeconfig and --embedded exclude each other");
 	if (cfg.shared_usage && embedded)
-		return usage_error("--usage-store shared needs the API, not --embedded");
+		return args_usage_error(args.cmd, "--usage-store shared needs the API, not --embedded");
 	if (!cfg.namespace)
 		cfg.namespace = getenv("POD_NAMESPACE");
 	if (!cfg.identity)
 		cfg.identity = getenv("POD_NAME");
 	if (parse_listen(listen, host, sizeof(host), &cfg.port) < 0)
-		return usage_error("--listen must be HOST:PORT (e.g. 0.0.0.0:8443 or "
+		return args_usage_error(args.cmd, "--listen must be HOST:PORT (e.g. 0.0.0.0:8443 or "
 				   "[::]:8443)");
 	cfg.host = host;
 	if (cfg.kubeconfig)

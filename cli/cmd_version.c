@@ -10,14 +10,16 @@ void cmd_version_usage(FILE *out)
 	      out);
 }
 
+const struct args_opt cmd_version_opts[] = {
+	{"help", 'h', 'h', ARGS_NONE, NULL},
+	{NULL, 0, 0, ARGS_NONE, NULL},
+};
+
 int cmd_version(int argc, char **argv)
 {
-	if (argc > 1) {
-		fprintf(stderr, "gpugate version: unexpected argument '%s'\n",
-			argv[1]);
-		cmd_version_usage(stderr);
-		return 2;
-	}
+	if (argc > 1)
+		return args_usage_error(args_command_find("version"),
+					"unexpected argument '%.60s'", argv[1]);
 	printf("gpugate %s (%s)\n", version_string(), version_revision());
 	return 0;
 }

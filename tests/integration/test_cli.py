@@ -16,7 +16,7 @@ import pytest
 
 from conftest import ROOT, SLOW
 
-COMMANDS = ("serve", "check", "classes", "explain", "pool", "certs", "version")
+COMMANDS = ("serve", "check", "classes", "explain", "pool", "certs", "completion", "version")
 
 EXAMPLE_SUMMARY = """\
 {file}: valid
@@ -176,10 +176,33 @@ def test_check_missing_file(gpugate_bin, tmp_path):
                 f"{missing}: 1 error\n")
 
 
-def test_check_directory_is_a_read_error(gpugate_bin, tmp_path):
+def test_check_directory_checks_its_policy_files(gpugate_bin, tmp_path):
+    # A directory stands for its *.yaml and *.yml files, in name order;
+    # each error names its file; other files, hidden files and
+    # subdirectories are left alone; one invalid file fails the run.
+    d = tmp_path / "policies"
+    d.mkdir()
+    small = write(d, "a-small.yaml", SMALL_POLICY)
+    bad = write(d, "b-bad.yml", BAD_POLICY)
+    write(d, "notes.txt", "not a policy")
+    write(d, ".hidden.yaml", "not: a policy")
+    (d / "sub.yaml").mkdir()
+    write(d / "sub.yaml", "deeper.yaml", "not: a policy")
+    assert outcome(gpugate_bin, "check", str(d)) == \
+        (1, SMALL_SUMMARY.format(file=small), BAD_ERRORS.format(file=bad))
+    (d / "b-bad.yml").unlink()
+    assert outcome(gpugate_bin, "check", "-q", str(d) + "/") == (0, "", "")
+    example = "policy/examples"
+    assert outcome(gpugate_bin, "check", example) == \
+        (0, EXAMPLE_SUMMARY.format(file=example + "/gpu-cluster.yaml"),
+         EXAMPLE_WARNING.format(file=example + "/gpu-cluster.yaml", line=113))
+
+
+def test_check_directory_without_policy_files_fails(gpugate_bin, tmp_path):
     d = str(tmp_path)
+    write(tmp_path, "README.md", "# policies go here\n")
     assert outcome(gpugate_bin, "check", d) == \
-        (1, "", f"{d}: cannot read: Is a directory\n{d}: 1 error\n")
+        (1, "", f"{d}: no policy file (*.yaml, *.yml) in this directory\n")
 
 
 def test_check_too_many_errors_are_counted(gpugate_bin, tmp_path):
@@ -215,23 +238,30 @@ def test_check_several_files(gpugate_bin, tmp_path):
         (1, "", 2 * BAD_ERRORS.format(file=bad))
 
 
-CHECK_USAGE = "usage: gpugate check [--quiet] [--kubeconfig FILE] FILE...\n"
+CHECK_USAGE = "usage: gpugate check [--quiet] [--kubeconfig FILE] FILE|DIR...\n"
 
 
-@pytest.mark.parametrize("args, first_line", [
-    ((), "gpugate check: no policy file given"),
-    (("-q",), "gpugate check: no policy file given"),
-    (("--bogus", "policy/examples/gpu-cluster.yaml"),
-     "gpugate check: unrecognized option '--bogus'"),
-    (("-x", "policy/examples/gpu-cluster.yaml"), "gpugate check: invalid option -- 'x'"),
+# A usage error is one line: what is wrong (with the nearest known name
+# where one is close), then where the help is; not the help itself.
+@pytest.mark.parametrize("args, error", [
+    ((), "no policy file given"),
+    (("-q",), "no policy file given"),
+    (("--bogus", "policy/examples/gpu-cluster.yaml"), "unknown option '--bogus'"),
+    (("--quite", "policy/examples/gpu-cluster.yaml"),
+     "unknown option '--quite' (did you mean \"--quiet\"?)"),
+    (("--kubeconfi", "k", "policy/examples/gpu-cluster.yaml"), None),
+    (("--quiet=yes", "policy/examples/gpu-cluster.yaml"), "option '--quiet' takes no value"),
+    (("--kubeconfig",), "option '--kubeconfig' needs a value"),
+    (("-x", "policy/examples/gpu-cluster.yaml"), "unknown option '-x'"),
+    (("-qx", "policy/examples/gpu-cluster.yaml"), "unknown option '-x'"),
 ])
-def test_check_usage_errors(gpugate_bin, args, first_line):
+def test_check_usage_errors(gpugate_bin, args, error):
     p = gpugate(gpugate_bin, "check", *args)
-    assert (p.returncode, p.stdout) == (2, "")
-    lines = p.stderr.splitlines(keepends=True)
-    assert lines[0] == first_line + "\n"
-    assert lines[1] == CHECK_USAGE
-    assert "Exit status: 0 all files valid, 1 some file invalid, 2 usage error." in p.stderr
+    if error is None:  # a unique prefix of an option is that option
+        assert "usage error" not in p.stderr and p.returncode == 1, p
+        return
+    assert (p.returncode, p.stdout, p.stderr) == \
+        (2, "", f"gpugate check: {error}; run 'gpugate check --help'\n")
 
 
 # ---------------------------------------------------------------------------
@@ -247,10 +277,9 @@ def test_version(gpugate_bin):
 
 
 def test_version_takes_no_argument(gpugate_bin):
-    p = gpugate(gpugate_bin, "version", "extra")
-    assert (p.returncode, p.stdout) == (2, "")
-    assert p.stderr.startswith("gpugate version: unexpected argument 'extra'\n"
-                               "usage: gpugate version\n")
+    assert outcome(gpugate_bin, "version", "extra") == \
+        (2, "", "gpugate version: unexpected argument 'extra'; "
+                "run 'gpugate version --help'\n")
 
 
 # ---------------------------------------------------------------------------
@@ -281,18 +310,63 @@ def test_check_help_after_other_options(gpugate_bin):
     assert p.stdout.startswith(CHECK_USAGE)
 
 
-@pytest.mark.parametrize("args, first_line", [
-    ((), None),
-    (("bogus",), "gpugate: unknown command 'bogus'"),
-    (("--bogus",), "gpugate: unknown command '--bogus'"),
-    (("help", "bogus"), "gpugate: unknown command 'bogus'"),
-    (("--help", "bogus"), "gpugate: unknown command 'bogus'"),
-])
-def test_usage_errors(gpugate_bin, args, first_line):
-    p = gpugate(gpugate_bin, *args)
+def test_no_command_prints_the_help(gpugate_bin):
+    p = gpugate(gpugate_bin)
     assert (p.returncode, p.stdout) == (2, "")
-    usage = "usage: gpugate COMMAND [OPTIONS]\n"
-    assert p.stderr.startswith((f"{first_line}\n" if first_line else "") + usage)
+    assert p.stderr.startswith("usage: gpugate COMMAND [OPTIONS]\n")
+
+
+@pytest.mark.parametrize("args, error", [
+    (("bogus",), "unknown command 'bogus'"),
+    (("--bogus",), "unknown command '--bogus'"),
+    (("help", "bogus"), "unknown command 'bogus'"),
+    (("--help", "bogus"), "unknown command 'bogus'"),
+    (("chek", "policy/examples/gpu-cluster.yaml"),
+     "unknown command 'chek' (did you mean \"check\"?)"),
+    (("Explain",), "unknown command 'Explain' (did you mean \"explain\"?)"),
+    (("help", "clases"), "unknown command 'clases' (did you mean \"classes\"?)"),
+])
+def test_usage_errors(gpugate_bin, args, error):
+    assert outcome(gpugate_bin, *args) == \
+        (2, "", f"gpugate: {error}; run 'gpugate --help'\n")
+
+
+# The values of an option that takes one of a few: the nearest is offered.
+@pytest.mark.parametrize("args, error", [
+    (("serve", "--usage-store", "memroy"),
+     "--usage-store wants memory or shared, not 'memroy' (did you mean \"memory\"?)"),
+    (("serve", "--usage-store", "etcd"), "--usage-store wants memory or shared, not 'etcd'"),
+    (("serve", "--log-level", "warning"),
+     "--log-level wants debug, info, warn or error, not 'warning'"),
+    (("serve", "--log-level", "eror"),
+     "--log-level wants debug, info, warn or error, not 'eror' (did you mean \"error\"?)"),
+    (("serve", "--usage-stroe", "memory"),
+     "unknown option '--usage-stroe' (did you mean \"--usage-store\"?)"),
+    (("serve", "--max-con", "3"), "option '--max-con' is ambiguous: --max-conns, "
+     "--max-conns-per-ip"),
+    (("explain", "-o", "jsn"),
+     "-o wants text, json or yaml, not 'jsn' (did you mean \"json\"?)"),
+    (("explain", "--output=YAML"),
+     "-o wants text, json or yaml, not 'YAML' (did you mean \"yaml\"?)"),
+    (("classes", "-o", "jsno"),
+     "-o wants text, json or yaml, not 'jsno' (did you mean \"json\"?)"),
+    (("pool", "-o", "yaml"), "-o wants text or json, not 'yaml'"),
+    (("completion", "bsh"), "the shell wants bash or zsh, not 'bsh' (did you mean \"bash\"?)"),
+    (("certs", "--day", "3"), None),
+])
+def test_choices_offer_the_nearest(gpugate_bin, args, error):
+    rc, out, err = outcome(gpugate_bin, *args)
+    if error is None:  # --day is a prefix of --days: accepted
+        assert "unknown option" not in err, err
+        return
+    cmd = args[0]
+    if cmd == "serve":  # a start-up error is a log line (test_logging.py)
+        quoted = error.replace('"', '\\"')
+        assert (rc, out) == (2, "") and err.splitlines()[-1].endswith(
+            f' level=error msg="not starting" error="gpugate serve: {quoted}" '
+            'hint="gpugate serve --help lists the flags"'), err
+        return
+    assert (rc, out, err) == (2, "", f"gpugate {cmd}: {error}; run 'gpugate {cmd} --help'\n")
 
 
 @pytest.mark.parametrize("value", ["0", "86401", "-1", "1.5", "", "60s"])
@@ -303,3 +377,91 @@ def test_serve_reservation_ttl_must_be_seconds(gpugate_bin, value):
     assert p.stderr.splitlines()[-1].endswith(
         ' level=error msg="not starting" error="gpugate serve: --reservation-ttl must be '
         '1..86400 seconds" hint="gpugate serve --help lists the flags"'), p.stderr
+
+
+# ---------------------------------------------------------------------------
+# gpugate completion
+
+
+def complete(script: str, *words: str, cwd: Path = ROOT) -> list[str]:
+    """COMPREPLY of _gpugate for the command line `words` (the last one is
+    the word being completed), in a bash that sourced the script."""
+    quoted = " ".join("'" + w.replace("'", "'\\''") + "'" for w in words)
+    prog = (f"source /dev/stdin <<'EOF'\n{script}EOF\n"
+            f"COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}\n"
+            "_gpugate gpugate; printf '%s\\n' \"${COMPREPLY[@]}\"\n")
+    p = subprocess.run(["bash", "--norc", "--noprofile", "-c", prog], capture_output=True,
+                       text=True, timeout=30 * SLOW, cwd=cwd)
+    assert (p.returncode, p.stderr) == (0, ""), p
+    return [w for w in p.stdout.split("\n") if w]
+
+
+@pytest.fixture(scope="module")
+def bash_script(gpugate_bin) -> str:
+    rc, out, err = outcome(gpugate_bin, "completion", "bash")
+    assert (rc, err) == (0, "")
+    p = subprocess.run(["bash", "-n"], input=out, capture_output=True, text=True)
+    assert (p.returncode, p.stderr) == (0, ""), p
+    return out
+
+
+def test_bash_completion_commands_options_values(bash_script, tmp_path):
+    s = bash_script
+    assert complete(s, "gpugate", "") == list(COMMANDS) + ["help", "--help", "--version"]
+    assert complete(s, "gpugate", "c") == ["check", "classes", "certs", "completion"]
+    assert complete(s, "gpugate", "help", "ex") == ["explain"]
+    assert complete(s, "gpugate", "explain", "-o", "") == ["text", "json", "yaml"]
+    assert complete(s, "gpugate", "explain", "--output", "j") == ["json"]
+    assert complete(s, "gpugate", "pool", "-o", "") == ["text", "json"]
+    assert complete(s, "gpugate", "serve", "--usage-store", "") == ["memory", "shared"]
+    assert complete(s, "gpugate", "serve", "--log-level", "w") == ["warn"]
+    assert complete(s, "gpugate", "completion", "") == ["bash", "zsh"]
+    assert complete(s, "gpugate", "explain", "--b") == ["--brief"]
+    assert complete(s, "gpugate", "serve", "--max") == ["--max-conns", "--max-conns-per-ip"]
+    assert complete(s, "gpugate", "serve", "--threads", "") == []
+    # Files where a file goes: a policy, an operand of check; --out of
+    # certs takes directories only.
+    (tmp_path / "policy.yaml").write_text("")
+    (tmp_path / "pki").mkdir()
+    assert complete(s, "gpugate", "explain", "--policy", "po", cwd=tmp_path) == \
+        ["policy.yaml"]
+    assert sorted(complete(s, "gpugate", "check", "", cwd=tmp_path)) == \
+        ["pki", "policy.yaml"]
+    assert complete(s, "gpugate", "certs", "--out", "", cwd=tmp_path) == ["pki"]
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS])
+def test_bash_completion_offers_only_what_gpugate_accepts(gpugate_bin, bash_script, command,
+                                                          tmp_path):
+    # Every option completion offers is one the command's parser knows
+    # (the same table): none is an unknown option.  (In tmp_path: certs
+    # --out x writes there.)
+    offered = complete(bash_script, "gpugate", command, "-")
+    assert "--help" in offered and offered == sorted(set(offered), key=offered.index)
+    for opt in offered:
+        args = [opt, "x"] if opt not in ("--help", "-h") else [opt]
+        p = subprocess.run([str(gpugate_bin), command, *args], capture_output=True,
+                           text=True, timeout=60 * SLOW, cwd=tmp_path)
+        assert "unknown option" not in p.stderr, (opt, p.stderr)
+        assert "needs a value" not in p.stderr, (opt, p.stderr)
+
+
+def test_zsh_completion_is_generated_from_the_same_tables(gpugate_bin):
+    rc, out, err = outcome(gpugate_bin, "completion", "zsh")
+    assert (rc, err) == (0, "")
+    assert out.startswith("#compdef gpugate\n")
+    for cmd in COMMANDS:
+        assert f"\t{cmd})\n" in out, cmd
+    assert "'--usage-store:value:(memory shared)'" in out
+    assert "'-o:value:(text json yaml)'" in out
+    assert "'1:value:(bash zsh)'" in out
+
+
+@pytest.mark.parametrize("args, error", [
+    (("completion",), "which shell? bash or zsh"),
+    (("completion", "bash", "zsh"), "one shell only"),
+    (("completion", "powershell"), "the shell wants bash or zsh, not 'powershell'"),
+])
+def test_completion_usage_errors(gpugate_bin, args, error):
+    assert outcome(gpugate_bin, *args) == \
+        (2, "", f"gpugate completion: {error}; run 'gpugate completion --help'\n")

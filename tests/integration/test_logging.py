@@ -67,12 +67,15 @@ def errors(events: list[dict]) -> list[str]:
 
 def test_bad_flags_in_json(gpugate_bin):
     cases = [
-        (["--bogus"], "gpugate serve: unknown option --bogus"),
-        (["-x"], "gpugate serve: unknown option -x"),
-        (["--policy"], "gpugate serve: option --policy needs a value"),
+        (["--bogus"], "gpugate serve: unknown option '--bogus'"),
+        (["-x"], "gpugate serve: unknown option '-x'"),
+        (["--policy"], "gpugate serve: option '--policy' needs a value"),
         (["--threads", "0"], "gpugate serve: --threads must be 1..256"),
-        (["--usage-store", "disk"], "gpugate serve: --usage-store must be memory or shared"),
-        (["extra"], "gpugate serve: unexpected argument"),
+        (["--usage-store", "disk"],
+         "gpugate serve: --usage-store wants memory or shared, not 'disk'"),
+        (["--usage-store", "memroy"], "gpugate serve: --usage-store wants memory or shared, "
+         "not 'memroy' (did you mean \"memory\"?)"),
+        (["extra"], "gpugate serve: unexpected argument 'extra'"),
         ([], "gpugate serve: --policy, --tls-cert and --tls-key are required"),
     ]
     for args, want in cases:
