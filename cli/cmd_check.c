@@ -3,7 +3,9 @@
 #include "base/file.h"
 #include "base/log.h"
 #include "cli/cmd.h"
+#include "kube/client.h"
 #include "kube/config.h"
+#include "policy/cluster-check.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "policy/quota.h"
@@ -12,6 +14,7 @@
 #include "webhook/snapshot.h"
 
 #include <inttypes.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,6 +46,64 @@ void cmd_check_usage(FILE *out)
 	      "Exit status: 0 all files valid, 1 some file invalid, 2 usage error.\n"
 	      "With --kubeconfig, also 1 when the cluster could not be read.\n",
 	      out);
+}
+
+/* Most PriorityClass names read (a cluster has a few dozen). */
+#define CHECK_MAX_PRIORITY_CLASSES 4096
+
+/*
+ * The PriorityClasses of the cluster (a read-only list) against the ones
+ * the classes name: a warning on stderr for each missing one
+ * (cluster_check_priority_classes()), or one saying they could not be
+ * read.  Never fails the check: the policy itself is valid.
+ */
+static void priority_classes(const struct policy *p, const struct kube_config *kube)
+{
+	static const char path[] = "/apis/scheduling.k8s.io/v1/priorityclasses";
+	const char **names = NULL;
+	struct kube *k;
+	json_t *list = NULL, *items, *item;
+	struct diag d, w;
+	size_t n = 0, i;
+	int rc = -1;
+
+	diag_init(&d);
+	diag_init(&w);
+	k = kube_new(kube, &d);
+	if (k)
+		rc = kube_get_json(k, path, 0, &list, &d);
+	if (rc != 0) {
+		char why[512];
+
+		if (rc > 0)
+			snprintf(why, sizeof(why), "HTTP %d", rc);
+		else
+			diag_first(&d, why, sizeof(why));
+		fprintf(stderr, "%s: warning: the cluster's PriorityClasses could not be "
+				"listed (%s): whether the ones the classes name exist is "
+				"not known\n",
+			policy_source(p), why);
+		goto out;
+	}
+	items = json_object_get(list, "items");
+	names = calloc(json_array_size(items) + 1, sizeof(*names));
+	if (!names) {
+		fputs("gpugate check: out of memory\n", stderr);
+		goto out;
+	}
+	json_array_foreach(items, i, item) {
+		const char *name = json_string_value(
+			json_object_get(json_object_get(item, "metadata"), "name"));
+
+		if (name && n < CHECK_MAX_PRIORITY_CLASSES)
+			names[n++] = name;
+	}
+	if (cluster_check_priority_classes(p, names, n, &w))
+		fputs(diag_text(&w), stderr);
+out:
+	free(names);
+	json_decref(list);
+	kube_free(k);
 }
 
 /*
@@ -106,6 +167,7 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 				s->nodes[POOL_USABLE] < nodes ? " (excluded nodes not counted)"
 							      : "");
 	}
+	priority_classes(p, kube);
 	rc = 0;
 out:
 	free(v);

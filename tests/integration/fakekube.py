@@ -5,7 +5,8 @@ tests/integration/test_watch.py).
 It serves what gpugate asks for and nothing else:
 
     GET /api/v1/pods, GET /apis/batch/v1/jobs, GET /api/v1/nodes
-    and GET /apis/resource.k8s.io/v1/resourceclaims (404 while `serve`d off)
+    and GET /apis/resource.k8s.io/v1/resourceclaims (404 while `serve`d off),
+    GET /apis/scheduling.k8s.io/v1/priorityclasses (404 until `serve`d on)
         ?labelSelector=KEY           objects that carry label KEY (the only
                                      selector served: gpugate.io/tenant)
         &limit=N&continue=TOKEN      pages in key order (namespace/name), as
@@ -642,6 +643,12 @@ class FakeKube(_Objects):
                                 "ResourceClaimList", "ResourceClaim",
                                 "resource.k8s.io/v1"),
             "nodes": _Resource("nodes", "/api/v1/nodes", "NodeList", "Node", "v1"),
+            # Off unless a test serves it: the daemon's PriorityClass feed
+            # keeps the 404 it always had here.
+            "priorityclasses": _Resource("priorityclasses",
+                                         "/apis/scheduling.k8s.io/v1/priorityclasses",
+                                         "PriorityClassList", "PriorityClass",
+                                         "scheduling.k8s.io/v1", served=False),
         }
         self._by_path = {r.path: r for r in self._res.values()}
         self._objects_init()

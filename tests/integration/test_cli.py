@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, SLOW
+from test_watch import kube  # noqa: F401  (the fixture)
 
 COMMANDS = ("serve", "check", "classes", "explain", "pool", "certs", "completion", "version")
 
@@ -465,3 +466,48 @@ def test_zsh_completion_is_generated_from_the_same_tables(gpugate_bin):
 def test_completion_usage_errors(gpugate_bin, args, error):
     assert outcome(gpugate_bin, *args) == \
         (2, "", f"gpugate completion: {error}; run 'gpugate completion --help'\n")
+
+
+# ---------------------------------------------------------------------------
+# gpugate check --kubeconfig: the PriorityClasses the classes name
+
+
+def priority_class(name: str, value: int) -> dict:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name, "uid": f"uid-pc-{name}"}, "value": value}
+
+
+MISSING_TRAINING = (
+    '{file}: warning: class "train-large": PriorityClass "training" does not exist in the '
+    'cluster, and the apiserver refuses pods that name it; create it (docs/operations.md, '
+    '"PriorityClasses") or remove priorityClassName from the class\n')
+
+
+def test_check_kubeconfig_warns_about_a_missing_priority_class(gpugate_bin, kube):
+    # The example policy's train-large names PriorityClass "training": a
+    # cluster without it refuses every train-large pod.  A warning, not an
+    # error (the policy is valid); read with one list, nothing written.
+    policy = "policy/examples/gpu-cluster.yaml"
+    kube.serve("priorityclasses", True)
+    kube.put("priorityclasses", priority_class("system-cluster-critical", 2000000000))
+    rc, out, err = outcome(gpugate_bin, "check", "-q", "--kubeconfig", str(kube.kubeconfig),
+                           policy)
+    assert (rc, out) == (0, ""), err
+    assert MISSING_TRAINING.format(file=policy) in err, err
+    lists = [q for q in kube.requests("priorityclasses")]
+    assert [q.watch for q in lists] == [False], lists
+
+    kube.put("priorityclasses", priority_class("training", 1000))
+    rc, out, err = outcome(gpugate_bin, "check", "-q", "--kubeconfig", str(kube.kubeconfig),
+                           policy)
+    assert (rc, out) == (0, ""), err
+    assert "PriorityClass" not in err, err
+
+
+def test_check_kubeconfig_says_when_priority_classes_cannot_be_read(gpugate_bin, kube):
+    policy = "policy/examples/gpu-cluster.yaml"
+    rc, out, err = outcome(gpugate_bin, "check", "-q", "--kubeconfig", str(kube.kubeconfig),
+                           policy)
+    assert (rc, out) == (0, ""), err
+    assert (f"{policy}: warning: the cluster's PriorityClasses could not be listed "
+            "(HTTP 404): whether the ones the classes name exist is not known\n") in err, err
