@@ -782,6 +782,10 @@ def test_the_example_run_in_the_docs(gpugate_bin):
             assert line in it, (line, e)
     readme = (ROOT / "README.md").read_text()
     assert (cmd.rstrip("\n") + " | tail -1\n" + e.lines[-1] + "\n") in readme
+    brief_cmd = cmd.replace("-n research", "-n research --brief")
+    shown = doc.split(brief_cmd, 1)[1].split("```", 1)[0]
+    e = explain(gpugate_bin, *brief_cmd.split()[3:])
+    assert e.rc == DENIED and shown == e.out, (shown, e)
     yaml_cmd = cmd.replace("-n research", "-n research -o yaml")
     shown = doc.split(yaml_cmd, 1)[1].split("```", 1)[0]
     e = explain(gpugate_bin, *yaml_cmd.split()[3:])
