@@ -1161,6 +1161,15 @@ def wait_service_accounts(kubectl: Kubectl, namespaces: Iterable[str],
                    timeout)
 
 
+def priority_classes() -> list[dict]:
+    """The PriorityClasses the install ships (manifests/priorityclass.yaml:
+    training, which the example policy's train-large names), as the stack
+    creates them and puts them back after a test uninstalls the base."""
+    import yaml
+    return [d for d in yaml.safe_load_all((ROOT / "manifests" / "priorityclass.yaml")
+                                          .read_text()) if d]
+
+
 # ---------------------------------------------------------------------------
 # the fake GPU fleet (tests/e2e/fleet.py; KWOK runs its nodes, cluster.sh)
 
@@ -1695,9 +1704,7 @@ class Stack:
         if self.with_quota:
             objs += [namespace_obj(ns, "quota") for ns in QUOTA_NAMESPACES]
             objs += [namespace_obj(ns, "raw") for ns in RAW_NAMESPACES]
-        objs.append({"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
-                     "metadata": {"name": "training"}, "value": 1000,
-                     "description": "gpugate e2e: class train-large"})
+        objs += priority_classes()
         k.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
         create_checkpoint_claims(k)
         wait_service_accounts(k, [o["metadata"]["name"] for o in objs

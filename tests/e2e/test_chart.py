@@ -39,6 +39,9 @@ KUBE_VERSION = "1.37.2"
 # Set by Helm only (the kustomize base has no release, chart or version).
 HELM_ONLY_LABELS = {"app.kubernetes.io/instance", "app.kubernetes.io/version",
                     "app.kubernetes.io/managed-by", "helm.sh/chart"}
+# The stack made PriorityClass training (gpugate_e2e.Stack): an install
+# next to it leaves it out (values.yaml, priorityClasses).
+NO_PRIORITY_CLASSES = ("--set-json", "priorityClasses=[]")
 
 
 @pytest.fixture(scope="module")
@@ -156,8 +159,12 @@ def test_helm_install_upgrade_rollback_uninstall_with_cert_manager(stack, helm,
               input=rendered)
         assert r.rc == 0 and "Warning" not in r.err, r
         assert "certificate.cert-manager.io/gpugate-chart created (server dry run)" in r.out, r
+        # The stack has PriorityClass training already (from
+        # manifests/priorityclass.yaml): Helm cannot adopt it, so, as
+        # values.yaml says, priorityClasses=[].  The dry run above applied
+        # the chart's own.
         p = helm("install", CHART_NS, str(CHART), "-n", CHART_NS,
-                 "--set", "certificates.mode=certManager",
+                 "--set", "certificates.mode=certManager", *NO_PRIORITY_CLASSES,
                  "--set-json", f"webhook.namespaceSelectorExpressions={OPT_IN}")
         assert "STATUS: deployed" in p.stdout, p.stdout
         certs = k("get", "certificates.cert-manager.io", "-n", CHART_NS, "-o", "json").json()
@@ -251,7 +258,7 @@ def test_helm_install_in_secret_mode_as_documented(stack, helm, tmp_path):
           f"--from-file=tls.crt={pki / 'tls.crt'}", f"--from-file=tls.key={pki / 'tls.key'}",
           f"--from-file=ca.crt={pki / 'ca.crt'}").check()
         helm("install", ns, str(CHART), "-n", ns, "--set", f"certificates.caBundle={ca_bundle}",
-             "--set", "webhook.failurePolicy=Ignore",
+             "--set", "webhook.failurePolicy=Ignore", *NO_PRIORITY_CLASSES,
              "--set-json", f"webhook.namespaceSelectorExpressions={OPT_IN}")
         cfg = k.get("validatingwebhookconfiguration", ns)
         assert [(w["clientConfig"]["caBundle"], w["failurePolicy"]) for w in cfg["webhooks"]] == \

@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from gpugate_e2e import (ROOT, gpugate_bin, namespace_obj, pod, wait_service_accounts,
+from gpugate_e2e import (ROOT, gpugate_bin, namespace_obj, pod, priority_classes,
+                         wait_service_accounts,
                          wait_until, wait_webhooks)
 
 MAKE_CERTS = ROOT / "manifests" / "make-certs.sh"
@@ -171,6 +172,8 @@ def restore(stack):
     k("delete", "-k", "manifests", "--ignore-not-found", "--wait=true", timeout=180).check()
     wait_until("namespace gpugate deleted", lambda: k("get", "namespace", NS).rc != 0, 120)
     k.apply(namespace_obj(NS, "example")).check()
+    # The base's PriorityClass went with it: the stack's (the same) back.
+    k.apply({"apiVersion": "v1", "kind": "List", "items": priority_classes()}).check()
     wait_service_accounts(k, [NS])
     for name in stack.gates:
         wait_webhooks(k, name)

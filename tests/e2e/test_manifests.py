@@ -31,7 +31,7 @@ KUSTOMIZATION = MANIFESTS / "kustomization.yaml"
 EXPECTED_KINDS = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
                   "ConfigMap", "Service", "Deployment", "PodDisruptionBudget",
                   "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
-                  "CustomResourceDefinition"}
+                  "CustomResourceDefinition", "PriorityClass"}
 SA = "system:serviceaccount:gpugate:gpugate"
 
 
@@ -78,7 +78,7 @@ def test_kustomize_renders_the_base(rendered):
     for d in rendered:
         if d["kind"] not in ("Namespace", "ClusterRole", "ClusterRoleBinding",
                              "CustomResourceDefinition", "MutatingWebhookConfiguration",
-                             "ValidatingWebhookConfiguration"):
+                             "ValidatingWebhookConfiguration", "PriorityClass"):
             assert d["metadata"].get("namespace") == "gpugate", d["metadata"]
     mwc = one(rendered, "MutatingWebhookConfiguration")
     vwc = one(rendered, "ValidatingWebhookConfiguration")

@@ -6,6 +6,7 @@ and the commands and the denial README.md shows.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import re
 import subprocess
 import sys
@@ -166,3 +167,30 @@ def test_readme_flagship_fits_the_demo_fleet(gpugate_bin, kube, tmp_path):
     rc, result, message = verdict(too_big)
     assert (rc, result) == (1, "denied"), message
     assert "h100-80gb" in message, message
+
+
+# ---------------------------------------------------------------------------
+# The shipped policy names no PriorityClass the install does not create
+
+def test_install_creates_every_priority_class_its_policy_names():
+    # The apiserver refuses a pod that names a missing PriorityClass: each
+    # install (the kustomize base, the chart with its default values) must
+    # create every one its policy's classes name.
+    import yaml
+
+    def named(policy: Path) -> set[str]:
+        doc = yaml.safe_load(policy.read_text())
+        return {c["priorityClassName"] for c in doc["classes"] if c.get("priorityClassName")}
+
+    kustomization = yaml.safe_load((ROOT / "manifests/kustomization.yaml").read_text())
+    base = set()
+    for res in kustomization["resources"]:
+        for d in yaml.safe_load_all((ROOT / "manifests" / res).read_text()):
+            if d and d["kind"] == "PriorityClass":
+                base.add(d["metadata"]["name"])
+    chart = {pc["name"] for pc in yaml.safe_load(
+        (ROOT / "charts/gpugate/values.yaml").read_text())["priorityClasses"]}
+    assert named(ROOT / "manifests/policy.yaml") <= base, base
+    assert named(ROOT / "charts/gpugate/files/policy.yaml") <= chart, chart
+    assert named(ROOT / "policy/examples/gpu-cluster.yaml") == named(ROOT / "manifests/policy.yaml")
+    assert "training" in base, "the example policy's train-large names it"
