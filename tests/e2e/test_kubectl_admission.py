@@ -372,7 +372,7 @@ def test_dry_run_shows_the_decision_and_reserves_nothing(kubectl, example, clean
     r = kubectl("apply", "--dry-run=server", "-f", "examples/job-train-large.yaml", cwd=ROOT)
     assert (r.rc, r.out) == (0, "job.batch/llm-pretrain created (server dry run)\n"), r
     assert r.err == warning(
-        "gpugate: train-large -> 4 pods x 8 x h100-80gb for tenant research (32/32 in use)")
+        "gpugate: train-large -> 3 pods x 8 x h100-80gb for tenant research (24/32 in use)")
     r = kubectl("apply", "--dry-run=server", "-f", "examples/job-too-big.yaml", cwd=ROOT)
     assert r.rc == 1 and "gpugate: job can never be admitted: needs 64 h100-80gb" in r.err, r
     assert_absent(kubectl, "pod", "rehearsal", "research")
