@@ -24,6 +24,7 @@
 #define DEFAULT_GRACE_SECONDS 300
 #define DEFAULT_CHECKPOINT_TIMEOUT_SECONDS 300
 #define DEFAULT_MOUNT_PATH "/checkpoint"
+#define DEFAULT_CLAIM_SIZE "10Gi"
 /* NVIDIA's DRA driver: whole GPUs, and MIG partitions. */
 static const char *const default_gpu_device_classes[] = {"gpu.nvidia.com",
 							 "mig.nvidia.com"};
@@ -387,7 +388,38 @@ static void build_settings(struct builder *b)
 	out->raw_gpu_requests = s ? (enum policy_raw_requests)s->rawGpuRequests
 				  : POLICY_RAW_REJECT;
 	out->mode = s ? (enum policy_mode)s->mode : POLICY_MODE_ENFORCE;
+	out->admission_warnings = s ? (enum policy_admission_warnings)s->admissionWarnings
+				    : POLICY_WARNINGS_PROBLEMS;
 	build_gpu_device_classes(b, s);
+}
+
+/* checkpoint.claim: absent, nothing is created. */
+static void build_checkpoint_claim(struct builder *b,
+				   const struct src_checkpoint_claim *s)
+{
+	static const char *const mode_names[SRC_ACCESS_COUNT] = {
+		[SRC_ACCESS_RWO] = "ReadWriteOnce",
+		[SRC_ACCESS_RWX] = "ReadWriteMany",
+		[SRC_ACCESS_RWOP] = "ReadWriteOncePod",
+	};
+	struct policy_checkpoint_claim *c = &b->p->checkpoint.claim;
+	const char **modes;
+
+	if (!s)
+		return;
+	c->create = s->create && *s->create;
+	c->storage_class = dup(b, s->storageClassName);
+	c->size = dup(b, s->size ? s->size : DEFAULT_CLAIM_SIZE);
+	modes = alloc(b, s->accessModes_count ? s->accessModes_count : 1,
+		      sizeof(*modes));
+	if (b->oom)
+		return;
+	if (!s->accessModes_count)
+		modes[0] = mode_names[SRC_ACCESS_RWX];
+	for (unsigned i = 0; i < s->accessModes_count; i++)
+		modes[i] = mode_names[s->accessModes[i]];
+	c->access_modes = modes;
+	c->n_access_modes = s->accessModes_count ? s->accessModes_count : 1;
 }
 
 static void build_checkpoint(struct builder *b)
@@ -403,6 +435,7 @@ static void build_checkpoint(struct builder *b)
 	c->mount_path = dup(b, s && s->mountPath ? s->mountPath
 						 : DEFAULT_MOUNT_PATH);
 	c->claim_name = dup(b, s ? s->claimName : NULL);
+	build_checkpoint_claim(b, s ? s->claim : NULL);
 	if (s && s->preStop_count) {
 		const char **argv = alloc(b, s->preStop_count, sizeof(*argv));
 

@@ -62,6 +62,18 @@ enum policy_raw_requests {
 	POLICY_RAW_ALLOW,
 };
 
+/*
+ * settings.admissionWarnings: what an admitted workload is told.  Problems
+ * (borrowed quota, checkpoint hooks, a missing claim, a rule warn mode lets
+ * pass, ...) always warn; the success line ("gpugate: train-large -> 8 x
+ * h100-80gb for tenant research (8/32 in use)") only with ALL, so that
+ * `kubectl apply --warnings-as-errors` of a workload that fits succeeds.
+ */
+enum policy_admission_warnings {
+	POLICY_WARNINGS_PROBLEMS,
+	POLICY_WARNINGS_ALL,
+};
+
 enum policy_topology_mode {
 	POLICY_TOPOLOGY_NONE,
 	POLICY_TOPOLOGY_REQUIRED,
@@ -160,10 +172,25 @@ struct policy_settings {
 	const char *gpus_label;
 	enum policy_raw_requests raw_gpu_requests;
 	enum policy_mode mode;
+	enum policy_admission_warnings admission_warnings;
 	/* gpuDeviceClassNames: DeviceClasses that are GPUs even when no
 	 * flavor maps them (a claim of one is a raw GPU request). */
 	const char *const *gpu_device_classes;
 	size_t n_gpu_device_classes;
+};
+
+/*
+ * checkpoint.claim: the claims gpugate keeps (webhook/claim-sync.h).  With
+ * create, the Lease holder creates claim_name in every namespace of a
+ * tenant where it is missing, labelled app.kubernetes.io/managed-by=gpugate;
+ * it never changes or deletes a claim.
+ */
+struct policy_checkpoint_claim {
+	bool create;
+	const char *storage_class; /* NULL: the cluster's default StorageClass */
+	const char *size;          /* spec.resources.requests.storage */
+	const char *const *access_modes;
+	size_t n_access_modes;
 };
 
 struct policy_checkpoint {
@@ -176,6 +203,7 @@ struct policy_checkpoint {
 	size_t n_pre_stop;
 	const struct policy_kv *env;
 	size_t n_env;
+	struct policy_checkpoint_claim claim;
 };
 
 /*

@@ -474,7 +474,7 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 			continue;
 		mark_named(mounts, "name", names, name_found, 2);
 		mark_named(mounts, "mountPath", paths, path_found, 2);
-		if (!name_found[0] && !path_found[0]) {
+		if (!pl->no_volume && !name_found[0] && !path_found[0]) {
 			append(a, mounts,
 			       obj("name", json_string(CHECKPOINT_VOLUME),
 				   "mountPath", json_string(ck->mount_path), NULL));
@@ -486,7 +486,7 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 	}
 	if (vols)
 		mark_named(vols, "name", vol_names, vol_found, 2);
-	if (vols && !vol_found[0]) {
+	if (vols && !vol_found[0] && !pl->no_volume) {
 		if (pl->claim_name[0])
 			append(a, vols,
 			       obj("name", json_string(CHECKPOINT_VOLUME),
