@@ -1160,21 +1160,26 @@ static void plan_claim_name(struct ctx *c, const char *tmpl)
 	const char *ns = c->wl->namespace;
 	char *name = c->out->plan.claim_name;
 	const size_t size = sizeof(c->out->plan.claim_name);
+	char shown[DECIDE_WARNING_LEN];
 
-	if (policy_claim_name(tmpl, c->out->tenant->name, ns, name, size) >= size) {
+	switch (policy_checkpoint_claim(c->p, c->out->tenant, ns, name, size)) {
+	case POLICY_CLAIM_TOO_LONG:
 		add_warning(c->out,
 			    "gpugate: checkpoint claim name for namespace %.63s is "
 			    "longer than the %zu characters of a PersistentVolumeClaim "
 			    "name; using an emptyDir volume",
 			    ns, size - 1);
-		name[0] = '\0';
-	} else if (!k8s_dns_subdomain_valid(name)) {
+		break;
+	case POLICY_CLAIM_INVALID:
+		policy_claim_name(tmpl, c->out->tenant->name, ns, shown, sizeof(shown));
 		add_warning(c->out,
 			    "gpugate: checkpoint claim name \"%.80s\" for namespace "
 			    "%.63s is not a valid PersistentVolumeClaim name; using an "
 			    "emptyDir volume",
-			    name, ns);
-		name[0] = '\0';
+			    shown, ns);
+		break;
+	default:
+		break;
 	}
 }
 

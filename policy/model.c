@@ -7,6 +7,7 @@
 #include "base/diag.h"
 #include "base/file.h"
 #include "base/strmap.h"
+#include "policy/k8s.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "policy/src.h"
@@ -728,6 +729,25 @@ const struct policy_health *policy_health(const struct policy *p)
 uint64_t policy_serial(const struct policy *p)
 {
 	return p->serial;
+}
+
+enum policy_claim_status policy_checkpoint_claim(const struct policy *p,
+						 const struct policy_tenant *t,
+						 const char *ns, char *out,
+						 size_t size)
+{
+	const char *tmpl = p->checkpoint.claim_name;
+	enum policy_claim_status st = POLICY_CLAIM_OK;
+
+	if (!tmpl)
+		st = POLICY_CLAIM_NONE;
+	else if (policy_claim_name(tmpl, t->name, ns, out, size) >= size || size <= 253)
+		st = POLICY_CLAIM_TOO_LONG;
+	else if (!k8s_dns_subdomain_valid(out))
+		st = POLICY_CLAIM_INVALID;
+	if (st != POLICY_CLAIM_OK)
+		out[0] = '\0';
+	return st;
 }
 
 size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,

@@ -278,6 +278,24 @@ uint64_t policy_serial(const struct policy *p);
 size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,
 			 char *out, size_t size);
 
+/*
+ * The checkpoint claim of tenant t's workloads in namespace ns, the one
+ * rule admission (which mounts it) and the claim controller (which creates
+ * it, webhook/claim-sync.h) share: checkpoint.claimName filled in, written
+ * to out (size > 253).  POLICY_CLAIM_OK: out is a valid claim name; else
+ * out is "" and the status says why there is none.
+ */
+enum policy_claim_status {
+	POLICY_CLAIM_OK,
+	POLICY_CLAIM_NONE,     /* no checkpoint.claimName: an emptyDir */
+	POLICY_CLAIM_TOO_LONG, /* over the 253 characters of a name */
+	POLICY_CLAIM_INVALID,  /* no valid name (a namespace no apiserver sends) */
+};
+enum policy_claim_status policy_checkpoint_claim(const struct policy *p,
+						 const struct policy_tenant *t,
+						 const char *ns, char *out,
+						 size_t size);
+
 size_t policy_flavor_count(const struct policy *p);
 const struct policy_flavor *policy_flavor_at(const struct policy *p, size_t i);
 const struct policy_flavor *policy_flavor_find(const struct policy *p,

@@ -3,14 +3,13 @@
 #include "base/diag.h"
 #include "base/hash.h"
 #include "base/log.h"
-#include "base/nap.h"
 #include "kube/client.h"
 #include "policy/policy.h"
 #include "webhook/classes.h"
+#include "webhook/controller.h"
 #include "webhook/holder.h"
 
 #include <jansson.h>
-#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,9 +21,7 @@
 
 struct class_sync {
 	struct class_sync_config cfg;
-	struct kube *kube;
-	struct nap nap;
-	pthread_t thread;
+	struct controller ctl;
 	/* The thread's own. */
 	bool synced;          /* the last sync went through */
 	uint64_t generation;  /* of the policy it was made for */
@@ -70,7 +67,7 @@ static json_t *list_owned(struct class_sync *s)
 	int rc;
 
 	diag_init(&d);
-	rc = kube_get_json(s->kube, CLASSES_COLLECTION "?labelSelector="
+	rc = kube_get_json(s->ctl.kube, CLASSES_COLLECTION "?labelSelector="
 			   "app.kubernetes.io%2Fmanaged-by%3D" CLASSES_OWNER,
 			   SYNC_TIMEOUT_MS, &list, &d);
 	if (rc == 404) {
@@ -110,7 +107,7 @@ static int write_one(struct class_sync *s, const char *verb, json_t *obj,
 
 	object_path(obj, path, sizeof(path));
 	if (strcmp(verb, "create") == 0) {
-		rc = kube_create(s->kube, CLASSES_COLLECTION, obj, SYNC_TIMEOUT_MS, NULL, d);
+		rc = kube_create(s->ctl.kube, CLASSES_COLLECTION, obj, SYNC_TIMEOUT_MS, NULL, d);
 		if (rc == 409) {
 			/* Someone else's object of that name: not ours to take. */
 			if (announce)
@@ -123,11 +120,11 @@ static int write_one(struct class_sync *s, const char *verb, json_t *obj,
 			return 0;
 		}
 	} else if (strcmp(verb, "update") == 0) {
-		rc = kube_replace(s->kube, path, obj, SYNC_TIMEOUT_MS, NULL, d);
+		rc = kube_replace(s->ctl.kube, path, obj, SYNC_TIMEOUT_MS, NULL, d);
 	} else {
 		const json_t *meta = json_object_get(obj, "metadata");
 
-		rc = kube_delete(s->kube, path,
+		rc = kube_delete(s->ctl.kube, path,
 				 json_string_value(json_object_get(meta, "uid")),
 				 json_string_value(json_object_get(meta, "resourceVersion")),
 				 SYNC_TIMEOUT_MS, NULL, d);
@@ -164,7 +161,7 @@ static int sync_once(struct class_sync *s, const struct policy *p, bool announce
 	diag_init(&d);
 	for (size_t k = 0; k < 3; k++)
 		json_array_foreach(*steps[k].list, i, o) {
-			if (s->nap.stop)
+			if (s->ctl.nap.stop)
 				break;
 			int w = write_one(s, steps[k].verb, o, announce, &d);
 
@@ -196,7 +193,7 @@ static void *run(void *arg)
 {
 	struct class_sync *s = arg;
 
-	while (!s->nap.stop) {
+	while (!s->ctl.nap.stop) {
 		uint64_t gen = holder_generation(s->cfg.policy);
 		int64_t now = now_s();
 		struct holder_ref *ref;
@@ -204,11 +201,11 @@ static void *run(void *arg)
 
 		if (s->cfg.leading && !s->cfg.leading(s->cfg.leading_ctx)) {
 			s->synced = false; /* sync at once when leading again */
-			nap_sleep(&s->nap, 1000);
+			nap_sleep(&s->ctl.nap, 1000);
 			continue;
 		}
 		if (s->synced && gen == s->generation && now < s->next_at) {
-			nap_sleep(&s->nap, 1000);
+			nap_sleep(&s->ctl.nap, 1000);
 			continue;
 		}
 		p = holder_acquire(s->cfg.policy, &ref);
@@ -230,7 +227,7 @@ static void *run(void *arg)
 		}
 		s->generation = gen;
 		holder_release(ref);
-		nap_sleep(&s->nap, 1000);
+		nap_sleep(&s->ctl.nap, 1000);
 	}
 	return NULL;
 }
@@ -249,13 +246,7 @@ int class_sync_start(const struct class_sync_config *cfg, struct class_sync **ou
 		s->cfg.resync_s = 300;
 	if (!s->cfg.retry_s)
 		s->cfg.retry_s = 30;
-	nap_init(&s->nap);
-	s->kube = kube_new(cfg->kube, d);
-	if (!s->kube || pthread_create(&s->thread, NULL, run, s) != 0) {
-		if (s->kube)
-			diag_addf(d, "class-sync: cannot start its thread");
-		kube_free(s->kube);
-		nap_release(&s->nap);
+	if (controller_start(&s->ctl, "class-sync", cfg->kube, run, s, d) < 0) {
 		free(s);
 		return -1;
 	}
@@ -267,9 +258,6 @@ void class_sync_stop(struct class_sync *s)
 {
 	if (!s)
 		return;
-	nap_stop(&s->nap);
-	pthread_join(s->thread, NULL);
-	kube_free(s->kube);
-	nap_release(&s->nap);
+	controller_stop(&s->ctl);
 	free(s);
 }

@@ -24,6 +24,7 @@
 #include "kube/shared.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
+#include "webhook/claim-sync.h"
 #include "webhook/class-sync.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
@@ -68,6 +69,7 @@ struct daemon {
 	struct waiter *waiter;            /* API mode, waiting reasons on */
 	struct reclaimer *reclaimer;      /* API mode */
 	struct class_sync *class_sync;    /* API mode, unless switched off */
+	struct claim_sync *claim_sync;    /* API mode */
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
 	/* Memory usage with the API: the Lease that lets one replica decide
@@ -643,6 +645,17 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			if (class_sync_start(&ccfg, &dm->class_sync, d) < 0)
 				goto fail;
 		}
+		{
+			/* checkpoint.claim.create: idle while it is off. */
+			struct claim_sync_config kcfg = {
+				.kube = &dm->kube, .policy = dm->holder, .pvcs = dm->pvcs,
+				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
+				.leading_ctx = dm,
+			};
+
+			if (claim_sync_start(&kcfg, &dm->claim_sync, d) < 0)
+				goto fail;
+		}
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
 				    "credentials=\"%s\" reservation_ttl_s=%u",
 			  dm->kube.server, dm->kube.source, ttl_s);
@@ -721,6 +734,7 @@ void daemon_stop(struct daemon *dm)
 	waiter_stop(dm->waiter);
 	reclaimer_stop(dm->reclaimer);
 	class_sync_stop(dm->class_sync);
+	claim_sync_stop(dm->claim_sync);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	lease_stop(dm->memory_lease);
