@@ -103,7 +103,7 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	$(Q)$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 # The version and source revision, rewritten only when they change so that
-# cmd_version.o is rebuilt exactly then (a new commit, a dirty tree).
+# base/version.o is rebuilt exactly then (a new commit, a dirty tree).
 REVISION_H := $(BUILD)/gen/revision.h
 .PHONY: FORCE
 $(REVISION_H): FORCE
@@ -113,8 +113,8 @@ $(REVISION_H): FORCE
 	   "$(VERSION)" "$$rev" > $@.tmp; \
 	 if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
 
-$(BUILD)/obj/cli/cmd_version.o: ALL_CFLAGS += -include $(REVISION_H)
-$(BUILD)/obj/cli/cmd_version.o: $(REVISION_H)
+$(BUILD)/obj/base/version.o: ALL_CFLAGS += -include $(REVISION_H)
+$(BUILD)/obj/base/version.o: $(REVISION_H)
 
 $(LIBPOLICY): $(POLICY_OBJ)
 	$(Q)rm -f $@ && ar rcs $@ $^

@@ -38,6 +38,11 @@ static size_t seq_len(const unsigned char *s)
 	return n;
 }
 
+size_t text_utf8_len(const char *s)
+{
+	return seq_len((const unsigned char *)s);
+}
+
 /* The length a lead byte announces: 1..4, or 0 for a stray byte. */
 static size_t announced(unsigned char c)
 {

@@ -17,6 +17,10 @@
  */
 void text_clean(char *s);
 
+/* Length of the valid UTF-8 character at s (1..4), 0 when the bytes there
+ * are not one (invalid, or cut by the end of the string). */
+size_t text_utf8_len(const char *s);
+
 /* Cuts s to at most max bytes (max >= 3) at a character boundary, ending
  * with "..." when anything was cut. */
 void text_clip(char *s, size_t max);

@@ -23,10 +23,12 @@
 #include "codec/yamlout.h"
 #include "kube/config.h"
 #include "policy/policy.h"
+#include "usage/usage.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
 #include "webhook/patch.h"
 #include "webhook/review.h"
+#include "webhook/quotas.h"
 #include "webhook/snapshot.h"
 
 #include <dirent.h>
@@ -70,6 +72,9 @@ struct run {
 	enum output output;
 	struct usage_store *usage;    /* --kubeconfig, else NULL */
 	struct inventory *inventory;  /* --kubeconfig, else NULL */
+	/* --kubeconfig without the right to list the cluster: usage is what
+	 * the GPUQuota objects of this namespace say; else NULL. */
+	const char *quota_ns;
 	json_t *results;              /* -o json|yaml */
 	unsigned count[V_N];
 	int status;                   /* the highest exit status so far */
@@ -120,6 +125,12 @@ void cmd_explain_usage(FILE *out)
 	      "                       without it, against empty usage\n"
 	      "  --timeout SECONDS    wait at most this long for the cluster's lists\n"
 	      "                       (default 60)\n"
+	      "\n"
+	      "With --kubeconfig credentials that may not list Pods, Jobs, Nodes or\n"
+	      "ResourceClaims cluster-wide (a tenant's edit or view), a 403 is said at\n"
+	      "once and quota is judged against the GPUQuota objects of NS instead:\n"
+	      "what the tenant uses, not the cohort's other members, and no pool;\n"
+	      "the output says so (text: a \"usage\" line; json/yaml: \"usage\").\n"
 	      "\n"
 	      "Each object is judged alone: nothing is reserved, so the objects of one\n"
 	      "run do not add up against quota.\n"
@@ -337,9 +348,12 @@ static void print_mapping(const struct run *run, const struct outcome *oc)
 	putchar('\n');
 	if (dec->has_quota)
 		printf("quota      %s (nominal %" PRId64 ", at most %" PRId64
-		       " with borrowing; judged against %s)\n",
+		       " with borrowing; judged against %s%s)\n",
 		       quota_position_name(q->position), q->nominal, q->ceiling,
-		       run->usage ? "the cluster's usage" : "empty usage");
+		       run->quota_ns ? "the GPUQuota status of namespace "
+		       : run->usage  ? "the cluster's usage"
+				     : "empty usage",
+		       run->quota_ns ? run->quota_ns : "");
 	/* The checkpoint plan is made only for what is admitted. */
 	if (dec->allowed)
 		printf("preempt    %s%s\n",
@@ -505,6 +519,12 @@ static int print_document(const struct run *run)
 			(json_int_t)run->count[V_ERROR]);
 	doc = sum ? json_pack("{s:O,s:o}", "results", run->results, "summary", sum)
 		  : NULL;
+	if (doc && run->quota_ns &&
+	    json_object_set_new(doc, "usage", json_pack("{s:s, s:s}", "source", "gpuquota",
+							 "namespace", run->quota_ns)) < 0) {
+		json_decref(doc);
+		return -1;
+	}
 	if (!doc)
 		return -1;
 	if (run->output == OUT_JSON) {
@@ -756,6 +776,33 @@ static int usage_error(const char *msg)
 	return EXPLAIN_BAD_INPUT;
 }
 
+/* The cluster may not be listed: usage from the GPUQuota objects of ns,
+ * into snap (no inventory: the pool is unknown).  -1 (said) when they
+ * cannot be read or there is none. */
+static int quota_fallback(const struct kube_config *kube, const char *ns,
+			  unsigned timeout_s, struct snapshot *snap)
+{
+	json_t *items = NULL;
+	struct diag d;
+	int rc = -1;
+
+	diag_init(&d);
+	if (snapshot_quotas(kube, ns, timeout_s * 1000u, &items, &d) < 0) {
+		fprintf(stderr, "gpugate explain: %s", diag_text(&d));
+		return -1;
+	}
+	if (json_array_size(items) == 0)
+		fprintf(stderr, "gpugate explain: no GPUQuota object in namespace %s to "
+				"judge quota against (-n names the tenant's namespace)\n",
+			ns);
+	else if ((snap->usage = usage_memory_new(&(struct usage_memory_config){0}))) {
+		quotas_observe(snap->usage, items);
+		rc = 0;
+	}
+	json_decref(items);
+	return rc;
+}
+
 int cmd_explain(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -825,14 +872,33 @@ int cmd_explain(int argc, char **argv)
 			return EXPLAIN_INTERNAL;
 		}
 		diag_init(&d);
-		if (kube_config_load(kubeconfig, &kube, &d) < 0 ||
-		    snapshot_take(&kube, holder, timeout_s * 1000u, &snap, &d) < 0) {
+		if (kube_config_load(kubeconfig, &kube, &d) < 0) {
 			fprintf(stderr, "gpugate explain: %s", diag_text(&d));
 			run.status = EXPLAIN_BAD_INPUT;
 			goto out;
 		}
+		{
+			const char *ns = run.ns_flag ? run.ns_flag : "default";
+			int st = snapshot_take_as(&kube, holder, timeout_s * 1000u,
+						  "explain", ns, &snap, &d);
+
+			if (st < 0)
+				fprintf(stderr, "gpugate explain: %s", diag_text(&d));
+			if (st == SNAPSHOT_FORBIDDEN &&
+			    quota_fallback(&kube, ns, timeout_s, &snap) == 0)
+				run.quota_ns = ns;
+			else if (st < 0) {
+				run.status = EXPLAIN_BAD_INPUT;
+				goto out;
+			}
+		}
 		run.usage = snap.usage;
 		run.inventory = snap.inventory;
+		if (run.quota_ns && run.output == OUT_TEXT)
+			printf("usage      from the GPUQuota objects of namespace %s: its "
+			       "tenant's own use; the cohort's other members and the GPU "
+			       "pool are not readable with these credentials\n\n",
+			       run.quota_ns);
 	}
 	if (run.output != OUT_TEXT && !(run.results = json_array())) {
 		run.oom = true;

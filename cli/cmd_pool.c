@@ -14,6 +14,7 @@
 #include "policy/policy.h"
 #include "webhook/holder.h"
 #include "webhook/pool-report.h"
+#include "webhook/quotas.h"
 #include "webhook/snapshot.h"
 
 #include <getopt.h>
@@ -25,7 +26,7 @@
 void cmd_pool_usage(FILE *out)
 {
 	fputs("usage: gpugate pool --policy FILE --kubeconfig FILE [-o text|json]\n"
-	      "                    [--timeout SECONDS]\n"
+	      "                    [--timeout SECONDS] [-n NS]\n"
 	      "\n"
 	      "Lists the cluster's Nodes, Pods, Jobs and ResourceClaims once and shows\n"
 	      "the pool as gpugate serve sees it under the policy: per flavor its\n"
@@ -36,9 +37,17 @@ void cmd_pool_usage(FILE *out)
 	      "lends.  -o json prints the document GET /pool serves.\n"
 	      "\n"
 	      "  --timeout SECONDS  wait at most this long for the lists (default 60)\n"
+	      "  -n, --namespace NS when the credentials may not list Nodes, Pods,\n"
+	      "                     Jobs or ResourceClaims cluster-wide (a tenant's\n"
+	      "                     edit or view): show the GPUQuota objects of NS\n"
+	      "                     instead, what the tenant uses of its quota\n"
+	      "\n"
+	      "A 403 to those lists ends the command at once, saying which\n"
+	      "permission is missing.\n"
 	      "\n"
 	      "Exit status: 0 shown; 1 the cluster could not be read; 2 usage error or\n"
-	      "invalid policy.\n",
+	      "invalid policy; 3 the pool is forbidden, the GPUQuota objects of -n NS\n"
+	      "were shown instead.\n",
 	      out);
 }
 
@@ -49,6 +58,56 @@ static int usage_error(const char *msg)
 	return 2;
 }
 
+/* The pool is forbidden: what tenant ns's GPUQuota objects say.  3 when
+ * shown, 1 when they cannot be read or there is none. */
+static int show_quotas(const struct kube_config *kube, const char *ns,
+		       unsigned timeout_s, const char *output)
+{
+	json_t *items = NULL;
+	struct strbuf sb;
+	struct diag d;
+	int rc = 1;
+
+	diag_init(&d);
+	strbuf_init(&sb, 16u << 20);
+	if (snapshot_quotas(kube, ns, timeout_s * 1000u, &items, &d) < 0) {
+		fprintf(stderr, "gpugate pool: %s", diag_text(&d));
+		goto out;
+	}
+	if (json_array_size(items) == 0) {
+		fprintf(stderr, "gpugate pool: no GPUQuota object in namespace %s: the "
+				"policy names it for no tenant, or gpugate serve keeps none "
+				"(docs/operations.md, \"GPUQuota objects\")\n",
+			ns);
+		goto out;
+	}
+	if (strcmp(output, "json") == 0) {
+		json_t *doc = json_pack("{s:s, s:s, s:O}", "source", "gpuquota", "namespace",
+					ns, "items", items);
+
+		if (!doc || json_dumpf(doc, stdout, JSON_INDENT(2)) < 0) {
+			json_decref(doc);
+			goto out;
+		}
+		json_decref(doc);
+		putchar('\n');
+	} else {
+		strbuf_addf(&sb, "from the GPUQuota objects of namespace %s (the pool "
+				 "itself is not readable with these credentials)\n",
+			    ns);
+		if (quotas_text(items, &sb) < 0) {
+			fputs("gpugate pool: out of memory\n", stderr);
+			goto out;
+		}
+		fwrite(sb.buf, 1, sb.len, stdout);
+	}
+	rc = 3;
+out:
+	strbuf_release(&sb);
+	json_decref(items);
+	return rc;
+}
+
 int cmd_pool(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -56,10 +115,12 @@ int cmd_pool(int argc, char **argv)
 		{"kubeconfig", required_argument, NULL, 'k'},
 		{"output", required_argument, NULL, 'o'},
 		{"timeout", required_argument, NULL, 't'},
+		{"namespace", required_argument, NULL, 'n'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
 	const char *policy_path = NULL, *kubeconfig = NULL, *output = "text";
+	const char *ns = NULL;
 	unsigned timeout_s = 60;
 	struct kube_config kube = {0};
 	struct policy *p = NULL;
@@ -70,11 +131,12 @@ int cmd_pool(int argc, char **argv)
 	int c, rc = 1;
 
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "ho:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ho:n:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p': policy_path = optarg; break;
 		case 'k': kubeconfig = optarg; break;
 		case 'o': output = optarg; break;
+		case 'n': ns = optarg; break;
 		case 't':
 			if (cluster_opts_timeout(optarg, &timeout_s) < 0)
 				return usage_error(CLUSTER_OPTS_TIMEOUT_ERROR);
@@ -89,6 +151,8 @@ int cmd_pool(int argc, char **argv)
 		return usage_error("--policy and --kubeconfig are required");
 	if (strcmp(output, "text") != 0 && strcmp(output, "json") != 0)
 		return usage_error("-o wants text or json");
+	if (ns && !ns[0])
+		return usage_error("--namespace wants a name");
 	/* The feed's progress is not the command's output; its warnings (a
 	 * list that keeps failing) are. */
 	log_set_level(LOG_WARN);
@@ -104,10 +168,23 @@ int cmd_pool(int argc, char **argv)
 		return 1;
 	}
 	diag_init(&d);
-	if (kube_config_load(kubeconfig, &kube, &d) < 0 ||
-	    snapshot_take(&kube, holder, timeout_s * 1000u, &snap, &d) < 0) {
+	if (kube_config_load(kubeconfig, &kube, &d) < 0) {
 		fprintf(stderr, "gpugate pool: %s", diag_text(&d));
 		goto out;
+	}
+	{
+		int st = snapshot_take_as(&kube, holder, timeout_s * 1000u, "pool", ns,
+					  &snap, &d);
+
+		if (st == SNAPSHOT_FORBIDDEN && ns) {
+			fprintf(stderr, "gpugate pool: %s", diag_text(&d));
+			rc = show_quotas(&kube, ns, timeout_s, output);
+			goto out;
+		}
+		if (st < 0) {
+			fprintf(stderr, "gpugate pool: %s", diag_text(&d));
+			goto out;
+		}
 	}
 	report = pool_report(p, snap.inventory, snap.usage);
 	if (!report) {

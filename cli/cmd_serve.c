@@ -3,6 +3,7 @@
  * (webhook/daemon.c) does the rest.
  */
 #include "base/log.h"
+#include "base/version.h"
 #include "cli/cmd.h"
 #include "webhook/daemon.h"
 
@@ -18,11 +19,12 @@ void cmd_serve_usage(FILE *out)
 	fputs("usage: gpugate serve --policy FILE --tls-cert FILE --tls-key FILE\n"
 	      "                     [--listen HOST:PORT] [--kubeconfig FILE | --embedded]\n"
 	      "                     [--threads N] [--log-level LEVEL]\n"
+	      "                     [--log-format logfmt|json]\n"
 	      "                     [--conn-timeout SECONDS] [--max-conns N]\n"
 	      "                     [--max-conns-per-ip N] [--reservation-ttl SECONDS]\n"
 	      "                     [--usage-store memory|shared] [--namespace NS]\n"
 	      "                     [--identity NAME] [--waiting-reason-after S]\n"
-	      "                     [--no-gpuclasses]\n"
+	      "                     [--no-gpuclasses] [--no-gpuquotas]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics, /pool.\n"
@@ -41,6 +43,9 @@ void cmd_serve_usage(FILE *out)
 	      "                     admitted, released by DELETE admissions\n"
 	      "  --threads N        worker threads (default: one per CPU)\n"
 	      "  --log-level LEVEL  debug, info, warn or error (default info)\n"
+	      "  --log-format F     logfmt (default) or json: one JSON object per\n"
+	      "                     line, keys ts, level, msg and the fields; every\n"
+	      "                     line on stderr, start-up errors included\n"
 	      "  --conn-timeout S   close a connection idle or stalled for S seconds\n"
 	      "                     (default 30)\n"
 	      "  --max-conns N      connections at most (default 1024)\n"
@@ -67,6 +72,10 @@ void cmd_serve_usage(FILE *out)
 	      "                     class (kubectl get gpuclasses; kept by default\n"
 	      "                     once the gpuclasses.gpugate.io CRD is installed,\n"
 	      "                     by the Lease holder with --usage-store shared)\n"
+	      "  --no-gpuquotas     with the API: do not keep a GPUQuota object per\n"
+	      "                     tenant namespace (kubectl get gpuquota -n NS;\n"
+	      "                     kept by default once the gpuquotas.gpugate.io\n"
+	      "                     CRD is installed, by the Lease holder)\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -124,11 +133,66 @@ static int parse_count(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
+/* A bad command line: one log line, in --log-format like every other. */
 static int usage_error(const char *msg)
 {
-	fprintf(stderr, "gpugate serve: %s\n", msg);
-	cmd_serve_usage(stderr);
+	char q[512];
+
+	log_event(LOG_ERROR, "msg=\"not starting\" error=\"gpugate serve: %s\" "
+			     "hint=\"gpugate serve --help lists the flags\"",
+		  log_quote(msg, q, sizeof(q)));
 	return 2;
+}
+
+/*
+ * --log-format before anything else, so that an error in any flag, even
+ * one before it, is said in that format; and whether --help was asked.
+ * Returns the value when it is not a format (the log stays logfmt).
+ */
+static const char *scan_log_format(int argc, char **argv, bool *help)
+{
+	enum log_format f = LOG_FORMAT_LOGFMT;
+	const char *value = NULL;
+
+	*help = false;
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--") == 0)
+			break;
+		if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0)
+			*help = true;
+		else if (strncmp(argv[i], "--log-format=", 13) == 0)
+			value = argv[i] + 13;
+		else if (strcmp(argv[i], "--log-format") == 0 && i + 1 < argc)
+			value = argv[++i];
+	}
+	if (value && log_format_parse(value, &f) < 0)
+		return value;
+	log_set_format(f);
+	return NULL;
+}
+
+static int format_error(const char *value)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "--log-format must be logfmt or json (got \"%.60s\")",
+		 value);
+	return usage_error(msg);
+}
+
+/* What getopt_long() found wrong (opterr is 0: it says nothing itself). */
+static int option_error(int c, char **argv)
+{
+	char msg[256];
+	const char *arg = argv[optind - 1];
+
+	if (c == ':')
+		snprintf(msg, sizeof(msg), "option %.100s needs a value", arg);
+	else if (optopt && optopt != '?')
+		snprintf(msg, sizeof(msg), "unknown option -%c", optopt);
+	else
+		snprintf(msg, sizeof(msg), "unknown option %.100s", arg);
+	return usage_error(msg);
 }
 
 int cmd_serve(int argc, char **argv)
@@ -142,6 +206,7 @@ int cmd_serve(int argc, char **argv)
 		{"embedded", no_argument, NULL, 'E'},
 		{"threads", required_argument, NULL, 't'},
 		{"log-level", required_argument, NULL, 'L'},
+		{"log-format", required_argument, NULL, 'F'},
 		{"conn-timeout", required_argument, NULL, 'T'},
 		{"max-conns", required_argument, NULL, 'M'},
 		{"max-conns-per-ip", required_argument, NULL, 'I'},
@@ -151,6 +216,7 @@ int cmd_serve(int argc, char **argv)
 		{"identity", required_argument, NULL, 'D'},
 		{"waiting-reason-after", required_argument, NULL, 'W'},
 		{"no-gpuclasses", no_argument, NULL, 'G'},
+		{"no-gpuquotas", no_argument, NULL, 'Q'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -160,11 +226,21 @@ int cmd_serve(int argc, char **argv)
 				    .waiting_after_s = DAEMON_WAITING_AFTER_S_DEFAULT};
 	const char *listen = "0.0.0.0:8443";
 	bool embedded = false;
+	const char *bad_format;
 	char host[64];
+	bool help;
 	int c;
 
+	bad_format = scan_log_format(argc, argv, &help);
+	/* The first line says which build this is (before any error). */
+	if (!help)
+		log_event(LOG_INFO, "msg=\"gpugate starting\" version=%s revision=%s",
+			  version_string(), version_revision());
+	if (bad_format)
+		return format_error(bad_format);
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			cfg.policy_path = optarg;
@@ -221,6 +297,9 @@ int cmd_serve(int argc, char **argv)
 		case 'G':
 			cfg.no_gpuclasses = true;
 			break;
+		case 'Q':
+			cfg.no_gpuquotas = true;
+			break;
 		case 'N':
 			cfg.namespace = optarg;
 			break;
@@ -240,12 +319,21 @@ int cmd_serve(int argc, char **argv)
 				return usage_error("--log-level must be debug, info, warn "
 						   "or error");
 			break;
+		case 'F': {
+			/* Set by scan_log_format() already, unless getopt took
+			 * an abbreviation (--log-f json). */
+			enum log_format f;
+
+			if (log_format_parse(optarg, &f) < 0)
+				return format_error(optarg);
+			log_set_format(f);
+			break;
+		}
 		case 'h':
 			cmd_serve_usage(stdout);
 			return 0;
 		default:
-			cmd_serve_usage(stderr);
-			return 2;
+			return option_error(c, argv);
 		}
 	}
 	if (optind < argc)

@@ -1,17 +1,8 @@
-/*
- * gpugate version.  The Makefile compiles this file alone with the
- * generated revision header, so that a new commit rebuilds only it.
- */
+/* gpugate version (base/version.h knows what the build is). */
+#include "base/version.h"
 #include "cli/cmd.h"
 
 #include <stdio.h>
-
-#ifndef GPUGATE_VERSION
-#define GPUGATE_VERSION "0.0.0"
-#endif
-#ifndef GPUGATE_REV
-#define GPUGATE_REV "unknown"
-#endif
 
 void cmd_version_usage(FILE *out)
 {
@@ -27,6 +18,6 @@ int cmd_version(int argc, char **argv)
 		cmd_version_usage(stderr);
 		return 2;
 	}
-	printf("gpugate %s (%s)\n", GPUGATE_VERSION, GPUGATE_REV);
+	printf("gpugate %s (%s)\n", version_string(), version_revision());
 	return 0;
 }

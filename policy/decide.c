@@ -90,6 +90,25 @@ size_t decide_problem_count(const struct decision *dec)
 static bool violate(struct ctx *c, const char *rule, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/*
+ * A pod the isolation rules deny in a namespace of no tenant looks like a
+ * cluster component rather than a tenant's work: its denial says how to
+ * exempt it (a tenant's namespace cannot be exempted).
+ */
+static void exemption_hint(const struct ctx *c, char *msg, size_t size)
+{
+	size_t n = strlen(msg);
+
+	snprintf(msg + n, size - n,
+		 "; if this is a cluster component (the GPU Operator's, "
+		 "NVSentinel's, a DCGM exporter), exempt it: "
+		 "settings.exemptions.namespaces [\"%.63s\"] or serviceAccounts "
+		 "[\"%.63s/%.200s\"] (docs/policy.md, \"exemptions\")",
+		 c->wl->namespace ? c->wl->namespace : "",
+		 c->wl->namespace ? c->wl->namespace : "",
+		 c->wl->pod.service_account ? c->wl->pod.service_account : "default");
+}
+
 static bool violate(struct ctx *c, const char *rule, const char *fmt, ...)
 {
 	struct decision *out = c->out;
@@ -102,6 +121,9 @@ static bool violate(struct ctx *c, const char *rule, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(out->message + n, sizeof(out->message) - (size_t)n, fmt, ap);
 	va_end(ap);
+	if (strcmp(rule, "security") == 0 && out->mode == POLICY_MODE_ENFORCE &&
+	    !policy_tenant_for_namespace(c->p, c->wl->namespace))
+		exemption_hint(c, out->message, sizeof(out->message));
 	text_clean(out->message);
 	out->violation = true;
 	out->rule = rule;
@@ -2094,12 +2116,32 @@ static void decide_update(struct ctx *c)
 		judge(c);
 }
 
+/*
+ * settings.exemptions: the GPU stack's own pods (the device plugin, the
+ * DCGM exporter, NVSentinel) are privileged and tolerate the GPU taint by
+ * design; in their namespaces, or as their ServiceAccounts, gpugate judges
+ * nothing and changes nothing.  A claim or a template has no
+ * ServiceAccount of its own to go by: its namespace, or its pod's.
+ */
+static bool exempt(const struct decide_input *in, struct decision *out)
+{
+	const struct workload *wl = in->wl;
+
+	out->exempt = policy_exempt(in->policy, wl->namespace,
+				    wl->kind == WL_CLAIM || wl->kind == WL_CLAIM_TEMPLATE
+					    ? NULL
+					    : wl->pod.service_account);
+	return out->exempt != POLICY_NOT_EXEMPT;
+}
+
 void decide_prepare(const struct decide_input *in, struct decision *out)
 {
 	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
 	const struct workload *wl = in->wl;
 
 	init_decision(in, out);
+	if (exempt(in, out))
+		return;
 	if (wl->kind == WL_CLAIM || wl->kind == WL_CLAIM_TEMPLATE) {
 		decide_claim(&c);
 		return;
@@ -2556,7 +2598,8 @@ void decide_status(const struct decide_input *in, struct decision *out)
 	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
 
 	init_decision(in, out);
-	if ((in->wl->kind != WL_POD && in->wl->kind != WL_JOB) || !in->old)
+	if ((in->wl->kind != WL_POD && in->wl->kind != WL_JOB) || !in->old ||
+	    exempt(in, out))
 		return;
 	out->tenant = policy_tenant_for_namespace(in->policy, in->wl->namespace);
 	if (out->tenant)
@@ -2571,7 +2614,7 @@ void decide_ephemeral(const struct decide_input *in, struct decision *out)
 	struct ctx c = {.in = in, .p = in->policy, .wl = in->wl, .out = out};
 
 	init_decision(in, out);
-	if (in->wl->kind != WL_POD)
+	if (in->wl->kind != WL_POD || exempt(in, out))
 		return;
 	out->tenant = policy_tenant_for_namespace(in->policy,
 						  in->wl->namespace);

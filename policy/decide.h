@@ -233,6 +233,8 @@ struct decision {
 	char message[DECIDE_MESSAGE_LEN]; /* the denial, or the violation text */
 	const char *rule;            /* short id of the violated rule, or NULL */
 	bool violation;              /* a rule failed (denied, warned or audited) */
+	/* settings.exemptions matched: nothing judged, nothing changed. */
+	enum policy_exemption exempt;
 	enum policy_mode mode;
 	char warnings[DECIDE_MAX_WARNINGS][DECIDE_WARNING_LEN];
 	size_t n_warnings;

@@ -11,6 +11,7 @@
 #include "policy/srcpos.h"
 
 #include <inttypes.h>
+#include <string.h>
 
 /*
  * A borrowingLimit above what the cohort could lend even when every other
@@ -53,8 +54,39 @@ static unsigned lint_borrowing(const struct policy *p, const struct srcpos *pos,
 	return n;
 }
 
+/*
+ * The webhook registrations send a pod for its labels only when a key is
+ * under gpugate.io/ or in the chart's webhook.extraLabelKeys: a class or
+ * GPU-count label renamed elsewhere must be listed there, or a pod with
+ * only that label is never judged (docs/operations.md, "What the webhooks
+ * are sent").
+ */
+static unsigned lint_label_keys(const struct policy *p, const struct srcpos *pos,
+				struct diag *w)
+{
+	const struct policy_settings *s = policy_settings(p);
+	const char *const keys[2][2] = {{"classLabel", s->class_label},
+					{"gpusLabel", s->gpus_label}};
+	unsigned n = 0;
+
+	for (size_t i = 0; i < 2; i++) {
+		if (strncmp(keys[i][1], "gpugate.io/", 11) == 0)
+			continue;
+		diag_addf(w,
+			  "%s:%u: warning: settings: %s \"%s\" is outside gpugate.io/: "
+			  "the webhooks are sent a pod for this label only when it is "
+			  "listed in their matchConditions (Helm: "
+			  "webhook.extraLabelKeys=[%s])",
+			  policy_source(p),
+			  srcpos_line(pos, "settings.%s", keys[i][0]), keys[i][0],
+			  keys[i][1], keys[i][1]);
+		n++;
+	}
+	return n;
+}
+
 unsigned lint_policy(const struct policy *p, const struct srcpos *pos,
 		     struct diag *w)
 {
-	return lint_borrowing(p, pos, w);
+	return lint_borrowing(p, pos, w) + lint_label_keys(p, pos, w);
 }

@@ -377,6 +377,37 @@ static void build_gpu_device_classes(struct builder *b,
 	out->n_gpu_device_classes = n;
 }
 
+static const char *const *dup_list(struct builder *b,
+				   const char *const *src, size_t n)
+{
+	const char **out = n ? alloc(b, n, sizeof(*out)) : NULL;
+
+	for (size_t i = 0; out && i < n; i++)
+		out[i] = dup(b, src[i]);
+	return out;
+}
+
+static void build_exemptions(struct builder *b, const struct src_settings *s)
+{
+	static const char *const defaults[] = {POLICY_DEFAULT_EXEMPT_NAMESPACES};
+	struct policy_settings *out = &b->p->settings;
+	const struct src_exemptions *e = s ? s->exemptions : NULL;
+
+	if (!e) {
+		out->n_exempt_namespaces = sizeof(defaults) / sizeof(defaults[0]);
+		out->exempt_namespaces = dup_list(b, defaults,
+						  out->n_exempt_namespaces);
+		return;
+	}
+	out->n_exempt_namespaces = e->namespaces_count;
+	out->exempt_namespaces = dup_list(b, (const char *const *)e->namespaces,
+					  e->namespaces_count);
+	out->n_exempt_service_accounts = e->serviceAccounts_count;
+	out->exempt_service_accounts =
+		dup_list(b, (const char *const *)e->serviceAccounts,
+			 e->serviceAccounts_count);
+}
+
 static void build_settings(struct builder *b)
 {
 	const struct src_settings *s = b->src->settings;
@@ -392,6 +423,7 @@ static void build_settings(struct builder *b)
 	out->admission_warnings = s ? (enum policy_admission_warnings)s->admissionWarnings
 				    : POLICY_WARNINGS_PROBLEMS;
 	build_gpu_device_classes(b, s);
+	build_exemptions(b, s);
 }
 
 /* checkpoint.claim: absent, nothing is created. */
@@ -893,6 +925,30 @@ const struct policy_tenant *policy_tenant_for_namespace(const struct policy *p,
 		}
 	}
 	return best < p->n_tenants ? &p->tenants[best] : NULL;
+}
+
+enum policy_exemption policy_exempt(const struct policy *p, const char *ns,
+				    const char *sa)
+{
+	const struct policy_settings *s = &p->settings;
+	size_t nl;
+
+	if (!ns)
+		return POLICY_NOT_EXEMPT;
+	for (size_t i = 0; i < s->n_exempt_namespaces; i++)
+		if (strcmp(s->exempt_namespaces[i], ns) == 0)
+			return POLICY_EXEMPT_NAMESPACE;
+	nl = strlen(ns);
+	if (!sa || !sa[0])
+		sa = "default";
+	for (size_t i = 0; i < s->n_exempt_service_accounts; i++) {
+		const char *e = s->exempt_service_accounts[i];
+
+		if (strncmp(e, ns, nl) == 0 && e[nl] == '/' &&
+		    strcmp(e + nl + 1, sa) == 0)
+			return POLICY_EXEMPT_SERVICE_ACCOUNT;
+	}
+	return POLICY_NOT_EXEMPT;
 }
 
 size_t policy_cohort_count(const struct policy *p)

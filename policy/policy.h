@@ -177,6 +177,13 @@ struct policy_settings {
 	 * flavor maps them (a claim of one is a raw GPU request). */
 	const char *const *gpu_device_classes;
 	size_t n_gpu_device_classes;
+	/* settings.exemptions: system components gpugate never judges (the
+	 * GPU stack's own pods).  Namespaces, and ServiceAccounts as
+	 * "namespace/name". */
+	const char *const *exempt_namespaces;
+	size_t n_exempt_namespaces;
+	const char *const *exempt_service_accounts;
+	size_t n_exempt_service_accounts;
 };
 
 /*
@@ -192,6 +199,22 @@ struct policy_checkpoint_claim {
 	const char *const *access_modes;
 	size_t n_access_modes;
 };
+
+/* The namespaces exempt when settings.exemptions is absent: those the
+ * NVIDIA GPU Operator (and its older operand namespace, and OpenShift's),
+ * NVSentinel, NVIDIA's DRA driver and a standalone DCGM exporter install
+ * into by default.  The webhook registrations exclude the same list
+ * (manifests/webhooks.yaml, the chart's webhook.excludeNamespaces). */
+#define POLICY_DEFAULT_EXEMPT_NAMESPACES                                   \
+	"gpu-operator", "gpu-operator-resources", "nvidia-gpu-operator",   \
+		"nvsentinel", "nvidia-dra-driver-gpu", "dcgm-exporter"
+
+enum policy_exemption {
+	POLICY_NOT_EXEMPT,
+	POLICY_EXEMPT_NAMESPACE,
+	POLICY_EXEMPT_SERVICE_ACCOUNT,
+};
+
 
 struct policy_checkpoint {
 	int64_t grace_period_seconds;
@@ -325,6 +348,11 @@ const struct policy_tenant *policy_tenant_find(const struct policy *p,
 /* The first tenant (file order) with a namespace entry matching ns, or NULL. */
 const struct policy_tenant *policy_tenant_for_namespace(const struct policy *p,
 							const char *ns);
+
+/* Whether a pod in namespace ns running as ServiceAccount sa (NULL or ""
+ * for "default") is exempt, and by which list. */
+enum policy_exemption policy_exempt(const struct policy *p, const char *ns,
+				    const char *sa);
 
 size_t policy_cohort_count(const struct policy *p);
 const char *policy_cohort_name(const struct policy *p, size_t i);

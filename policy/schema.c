@@ -33,6 +33,8 @@
 #define LIST_MAX 10000
 /* DRA DeviceClass names of one flavor, and settings.gpuDeviceClassNames. */
 #define DEVICE_CLASSES_MAX 64
+/* settings.exemptions.namespaces and .serviceAccounts. */
+#define EXEMPTIONS_MAX 256
 
 /* Aliases can make a small file expand enormously ("billion laughs"). */
 #define WALK_MAX_NODES 2000000ul
@@ -78,6 +80,17 @@ static const cyaml_schema_value_t sharing_entry = {
 			 CYAML_ARRAY_LEN(sharing_strings)),
 };
 
+static const cyaml_schema_field_t exemptions_fields[] = {
+	CYAML_FIELD_SEQUENCE("namespaces", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_exemptions, namespaces, &name_entry, 0,
+			     EXEMPTIONS_MAX),
+	CYAML_FIELD_SEQUENCE("serviceAccounts",
+			     CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_exemptions, serviceAccounts, &name_entry, 0,
+			     EXEMPTIONS_MAX),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t settings_fields[] = {
 	CYAML_FIELD_STRING_PTR("classLabel", CYAML_FLAG_OPTIONAL,
 			       struct src_settings, classLabel, 1, KEY_MAX_LEN),
@@ -98,6 +111,9 @@ static const cyaml_schema_field_t settings_fields[] = {
 			     CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
 			     struct src_settings, gpuDeviceClassNames, &name_entry,
 			     1, DEVICE_CLASSES_MAX),
+	/* Present, even empty ({}): exactly what it lists. */
+	CYAML_FIELD_MAPPING_PTR("exemptions", CYAML_FLAG_OPTIONAL,
+				struct src_settings, exemptions, exemptions_fields),
 	CYAML_FIELD_END,
 };
 

@@ -98,6 +98,13 @@ struct src_tenant {
 	unsigned quota_count;
 };
 
+struct src_exemptions {
+	char **namespaces;
+	unsigned namespaces_count;
+	char **serviceAccounts;
+	unsigned serviceAccounts_count;
+};
+
 struct src_settings {
 	char *classLabel;
 	char *gpusLabel;
@@ -106,6 +113,7 @@ struct src_settings {
 	int admissionWarnings; /* enum policy_admission_warnings */
 	char **gpuDeviceClassNames;
 	unsigned gpuDeviceClassNames_count;
+	struct src_exemptions *exemptions; /* NULL: the default list */
 };
 
 struct src_checkpoint_claim {

@@ -194,6 +194,22 @@ static int check_selector(struct vctx *v, unsigned line, const char *owner,
 	return (int)klen;
 }
 
+/*
+ * What the webhook registrations' matchConditions ("gpu-work",
+ * charts/gpugate/templates/_helpers.tpl) leave out because every pod has
+ * it: tolerations of node.kubernetes.io/ taints (the DefaultTolerationSeconds
+ * plugin and the DaemonSet controller add them) and a nodeSelector of
+ * kubernetes.io/os or kubernetes.io/arch.  A flavor that named them would
+ * see pods the apiserver never sends.
+ */
+#define WEBHOOK_IGNORED_TAINTS "node.kubernetes.io/"
+
+static bool webhook_ignored_selector(const char *kv, size_t klen)
+{
+	return (klen == 16 && strncmp(kv, "kubernetes.io/os", 16) == 0) ||
+	       (klen == 18 && strncmp(kv, "kubernetes.io/arch", 18) == 0);
+}
+
 #define LINE() srcpos_line(v->pos, "flavors[%u].tolerations[%u]", fi, t)
 static void check_tolerations(struct vctx *v, unsigned fi, const char *owner,
 			      const struct src_flavor *f)
@@ -205,6 +221,15 @@ static void check_tolerations(struct vctx *v, unsigned fi, const char *owner,
 
 		if (key[0] && !k8s_qualified_name_valid(key))
 			err(v, LINE(), "%s: toleration key \"%s\" is not a valid label key",
+			    owner, key);
+		if (strncmp(key, WEBHOOK_IGNORED_TAINTS,
+			    sizeof(WEBHOOK_IGNORED_TAINTS) - 1) == 0)
+			err(v, LINE(),
+			    "%s: toleration key \"%s\" is a taint Kubernetes sets "
+			    "itself (" WEBHOOK_IGNORED_TAINTS "...), which every "
+			    "DaemonSet pod tolerates and the webhooks are not sent "
+			    "pods for: taint the GPU nodes with a key of your own "
+			    "(e.g. nvidia.com/gpu) and tolerate that",
 			    owner, key);
 		if (op == SRC_OP_EXISTS && tl->value && tl->value[0])
 			err(v, LINE(),
@@ -291,6 +316,14 @@ static void check_flavors(struct vctx *v)
 
 			if (klen < 0)
 				continue;
+			if (webhook_ignored_selector(f->nodeSelector[s], (size_t)klen))
+				err(v, LINE(),
+				    "%s: nodeSelector key \"%.*s\" is on every node and "
+				    "does not tell GPU nodes apart (a pod selecting it "
+				    "would count as reaching them, and the webhooks are "
+				    "not sent pods for it): select on a label of the GPU "
+				    "nodes, e.g. nvidia.com/gpu.product",
+				    owner, klen, f->nodeSelector[s]);
 			for (unsigned r = 0; r < s; r++) {
 				if (strncmp(f->nodeSelector[r], f->nodeSelector[s],
 					    (size_t)klen + 1) == 0) {
@@ -988,6 +1021,93 @@ static void check_signals(struct vctx *v, const char *field, const char *kind,
 	}
 }
 
+/* The tenant (and its namespaces entry) whose namespaces include ns. */
+static const struct src_tenant *tenant_of(const struct vctx *v, const char *ns,
+					  const char **entry)
+{
+	for (unsigned t = 0; t < v->src->tenants_count; t++) {
+		const struct src_tenant *tn = &v->src->tenants[t];
+
+		for (unsigned n = 0; n < tn->namespaces_count; n++)
+			if (fnmatch(tn->namespaces[n], ns, 0) == 0) {
+				*entry = tn->namespaces[n];
+				return tn;
+			}
+	}
+	return NULL;
+}
+
+/* An exempt namespace is nobody's tenant namespace: its pods would hold
+ * GPUs gpugate never counts. */
+static void check_exempt_namespace(struct vctx *v, unsigned line,
+				   const char *what, const char *ns)
+{
+	const char *entry = NULL;
+	const struct src_tenant *t = tenant_of(v, ns, &entry);
+
+	if (t)
+		err(v, line,
+		    "settings: exemptions: %s \"%s\" is in tenant \"%s\"'s "
+		    "namespaces (\"%s\"): a tenant's pods are always judged and "
+		    "counted; exempt only namespaces of cluster components",
+		    what, ns, t->name, entry);
+}
+
+#define LINE(f) srcpos_line(v->pos, "settings.exemptions." f "[%u]", i)
+static void check_exemptions(struct vctx *v)
+{
+	const struct src_exemptions *e =
+		v->src->settings ? v->src->settings->exemptions : NULL;
+
+	for (unsigned i = 0; e && i < e->namespaces_count; i++) {
+		const char *ns = e->namespaces[i];
+
+		if (!k8s_dns_label_valid(ns)) {
+			err(v, LINE("namespaces"),
+			    "settings: exemptions: namespace \"%s\" is not a valid "
+			    "namespace name (lowercase letters, digits and '-', at "
+			    "most 63)",
+			    ns);
+			continue;
+		}
+		for (unsigned j = 0; j < i; j++)
+			if (strcmp(e->namespaces[j], ns) == 0) {
+				err(v, LINE("namespaces"),
+				    "settings: exemptions: namespace \"%s\" is listed "
+				    "twice",
+				    ns);
+				break;
+			}
+		check_exempt_namespace(v, LINE("namespaces"), "namespace", ns);
+	}
+	for (unsigned i = 0; e && i < e->serviceAccounts_count; i++) {
+		const char *sa = e->serviceAccounts[i];
+		const char *slash = strchr(sa, '/');
+		char ns[64];
+
+		if (!slash || (size_t)(slash - sa) >= sizeof(ns)) {
+			err(v, LINE("serviceAccounts"),
+			    "settings: exemptions: serviceAccount \"%s\" is not of "
+			    "the form namespace/name",
+			    sa);
+			continue;
+		}
+		memcpy(ns, sa, (size_t)(slash - sa));
+		ns[slash - sa] = '\0';
+		if (!k8s_dns_label_valid(ns) || !k8s_dns_subdomain_valid(slash + 1)) {
+			err(v, LINE("serviceAccounts"),
+			    "settings: exemptions: serviceAccount \"%s\" is not of "
+			    "the form namespace/name (a namespace name and a "
+			    "ServiceAccount name)",
+			    sa);
+			continue;
+		}
+		check_exempt_namespace(v, LINE("serviceAccounts"),
+				       "serviceAccount's namespace", ns);
+	}
+}
+#undef LINE
+
 static void check_health(struct vctx *v)
 {
 	const struct src_health *h = v->src->health;
@@ -1018,6 +1138,7 @@ int validate_src(const char *file, const struct src_policy *src,
 	check_tenants(&v);
 	check_checkpoint(&v);
 	check_health(&v);
+	check_exemptions(&v);
 	strmap_release(&v.flavors);
 	strmap_release(&v.classes);
 	strmap_release(&v.tenants);

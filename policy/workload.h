@@ -164,6 +164,9 @@ struct wl_pod {
 	/* spec.schedulingGates[].name. */
 	const char *const *scheduling_gates;
 	size_t n_scheduling_gates;
+	/* spec.serviceAccountName (else the deprecated spec.serviceAccount);
+	 * NULL when absent: "default". */
+	const char *service_account;
 };
 
 struct workload {

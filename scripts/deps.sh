@@ -24,6 +24,8 @@ pkgs=(
   libcriterion-dev                # unit tests
   curl python3 python3-pytest     # integration tests
   python3-yaml                    # e2e: tests/e2e/fleet.py reads a policy
+  prometheus                      # e2e: test_observability.py runs the
+                                  # chart's dashboard queries and alerts
 )
 for arg in "$@"; do
   case "$arg" in

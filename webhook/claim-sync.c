@@ -2,14 +2,13 @@
 #include "webhook/claim-sync.h"
 
 #include "base/diag.h"
-#include "base/hash.h"
 #include "base/log.h"
 #include "kube/client.h"
 #include "policy/decide.h"
 #include "policy/policy.h"
 #include "usage/pvcs.h"
-#include "webhook/controller.h"
 #include "webhook/holder.h"
+#include "webhook/worker.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -21,8 +20,7 @@
 
 struct claim_sync {
 	struct claim_sync_config cfg;
-	struct controller ctl;
-	uint64_t last_error; /* hash of the error last logged; 0: none */
+	struct worker w;
 };
 
 json_t *claim_sync_object(const struct policy *p, const char *ns, const char *name)
@@ -58,13 +56,7 @@ json_t *claim_sync_object(const struct policy *p, const char *ns, const char *na
 /* An error, logged when it differs from the one logged last. */
 static void failed(struct claim_sync *s, const char *text)
 {
-	uint64_t h = hash_fnv1a(HASH_FNV1A_SEED, text);
-	char q[800];
-
-	if (h != s->last_error)
-		log_event(LOG_WARN, "msg=\"checkpoint claims not created\" error=\"%s\"",
-			  log_quote(text, q, sizeof(q)));
-	s->last_error = h;
+	worker_failed(&s->w, "checkpoint claims not created", text);
 }
 
 /* One claim: 0 created or there already, -1 refused (in d). */
@@ -81,7 +73,7 @@ static int create_one(struct claim_sync *s, const struct policy *p, const char *
 		return -1;
 	}
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/persistentvolumeclaims", ns);
-	rc = kube_create(s->ctl.kube, path, obj, SYNC_TIMEOUT_MS, NULL, d);
+	rc = kube_create(s->w.kube, path, obj, SYNC_TIMEOUT_MS, NULL, d);
 	json_decref(obj);
 	if (rc == 409)
 		return 0; /* there already: the watch has not shown it yet, or not ours */
@@ -108,7 +100,7 @@ static void sync_once(struct claim_sync *s, const struct policy *p)
 		return;
 	pvcs_view(s->cfg.pvcs, &claims);
 	diag_init(&d);
-	if (kube_get_json(s->ctl.kube, "/api/v1/namespaces", SYNC_TIMEOUT_MS, &list, &d) != 0) {
+	if (kube_get_json(s->w.kube, "/api/v1/namespaces", SYNC_TIMEOUT_MS, &list, &d) != 0) {
 		failed(s, diag_text(&d));
 		return;
 	}
@@ -120,7 +112,7 @@ static void sync_once(struct claim_sync *s, const struct policy *p)
 		const struct policy_tenant *t;
 		char name[254];
 
-		if (s->ctl.nap.stop)
+		if (s->w.nap.stop)
 			break;
 		if (!ns || (phase && strcmp(phase, "Active") != 0))
 			continue; /* a Terminating namespace refuses new objects */
@@ -137,7 +129,7 @@ static void sync_once(struct claim_sync *s, const struct policy *p)
 	if (rc < 0)
 		failed(s, diag_text(&d));
 	else
-		s->last_error = 0;
+		s->w.last_error = 0;
 }
 
 static void *run(void *arg)
@@ -147,7 +139,7 @@ static void *run(void *arg)
 	unsigned waited_s = 0;
 	bool done = false;
 
-	while (!s->ctl.nap.stop) {
+	while (!s->w.nap.stop) {
 		uint64_t gen = holder_generation(s->cfg.policy);
 		struct holder_ref *ref;
 		const struct policy *p;
@@ -163,7 +155,7 @@ static void *run(void *arg)
 			done_gen = gen;
 			waited_s = 0;
 		}
-		nap_sleep(&s->ctl.nap, 1000);
+		nap_sleep(&s->w.nap, 1000);
 		waited_s++;
 	}
 	return NULL;
@@ -181,7 +173,7 @@ int claim_sync_start(const struct claim_sync_config *cfg, struct claim_sync **ou
 	s->cfg = *cfg;
 	if (!s->cfg.interval_s)
 		s->cfg.interval_s = 10;
-	if (controller_start(&s->ctl, "claim-sync", cfg->kube, run, s, d) < 0) {
+	if (worker_start(&s->w, cfg->kube, run, s, "claim-sync", d) < 0) {
 		free(s);
 		return -1;
 	}
@@ -193,6 +185,6 @@ void claim_sync_stop(struct claim_sync *s)
 {
 	if (!s)
 		return;
-	controller_stop(&s->ctl);
+	worker_stop(&s->w);
 	free(s);
 }

@@ -1,13 +1,12 @@
 #include "webhook/class-sync.h"
 
 #include "base/diag.h"
-#include "base/hash.h"
 #include "base/log.h"
 #include "kube/client.h"
 #include "policy/policy.h"
 #include "webhook/classes.h"
-#include "webhook/controller.h"
 #include "webhook/holder.h"
+#include "webhook/worker.h"
 
 #include <jansson.h>
 #include <stdint.h>
@@ -21,12 +20,11 @@
 
 struct class_sync {
 	struct class_sync_config cfg;
-	struct controller ctl;
+	struct worker w;
 	/* The thread's own. */
 	bool synced;          /* the last sync went through */
 	uint64_t generation;  /* of the policy it was made for */
 	int64_t next_at;      /* monotonic seconds: sync again from then */
-	uint64_t last_error;  /* hash of the error last logged; 0: none */
 	bool crd_missing;     /* the last list said 404 */
 	unsigned failures;    /* syncs failed in a row */
 	bool announced;       /* the skipped classes of `announced_gen` */
@@ -44,13 +42,7 @@ static int64_t now_s(void)
 /* An error, logged when it differs from the one logged last. */
 static void failed(struct class_sync *s, const char *text)
 {
-	uint64_t h = hash_fnv1a(HASH_FNV1A_SEED, text);
-	char q[800];
-
-	if (h != s->last_error)
-		log_event(LOG_WARN, "msg=\"gpuclasses not synced\" error=\"%s\"",
-			  log_quote(text, q, sizeof(q)));
-	s->last_error = h;
+	worker_failed(&s->w, "gpuclasses not synced", text);
 }
 
 static void object_path(const json_t *obj, char *out, size_t size)
@@ -67,7 +59,7 @@ static json_t *list_owned(struct class_sync *s)
 	int rc;
 
 	diag_init(&d);
-	rc = kube_get_json(s->ctl.kube, CLASSES_COLLECTION "?labelSelector="
+	rc = kube_get_json(s->w.kube, CLASSES_COLLECTION "?labelSelector="
 			   "app.kubernetes.io%2Fmanaged-by%3D" CLASSES_OWNER,
 			   SYNC_TIMEOUT_MS, &list, &d);
 	if (rc == 404) {
@@ -76,7 +68,7 @@ static json_t *list_owned(struct class_sync *s)
 					    "CustomResourceDefinition is not installed\" "
 					    "crd=gpuclasses.gpugate.io");
 		s->crd_missing = true;
-		s->last_error = 0;
+		s->w.last_error = 0;
 		return NULL;
 	}
 	if (rc != 0) {
@@ -107,7 +99,7 @@ static int write_one(struct class_sync *s, const char *verb, json_t *obj,
 
 	object_path(obj, path, sizeof(path));
 	if (strcmp(verb, "create") == 0) {
-		rc = kube_create(s->ctl.kube, CLASSES_COLLECTION, obj, SYNC_TIMEOUT_MS, NULL, d);
+		rc = kube_create(s->w.kube, CLASSES_COLLECTION, obj, SYNC_TIMEOUT_MS, NULL, d);
 		if (rc == 409) {
 			/* Someone else's object of that name: not ours to take. */
 			if (announce)
@@ -120,11 +112,11 @@ static int write_one(struct class_sync *s, const char *verb, json_t *obj,
 			return 0;
 		}
 	} else if (strcmp(verb, "update") == 0) {
-		rc = kube_replace(s->ctl.kube, path, obj, SYNC_TIMEOUT_MS, NULL, d);
+		rc = kube_replace(s->w.kube, path, obj, SYNC_TIMEOUT_MS, NULL, d);
 	} else {
 		const json_t *meta = json_object_get(obj, "metadata");
 
-		rc = kube_delete(s->ctl.kube, path,
+		rc = kube_delete(s->w.kube, path,
 				 json_string_value(json_object_get(meta, "uid")),
 				 json_string_value(json_object_get(meta, "resourceVersion")),
 				 SYNC_TIMEOUT_MS, NULL, d);
@@ -161,7 +153,7 @@ static int sync_once(struct class_sync *s, const struct policy *p, bool announce
 	diag_init(&d);
 	for (size_t k = 0; k < 3; k++)
 		json_array_foreach(*steps[k].list, i, o) {
-			if (s->ctl.nap.stop)
+			if (s->w.nap.stop)
 				break;
 			int w = write_one(s, steps[k].verb, o, announce, &d);
 
@@ -184,7 +176,7 @@ static int sync_once(struct class_sync *s, const struct policy *p, bool announce
 	if (rc < 0)
 		failed(s, diag_text(&d));
 	else
-		s->last_error = 0;
+		s->w.last_error = 0;
 	classes_plan_release(&pl);
 	return rc;
 }
@@ -193,7 +185,7 @@ static void *run(void *arg)
 {
 	struct class_sync *s = arg;
 
-	while (!s->ctl.nap.stop) {
+	while (!s->w.nap.stop) {
 		uint64_t gen = holder_generation(s->cfg.policy);
 		int64_t now = now_s();
 		struct holder_ref *ref;
@@ -201,11 +193,11 @@ static void *run(void *arg)
 
 		if (s->cfg.leading && !s->cfg.leading(s->cfg.leading_ctx)) {
 			s->synced = false; /* sync at once when leading again */
-			nap_sleep(&s->ctl.nap, 1000);
+			nap_sleep(&s->w.nap, 1000);
 			continue;
 		}
 		if (s->synced && gen == s->generation && now < s->next_at) {
-			nap_sleep(&s->ctl.nap, 1000);
+			nap_sleep(&s->w.nap, 1000);
 			continue;
 		}
 		p = holder_acquire(s->cfg.policy, &ref);
@@ -227,7 +219,7 @@ static void *run(void *arg)
 		}
 		s->generation = gen;
 		holder_release(ref);
-		nap_sleep(&s->ctl.nap, 1000);
+		nap_sleep(&s->w.nap, 1000);
 	}
 	return NULL;
 }
@@ -246,7 +238,7 @@ int class_sync_start(const struct class_sync_config *cfg, struct class_sync **ou
 		s->cfg.resync_s = 300;
 	if (!s->cfg.retry_s)
 		s->cfg.retry_s = 30;
-	if (controller_start(&s->ctl, "class-sync", cfg->kube, run, s, d) < 0) {
+	if (worker_start(&s->w, cfg->kube, run, s, "class-sync", d) < 0) {
 		free(s);
 		return -1;
 	}
@@ -258,6 +250,6 @@ void class_sync_stop(struct class_sync *s)
 {
 	if (!s)
 		return;
-	controller_stop(&s->ctl);
+	worker_stop(&s->w);
 	free(s);
 }

@@ -31,7 +31,10 @@
 #include "webhook/metrics.h"
 #include "webhook/node-facts.h"
 #include "webhook/parents.h"
+#include "webhook/policy-review.h"
 #include "webhook/pool-report.h"
+#include "webhook/process.h"
+#include "webhook/quota-sync.h"
 #include "webhook/reclaimer.h"
 #include "webhook/waiter.h"
 
@@ -69,6 +72,7 @@ struct daemon {
 	struct waiter *waiter;            /* API mode, waiting reasons on */
 	struct reclaimer *reclaimer;      /* API mode */
 	struct class_sync *class_sync;    /* API mode, unless switched off */
+	struct quota_sync *quota_sync;    /* API mode, unless switched off */
 	struct claim_sync *claim_sync;    /* API mode */
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
@@ -146,14 +150,6 @@ static int load_pair(struct daemon *dm, struct pem_pair *pp, struct diag *d)
 }
 
 /* ---- reloads ------------------------------------------------------------ */
-
-static void log_diag(enum log_level level, const char *what, struct diag *d)
-{
-	char q[DIAG_CAP];
-	const char *text = diag_text(d);
-
-	log_event(level, "msg=\"%s\" error=\"%s\"", what, log_quote(text, q, sizeof(q)));
-}
 
 static void reload_policy(struct daemon *dm)
 {
@@ -323,6 +319,8 @@ static void route_metrics(void *ctx, const struct http_request *req,
 {
 	struct daemon *dm = ctx;
 	uint64_t workers[SERVER_MAX_THREADS];
+	struct procstat ps;
+	struct strbuf why;
 	struct holder_ref *ref;
 	struct metrics_state st = {
 		.policy = holder_acquire(dm->holder, &ref),
@@ -339,6 +337,11 @@ static void route_metrics(void *ctx, const struct http_request *req,
 	int rc;
 
 	(void)req;
+	strbuf_init(&why, 8192);
+	st.ready = ready(dm, &why);
+	strbuf_release(&why);
+	if (process_read(&ps) == 0)
+		st.process = &ps;
 	if (dm->server) {
 		st.workers = server_worker_count(dm->server);
 		for (unsigned i = 0; i < st.workers; i++)
@@ -359,6 +362,13 @@ static bool is_leading(void *ctx)
 	struct daemon *dm = ctx;
 
 	return lease_leading(dm->lease ? dm->lease : dm->memory_lease);
+}
+
+static bool is_synced(void *ctx)
+{
+	struct daemon *dm = ctx;
+
+	return dm->feed && feed_synced(dm->feed);
 }
 
 /*
@@ -645,6 +655,21 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			if (class_sync_start(&ccfg, &dm->class_sync, d) < 0)
 				goto fail;
 		}
+		if (!cfg->no_gpuquotas) {
+			/* Every usage store: memory (the gpugate-memory Lease
+			 * holder, whose ledger decides), shared (the
+			 * gpugate-leader holder); both count the same watch. */
+			struct quota_sync_config qcfg = {
+				.kube = &dm->kube, .policy = dm->holder,
+				.usage = dm->usage, .inventory = dm->inventory,
+				.synced = is_synced,
+				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
+				.ctx = dm,
+			};
+
+			if (quota_sync_start(&qcfg, &dm->quota_sync, d) < 0)
+				goto fail;
+		}
 		{
 			/* checkpoint.claim.create: idle while it is off. */
 			struct claim_sync_config kcfg = {
@@ -688,6 +713,8 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			{"POST", "/mutate", handler_route_mutate, &dm->handler,
 			 HTTP_ROUTE_JSON},
 			{"POST", "/validate", handler_route_validate, &dm->handler,
+			 HTTP_ROUTE_JSON},
+			{"POST", "/validate-policy", policy_review_route, NULL,
 			 HTTP_ROUTE_JSON},
 			{"GET", "/healthz", route_healthz, NULL, 0},
 			{"GET", "/readyz", route_readyz, dm, 0},
@@ -734,6 +761,7 @@ void daemon_stop(struct daemon *dm)
 	waiter_stop(dm->waiter);
 	reclaimer_stop(dm->reclaimer);
 	class_sync_stop(dm->class_sync);
+	quota_sync_stop(dm->quota_sync);
 	claim_sync_stop(dm->claim_sync);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
@@ -770,7 +798,8 @@ int daemon_run(const struct daemon_config *cfg)
 
 	diag_init(&d);
 	if (daemon_start(cfg, &dm, &d) < 0) {
-		fputs(diag_text(&d), stderr);
+		/* In the log's format like every line before (--log-format). */
+		log_diag(LOG_ERROR, "not starting", &d);
 		return 1;
 	}
 	/* The bound port, on stdout, for scripts that asked for port 0. */

@@ -69,6 +69,9 @@ struct daemon_config {
 	/* API mode: do not keep the GPUClass objects (webhook/class-sync.h)
 	 * equal to the policy's classes. */
 	bool no_gpuclasses;
+	/* API mode: do not keep a GPUQuota object per tenant namespace
+	 * (webhook/quota-sync.h) saying what the tenant uses. */
+	bool no_gpuquotas;
 };
 
 struct daemon;

@@ -464,6 +464,9 @@ static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 	}
 	pod->restart_policy = string(x, spec, "restartPolicy", spath);
 	pod->node_name = string(x, spec, "nodeName", spath);
+	pod->service_account = string(x, spec, "serviceAccountName", spath);
+	if (!pod->service_account)
+		pod->service_account = string(x, spec, "serviceAccount", spath);
 	tolerations(x, spec, pod);
 	scheduling_gates(x, spec, pod);
 }

@@ -1,6 +1,8 @@
 #include "webhook/metrics.h"
 
+#include "base/procstat.h"
 #include "base/strbuf.h"
+#include "base/version.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "usage/inventory.h"
@@ -264,6 +266,41 @@ static void meter_line(void *ctx, const char *tenant, const char *flavor,
 		    tenant, flavor, seconds);
 }
 
+/* The process_* families every Prometheus client library exports on
+ * Linux, same names, types and units. */
+static void render_process(struct strbuf *sb, const struct procstat *ps)
+{
+	strbuf_addf(sb, "# HELP process_cpu_seconds_total Total user and system CPU "
+			"time spent in seconds.\n"
+			"# TYPE process_cpu_seconds_total counter\n"
+			"process_cpu_seconds_total %.2f\n"
+			"# HELP process_resident_memory_bytes Resident memory size in "
+			"bytes.\n"
+			"# TYPE process_resident_memory_bytes gauge\n"
+			"process_resident_memory_bytes %" PRIu64 "\n"
+			"# HELP process_virtual_memory_bytes Virtual memory size in "
+			"bytes.\n"
+			"# TYPE process_virtual_memory_bytes gauge\n"
+			"process_virtual_memory_bytes %" PRIu64 "\n"
+			"# HELP process_open_fds Number of open file descriptors.\n"
+			"# TYPE process_open_fds gauge\n"
+			"process_open_fds %" PRIu64 "\n"
+			"# HELP process_max_fds Maximum number of open file "
+			"descriptors.\n"
+			"# TYPE process_max_fds gauge\n",
+		    ps->cpu_seconds, ps->resident_bytes, ps->virtual_bytes,
+		    ps->open_fds);
+	if (ps->max_fds == PROCSTAT_UNLIMITED)
+		strbuf_addf(sb, "process_max_fds +Inf\n");
+	else
+		strbuf_addf(sb, "process_max_fds %" PRIu64 "\n", ps->max_fds);
+	strbuf_addf(sb, "# HELP process_start_time_seconds Start time of the process "
+			"since unix epoch in seconds.\n"
+			"# TYPE process_start_time_seconds gauge\n"
+			"process_start_time_seconds %.2f\n",
+		    ps->start_time_seconds);
+}
+
 static void render_state(struct strbuf *sb, const struct metrics_state *st)
 {
 	render_quota(sb, st, "gpugate_quota_nominal",
@@ -326,19 +363,39 @@ static void render_state(struct strbuf *sb, const struct metrics_state *st)
 				"# TYPE gpugate_kube_synced gauge\n"
 				"gpugate_kube_synced %d\n",
 			    st->api_connected, st->api_synced);
-	strbuf_addf(sb, "# HELP gpugate_certificate_expiry_seconds Unix time at "
-			"which the serving certificate expires.\n"
+	/* A Unix time is a ..._timestamp_seconds (Prometheus naming); the
+	 * old name stays for one release (docs/operations.md, "Metrics"). */
+	strbuf_addf(sb, "# HELP gpugate_certificate_expiry_timestamp_seconds Unix "
+			"time at which the serving certificate expires.\n"
+			"# TYPE gpugate_certificate_expiry_timestamp_seconds gauge\n"
+			"gpugate_certificate_expiry_timestamp_seconds %lld\n"
+			"# HELP gpugate_certificate_expiry_seconds Deprecated: "
+			"gpugate_certificate_expiry_timestamp_seconds.\n"
 			"# TYPE gpugate_certificate_expiry_seconds gauge\n"
-			"gpugate_certificate_expiry_seconds %lld\n",
-		    st->cert_not_after);
+			"gpugate_certificate_expiry_seconds %lld\n"
+			"# HELP gpugate_ready 1 while /readyz answers 200 (policy "
+			"loaded, certificate valid, usage synced).\n"
+			"# TYPE gpugate_ready gauge\n"
+			"gpugate_ready %d\n",
+		    st->cert_not_after, st->cert_not_after, st->ready);
+	if (st->process)
+		render_process(sb, st->process);
 }
 
 int metrics_render(struct metrics *m, const struct metrics_state *st,
 		   char **out, size_t *len)
 {
+	char version[64], revision[64];
 	struct strbuf sb;
 
 	strbuf_init(&sb, 64u << 20);
+	label_copy(version, sizeof(version), version_string());
+	label_copy(revision, sizeof(revision), version_revision());
+	strbuf_addf(&sb, "# HELP gpugate_build_info The version and source revision "
+			 "of this build (always 1).\n"
+			 "# TYPE gpugate_build_info gauge\n"
+			 "gpugate_build_info{version=\"%s\",revision=\"%s\"} 1\n",
+		    version, revision);
 	strbuf_addf(&sb, "# HELP gpugate_admission_requests_total Admission "
 			 "reviews answered, by endpoint, kind and result.\n"
 			 "# TYPE gpugate_admission_requests_total counter\n");

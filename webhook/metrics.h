@@ -46,6 +46,7 @@ void metrics_cert_reload(struct metrics *m, bool ok);
 
 struct inventory;
 struct meter;
+struct procstat;
 struct policy;
 struct reclaimer;
 struct usage_store;
@@ -68,16 +69,21 @@ struct metrics_state {
 	bool api;
 	bool api_connected;
 	bool api_synced;
-	/* gpugate_certificate_expiry_seconds (Unix time). */
+	/* gpugate_certificate_expiry_timestamp_seconds (Unix time), and the
+	 * same under its deprecated name gpugate_certificate_expiry_seconds. */
 	long long cert_not_after;
+	/* gpugate_ready: what /readyz answers (1: 200). */
+	bool ready;
+	/* process_* (webhook/process.h), when not NULL. */
+	const struct procstat *process;
 	/* gpugate_http_worker_requests_total: requests begun on each server
 	 * worker, in the order the workers first served; none when 0. */
 	const uint64_t *worker_requests;
 	unsigned workers;
 };
 
-/* The whole exposition; caller frees *out.  st may be NULL (counters
- * only).  -1 when out of memory. */
+/* The whole exposition; caller frees *out.  st may be NULL (counters and
+ * gpugate_build_info only).  -1 when out of memory. */
 int metrics_render(struct metrics *m, const struct metrics_state *st,
 		   char **out, size_t *len);
 

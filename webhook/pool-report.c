@@ -173,6 +173,18 @@ done:
 	return out;
 }
 
+json_t *pool_report_tenants(const struct policy *p, struct usage_store *u)
+{
+	bool oom = false;
+	json_t *t = tenants_json(p, u, &oom);
+
+	if (oom) {
+		json_decref(t);
+		return NULL;
+	}
+	return t;
+}
+
 json_t *pool_report(const struct policy *p, struct inventory *inv,
 		    struct usage_store *u)
 {

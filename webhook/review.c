@@ -88,7 +88,7 @@ static enum wl_kind kind_of(const json_t *gvk)
 	     "env/[]/valueFrom",                                                 \
 	spec "/volumes/[]/projected|configMap|secret|emptyDir|"                  \
 	     "persistentVolumeClaim|csi|ephemeral|nfs|image",                    \
-	spec "/dnsPolicy|dnsConfig|serviceAccountName|serviceAccount|"           \
+	spec "/dnsPolicy|dnsConfig|"                                             \
 	     "automountServiceAccountToken|schedulerName|enableServiceLinks|"    \
 	     "imagePullSecrets|readinessGates|topologySpreadConstraints|"        \
 	     "hostAliases|securityContext|hostname|subdomain|"                   \

@@ -13,7 +13,8 @@ $HELM_BIN_DIR/helm, else what tests/e2e/build-tools.sh built):
   configurations naming that Certificate, and no caBundle;
 - the values the chart documents change what they say (replicas,
   resources, failurePolicy, excluded namespaces, an extra namespace
-  selector, existingConfigMap, inline policy, ServiceMonitor, PDB off);
+  selector, existingConfigMap, inline policy, ServiceMonitor, PDB off,
+  PrometheusRule and Grafana dashboard with their labels and thresholds);
 - wrong values are refused with the chart's message;
 - the chart's version and appVersion are VERSION, and its default policy
   (files/policy.yaml) is manifests/policy.yaml.
@@ -21,6 +22,7 @@ $HELM_BIN_DIR/helm, else what tests/e2e/build-tools.sh built):
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -96,7 +98,9 @@ def check(name: str):
 @check("helm lint --strict, both certificate modes")
 def _lint():
     for sets in (["--set", f"certificates.caBundle={CA}"],
-                 ["--set", "certificates.mode=certManager"]):
+                 ["--set", "certificates.mode=certManager",
+                  "--set", "metrics.prometheusRule.enabled=true",
+                  "--set", "metrics.grafanaDashboard.enabled=true"]):
         p = helm("lint", "--strict", str(CHART), "--kube-version", KUBE_VERSION, *sets)
         assert p.returncode == 0, p.stdout + p.stderr
 
@@ -108,7 +112,7 @@ def _secret():
     assert [w["name"] for w in hooks] == ["mutate.gpugate.io", "mutate-templates.gpugate.io",
                                           "validate.gpugate.io",
                                           "validate-templates.gpugate.io",
-                                          "release.gpugate.io"], hooks
+                                          "policy.gpugate.io", "release.gpugate.io"], hooks
     for w in hooks:
         assert w["clientConfig"] == {"caBundle": CA, "service": {
             "namespace": "gpugate", "name": "gpugate", "path": w["clientConfig"]["service"]
@@ -160,9 +164,32 @@ def _values():
     docs = render(*base)
     assert one(docs, "Deployment")["spec"]["replicas"] == 2
     assert [w["failurePolicy"] for w in webhooks(docs)] == ["Fail", "Ignore", "Fail", "Ignore",
-                                                            "Ignore"]
+                                                            "Ignore", "Ignore"]
+    # The GPU stack's namespaces are excluded by default (#27).
+    assert webhooks(docs)[0]["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+         "values": ["kube-system", "gpugate", "gpu-operator", "gpu-operator-resources",
+                    "nvidia-gpu-operator", "nvsentinel", "nvidia-dra-driver-gpu",
+                    "dcgm-exporter"]}]
+    # The policy ConfigMap's webhook: its namespace, its name.
+    pol = webhooks(docs)[4]
+    assert pol["namespaceSelector"]["matchExpressions"] == [
+        {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["gpugate"]}], pol
+    assert pol["matchConditions"] == [{"name": "the-policy-configmap", "expression":
+                                       "object.metadata.name == 'gpugate-policy'"}], pol
+    assert pol["clientConfig"]["service"]["path"] == "/validate-policy", pol
+    pol = webhooks(render(*base, "--set", "policy.existingConfigMap=mine"))[4]
+    assert pol["matchConditions"][0]["expression"] == "object.metadata.name == 'mine'", pol
+    # webhook.extraLabelKeys: a renamed class label is sent too.
+    docs2 = render(*base, "--set-json", 'webhook.extraLabelKeys=["example.com/class"]')
+    for w in webhooks(docs2):
+        if w["name"] in ("policy.gpugate.io", "release.gpugate.io"):
+            continue
+        gpu_work = [c for c in w["matchConditions"] if c["name"] == "gpu-work"]
+        assert gpu_work and "k in ['example.com/class']" in gpu_work[0]["expression"], w
     docs = render(*base, "--set", "webhook.templates=false", "--set", "webhook.release=false")
-    assert [w["name"] for w in webhooks(docs)] == ["mutate.gpugate.io", "validate.gpugate.io"]
+    assert [w["name"] for w in webhooks(docs)] == ["mutate.gpugate.io", "validate.gpugate.io",
+                                                   "policy.gpugate.io"]
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
     assert objs(docs, "ServiceMonitor") == []
     assert container(docs)["image"] == "gpugate:" + (ROOT / "VERSION").read_text().strip()
@@ -180,6 +207,8 @@ def _values():
     assert container(docs)["image"] == "registry.example/gpugate:9.9.9"
     assert objs(docs, "PodDisruptionBudget") == []
     for w in webhooks(docs):
+        if w["name"] == "policy.gpugate.io":
+            continue
         assert w["namespaceSelector"]["matchExpressions"] == [
             {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
              "values": ["kube-system", "gpugate", "gpu-operator", "monitoring"]},
@@ -204,14 +233,69 @@ def _values():
     assert sources[0]["configMap"]["name"] == "my-policy", sources
 
 
+@check("metrics: the PrometheusRule and the Grafana dashboard ConfigMap, opt-in")
+def _monitoring():
+    base = ["--set", f"certificates.caBundle={CA}"]
+    docs = render(*base)
+    assert objs(docs, "PrometheusRule") == []
+    assert [d["metadata"]["name"] for d in objs(docs, "ConfigMap")] == ["gpugate-policy"]
+    docs = render(*base, "--set", "metrics.prometheusRule.enabled=true",
+                  "--set", "metrics.prometheusRule.labels.release=prometheus",
+                  "--set", "metrics.grafanaDashboard.enabled=true",
+                  "--set", "metrics.grafanaDashboard.namespace=monitoring",
+                  release="gpu")
+    rule = one(docs, "PrometheusRule")
+    assert rule["metadata"]["labels"]["release"] == "prometheus", rule["metadata"]
+    rules = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+    # every selector is this release's job (its ServiceMonitor's)
+    assert rules["GpugateDown"]["expr"] == 'absent(up{job="gpu"} == 1)', rules["GpugateDown"]
+    for name, r in rules.items():
+        assert 'job="gpu"' in r["expr"] and r["labels"]["severity"] in (
+            "critical", "warning"), (name, r)
+        assert r["annotations"]["summary"] and r["annotations"]["description"], name
+    assert "< 14 * 86400" in rules["GpugateCertificateExpiresSoon"]["expr"]
+    assert "gpugate_certificate_expiry_timestamp_seconds" in \
+        rules["GpugateCertificateExpiresSoon"]["expr"]
+    cm = one(docs, "ConfigMap", "gpu-dashboard")
+    assert cm["metadata"]["namespace"] == "monitoring"
+    assert cm["metadata"]["labels"]["grafana_dashboard"] == "1", cm["metadata"]
+    dash = json.loads(cm["data"]["gpugate.json"])
+    assert dash == json.loads((CHART / "files" / "grafana-dashboard.json").read_text())
+    exprs = [t["expr"] for p in dash["panels"] for t in p.get("targets", [])]
+    assert exprs and all('job=~"$job"' in e for e in exprs), exprs
+    # the thresholds and the selector are values
+    docs = render(*base, "--set", "metrics.prometheusRule.enabled=true",
+                  "--set", "metrics.prometheusRule.certificateExpiryDays=30",
+                  "--set", "metrics.prometheusRule.latencyP99Seconds=1",
+                  "--set-string", 'metrics.prometheusRule.selector=namespace="gpu"\\,job="x"')
+    rules = {r["alert"]: r for g in one(docs, "PrometheusRule")["spec"]["groups"]
+             for r in g["rules"]}
+    assert rules["GpugateCertificateExpiresSoon"]["expr"].endswith("< 30 * 86400")
+    assert rules["GpugateSlowAdmission"]["expr"].endswith("> 1")
+    assert rules["GpugateDown"]["expr"] == 'absent(up{namespace="gpu",job="x"} == 1)', \
+        rules["GpugateDown"]
+
+
 @check("wrong values are refused with the chart's message")
 def _refused():
     for sets, msg in (
             ([], "certificates.mode secret needs certificates.caBundle"),
+            # values.schema.json, before any template runs:
             (["--set", "certificates.mode=vault"],
-             'certificates.mode must be secret or certManager, not "vault"'),
+             "at '/certificates/mode': value must be one of 'secret', 'certManager'"),
             (["--set", f"certificates.caBundle={CA}", "--set", "webhook.failurePolicy=Deny"],
-             'webhook.failurePolicy must be Fail or Ignore, not "Deny"'),
+             "at '/webhook/failurePolicy': value must be one of 'Fail', 'Ignore'"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "webhook.failurePolcy=Fail"],
+             "at '/webhook': additional properties 'failurePolcy' not allowed"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "usageStore=memroy"],
+             "at '/usageStore': value must be one of 'shared', 'memory'"),
+            (["--set", "certificates.caBundle=not base64!"],
+             "at '/certificates/caBundle'"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "replicas=0"],
+             "at '/replicas'"),
+            (["--set", f"certificates.caBundle={CA}", "--set-json",
+              'webhook.excludeNamespaces=["GPU_Operator"]'],
+             "at '/webhook/excludeNamespaces/0'"),
             (["--set", f"certificates.caBundle={CA}", "--set", "policy.inline=x",
               "--set", "policy.existingConfigMap=y"],
              "policy: set existingConfigMap or inline, not both")):

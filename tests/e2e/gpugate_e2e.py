@@ -824,7 +824,7 @@ def sanitizer_env() -> dict[str, str]:
 # GPUWaiting Event (the waiter looks every 10 s; test_waiting.py).  They
 # keep no GPUClass objects: serving three policies, they would take turns
 # rewriting them (test_classes.py runs a gate of its own that does).
-GATE_ARGS = ("--waiting-reason-after", "2", "--no-gpuclasses")
+GATE_ARGS = ("--waiting-reason-after", "2", "--no-gpuclasses", "--no-gpuquotas")
 
 
 class Gate:
@@ -1020,11 +1020,26 @@ class Gate:
 # webhook configurations
 
 
+def _shipped_excluded() -> list[str]:
+    import yaml
+    docs = yaml.safe_load_all((ROOT / "manifests" / "webhooks.yaml").read_text())
+    w = next(d for d in docs if d)["webhooks"][0]
+    e, = [e for e in w["namespaceSelector"]["matchExpressions"]
+          if e["key"] == "kubernetes.io/metadata.name"]
+    return e["values"]
+
+
+# The namespaces an install never sends (manifests/webhooks.yaml): kube-system,
+# gpugate's, and the GPU stack's (the policy's default exemptions).
+EXCLUDED_NAMESPACES = _shipped_excluded()
+
+
 def selector(policy: str) -> dict:
     """The namespaceSelector of the installation (NotIn kube-system,
-    gpugate) plus the split between the e2e gpugate processes."""
+    gpugate, the GPU stack's namespaces) plus the split between the e2e
+    gpugate processes."""
     exprs = [{"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-              "values": ["kube-system", "gpugate"]}]
+              "values": EXCLUDED_NAMESPACES}]
     if policy in LABELLED_POLICIES:
         exprs.append({"key": POLICY_LABEL, "operator": "In", "values": [policy]})
     else:
@@ -1033,31 +1048,20 @@ def selector(policy: str) -> dict:
     return {"matchExpressions": exprs}
 
 
-# The matchConditions of validate.gpugate.io, as manifests/webhooks.yaml
-# (test_manifests.py holds the two to each other), so that every test runs
-# under what an install registers: creates; kubectl debug; every Job update;
-# a pod update that changes where it may run; any update, status writes
-# included, that touches the stamps or a pod's controller-uid.
-_STAMP_KEYS = ("['gpugate.io/tenant', 'gpugate.io/flavor', 'gpugate.io/gang', "
-               "'gpugate.io/preemptible', 'batch.kubernetes.io/controller-uid']")
-_PLACEMENT = " || ".join(
-    f"has(object.spec.{f}) != has(oldObject.spec.{f}) || (has(object.spec.{f}) && "
-    f"object.spec.{f} != oldObject.spec.{f})"
-    for f in ("nodeSelector", "tolerations", "affinity", "schedulingGates"))
-VALIDATE_MATCH = (
-    "request.operation != 'UPDATE' || (has(request.subResource) && "
-    "request.subResource == 'ephemeralcontainers') || (request.kind.kind == 'Job' && "
-    "!has(request.subResource)) || (request.kind.kind == 'Pod' && "
-    f"!has(request.subResource) && ({_PLACEMENT})) || {_STAMP_KEYS}.exists(k, "
-    "(has(object.metadata.labels) && k in object.metadata.labels ? "
-    "object.metadata.labels[k] : '<absent>') != (has(oldObject.metadata.labels) && "
-    "k in oldObject.metadata.labels ? oldObject.metadata.labels[k] : '<absent>'))")
+# The matchConditions of each webhook, read from manifests/webhooks.yaml, so
+# that every test runs under what an install registers (test_chart.py holds
+# the chart to the same text).  validate.gpugate.io: creates; kubectl debug;
+# Job updates; a pod update that changes where it may run; any update,
+# status writes included, that touches the stamps; and of those, only what
+# gpugate has an opinion on ("gpu-work").
+def _shipped_conditions() -> dict[str, list[dict]]:
+    import yaml
+    docs = yaml.safe_load_all((ROOT / "manifests" / "webhooks.yaml").read_text())
+    return {w["name"]: w.get("matchConditions", []) for d in docs if d
+            for w in d.get("webhooks", [])}
 
-# The matchConditions of the template webhooks, as manifests/webhooks.yaml.
-TEMPLATE_MATCH = ("(request.operation == 'CREATE' || object.spec != oldObject.spec) && "
-                  "!(has(object.metadata.ownerReferences) && "
-                  "object.metadata.ownerReferences.exists(r, r.kind == 'Deployment' && "
-                  "r.apiVersion == 'apps/v1' && has(r.controller) && r.controller))")
+
+MATCH_CONDITIONS = _shipped_conditions()
 
 
 def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> list[dict]:
@@ -1084,8 +1088,7 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
          "scope": "Namespaced"},
         {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
          "resources": ["cronjobs"], "scope": "Namespaced"}],
-        matchConditions=[{"name": "spec-changed-and-not-a-deployments-replicaset",
-                          "expression": TEMPLATE_MATCH}])
+        matchConditions=MATCH_CONDITIONS["mutate-templates.gpugate.io"])
 
     # kubectl scale: a Scale, judged against the template of the object
     # scaled (gpugate reads it).
@@ -1104,7 +1107,8 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
         "metadata": {"name": config_name},
         "webhooks": [dict(common, name="mutate.gpugate.io",
                           clientConfig={"url": f"{url}/mutate", "caBundle": ca_bundle},
-                          rules=rules(["CREATE"]), reinvocationPolicy="IfNeeded"),
+                          rules=rules(["CREATE"]), reinvocationPolicy="IfNeeded",
+                          matchConditions=MATCH_CONDITIONS["mutate.gpugate.io"]),
                      dict(templates, name="mutate-templates.gpugate.io",
                           clientConfig={"url": f"{url}/mutate", "caBundle": ca_bundle},
                           reinvocationPolicy="IfNeeded")],
@@ -1123,11 +1127,11 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
         "webhooks": [dict(common, name="validate.gpugate.io",
                           clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle},
                           rules=rules(["CREATE", "UPDATE", "DELETE"]) + debug + dra,
-                          matchConditions=[{"name": "create-stamp-change-job-update-or-"
-                                            "pod-placement", "expression": VALIDATE_MATCH}]),
+                          matchConditions=MATCH_CONDITIONS["validate.gpugate.io"]),
                      dict(templates, name="validate-templates.gpugate.io",
                           clientConfig={"url": f"{url}/validate", "caBundle": ca_bundle},
-                          rules=templates["rules"] + [scale])],
+                          rules=templates["rules"] + [scale],
+                          matchConditions=MATCH_CONDITIONS["validate-templates.gpugate.io"])],
     }
     return [mutating, validating]
 

@@ -83,8 +83,14 @@ trap 'kill -TERM "$pid" 2>/dev/null || true' INT TERM
 t1=$(now)
 rc=0
 # -p no:cacheprovider: nothing written outside tests/e2e; no bytecode either.
+# The whole suite, unless the arguments name test files or directories
+# (make e2e E2E_ARGS='tests/e2e/test_chart.py -x').
+suite=tests/e2e
+for a in "$@"; do
+    [[ $a == tests/e2e/* ]] && suite=
+done
 PYTHONDONTWRITEBYTECODE=1 "$py" -m pytest -q -p no:cacheprovider -rfExXs \
-    --durations=5 --basetemp="$work/pytest" tests/e2e "$@" &
+    --durations=5 --basetemp="$work/pytest" $suite "$@" &
 pid=$!
 wait "$pid" || rc=$?
 while kill -0 "$pid" 2>/dev/null; do # wait was cut short by a signal

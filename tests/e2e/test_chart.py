@@ -22,6 +22,7 @@ install follows docs/operations.md step by step.
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 import time
@@ -29,7 +30,7 @@ from pathlib import Path
 
 import pytest
 
-from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, HERE, ROOT, pod, register,
+from gpugate_e2e import (EXAMPLE_POLICY, LABELLED_POLICIES, POLICY_LABEL, HERE, ROOT, pod, register,
                          wait_until, wait_webhooks)
 from test_kubectl_admission import denied_by, warning
 
@@ -254,7 +255,7 @@ def test_helm_install_in_secret_mode_as_documented(stack, helm, tmp_path):
              "--set-json", f"webhook.namespaceSelectorExpressions={OPT_IN}")
         cfg = k.get("validatingwebhookconfiguration", ns)
         assert [(w["clientConfig"]["caBundle"], w["failurePolicy"]) for w in cfg["webhooks"]] == \
-            [(ca_bundle, "Ignore")] * 3, cfg["webhooks"]
+            [(ca_bundle, "Ignore")] * 4, cfg["webhooks"]
         assert "annotations" not in cfg["metadata"] or \
             "cert-manager.io/inject-ca-from" not in cfg["metadata"]["annotations"]
         vol = k.get("deployment", ns, ns)["spec"]["template"]["spec"]["volumes"][0]
@@ -262,9 +263,10 @@ def test_helm_install_in_secret_mode_as_documented(stack, helm, tmp_path):
         helm("upgrade", ns, str(CHART), "-n", ns, "--reuse-values",
              "--set", "webhook.failurePolicy=Fail")
         for kind, want in (("mutatingwebhookconfiguration", ["Fail", "Ignore"]),
-                           ("validatingwebhookconfiguration", ["Fail", "Ignore", "Ignore"])):
+                           ("validatingwebhookconfiguration",
+                            ["Fail", "Ignore", "Ignore", "Ignore"])):
             hooks = k.get(kind, ns)["webhooks"]
-            # the templates' and the DELETE webhooks stay Ignore
+            # the templates', the policy's and the DELETE webhooks stay Ignore
             assert [w["failurePolicy"] for w in hooks] == want, (kind, hooks)
             assert all(w["clientConfig"]["caBundle"] == ca_bundle for w in hooks)
         k("delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration", ns).check()
@@ -316,6 +318,26 @@ def test_webhooks_from_the_chart_admit_and_deny(stack, helm, clean, files):
             'admission webhook "mutate.gpugate.io"' in r.err, r
         k("delete", "pod", "via-chart", "-n", "research").check()
         gate.wait_used("research", 0)
+        # #27 item 5: the policy ConfigMap is checked at kubectl apply.
+        cm = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "gpugate-from-chart-policy", "namespace": "gpugate"},
+              "data": {"policy.yaml": EXAMPLE_POLICY.read_text()}}
+        assert k.apply(cm).rc == 0
+        bad = copy.deepcopy(cm)
+        bad["data"]["policy.yaml"] = cm["data"]["policy.yaml"].replace(
+            "gpusPerNode: 8\n", "gpusPerNode: 0\n", 1)
+        line = bad["data"]["policy.yaml"][:bad["data"]["policy.yaml"].index(
+            "gpusPerNode: 0")].count("\n") + 1
+        r = k.apply(bad)
+        assert r.rc == 1 and (
+            'admission webhook "policy.gpugate.io" denied the request: gpugate: the policy '
+            "in ConfigMap gpugate/gpugate-from-chart-policy is invalid (1 error; the running "
+            "gpugate keeps its current policy; check it with `gpugate check FILE`): "
+            f'policy.yaml:{line}: flavor "h100-80gb": gpusPerNode 0 must be between 1 and '
+            "1024\n") in r.err, r
+        got = k.get("configmap", "gpugate-from-chart-policy", "gpugate")
+        assert got["data"] == cm["data"]  # the good one stays
+        k("delete", "configmap", "gpugate-from-chart-policy", "-n", "gpugate").check()
     finally:
         register(k, "gpugate-example", gate, "example")
         k("delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration",

@@ -43,7 +43,7 @@ WEBHOOKS = {"mutatingwebhookconfiguration": ["mutate.gpugate.io",
                                              "mutate-templates.gpugate.io"],
             "validatingwebhookconfiguration": ["validate.gpugate.io",
                                                "validate-templates.gpugate.io",
-                                               "release.gpugate.io"]}
+                                               "policy.gpugate.io", "release.gpugate.io"]}
 
 
 # ---------------------------------------------------------------------------

@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, TEMPLATE_MATCH, VALIDATE_MATCH, Gate, ROOT, gpugate_bin, job, pod,
+from gpugate_e2e import (LABELLED_POLICIES, POLICY_LABEL, MATCH_CONDITIONS, Gate, ROOT, gpugate_bin, job, pod,
                          register, wait_until, wait_webhooks)
 from test_kubectl_admission import denied_by, warning
 
@@ -90,13 +90,14 @@ def test_kustomize_renders_the_base(rendered):
     for w in mwc["webhooks"] + vwc["webhooks"]:
         if w["name"].endswith("-templates.gpugate.io"):
             assert w["failurePolicy"] == "Ignore", w["name"]
-            assert [c["expression"].replace("\n", " ") for c in w["matchConditions"]] == [
-                TEMPLATE_MATCH], w["name"]
+            assert w["matchConditions"] == MATCH_CONDITIONS[w["name"]], w["name"]
+            assert [c["name"] for c in w["matchConditions"]] == [
+                "spec-changed-and-not-a-deployments-replicaset", "gpu-work"], w["name"]
     # validate.gpugate.io: the e2e registration runs under the same
     # conditions, and is sent status writes (that touch the stamps).
     v, = [w for w in vwc["webhooks"] if w["name"] == "validate.gpugate.io"]
-    assert [c["expression"].replace("\n", " ") for c in v["matchConditions"]] == [
-        VALIDATE_MATCH]
+    assert [c["name"] for c in v["matchConditions"]] == [
+        "create-stamp-change-job-update-or-pod-placement", "gpu-work"]
     resources = {r for rule in v["rules"] for r in rule["resources"]}
     assert {"pods/status", "jobs/status", "pods/ephemeralcontainers"} <= resources
     vt = [w for w in vwc["webhooks"] if w["name"] == "validate-templates.gpugate.io"]
@@ -109,8 +110,15 @@ def test_kustomize_renders_the_base(rendered):
                    for r in rule["resources"])
     for w in mwc["webhooks"] + vwc["webhooks"]:
         exprs = w["namespaceSelector"]["matchExpressions"]
+        assert w["sideEffects"] in ("None", "NoneOnDryRun")
+        if w["name"] == "policy.gpugate.io":  # gpugate's own namespace only
+            assert exprs == [{"key": "kubernetes.io/metadata.name", "operator": "In",
+                              "values": ["gpugate"]}], exprs
+            continue
         assert {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
-                "values": ["kube-system", "gpugate"]} in exprs, w["name"]
+                "values": ["kube-system", "gpugate", "gpu-operator", "gpu-operator-resources",
+                           "nvidia-gpu-operator", "nvsentinel", "nvidia-dra-driver-gpu",
+                           "dcgm-exporter"]} in exprs, w["name"]
         assert w["sideEffects"] == "NoneOnDryRun" and w["admissionReviewVersions"] == ["v1"]
 
 
@@ -161,7 +169,7 @@ def service_account(stack, rendered):
     lst = {"apiVersion": "v1", "kind": "List", "items": rbac}
     stack.kubectl.apply(lst).check()
     stack.kubectl("wait", "--for=condition=Established", "crd/gpuclasses.gpugate.io",
-                  "--timeout=60s").check()
+                  "crd/gpuquotas.gpugate.io", "--timeout=60s").check()
     yield
     stack.kubectl("delete", "-f", "-", "--ignore-not-found", input=json.dumps(lst),
                   timeout=120)
@@ -218,6 +226,17 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("delete", "gpuclasses.gpugate.io", "yes"),
                             ("patch", "gpuclasses.gpugate.io", "no"),
                             ("deletecollection", "gpuclasses.gpugate.io", "no"),
+                            # The GPUQuota objects (#27): created, their
+                            # status written, deleted; the object itself
+                            # never updated or patched. Namespaces: listed.
+                            ("list", "gpuquotas.gpugate.io", "yes"),
+                            ("create", "gpuquotas.gpugate.io", "yes"),
+                            ("delete", "gpuquotas.gpugate.io", "yes"),
+                            ("update", "gpuquotas.gpugate.io", "no"),
+                            ("patch", "gpuquotas.gpugate.io", "no"),
+                            ("deletecollection", "gpuquotas.gpugate.io", "no"),
+                            ("list", "namespaces", "yes"), ("get", "namespaces", "no"),
+                            ("update", "namespaces", "no"),
                             ("create", "customresourcedefinitions.apiextensions.k8s.io",
                              "no")):
         r = k("auth", "can-i", verb, res, "--all-namespaces", f"--as={SA}")
@@ -227,6 +246,10 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
         r = k("auth", "can-i", verb, "pods", f"--subresource={sub}", "--all-namespaces",
               f"--as={SA}")
         assert r.out.strip() == want, (verb, sub, r)
+    for verb, want in (("update", "yes"), ("patch", "no")):
+        r = k("auth", "can-i", verb, "gpuquotas.gpugate.io", "--subresource=status",
+              "--all-namespaces", f"--as={SA}")
+        assert r.out.strip() == want, (verb, r)
     # The shared usage store and its Lease, in gpugate's namespace only.
     for verb, res, ns, want in (("get", "configmaps", "gpugate", "yes"),
                                 ("create", "configmaps", "gpugate", "yes"),

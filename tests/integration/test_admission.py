@@ -612,6 +612,8 @@ def test_privileged_pod_that_tolerates_the_gpu_taint(client, ns):
     msg = (f'gpugate: container "agent" is privileged '
            f'{reaches("it tolerates the nvidia.com/gpu taint of flavor h100-80gb")}; '
            + PRIVILEGED_FIX)
+    if ns == "default":  # no tenant's: it may be a cluster component (#27)
+        msg += exempt_hint("default")
     denied(client.admit("mutate", obj), msg)
     denied(client.admit("validate", obj, dry_run=True), msg)
     # Another taint: it cannot reach GPU nodes, privileged is its business.
@@ -628,9 +630,16 @@ def test_privileged_pod_that_selects_gpu_nodes_outside_tenants(client):
     denied(client.admit("mutate", obj),
            f'gpugate: container "agent" is privileged '
            f'{reaches("its nodeSelector nvidia.com/gpu.product=NVIDIA-L4 selects flavor l4-shared")}'
-           '; ' + PRIVILEGED_FIX)
+           '; ' + PRIVILEGED_FIX + exempt_hint("default"))
     obj["spec"]["nodeSelector"] = {"nvidia.com/gpu.product": "none"}
     assert client.admit("mutate", obj).allowed
+
+
+def exempt_hint(ns: str, sa: str = "default") -> str:
+    """What a security denial adds in a namespace of no tenant."""
+    return ("; if this is a cluster component (the GPU Operator's, NVSentinel's, a DCGM "
+            f'exporter), exempt it: settings.exemptions.namespaces ["{ns}"] or '
+            f'serviceAccounts ["{ns}/{sa}"] (docs/policy.md, "exemptions")')
 
 
 def env_from_message(who: str, source: str, prefix: str | None, why: str) -> str:

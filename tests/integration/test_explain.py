@@ -823,6 +823,12 @@ error, as with kubectl.
   --timeout SECONDS    wait at most this long for the cluster's lists
                        (default 60)
 
+With --kubeconfig credentials that may not list Pods, Jobs, Nodes or
+ResourceClaims cluster-wide (a tenant's edit or view), a 403 is said at
+once and quota is judged against the GPUQuota objects of NS instead:
+what the tenant uses, not the cohort's other members, and no pool;
+the output says so (text: a "usage" line; json/yaml: "usage").
+
 Each object is judged alone: nothing is reserved, so the objects of one
 run do not add up against quota.
 

@@ -5,6 +5,7 @@ versions and names, concurrency, graceful shutdown (SPEC sections 7 and 8).
 from __future__ import annotations
 
 import json
+import os
 import re
 import select
 import shutil
@@ -227,6 +228,48 @@ def test_metrics_quota_and_reloads(client):
 def test_metrics_quota_used(client):
     m = metrics(client)
     assert 'gpugate_quota_used{tenant="research",flavor="h100-80gb"}' in m
+
+
+def test_metrics_build_process_readiness_and_certificate(client, server, gpugate_bin):
+    """gpugate_build_info says what `gpugate version` says; process_* are
+    this process's, read from /proc at the scrape; the certificate's expiry
+    under its _timestamp_seconds name and, deprecated, the old one."""
+    version = subprocess.run([str(gpugate_bin), "version"], capture_output=True, text=True,
+                             timeout=30 * SLOW).stdout
+    v, rev = re.fullmatch(r"gpugate (\S+) \((\S+)\)\n", version).groups()
+    m = metrics(client)
+    assert m[f'gpugate_build_info{{version="{v}",revision="{rev}"}}'] == 1, \
+        [k for k in m if k.startswith("gpugate_build_info")]
+    assert m["gpugate_ready"] == 1
+    expiry = m["gpugate_certificate_expiry_timestamp_seconds"]
+    assert m["gpugate_certificate_expiry_seconds"] == expiry
+    assert time.time() < expiry < time.time() + 10 * 366 * 86400, expiry
+    pid = server.proc.pid
+
+    def proc_stat():  # (CPU seconds, start time) as proc(5) defines them
+        tck = os.sysconf("SC_CLK_TCK")
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open("/proc/stat") as f:
+            btime = next(int(ln.split()[1]) for ln in f if ln.startswith("btime "))
+        # fields[0] is field 3 (state): utime 14, stime 15, starttime 22
+        return (int(fields[11]) + int(fields[12])) / tck, btime + int(fields[19]) / tck
+
+    cpu_before, started = proc_stat()
+    m = metrics(client)
+    cpu_after, _ = proc_stat()
+    assert cpu_before - 0.01 <= m["process_cpu_seconds_total"] <= cpu_after + 0.01, \
+        (cpu_before, m["process_cpu_seconds_total"], cpu_after)
+    assert abs(m["process_start_time_seconds"] - started) < 0.02, \
+        (m["process_start_time_seconds"], started)
+    with open(f"/proc/{pid}/limits") as f:
+        soft = next(ln.split()[3] for ln in f if ln.startswith("Max open files"))
+    assert m["process_max_fds"] == (float("inf") if soft == "unlimited" else int(soft))
+    # the listening socket, this client's connection, stdio at least; no
+    # more than /proc shows (the scrape's own /proc/self/fd aside)
+    assert 4 <= m["process_open_fds"] <= len(os.listdir(f"/proc/{pid}/fd")) + 1, \
+        m["process_open_fds"]
+    assert 1 << 20 < m["process_resident_memory_bytes"] < m["process_virtual_memory_bytes"]
 
 
 # ---------------------------------------------------------------------------

@@ -18,6 +18,7 @@ import json
 import re
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -1082,7 +1083,8 @@ def test_gpugate_pool_help(gpugate_bin):
     assert (r.returncode, r.stderr) == (0, ""), r
     assert r.stdout.startswith(USAGE_FIRST)
     assert r.stdout.endswith("Exit status: 0 shown; 1 the cluster could not be read; 2 usage "
-                             "error or\ninvalid policy.\n"), r.stdout
+                             "error or\ninvalid policy; 3 the pool is forbidden, the GPUQuota "
+                             "objects of -n NS\nwere shown instead.\n"), r.stdout
 
 
 def test_gpugate_pool_invalid_policy_is_2(gpugate_bin, kube, tmp_path):
@@ -1120,10 +1122,38 @@ def test_gpugate_pool_timeout_is_1(gpugate_bin, kube):
     assert r.stderr.endswith(
         f"gpugate pool: {kube.url}: the Pods, Jobs, ResourceClaims and Nodes were not all "
         "listed within 1 s (see the log above)\n"), r.stderr
-    # A list that fails for good (403: no RBAC for nodes) is the same.
-    kube.fail_lists("nodes", 403)
-    r = gpugate_pool(gpugate_bin, "--policy", str(EXAMPLE_POLICY),
-                     "--kubeconfig", str(kube.kubeconfig), "--timeout", "2")
-    assert r.returncode == 1, r
-    assert "kind=nodes status=403" in r.stderr, r.stderr
-    assert r.stderr.endswith("were not all listed within 2 s (see the log above)\n"), r.stderr
+    # A list that fails with 401 or 5xx is retried by the feed until the
+    # timeout, as before (the one look for a 403 costs no wait).
+    for status in (401, 503):
+        kube.fail_lists("nodes", status)
+        t0 = time.monotonic()
+        r = gpugate_pool(gpugate_bin, "--policy", str(EXAMPLE_POLICY),
+                         "--kubeconfig", str(kube.kubeconfig), "--timeout", "2")
+        took = time.monotonic() - t0
+        assert r.returncode == 1, r
+        assert f"kind=nodes status={status}" in r.stderr, r.stderr
+        assert r.stderr.endswith("were not all listed within 2 s (see the log above)\n"), \
+            r.stderr
+        assert took < 2 + 1.5 * SLOW, took
+
+
+def test_gpugate_pool_forbidden_is_said_at_once(gpugate_bin, kube):
+    """A 403 (no RBAC: a tenant's edit) is not retried for the timeout
+    (issue #27: a minute of retries, then a vague message): it ends the
+    command at once, saying what is missing and what a tenant reads."""
+    for kind, resource in (("nodes", "nodes"), ("jobs", "jobs.batch")):
+        kube.fail_lists(kind, 403)
+        t0 = time.monotonic()
+        r = gpugate_pool(gpugate_bin, "--policy", str(EXAMPLE_POLICY),
+                         "--kubeconfig", str(kube.kubeconfig), "--timeout", "60")
+        took = time.monotonic() - t0
+        kube.fail_lists(kind, None)
+        assert (r.returncode, r.stdout) == (1, ""), r
+        assert r.stderr == (
+            f"gpugate pool: forbidden: cannot list {resource} at the cluster scope (pool "
+            "needs list on nodes, pods, jobs.batch and resourceclaims.resource.k8s.io in "
+            "all namespaces); as a tenant, read your quota with: kubectl get gpuquota -n "
+            "YOUR-NAMESPACE\n"), r.stderr
+        assert took < 5 * SLOW, took
+    # No feed was started: no watch, one list of each kind at most.
+    assert not kube.requests(watch=True)

@@ -213,6 +213,14 @@ static void mutate_validate(struct run *m, struct run *v, const char *ns,
 	run_obj(v, ns, copy, DECIDE_VALIDATE);
 }
 
+/* What a security denial adds in a namespace of no tenant (decide.c,
+ * exemption_hint), for a pod of the "default" ServiceAccount. */
+#define EXEMPT_HINT(ns)                                                    \
+	"; if this is a cluster component (the GPU Operator's, NVSentinel's, " \
+	"a DCGM exporter), exempt it: settings.exemptions.namespaces [\"" ns   \
+	"\"] or serviceAccounts [\"" ns "/default\"] (docs/policy.md, "       \
+	"\"exemptions\")"
+
 #define POD(labels, spec)                                                \
 	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"," \
 	"\"labels\":{" labels "}},\"spec\":" spec "}"
@@ -922,7 +930,7 @@ Test(decide, privileged_only_in_a_pod_that_tolerates_a_flavor_taint)
 		      "gpugate: container \"agent\" is privileged and the pod can "
 		      "reach GPU nodes (it tolerates the nvidia.com/gpu taint of "
 		      "flavor h100); a privileged container sees every GPU on the "
-		      "node: remove securityContext.privileged");
+		      "node: remove securityContext.privileged" EXEMPT_HINT("web"));
 	done(&r);
 	/* Tolerating everything tolerates that taint too. */
 	run(&r, "web",
@@ -963,7 +971,7 @@ Test(decide, privileged_pod_that_selects_a_flavor_node_label)
 		      "gpugate: container \"agent\" is privileged and the pod can "
 		      "reach GPU nodes (its nodeSelector gpu=a100 selects flavor "
 		      "mig-1g); a privileged container sees every GPU on the node: "
-		      "remove securityContext.privileged");
+		      "remove securityContext.privileged" EXEMPT_HINT("web"));
 	done(&r);
 }
 
@@ -979,7 +987,7 @@ Test(decide, outside_tenants_a_reaching_pod_gets_every_rule)
 	expect_denied(&r, "security",
 		      "gpugate: container \"m\" sets NVIDIA_VISIBLE_DEVICES, which "
 		      "bypasses the device plugin's GPU isolation: remove it and ask "
-		      "for GPUs with a class");
+		      "for GPUs with a class" EXEMPT_HINT("web"));
 	done(&r);
 	run(&r, "web",
 	    POD("\"app\":\"x\"",
@@ -990,7 +998,7 @@ Test(decide, outside_tenants_a_reaching_pod_gets_every_rule)
 	expect_denied(&r, "security",
 		      "gpugate: container \"m\" mounts host path /dev (volume \"dev\"), "
 		      "which bypasses the device plugin's GPU isolation: remove the "
-		      "hostPath volume");
+		      "hostPath volume" EXEMPT_HINT("web"));
 	done(&r);
 	/* Hiding devices is still harmless in a container without GPUs. */
 	run(&r, "web",
@@ -1171,7 +1179,8 @@ Test(decide, ephemeral_container_env_and_host_path)
 	expect_denied(&r, "security",
 		      "gpugate: ephemeral container \"dbg\" sets "
 		      "NVIDIA_VISIBLE_DEVICES, which bypasses the device plugin's GPU "
-		      "isolation: remove it and ask for GPUs with a class");
+		      "isolation: remove it and ask for GPUs with a class"
+		      EXEMPT_HINT("web"));
 	done(&r);
 	run_ephemeral(&r, "web",
 		      DEBUG_POD("\"app\":\"x\"",
@@ -1182,7 +1191,7 @@ Test(decide, ephemeral_container_env_and_host_path)
 	expect_denied(&r, "security",
 		      "gpugate: ephemeral container \"dbg\" mounts host path / (volume "
 		      "\"root\"), which bypasses the device plugin's GPU isolation: "
-		      "remove the hostPath volume");
+		      "remove the hostPath volume" EXEMPT_HINT("web"));
 	done(&r);
 	run_ephemeral(&r, "web",
 		      DEBUG_POD("\"app\":\"x\"", "",
@@ -1194,7 +1203,7 @@ Test(decide, ephemeral_container_env_and_host_path)
 		      "for nvidia.com/gpu); its keys could make variables that start "
 		      "with NVIDIA_, such as NVIDIA_VISIBLE_DEVICES, which bypasses "
 		      "the device plugin's GPU isolation: set a prefix that does not "
-		      "start with NVIDIA_ (e.g. prefix: APP_)");
+		      "start with NVIDIA_ (e.g. prefix: APP_)" EXEMPT_HINT("web"));
 	done(&r);
 }
 
@@ -2507,7 +2516,7 @@ Test(decide, a_pod_that_names_a_gpu_node_meets_the_security_rules)
 		      "gpugate: container \"m\" is privileged and the pod can reach GPU "
 		      "nodes (its nodeName gpu-0 is a node of flavor h100); a privileged "
 		      "container sees every GPU on the node: remove "
-		      "securityContext.privileged");
+		      "securityContext.privileged" EXEMPT_HINT("elsewhere"));
 	done(&r);
 	run_named(&r, "elsewhere", "cpu-0", true, WL_CREATE, NULL);
 	cr_assert(r.dec.allowed, "%s", r.dec.message);
@@ -2541,7 +2550,7 @@ Test(decide, a_pod_update_that_lets_it_reach_gpu_nodes_meets_the_security_rules)
 		      "gpugate: container \"m\" is privileged and the pod can reach GPU "
 		      "nodes (it tolerates the nvidia.com/gpu taint of flavor h100); a "
 		      "privileged container sees every GPU on the node: remove "
-		      "securityContext.privileged");
+		      "securityContext.privileged" EXEMPT_HINT("elsewhere"));
 	done(&old);
 	done(&now);
 	/* An update that keeps it away from GPU nodes is fine. */
@@ -3168,4 +3177,104 @@ Test(decide, kubectl_apply_can_change_the_gpus_of_a_template_gpugate_mapped)
 	cr_assert_str_eq(now.dec.rule, "gpus-conflict");
 	done(&old);
 	done(&now);
+}
+
+/* #27: the GPU stack's own pods (the device plugin, the DCGM exporter) are
+ * privileged and tolerate the GPU taint by design: in the namespaces
+ * exempt by default, nothing is judged and nothing changes. */
+#define DEVICE_PLUGIN                                                       \
+	POD("\"app\":\"nvidia-device-plugin-daemonset\"",                   \
+	    "{\"serviceAccountName\":\"nvidia-device-plugin\"," GPU_TOLERATION \
+	    ",\"volumes\":[{\"name\":\"dp\",\"hostPath\":{\"path\":\"/dev\"}}]," \
+	    "\"containers\":[{\"name\":\"plugin\"," PRIV ",\"env\":[{\"name\":"  \
+	    "\"NVIDIA_VISIBLE_DEVICES\",\"value\":\"all\"}],\"volumeMounts\":"   \
+	    "[{\"name\":\"dp\",\"mountPath\":\"/dev\"}]}]}")
+
+Test(decide, the_gpu_stacks_namespaces_are_exempt_by_default)
+{
+	static const char *const exempt[] = {"gpu-operator", "gpu-operator-resources",
+					     "nvidia-gpu-operator", "nvsentinel",
+					     "nvidia-dra-driver-gpu", "dcgm-exporter"};
+	struct run r;
+
+	for (size_t i = 0; i < sizeof(exempt) / sizeof(exempt[0]); i++)
+		for (int phase = DECIDE_MUTATE; phase <= DECIDE_VALIDATE; phase++) {
+			run(&r, exempt[i], DEVICE_PLUGIN, (enum decide_phase)phase);
+			cr_expect(r.dec.allowed, "%s: %s", exempt[i], r.dec.message);
+			cr_expect_eq(r.dec.exempt, POLICY_EXEMPT_NAMESPACE, "%s", exempt[i]);
+			cr_expect_not(r.dec.violation, "%s", exempt[i]);
+			cr_expect_eq(r.dec.n_warnings, 0, "%s", exempt[i]);
+			done(&r);
+		}
+	/* Anywhere else the same pod is denied, and told how to exempt it. */
+	run(&r, "monitoring", DEVICE_PLUGIN, DECIDE_MUTATE);
+	cr_assert_not(r.dec.allowed);
+	cr_expect_eq(r.dec.exempt, POLICY_NOT_EXEMPT);
+	cr_expect(strstr(r.dec.message,
+			 "exempt it: settings.exemptions.namespaces [\"monitoring\"] or "
+			 "serviceAccounts [\"monitoring/nvidia-device-plugin\"]"),
+		  "%s", r.dec.message);
+	done(&r);
+}
+
+Test(decide, exemptions_as_written_replace_the_defaults)
+{
+	struct policy *saved = use_policy(
+		"version: 1\n"
+		"settings:\n"
+		"  exemptions:\n"
+		"    namespaces: [gpu-ops]\n"
+		"    serviceAccounts: [monitoring/dcgm-exporter]\n"
+		"flavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+		"     nodeSelector: [\"gpu=h100\"], tolerations: [{key: nvidia.com/gpu,\n"
+		"     operator: Exists}], gpusPerNode: 8}\n"
+		"classes: []\n"
+		"tenants: []\n");
+	struct run r;
+
+	run(&r, "gpu-ops", DEVICE_PLUGIN, DECIDE_VALIDATE);
+	cr_expect(r.dec.allowed, "%s", r.dec.message);
+	cr_expect_eq(r.dec.exempt, POLICY_EXEMPT_NAMESPACE);
+	done(&r);
+	/* The defaults are replaced, not added to. */
+	run(&r, "gpu-operator", DEVICE_PLUGIN, DECIDE_VALIDATE);
+	cr_expect_not(r.dec.allowed);
+	done(&r);
+	/* A ServiceAccount is exempt in its own namespace only. */
+	run(&r, "monitoring",
+	    POD("\"app\":\"dcgm\"", "{\"serviceAccountName\":\"dcgm-exporter\","
+				   GPU_TOLERATION ",\"containers\":[{\"name\":"
+				   "\"exporter\"," PRIV "}]}"),
+	    DECIDE_VALIDATE);
+	cr_expect(r.dec.allowed, "%s", r.dec.message);
+	cr_expect_eq(r.dec.exempt, POLICY_EXEMPT_SERVICE_ACCOUNT);
+	done(&r);
+	run(&r, "monitoring",
+	    POD("\"app\":\"dcgm\"", "{\"serviceAccountName\":\"other\","
+				   GPU_TOLERATION ",\"containers\":[{\"name\":"
+				   "\"exporter\"," PRIV "}]}"),
+	    DECIDE_VALIDATE);
+	cr_expect_not(r.dec.allowed);
+	done(&r);
+	run(&r, "elsewhere",
+	    POD("\"app\":\"dcgm\"", "{\"serviceAccountName\":\"dcgm-exporter\","
+				   GPU_TOLERATION ",\"containers\":[{\"name\":"
+				   "\"exporter\"," PRIV "}]}"),
+	    DECIDE_VALIDATE);
+	cr_expect_not(r.dec.allowed);
+	done(&r);
+	restore(saved);
+	/* An empty exemptions mapping exempts nothing. */
+	saved = use_policy("version: 1\nsettings: {exemptions: {}}\n"
+			   "flavors:\n"
+			   "  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+			   "     tolerations: [{key: nvidia.com/gpu, operator: Exists}],\n"
+			   "     gpusPerNode: 8}\n"
+			   "classes: []\ntenants: []\n");
+	run(&r, "gpu-operator", DEVICE_PLUGIN, DECIDE_VALIDATE);
+	cr_expect_not(r.dec.allowed);
+	cr_expect_eq(r.dec.exempt, POLICY_NOT_EXEMPT);
+	done(&r);
+	restore(saved);
 }

@@ -100,3 +100,17 @@ Test(lint, none_for_an_invalid_policy)
 	cr_expect_str_eq(diag_text(&w), "");
 	cr_expect_null(p);
 }
+
+Test(lint, label_keys_outside_gpugate_io_need_the_webhooks_told)
+{
+	expect_warnings("version: 1\n"
+			"settings:\n"
+			"  classLabel: example.com/gpu-class\n"
+			"  gpusLabel: gpugate.io/count\n"
+			"flavors: []\nclasses: []\ntenants: []\n",
+			"t.yaml:3: warning: settings: classLabel "
+			"\"example.com/gpu-class\" is outside gpugate.io/: the webhooks "
+			"are sent a pod for this label only when it is listed in their "
+			"matchConditions (Helm: "
+			"webhook.extraLabelKeys=[example.com/gpu-class])\n");
+}

@@ -220,6 +220,28 @@ static struct bad_case bad_cases[] = {
 	 "valid label value\n"
 	 "t.yaml:12: flavor \"a\": nodeSelector key \"k\" is set twice\n"
 	 "t.yaml:13: flavor \"a\": nodeSelector key \"k\" is set twice\n"},
+	{"what every pod has: the webhooks are not sent it",
+	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
+	 "    sharing: exclusive\n    gpusPerNode: 1\n    nodeSelector:\n"
+	 "      - kubernetes.io/arch=amd64\n      - kubernetes.io/os=linux\n"
+	 "      - kubernetes.io/osx=1\n"
+	 "    tolerations:\n      - {key: node.kubernetes.io/unschedulable, "
+	 "operator: Exists}\n      - {key: node.kubernetes.io.example/x, "
+	 "operator: Exists}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:8: flavor \"a\": nodeSelector key \"kubernetes.io/arch\" is on "
+	 "every node and does not tell GPU nodes apart (a pod selecting it would "
+	 "count as reaching them, and the webhooks are not sent pods for it): "
+	 "select on a label of the GPU nodes, e.g. nvidia.com/gpu.product\n"
+	 "t.yaml:9: flavor \"a\": nodeSelector key \"kubernetes.io/os\" is on "
+	 "every node and does not tell GPU nodes apart (a pod selecting it would "
+	 "count as reaching them, and the webhooks are not sent pods for it): "
+	 "select on a label of the GPU nodes, e.g. nvidia.com/gpu.product\n"
+	 "t.yaml:12: flavor \"a\": toleration key "
+	 "\"node.kubernetes.io/unschedulable\" is a taint Kubernetes sets itself "
+	 "(node.kubernetes.io/...), which every DaemonSet pod tolerates and the "
+	 "webhooks are not sent pods for: taint the GPU nodes with a key of your "
+	 "own (e.g. nvidia.com/gpu) and tolerate that\n"},
 	{"tolerations",
 	 "version: 1\nflavors:\n  - name: a\n    resource: x.io/a\n"
 	 "    sharing: exclusive\n    gpusPerNode: 1\n    tolerations:\n"
@@ -383,6 +405,27 @@ static struct bad_case bad_cases[] = {
 	 "t.yaml:3: settings: classLabel \"gpugate.io/tenant\" is a label gpugate "
 	 "stamps itself; choose another key\n"
 	 "t.yaml:4: settings: gpusLabel \"not/a/key\" is not a valid label key\n"},
+	{"exemptions",
+	 "version: 1\nsettings:\n  exemptions:\n"
+	 "    namespaces: [gpu-operator, Bad_NS, team-a, gpu-operator]\n"
+	 "    serviceAccounts: [monitoring/dcgm, nons, team-a/sa, x/Bad_SA]\n"
+	 "flavors: []\nclasses: []\n"
+	 "tenants:\n  - {name: a, namespaces: [\"team-*\"], quota: []}\n",
+	 "t.yaml:4: settings: exemptions: namespace \"Bad_NS\" is not a valid "
+	 "namespace name (lowercase letters, digits and '-', at most 63)\n"
+	 "t.yaml:4: settings: exemptions: namespace \"team-a\" is in tenant "
+	 "\"a\"'s namespaces (\"team-*\"): a tenant's pods are always judged and "
+	 "counted; exempt only namespaces of cluster components\n"
+	 "t.yaml:4: settings: exemptions: namespace \"gpu-operator\" is listed "
+	 "twice\n"
+	 "t.yaml:5: settings: exemptions: serviceAccount \"nons\" is not of the "
+	 "form namespace/name\n"
+	 "t.yaml:5: settings: exemptions: serviceAccount's namespace \"team-a\" "
+	 "is in tenant \"a\"'s namespaces (\"team-*\"): a tenant's pods are "
+	 "always judged and counted; exempt only namespaces of cluster "
+	 "components\n"
+	 "t.yaml:5: settings: exemptions: serviceAccount \"x/Bad_SA\" is not of "
+	 "the form namespace/name (a namespace name and a ServiceAccount name)\n"},
 	{"same label twice",
 	 "version: 1\nsettings:\n  classLabel: x.io/c\n  gpusLabel: x.io/c\n"
 	 "flavors: []\nclasses: []\ntenants: []\n",

@@ -1,5 +1,7 @@
 /* Every line of Prometheus text gpugate writes (webhook/metrics.c). */
 #include "base/diag.h"
+#include "base/procstat.h"
+#include "base/version.h"
 #include "base/strbuf.h"
 #include "policy/policy.h"
 #include "webhook/metrics.h"
@@ -45,11 +47,14 @@ static void assert_families(const char *text, const char *const *want, size_t n)
 Test(metrics, counters_quota_feed_certificate_and_workers)
 {
 	static const char *const families[] = {
+		"gpugate_build_info",
 		"gpugate_admission_requests_total", "gpugate_admission_duration_seconds",
 		"gpugate_policy_reloads_total", "gpugate_certificate_reloads_total",
 		"gpugate_quota_nominal", "gpugate_quota_used", "gpugate_ledger_entries",
 		"gpugate_kube_watch_connected", "gpugate_kube_synced",
-		"gpugate_certificate_expiry_seconds", "gpugate_http_worker_requests_total",
+		"gpugate_certificate_expiry_timestamp_seconds",
+		"gpugate_certificate_expiry_seconds", "gpugate_ready",
+		"gpugate_http_worker_requests_total",
 	};
 	struct metrics *m = metrics_new();
 	const uint64_t workers[] = {5, 0};
@@ -64,8 +69,8 @@ Test(metrics, counters_quota_feed_certificate_and_workers)
 	metrics_policy_reload(m, false);
 	text = render(m, &(struct metrics_state){
 				 .policy = p, .api = true, .api_connected = true,
-				 .cert_not_after = 1893456000, .worker_requests = workers,
-				 .workers = 2});
+				 .cert_not_after = 1893456000, .ready = true,
+				 .worker_requests = workers, .workers = 2});
 	assert_families(text, families, sizeof(families) / sizeof(families[0]));
 	cr_assert(strstr(text, "gpugate_admission_requests_total{endpoint=\"mutate\","
 			       "kind=\"Pod\",result=\"allowed\"} 1\n"));
@@ -83,7 +88,14 @@ Test(metrics, counters_quota_feed_certificate_and_workers)
 	cr_assert(strstr(text, "gpugate_ledger_entries 0\n"));
 	cr_assert(strstr(text, "gpugate_kube_watch_connected 1\n# HELP gpugate_kube_synced"));
 	cr_assert(strstr(text, "gpugate_kube_synced 0\n"));
-	cr_assert(strstr(text, "gpugate_certificate_expiry_seconds 1893456000\n"));
+	cr_assert(strstr(text, "\ngpugate_certificate_expiry_timestamp_seconds 1893456000\n"));
+	cr_assert(strstr(text, "# HELP gpugate_certificate_expiry_seconds Deprecated: "
+			       "gpugate_certificate_expiry_timestamp_seconds.\n"
+			       "# TYPE gpugate_certificate_expiry_seconds gauge\n"
+			       "gpugate_certificate_expiry_seconds 1893456000\n"),
+		  "the old name, for one release");
+	cr_assert(strstr(text, "\ngpugate_ready 1\n"));
+	cr_assert_null(strstr(text, "process_"), "no process state: no process lines");
 	cr_assert(strstr(text, "gpugate_http_worker_requests_total{worker=\"0\"} 5\n"
 			       "gpugate_http_worker_requests_total{worker=\"1\"} 0\n"));
 	free(text);
@@ -128,4 +140,46 @@ Test(metrics, worker_requests_one_line_per_worker)
 	    "gpugate_http_worker_requests_total{worker=\"2\"} "
 	    "18446744073709551615\n");
 	strbuf_release(&sb);
+}
+
+Test(metrics, build_info_always)
+{
+	struct metrics *m = metrics_new();
+	char *text = render(m, NULL);
+	char want[256];
+
+	snprintf(want, sizeof(want),
+		 "# TYPE gpugate_build_info gauge\n"
+		 "gpugate_build_info{version=\"%s\",revision=\"%s\"} 1\n",
+		 version_string(), version_revision());
+	cr_assert(strstr(text, want), "%s", text);
+	cr_assert_str_neq(version_string(), "");
+	free(text);
+	metrics_free(m);
+}
+
+Test(metrics, process_families_as_client_libraries_name_them)
+{
+	struct metrics *m = metrics_new();
+	struct procstat ps = {.cpu_seconds = 3.75, .start_time_seconds = 1764901234.5,
+			      .resident_bytes = 10485760, .virtual_bytes = 1073741824,
+			      .open_fds = 12, .max_fds = 1024};
+	char *text = render(m, &(struct metrics_state){.process = &ps});
+
+	cr_assert(strstr(text, "# TYPE process_cpu_seconds_total counter\n"
+			       "process_cpu_seconds_total 3.75\n"));
+	cr_assert(strstr(text, "# TYPE process_resident_memory_bytes gauge\n"
+			       "process_resident_memory_bytes 10485760\n"));
+	cr_assert(strstr(text, "# TYPE process_virtual_memory_bytes gauge\n"
+			       "process_virtual_memory_bytes 1073741824\n"));
+	cr_assert(strstr(text, "# TYPE process_open_fds gauge\nprocess_open_fds 12\n"));
+	cr_assert(strstr(text, "# TYPE process_max_fds gauge\nprocess_max_fds 1024\n"));
+	cr_assert(strstr(text, "# TYPE process_start_time_seconds gauge\n"
+			       "process_start_time_seconds 1764901234.50\n"));
+	free(text);
+	ps.max_fds = PROCSTAT_UNLIMITED;
+	text = render(m, &(struct metrics_state){.process = &ps});
+	cr_assert(strstr(text, "\nprocess_max_fds +Inf\n"));
+	free(text);
+	metrics_free(m);
 }
