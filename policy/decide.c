@@ -1617,8 +1617,12 @@ static void plan_mapping(struct ctx *c)
 			   strcmp(pod_or_job_label(wl, STAMP_PREEMPTIBLE), "true") == 0);
 	if (c->out->has_quota && c->out->quota.position == QUOTA_BORROWED)
 		pl->borrowed = c->out->quota.borrowed;
-	if (wants_hooks(c))
+	if (wants_hooks(c)) {
 		plan_checkpoint(c);
+	} else if (pl->preemptible) {
+		pl->cap_grace = true;
+		pl->grace_cap = policy_checkpoint(c->p)->grace_period_seconds;
+	}
 }
 
 /*

@@ -213,6 +213,11 @@ struct plan {
 	 * and no mount of it (the pods would not start); the rest of the
 	 * hooks stay. */
 	bool no_volume;
+	/* Preemptible without the hooks (it borrowed): no grace is added, but
+	 * a longer terminationGracePeriodSeconds than grace_cap is lowered to
+	 * it, so that a reclaim is not held for a grace the tenant chose. */
+	bool cap_grace;
+	int64_t grace_cap;
 	bool set_pre_stop;
 	int64_t grace;               /* terminationGracePeriodSeconds, exactly */
 	bool add_failure_rule;       /* Job podFailurePolicy Ignore rule */

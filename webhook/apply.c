@@ -522,6 +522,17 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 		oom(a);
 }
 
+/* A borrower without the hooks: its grace is its own, but never longer
+ * than the policy's (#26: a reclaim is not held for the hour it chose). */
+static void cap_grace(struct ap *a, json_t *spec, int64_t cap)
+{
+	json_t *grace = jget(spec, "terminationGracePeriodSeconds");
+
+	if ((json_is_integer(grace) ? json_integer_value(grace) : DEFAULT_GRACE_SECONDS) > cap &&
+	    json_object_set_new(spec, "terminationGracePeriodSeconds", json_integer(cap)) < 0)
+		oom(a);
+}
+
 static void failure_rule(struct ap *a, json_t *job_spec)
 {
 	json_t *rules = ensure_array(a, ensure_object(a, job_spec, "podFailurePolicy"),
@@ -614,6 +625,8 @@ int apply_plan(json_t *object, const struct workload *wl,
 		map_topology(&a, spec, pl);
 	if (pl->checkpoint)
 		checkpoint(&a, spec, gpu_ct, pl, p);
+	else if (pl->cap_grace)
+		cap_grace(&a, spec, pl->grace_cap);
 	if (pl->replace_when_failed && wl->kind == WL_JOB &&
 	    json_is_object(jget(object, "spec")) &&
 	    !jget(jget(object, "spec"), "podReplacementPolicy"))

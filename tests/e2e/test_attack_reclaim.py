@@ -252,13 +252,12 @@ def test_an_hour_of_grace_and_sigterm_ignored_hold_the_gpus_only_for_the_policys
     j["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 3600
     r = tk.apply_file(files / "stubborn.yaml", j)
     assert r.rc == 0, r
-    # Borrowing adds no checkpoint hook, the grace period included (#27):
-    # the hour stays on the pods, and the reclaim alone bounds it (it
-    # deletes them again with the policy's grace).
+    # The door already cuts it to the policy's: borrowing adds no checkpoint
+    # hook (#27), but a borrower's grace is never longer than the policy's.
     assert kubectl.get("job", "stubborn", "taker")["spec"]["template"]["spec"][
-        "terminationGracePeriodSeconds"] == 3600
+        "terminationGracePeriodSeconds"] == GRACE
     wait_until("taker's Job to run", lambda: running(kubectl, "taker", "stubborn", 2), 60)
-    assert all(p["spec"]["terminationGracePeriodSeconds"] == 3600
+    assert all(p["spec"]["terminationGracePeriodSeconds"] == GRACE
                for p in pods_of(kubectl, "taker", "stubborn"))
     quota.wait_used("taker", 8)
     lender_asks_back(kubectl, files)

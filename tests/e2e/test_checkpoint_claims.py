@@ -169,7 +169,8 @@ def test_gpugate_creates_the_missing_claims_and_no_other(stack, kubectl, tmp_pat
         k("delete", "pvc", "-A", "-l", f"{OWNER}=gpugate", "--wait=false")
 
 
-def test_a_pod_that_fits_passes_warnings_as_errors_by_default(stack, kubectl, tmp_path, files):
+def test_a_pod_that_fits_passes_warnings_as_errors_by_default(stack, kubectl, tmp_path, files,
+                                                              clean):
     """The shipped example policy as it is: no success line."""
     k = kubectl
     ns = "research-plain"
@@ -179,6 +180,7 @@ def test_a_pod_that_fits_passes_warnings_as_errors_by_default(stack, kubectl, tm
         gate.wait_ready()
         register(k, "gpugate-defaults", gate, "defaults")
         new_namespace(k, ns, "defaults")
+        clean(ns)  # its pods are research's (the glob research-*): emptied at the end
         probe = json.dumps(pod("probe", ns, "train-large"))
 
         def mutated() -> bool:

@@ -1355,6 +1355,8 @@ Test(decide, borrowed_quota_makes_the_pod_preemptible_without_hooks)
 	cr_assert_not(r.dec.plan.signal);
 	cr_assert_not(r.dec.plan.set_pre_stop);
 	cr_assert_eq(r.dec.plan.grace, 0);
+	cr_assert(r.dec.plan.cap_grace, "a reclaim is not held for a grace it chose");
+	cr_assert_eq(r.dec.plan.grace_cap, 600);
 	cr_assert_str_eq(r.dec.plan.claim_name, "");
 	cr_assert_eq(r.dec.n_warnings, 0, "said at /validate");
 	cr_assert_str_eq(r.dec.plan.decision,
