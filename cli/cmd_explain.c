@@ -268,9 +268,14 @@ static int judge(const struct run *run, struct outcome *oc)
 		goto out;
 	}
 	oc->validated = true;
+	/* Warned: a rule warn mode let pass, or a problem kubectl prints
+	 * (the success line is none: settings.admissionWarnings). */
 	oc->v = !oc->val.dec.allowed ? V_DENIED
-		: oc->mut.dec.violation || oc->val.dec.violation ? V_WARNED
-								  : V_ADMITTED;
+		: oc->mut.dec.violation || oc->val.dec.violation ||
+				decide_problem_count(&oc->mut.dec) ||
+				(oc->validated && decide_problem_count(&oc->val.dec))
+			? V_WARNED
+			: V_ADMITTED;
 out:
 	review_release(&rv);
 	review_release(&rv2);
@@ -311,6 +316,9 @@ static void print_decision(const char *phase, const struct evaluation *ev,
 		printf("%-10s admitted\n", phase);
 	for (size_t i = 0; i < dec->n_warnings; i++)
 		printf("           warning: %s\n", dec->warnings[i]);
+	/* The mapping in one line, also where kubectl is not shown it. */
+	if (dec->success[0] && !dec->success_warned)
+		printf("           %s\n", dec->success);
 }
 
 static void print_mapping(const struct run *run, const struct outcome *oc)
@@ -348,9 +356,11 @@ static void print_mapping(const struct run *run, const struct outcome *oc)
 		       run->quota_ns ? run->quota_ns : "");
 	/* The checkpoint plan is made only for what is admitted. */
 	if (dec->allowed)
-		printf("preempt    %s\n", dec->plan.preemptible
-					       ? "yes: checkpoint hooks injected"
-					       : "no");
+		printf("preempt    %s%s\n",
+		       !dec->plan.preemptible ? "no"
+		       : dec->plan.checkpoint ? "yes: checkpoint hooks injected"
+					      : "yes (borrowed): no checkpoint hooks",
+		       dec->plan.no_volume ? ", without the checkpoint volume" : "");
 }
 
 static void print_patch(const json_t *patch)
@@ -502,7 +512,8 @@ static json_t *result_json(const struct outcome *oc)
 	else if (oc->v == V_DENIED) {
 		dec = !oc->mut.dec.allowed ? &oc->mut.dec : &oc->val.dec;
 		bad |= json_array_append_new(msgs, json_string(dec->message));
-	} else if (oc->v == V_WARNED) {
+	} else if (oc->v == V_WARNED &&
+		   (oc->mut.dec.violation || oc->val.dec.violation)) {
 		dec = oc->mut.dec.violation ? &oc->mut.dec : &oc->val.dec;
 		bad |= json_array_append_new(msgs, json_string(dec->message));
 	}

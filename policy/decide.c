@@ -77,6 +77,11 @@ void decide_note(struct decision *out, const char *text)
 	add_warning(out, "%s", text);
 }
 
+size_t decide_problem_count(const struct decision *dec)
+{
+	return dec->n_warnings - (dec->success_warned ? 1 : 0);
+}
+
 /*
  * Records a rule violation; the first one wins.  Returns true when the
  * decision is final (enforce mode: denied).  In warn mode the text becomes
@@ -1198,21 +1203,26 @@ static void plan_claim_name(struct ctx *c, const char *tmpl)
 	const char *ns = c->wl->namespace;
 	char *name = c->out->plan.claim_name;
 	const size_t size = sizeof(c->out->plan.claim_name);
+	char shown[DECIDE_WARNING_LEN];
 
-	if (policy_claim_name(tmpl, c->out->tenant->name, ns, name, size) >= size) {
+	switch (policy_checkpoint_claim(c->p, c->out->tenant, ns, name, size)) {
+	case POLICY_CLAIM_TOO_LONG:
 		add_warning(c->out,
 			    "gpugate: checkpoint claim name for namespace %.63s is "
 			    "longer than the %zu characters of a PersistentVolumeClaim "
 			    "name; using an emptyDir volume",
 			    ns, size - 1);
-		name[0] = '\0';
-	} else if (!k8s_dns_subdomain_valid(name)) {
+		break;
+	case POLICY_CLAIM_INVALID:
+		policy_claim_name(tmpl, c->out->tenant->name, ns, shown, sizeof(shown));
 		add_warning(c->out,
 			    "gpugate: checkpoint claim name \"%.80s\" for namespace "
 			    "%.63s is not a valid PersistentVolumeClaim name; using an "
 			    "emptyDir volume",
-			    name, ns);
-		name[0] = '\0';
+			    shown, ns);
+		break;
+	default:
+		break;
 	}
 }
 
@@ -1264,15 +1274,18 @@ static void plan_signal(struct ctx *c)
 }
 
 /*
- * The checkpoint volume mounts the claim pl->claim_name: its pods do not
- * start while it is missing, and pods of one workload on several nodes
- * need it ReadWriteMany.  Said where it is known (the cluster's claims are
- * watched), once per workload (not for each pod of a Job).
+ * The checkpoint volume mounts the claim pl->claim_name: pods that mount a
+ * claim that does not exist never start, so a claim known to be missing is
+ * not mounted at all (the rest of the hooks stay); where the claims are
+ * not known (no API, not listed yet) it is mounted as the policy says.
+ * Pods of one workload on several nodes need it ReadWriteMany.  Said once
+ * per workload (not for each pod of a Job, which is planned all the same:
+ * its claim may have been created since its Job).
  */
 static void check_checkpoint_claim(struct ctx *c)
 {
 	const struct workload *wl = c->wl;
-	const struct plan *pl = &c->out->plan;
+	struct plan *pl = &c->out->plan;
 	int64_t pods = wl->kind == WL_JOB ? wl->parallelism
 		       : wl->kind == WL_TEMPLATE ? (wl->template_kind == WL_DAEMONSET
 							    ? 2 /* one per node */
@@ -1280,21 +1293,45 @@ static void check_checkpoint_claim(struct ctx *c)
 					       : 1;
 	enum pvc_state st;
 
-	if (!c->in->pvcs || !pl->claim_name[0] || (wl->kind == WL_POD && wl->owner_job))
+	if (!c->in->pvcs || !pl->claim_name[0])
 		return;
 	st = c->in->pvcs->state(c->in->pvcs->ctx, wl->namespace, pl->claim_name);
+	pl->no_volume = st == PVC_MISSING;
+	if (wl->kind == WL_POD && wl->owner_job)
+		return;
 	if (st == PVC_MISSING)
 		add_warning(c->out,
-			    "gpugate: checkpoint volume: PersistentVolumeClaim \"%.63s\" "
-			    "does not exist in namespace %.63s; the pods will not start "
-			    "until it does",
-			    pl->claim_name, wl->namespace);
+			    "gpugate: checkpoint volume not mounted: PersistentVolumeClaim "
+			    "\"%.63s\" does not exist in namespace %.63s; what is written "
+			    "to %.63s is lost with the pod; %s",
+			    pl->claim_name, wl->namespace,
+			    policy_checkpoint(c->p)->mount_path,
+			    policy_checkpoint(c->p)->claim.create
+				    ? "gpugate creates it (checkpoint.claim.create), "
+				      "wait a moment and create the workload again"
+				    : "create it or set checkpoint.claim.create");
 	else if (st == PVC_ONE_NODE && pods > 1)
 		add_warning(c->out,
 			    "gpugate: checkpoint volume: PersistentVolumeClaim \"%.63s\" "
 			    "is not ReadWriteMany; pods on different nodes cannot all "
 			    "mount it",
 			    pl->claim_name);
+}
+
+/*
+ * Borrowing makes a workload preemptible (gpugate may take it back), not a
+ * user of the checkpoint hooks: they come with a preemptible class, or the
+ * user's own gpugate.io/preemptible "true" (the label gpugate stamps on a
+ * borrower comes with gpugate.io/borrowed: a borrowing Job's pods and a
+ * reinvocation get no hooks from it).
+ */
+static bool wants_hooks(const struct ctx *c)
+{
+	const char *label = pod_or_job_label(c->wl, STAMP_PREEMPTIBLE);
+
+	return c->out->cls->preemptible ||
+	       (label && strcmp(label, "true") == 0 &&
+		!pod_or_job_annotation(c->wl, STAMP_BORROWED));
 }
 
 static void plan_checkpoint(struct ctx *c)
@@ -1601,17 +1638,32 @@ static void plan_mapping(struct ctx *c)
 			   strcmp(pod_or_job_label(wl, STAMP_PREEMPTIBLE), "true") == 0);
 	if (c->out->has_quota && c->out->quota.position == QUOTA_BORROWED)
 		pl->borrowed = c->out->quota.borrowed;
-	if (pl->preemptible)
+	if (wants_hooks(c)) {
 		plan_checkpoint(c);
+	} else if (pl->preemptible) {
+		pl->cap_grace = true;
+		pl->grace_cap = policy_checkpoint(c->p)->grace_period_seconds;
+	}
 }
 
-/* head, then tail, as one line of at most DECIDE_SUCCESS_MAX characters. */
-static void add_success(struct decision *out, char *head, const char *tail)
+/*
+ * head, then tail, as one line of at most DECIDE_SUCCESS_MAX characters:
+ * out->success, and a warning only with settings.admissionWarnings all.
+ */
+static void add_success(struct ctx *c, char *head, const char *tail)
 {
+	struct decision *out = c->out;
+
 	/* Long names: cut them, keep the numbers, which are what users read. */
 	if (strlen(tail) < DECIDE_SUCCESS_MAX - 20)
 		text_clip(head, DECIDE_SUCCESS_MAX - strlen(tail));
-	add_warning(out, "%s%s", head, tail);
+	snprintf(out->success, sizeof(out->success), "%s%s", head, tail);
+	text_clean(out->success);
+	if (policy_settings(c->p)->admission_warnings != POLICY_WARNINGS_ALL ||
+	    out->n_warnings >= DECIDE_MAX_WARNINGS)
+		return;
+	add_warning(out, "%s", out->success);
+	out->success_warned = true;
 }
 
 /* The one short line kubectl prints for an admitted class workload. */
@@ -1638,7 +1690,33 @@ static void success_line(struct ctx *c)
 			 text_decimal(count, out->count), " x ", out->flavor->name,
 			 " for tenant ", out->tenant->name, NULL);
 	text_cat(tail, sizeof(tail), " (", pos, ")", NULL);
-	add_success(c->out, head, tail);
+	add_success(c, head, tail);
+}
+
+/*
+ * At /validate, what the user of a workload admitted on borrowed quota
+ * should know: gpugate made it preemptible, with or without checkpoint
+ * hooks (which come only with a preemptible class or the user's own
+ * label).  A problem, so a warning whatever settings.admissionWarnings
+ * says; once per workload (not for each pod of a Job).  A workload
+ * preemptible by its class or the user's label is what was asked for: no
+ * problem, nothing said.
+ */
+static void reclaim_notice(struct ctx *c)
+{
+	const struct decision *out = c->out;
+	bool hooks = wants_hooks(c);
+	char n[TEXT_DECIMAL_MAX + 1];
+
+	if ((c->wl->kind == WL_POD && c->wl->owner_job) || !out->has_quota ||
+	    out->quota.position != QUOTA_BORROWED)
+		return;
+	add_warning(c->out,
+		    "gpugate: borrowed %s %.40s from cohort %.40s: gpugate takes "
+		    "them back when a lender needs them%s",
+		    text_int(n, out->quota.borrowed), out->flavor->name,
+		    out->quota.cohort ? out->quota.cohort : "",
+		    hooks ? ", after a checkpoint" : " (no checkpoint hooks)");
 }
 
 /*
@@ -1733,6 +1811,7 @@ static void finish(struct ctx *c)
 			plan_note(c);
 	} else if (out->cls && (!out->violation || out->mode != POLICY_MODE_AUDIT)) {
 		success_line(c);
+		reclaim_notice(c);
 		borrow_changed(c);
 	}
 }
@@ -2747,7 +2826,7 @@ static void claim_success_line(struct ctx *c)
 		position_text(c, pos, sizeof(pos));
 		text_cat(tail, sizeof(tail), " (", pos, ")", NULL);
 	}
-	add_success(c->out, head, tail);
+	add_success(c, head, tail);
 }
 
 static void decide_claim(struct ctx *c)

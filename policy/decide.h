@@ -209,6 +209,15 @@ struct plan {
 	/* Checkpoint hooks (SPEC section 6). */
 	bool checkpoint;
 	char claim_name[254];        /* "" for an emptyDir volume */
+	/* The claim claim_name is known not to exist: no checkpoint volume
+	 * and no mount of it (the pods would not start); the rest of the
+	 * hooks stay. */
+	bool no_volume;
+	/* Preemptible without the hooks (it borrowed): no grace is added, but
+	 * a longer terminationGracePeriodSeconds than grace_cap is lowered to
+	 * it, so that a reclaim is not held for a grace the tenant chose. */
+	bool cap_grace;
+	int64_t grace_cap;
 	bool set_pre_stop;
 	int64_t grace;               /* terminationGracePeriodSeconds, exactly */
 	bool add_failure_rule;       /* Job podFailurePolicy Ignore rule */
@@ -234,6 +243,11 @@ struct decision {
 	enum policy_mode mode;
 	char warnings[DECIDE_MAX_WARNINGS][DECIDE_WARNING_LEN];
 	size_t n_warnings;
+	/* The success line of an admitted workload at /validate ("" when
+	 * none), and whether it is one of the warnings (settings.
+	 * admissionWarnings all): every other warning is a problem. */
+	char success[DECIDE_WARNING_LEN];
+	bool success_warned;
 
 	const struct policy_tenant *tenant;
 	const struct policy_class *cls;   /* NULL for raw requests */
@@ -266,6 +280,11 @@ int32_t decide_priority(const struct workload *wl, const char *class_priority,
 /* Adds text to out's warnings as the decision's own are added: cut to
  * DECIDE_WARNING_LEN, one line of valid UTF-8; nothing when they are full. */
 void decide_note(struct decision *out, const char *text);
+
+/* How many of dec's warnings are problems: all but the success line
+ * (decision.success_warned).  gpugate explain counts such an object as
+ * warned. */
+size_t decide_problem_count(const struct decision *dec);
 
 /* Step 1: rules, mapping and the quota claim. */
 void decide_prepare(const struct decide_input *in, struct decision *out);

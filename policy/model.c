@@ -7,6 +7,7 @@
 #include "base/diag.h"
 #include "base/file.h"
 #include "base/strmap.h"
+#include "policy/k8s.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "policy/src.h"
@@ -24,6 +25,7 @@
 #define DEFAULT_GRACE_SECONDS 300
 #define DEFAULT_CHECKPOINT_TIMEOUT_SECONDS 300
 #define DEFAULT_MOUNT_PATH "/checkpoint"
+#define DEFAULT_CLAIM_SIZE "10Gi"
 /* NVIDIA's DRA driver: whole GPUs, and MIG partitions. */
 static const char *const default_gpu_device_classes[] = {"gpu.nvidia.com",
 							 "mig.nvidia.com"};
@@ -418,8 +420,39 @@ static void build_settings(struct builder *b)
 	out->raw_gpu_requests = s ? (enum policy_raw_requests)s->rawGpuRequests
 				  : POLICY_RAW_REJECT;
 	out->mode = s ? (enum policy_mode)s->mode : POLICY_MODE_ENFORCE;
+	out->admission_warnings = s ? (enum policy_admission_warnings)s->admissionWarnings
+				    : POLICY_WARNINGS_PROBLEMS;
 	build_gpu_device_classes(b, s);
 	build_exemptions(b, s);
+}
+
+/* checkpoint.claim: absent, nothing is created. */
+static void build_checkpoint_claim(struct builder *b,
+				   const struct src_checkpoint_claim *s)
+{
+	static const char *const mode_names[SRC_ACCESS_COUNT] = {
+		[SRC_ACCESS_RWO] = "ReadWriteOnce",
+		[SRC_ACCESS_RWX] = "ReadWriteMany",
+		[SRC_ACCESS_RWOP] = "ReadWriteOncePod",
+	};
+	struct policy_checkpoint_claim *c = &b->p->checkpoint.claim;
+	const char **modes;
+
+	if (!s)
+		return;
+	c->create = s->create && *s->create;
+	c->storage_class = dup(b, s->storageClassName);
+	c->size = dup(b, s->size ? s->size : DEFAULT_CLAIM_SIZE);
+	modes = alloc(b, s->accessModes_count ? s->accessModes_count : 1,
+		      sizeof(*modes));
+	if (b->oom)
+		return;
+	if (!s->accessModes_count)
+		modes[0] = mode_names[SRC_ACCESS_RWX];
+	for (unsigned i = 0; i < s->accessModes_count; i++)
+		modes[i] = mode_names[s->accessModes[i]];
+	c->access_modes = modes;
+	c->n_access_modes = s->accessModes_count ? s->accessModes_count : 1;
 }
 
 static void build_checkpoint(struct builder *b)
@@ -435,6 +468,7 @@ static void build_checkpoint(struct builder *b)
 	c->mount_path = dup(b, s && s->mountPath ? s->mountPath
 						 : DEFAULT_MOUNT_PATH);
 	c->claim_name = dup(b, s ? s->claimName : NULL);
+	build_checkpoint_claim(b, s ? s->claim : NULL);
 	if (s && s->preStop_count) {
 		const char **argv = alloc(b, s->preStop_count, sizeof(*argv));
 
@@ -727,6 +761,25 @@ const struct policy_health *policy_health(const struct policy *p)
 uint64_t policy_serial(const struct policy *p)
 {
 	return p->serial;
+}
+
+enum policy_claim_status policy_checkpoint_claim(const struct policy *p,
+						 const struct policy_tenant *t,
+						 const char *ns, char *out,
+						 size_t size)
+{
+	const char *tmpl = p->checkpoint.claim_name;
+	enum policy_claim_status st = POLICY_CLAIM_OK;
+
+	if (!tmpl)
+		st = POLICY_CLAIM_NONE;
+	else if (policy_claim_name(tmpl, t->name, ns, out, size) >= size || size <= 253)
+		st = POLICY_CLAIM_TOO_LONG;
+	else if (!k8s_dns_subdomain_valid(out))
+		st = POLICY_CLAIM_INVALID;
+	if (st != POLICY_CLAIM_OK)
+		out[0] = '\0';
+	return st;
 }
 
 size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,

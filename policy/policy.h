@@ -62,6 +62,18 @@ enum policy_raw_requests {
 	POLICY_RAW_ALLOW,
 };
 
+/*
+ * settings.admissionWarnings: what an admitted workload is told.  Problems
+ * (borrowed quota, checkpoint hooks, a missing claim, a rule warn mode lets
+ * pass, ...) always warn; the success line ("gpugate: train-large -> 8 x
+ * h100-80gb for tenant research (8/32 in use)") only with ALL, so that
+ * `kubectl apply --warnings-as-errors` of a workload that fits succeeds.
+ */
+enum policy_admission_warnings {
+	POLICY_WARNINGS_PROBLEMS,
+	POLICY_WARNINGS_ALL,
+};
+
 enum policy_topology_mode {
 	POLICY_TOPOLOGY_NONE,
 	POLICY_TOPOLOGY_REQUIRED,
@@ -160,6 +172,7 @@ struct policy_settings {
 	const char *gpus_label;
 	enum policy_raw_requests raw_gpu_requests;
 	enum policy_mode mode;
+	enum policy_admission_warnings admission_warnings;
 	/* gpuDeviceClassNames: DeviceClasses that are GPUs even when no
 	 * flavor maps them (a claim of one is a raw GPU request). */
 	const char *const *gpu_device_classes;
@@ -171,6 +184,20 @@ struct policy_settings {
 	size_t n_exempt_namespaces;
 	const char *const *exempt_service_accounts;
 	size_t n_exempt_service_accounts;
+};
+
+/*
+ * checkpoint.claim: the claims gpugate keeps (webhook/claim-sync.h).  With
+ * create, the Lease holder creates claim_name in every namespace of a
+ * tenant where it is missing, labelled app.kubernetes.io/managed-by=gpugate;
+ * it never changes or deletes a claim.
+ */
+struct policy_checkpoint_claim {
+	bool create;
+	const char *storage_class; /* NULL: the cluster's default StorageClass */
+	const char *size;          /* spec.resources.requests.storage */
+	const char *const *access_modes;
+	size_t n_access_modes;
 };
 
 /* The namespaces exempt when settings.exemptions is absent: those the
@@ -199,6 +226,7 @@ struct policy_checkpoint {
 	size_t n_pre_stop;
 	const struct policy_kv *env;
 	size_t n_env;
+	struct policy_checkpoint_claim claim;
 };
 
 /*
@@ -272,6 +300,24 @@ uint64_t policy_serial(const struct policy *p);
  */
 size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,
 			 char *out, size_t size);
+
+/*
+ * The checkpoint claim of tenant t's workloads in namespace ns, the one
+ * rule admission (which mounts it) and the claim controller (which creates
+ * it, webhook/claim-sync.h) share: checkpoint.claimName filled in, written
+ * to out (size > 253).  POLICY_CLAIM_OK: out is a valid claim name; else
+ * out is "" and the status says why there is none.
+ */
+enum policy_claim_status {
+	POLICY_CLAIM_OK,
+	POLICY_CLAIM_NONE,     /* no checkpoint.claimName: an emptyDir */
+	POLICY_CLAIM_TOO_LONG, /* over the 253 characters of a name */
+	POLICY_CLAIM_INVALID,  /* no valid name (a namespace no apiserver sends) */
+};
+enum policy_claim_status policy_checkpoint_claim(const struct policy *p,
+						 const struct policy_tenant *t,
+						 const char *ns, char *out,
+						 size_t size);
 
 size_t policy_flavor_count(const struct policy *p);
 const struct policy_flavor *policy_flavor_at(const struct policy *p, size_t i);

@@ -54,6 +54,9 @@ static const cyaml_strval_t reclaim_strings[] = {
 static const cyaml_strval_t raw_strings[] = {
 	{"reject", 0}, {"allow", 1},
 };
+static const cyaml_strval_t admission_warnings_strings[] = {
+	{"problems", 0}, {"all", 1}, /* enum policy_admission_warnings */
+};
 static const cyaml_strval_t topology_mode_strings[] = {
 	{"required", SRC_TOPOLOGY_REQUIRED}, {"preferred", SRC_TOPOLOGY_PREFERRED},
 };
@@ -98,6 +101,10 @@ static const cyaml_schema_field_t settings_fields[] = {
 			 CYAML_ARRAY_LEN(raw_strings)),
 	CYAML_FIELD_ENUM("mode", CYAML_FLAG_OPTIONAL, struct src_settings, mode,
 			 mode_strings, CYAML_ARRAY_LEN(mode_strings)),
+	CYAML_FIELD_ENUM("admissionWarnings", CYAML_FLAG_OPTIONAL,
+			 struct src_settings, admissionWarnings,
+			 admission_warnings_strings,
+			 CYAML_ARRAY_LEN(admission_warnings_strings)),
 	/* At least one entry: absent means the default list, and libcyaml
 	 * cannot tell an empty list from an absent one. */
 	CYAML_FIELD_SEQUENCE("gpuDeviceClassNames",
@@ -250,7 +257,35 @@ static const cyaml_schema_value_t tenant_entry = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct src_tenant, tenant_fields),
 };
 
+static const cyaml_strval_t access_mode_strings[] = {
+	{"ReadWriteOnce", SRC_ACCESS_RWO},
+	{"ReadWriteMany", SRC_ACCESS_RWX},
+	{"ReadWriteOncePod", SRC_ACCESS_RWOP},
+};
+static const cyaml_schema_value_t access_mode_entry = {
+	CYAML_VALUE_ENUM(CYAML_FLAG_DEFAULT, int, access_mode_strings,
+			 CYAML_ARRAY_LEN(access_mode_strings)),
+};
+static const cyaml_schema_field_t checkpoint_claim_fields[] = {
+	CYAML_FIELD_BOOL_PTR("create", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_checkpoint_claim, create),
+	/* "" is a claim of no StorageClass (bound to a PersistentVolume made
+	 * for it); absent, the cluster's default class. */
+	CYAML_FIELD_STRING_PTR("storageClassName", CYAML_FLAG_OPTIONAL,
+			       struct src_checkpoint_claim, storageClassName, 0,
+			       NAME_MAX_LEN),
+	CYAML_FIELD_STRING_PTR("size", CYAML_FLAG_OPTIONAL,
+			       struct src_checkpoint_claim, size, 1, NAME_MAX_LEN),
+	CYAML_FIELD_SEQUENCE("accessModes", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_checkpoint_claim, accessModes,
+			     &access_mode_entry, 1, 3),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t checkpoint_fields[] = {
+	CYAML_FIELD_MAPPING_PTR("claim", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+				struct src_checkpoint, claim,
+				checkpoint_claim_fields),
 	CYAML_FIELD_INT_PTR("gracePeriodSeconds", CYAML_FLAG_OPTIONAL,
 			    struct src_checkpoint, gracePeriodSeconds),
 	CYAML_FIELD_INT_PTR("timeoutSeconds", CYAML_FLAG_OPTIONAL,

@@ -20,6 +20,10 @@ struct srcpos;
 enum src_reclaim { SRC_RECLAIM_ANY, SRC_RECLAIM_LOWER_PRIORITY, SRC_RECLAIM_NEVER };
 enum src_quota_owner { SRC_QUOTA_OWNER_GPUGATE, SRC_QUOTA_OWNER_KUEUE };
 enum src_topology_mode { SRC_TOPOLOGY_REQUIRED, SRC_TOPOLOGY_PREFERRED };
+/* A checkpoint claim must be writable: no ReadOnlyMany. */
+enum src_access_mode {
+	SRC_ACCESS_RWO, SRC_ACCESS_RWX, SRC_ACCESS_RWOP, SRC_ACCESS_COUNT
+};
 enum src_toleration_op { SRC_OP_EXISTS, SRC_OP_EQUAL };
 enum src_effect {
 	SRC_EFFECT_NO_SCHEDULE,
@@ -106,12 +110,22 @@ struct src_settings {
 	char *gpusLabel;
 	int rawGpuRequests;
 	int mode;
+	int admissionWarnings; /* enum policy_admission_warnings */
 	char **gpuDeviceClassNames;
 	unsigned gpuDeviceClassNames_count;
 	struct src_exemptions *exemptions; /* NULL: the default list */
 };
 
+struct src_checkpoint_claim {
+	bool *create;
+	char *storageClassName;
+	char *size;
+	int *accessModes; /* enum src_access_mode */
+	unsigned accessModes_count;
+};
+
 struct src_checkpoint {
+	struct src_checkpoint_claim *claim;
 	int64_t *gracePeriodSeconds;
 	int64_t *timeoutSeconds;
 	char *mountPath;

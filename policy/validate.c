@@ -767,8 +767,8 @@ static void check_tenants(struct vctx *v)
  * A claim name is made for each tenant's workloads at admission: the
  * template must give a PersistentVolumeClaim name (a DNS subdomain, at
  * most 253 characters) with every tenant's name.  Any tenant may get the
- * checkpoint hooks (a preemptible class, borrowed quota, or the
- * gpugate.io/preemptible label), so every one is tried.  The namespace is
+ * checkpoint hooks (a preemptible class, or the gpugate.io/preemptible
+ * label), so every one is tried.  The namespace is
  * not known here: a one-letter stand-in, as a namespace is a DNS label
  * that keeps a valid name valid unless it makes the name too long (warned
  * about at admission).
@@ -836,6 +836,48 @@ static void check_claim_name(struct vctx *v, const char *tmpl)
 }
 #undef LINE
 
+/* A valid quantity (k8s_quantity_valid) whose number, before its suffix
+ * or exponent, has no digit but 0: "0", "0.0", "0Gi", "0e3". */
+static bool quantity_is_zero(const char *q)
+{
+	size_t number = strspn(q, "+0123456789.");
+
+	return strspn(q, "+0.") == number;
+}
+
+/* checkpoint.claim: what gpugate creates must be a claim the apiserver
+ * takes, and there must be a name to create. */
+#define LINE(f) srcpos_line(v->pos, "checkpoint.claim" f)
+static void check_checkpoint_claim(struct vctx *v, const struct src_checkpoint *c)
+{
+	const struct src_checkpoint_claim *cl = c->claim;
+
+	if (!c->claimName)
+		err(v, LINE(""),
+		    "checkpoint: claim needs claimName, the name of the claims to "
+		    "mount (e.g. \"{tenant}-checkpoints\")");
+	if (cl->storageClassName && cl->storageClassName[0] &&
+	    !k8s_dns_subdomain_valid(cl->storageClassName))
+		err(v, LINE(".storageClassName"),
+		    "checkpoint: claim.storageClassName \"%s\" is not a valid "
+		    "StorageClass name (lower-case letters, digits, '-' and '.')",
+		    cl->storageClassName);
+	if (cl->size && (!k8s_quantity_valid(cl->size) || quantity_is_zero(cl->size)))
+		err(v, LINE(".size"),
+		    "checkpoint: claim.size \"%s\" is not a storage size (a "
+		    "quantity above 0, e.g. 10Gi)",
+		    cl->size);
+	for (unsigned i = 0; i < cl->accessModes_count; i++)
+		for (unsigned j = 0; j < i; j++)
+			if (cl->accessModes[j] == cl->accessModes[i]) {
+				err(v, LINE(".accessModes"),
+				    "checkpoint: claim.accessModes lists an access "
+				    "mode twice");
+				return;
+			}
+}
+#undef LINE
+
 #define LINE() srcpos_line(v->pos, "checkpoint.env[%u]", i)
 static void check_checkpoint(struct vctx *v)
 {
@@ -863,6 +905,8 @@ static void check_checkpoint(struct vctx *v)
 		    c->mountPath);
 	if (c->claimName)
 		check_claim_name(v, c->claimName);
+	if (c->claim)
+		check_checkpoint_claim(v, c);
 	for (unsigned i = 0; i < c->env_count; i++) {
 		const char *kv = c->env[i];
 		const char *eq = strchr(kv, '=');

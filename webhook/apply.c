@@ -474,7 +474,7 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 			continue;
 		mark_named(mounts, "name", names, name_found, 2);
 		mark_named(mounts, "mountPath", paths, path_found, 2);
-		if (!name_found[0] && !path_found[0]) {
+		if (!pl->no_volume && !name_found[0] && !path_found[0]) {
 			append(a, mounts,
 			       obj("name", json_string(CHECKPOINT_VOLUME),
 				   "mountPath", json_string(ck->mount_path), NULL));
@@ -486,7 +486,7 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 	}
 	if (vols)
 		mark_named(vols, "name", vol_names, vol_found, 2);
-	if (vols && !vol_found[0]) {
+	if (vols && !vol_found[0] && !pl->no_volume) {
 		if (pl->claim_name[0])
 			append(a, vols,
 			       obj("name", json_string(CHECKPOINT_VOLUME),
@@ -519,6 +519,17 @@ static void checkpoint(struct ap *a, json_t *spec, json_t *gpu_ct,
 				    : DEFAULT_GRACE_SECONDS) != pl->grace &&
 	    json_object_set_new(spec, "terminationGracePeriodSeconds",
 				json_integer(pl->grace)) < 0)
+		oom(a);
+}
+
+/* A borrower without the hooks: its grace is its own, but never longer
+ * than the policy's (#26: a reclaim is not held for the hour it chose). */
+static void cap_grace(struct ap *a, json_t *spec, int64_t cap)
+{
+	json_t *grace = jget(spec, "terminationGracePeriodSeconds");
+
+	if ((json_is_integer(grace) ? json_integer_value(grace) : DEFAULT_GRACE_SECONDS) > cap &&
+	    json_object_set_new(spec, "terminationGracePeriodSeconds", json_integer(cap)) < 0)
 		oom(a);
 }
 
@@ -614,6 +625,8 @@ int apply_plan(json_t *object, const struct workload *wl,
 		map_topology(&a, spec, pl);
 	if (pl->checkpoint)
 		checkpoint(&a, spec, gpu_ct, pl, p);
+	else if (pl->cap_grace)
+		cap_grace(&a, spec, pl->grace_cap);
 	if (pl->replace_when_failed && wl->kind == WL_JOB &&
 	    json_is_object(jget(object, "spec")) &&
 	    !jget(jget(object, "spec"), "podReplacementPolicy"))

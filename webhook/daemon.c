@@ -24,6 +24,7 @@
 #include "kube/shared.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
+#include "webhook/claim-sync.h"
 #include "webhook/class-sync.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
@@ -72,6 +73,7 @@ struct daemon {
 	struct reclaimer *reclaimer;      /* API mode */
 	struct class_sync *class_sync;    /* API mode, unless switched off */
 	struct quota_sync *quota_sync;    /* API mode, unless switched off */
+	struct claim_sync *claim_sync;    /* API mode */
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
 	/* Memory usage with the API: the Lease that lets one replica decide
@@ -668,6 +670,17 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			if (quota_sync_start(&qcfg, &dm->quota_sync, d) < 0)
 				goto fail;
 		}
+		{
+			/* checkpoint.claim.create: idle while it is off. */
+			struct claim_sync_config kcfg = {
+				.kube = &dm->kube, .policy = dm->holder, .pvcs = dm->pvcs,
+				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
+				.leading_ctx = dm,
+			};
+
+			if (claim_sync_start(&kcfg, &dm->claim_sync, d) < 0)
+				goto fail;
+		}
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
 				    "credentials=\"%s\" reservation_ttl_s=%u",
 			  dm->kube.server, dm->kube.source, ttl_s);
@@ -749,6 +762,7 @@ void daemon_stop(struct daemon *dm)
 	reclaimer_stop(dm->reclaimer);
 	class_sync_stop(dm->class_sync);
 	quota_sync_stop(dm->quota_sync);
+	claim_sync_stop(dm->claim_sync);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	lease_stop(dm->memory_lease);

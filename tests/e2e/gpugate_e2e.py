@@ -61,6 +61,18 @@ ROOT = HERE.parents[1]
 CLUSTER_SH = HERE / "cluster.sh"
 EXAMPLE_POLICY = ROOT / "policy" / "examples" / "gpu-cluster.yaml"
 
+
+def with_success_lines(text: str) -> str:
+    """A policy's text with settings.admissionWarnings: all.  The stack's
+    gpugates run their policies so: every admitted workload then also gets
+    its success line ("gpugate: train-large -> 8 x h100-80gb for tenant
+    research (8/32 in use)"), which the tests read as their probe of what
+    gpugate counts, and wait_webhooks() as the sign that it is called.  The
+    default (problems) is tested with gpugates of their own
+    (test_checkpoint_claims.py)."""
+    assert "\nsettings:\n" in text
+    return text.replace("\nsettings:\n", "\nsettings:\n  admissionWarnings: all\n", 1)
+
 SANITIZER_MARKERS = (
     "ERROR: AddressSanitizer",
     "ERROR: LeakSanitizer",
@@ -96,6 +108,7 @@ classes:
 QUOTA_POLICY = """\
 version: 1
 settings:
+  admissionWarnings: all
   rawGpuRequests: reject
   mode: enforce
 """ + H100_FLAVOR_AND_CLASS_GPU + """\
@@ -243,6 +256,7 @@ checkpoint:
 RAW_POLICY = """\
 version: 1
 settings:
+  admissionWarnings: all
   rawGpuRequests: allow
   mode: enforce
 flavors:
@@ -267,6 +281,7 @@ RAW_H100 = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
 REPLICAS_POLICY = """\
 version: 1
 settings:
+  admissionWarnings: all
   rawGpuRequests: reject
   mode: enforce
 """ + H100_FLAVOR_AND_CLASS_GPU + """\
@@ -331,7 +346,9 @@ RAW_NAMESPACES = ["rawgpu"]
 REPLICA_NAMESPACES = ["race", "race-bench"]
 REPLICA_STORE_NAMESPACE = "gpugate-e2e"
 # The processes that serve only the namespaces labelled with their name.
-LABELLED_POLICIES = ("quota", "raw", "replicas")
+# "defaults": a gpugate with a policy as shipped, of a test of its own
+# (test_checkpoint_claims.py).
+LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults")
 
 ASAN_DEFAULTS = "detect_leaks=1:abort_on_error=0:halt_on_error=1"
 UBSAN_DEFAULTS = "print_stacktrace=1:halt_on_error=0"
@@ -1670,6 +1687,7 @@ class Stack:
         self.cluster = Cluster(self.dir / "cluster")
         self.kubectl: Kubectl | None = None
         self.certs: Certs | None = None
+        self.example_policy = self.dir / "example-policy.yaml"
         self.quota_policy = self.dir / "quota-policy.yaml"
         self.raw_policy = self.dir / "raw-policy.yaml"
         self.gates: dict[str, Gate] = {}
@@ -1688,9 +1706,10 @@ class Stack:
             f"{self.cluster.env['APISERVER_URL']}")
         self.kubectl = self.cluster.kubectl()
         self.certs = make_certs(self.binary, self.dir / "certs")
+        self.example_policy.write_text(with_success_lines(EXAMPLE_POLICY.read_text()))
         self.quota_policy.write_text(QUOTA_POLICY)
         self.raw_policy.write_text(RAW_POLICY)
-        policies = {"example": EXAMPLE_POLICY}
+        policies = {"example": self.example_policy}
         if self.with_quota:
             policies["quota"] = self.quota_policy
             policies["raw"] = self.raw_policy

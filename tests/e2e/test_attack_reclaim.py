@@ -252,7 +252,8 @@ def test_an_hour_of_grace_and_sigterm_ignored_hold_the_gpus_only_for_the_policys
     j["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = 3600
     r = tk.apply_file(files / "stubborn.yaml", j)
     assert r.rc == 0, r
-    # The door already cuts it to the policy's.
+    # The door already cuts it to the policy's: borrowing adds no checkpoint
+    # hook (#27), but a borrower's grace is never longer than the policy's.
     assert kubectl.get("job", "stubborn", "taker")["spec"]["template"]["spec"][
         "terminationGracePeriodSeconds"] == GRACE
     wait_until("taker's Job to run", lambda: running(kubectl, "taker", "stubborn", 2), 60)

@@ -89,7 +89,9 @@ def test_example_job_gang_is_counted_once(kubectl, example, clean, files):
     assert (r.rc, r.out) == (0, "pod/extra created\n"), r
     assert r.err == warning(
         "gpugate: train-small -> 1 x h100-80gb for tenant research "
-        "(33/32 in use, 1 borrowed from lab)")
+        "(33/32 in use, 1 borrowed from lab)") + warning(
+        "gpugate: borrowed 1 h100-80gb from cohort lab: gpugate takes them back when a "
+        "lender needs them, after a checkpoint")
     assert kubectl.get("pod", "extra", "research")["metadata"]["annotations"][
         "gpugate.io/borrowed"] == "1"
 

@@ -198,9 +198,15 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("list", "priorityclasses.scheduling.k8s.io", "yes"),
                             ("watch", "priorityclasses.scheduling.k8s.io", "yes"),
                             ("create", "priorityclasses.scheduling.k8s.io", "no"),
-                            # Does the checkpoint claim exist (#18); read only.
+                            # Does the checkpoint claim exist (#18); create
+                            # the missing ones (#27), never change or delete.
                             ("watch", "persistentvolumeclaims", "yes"),
-                            ("create", "persistentvolumeclaims", "no"),
+                            ("create", "persistentvolumeclaims", "yes"),
+                            ("update", "persistentvolumeclaims", "no"),
+                            ("patch", "persistentvolumeclaims", "no"),
+                            ("delete", "persistentvolumeclaims", "no"),
+                            ("list", "namespaces", "yes"), ("watch", "namespaces", "no"),
+                            ("create", "namespaces", "no"),
                             # What a kubectl scale is of (#18): get, only.
                             ("get", "deployments.apps", "yes"),
                             ("get", "statefulsets.apps", "yes"),

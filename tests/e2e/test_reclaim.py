@@ -64,7 +64,9 @@ def borrow_and_ask_back(kubectl, quota, files, clean) -> None:
     clean("owner", "taker")
     assert apply_job(kubectl, files, "borrower", "taker", 4, 2) == warning(
         "gpugate: gpu -> 2 pods x 4 x h100-80gb for tenant taker "
-        "(8/0 in use, 8 borrowed from rc)")
+        "(8/0 in use, 8 borrowed from rc)") + warning(
+        "gpugate: borrowed 8 h100-80gb from cohort rc: gpugate takes them back when a "
+        "lender needs them (no checkpoint hooks)")
     wait_until("taker's Job to run", lambda: running(kubectl, "taker", "borrower", 2), 60)
     quota.wait_used("taker", 8)
     assert apply_job(kubectl, files, "lender", "owner", 4, 2) == warning(

@@ -36,6 +36,23 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 EXAMPLE_POLICY = ROOT / "policy" / "examples" / "gpu-cluster.yaml"
 
+
+def _with_success_lines(example: Path) -> Path:
+    """The example policy with settings.admissionWarnings: all: every
+    admitted class workload also gets its success line ("gpugate: train-large
+    -> 8 x h100-80gb for tenant research (8/32 in use)"), which the tests of
+    quota, pool and watch read as their probe of what gpugate counts.  The
+    default (problems) is tested on EXAMPLE_POLICY itself."""
+    text = example.read_text()
+    assert "\nsettings:\n" in text
+    out = ROOT / "build" / "tests" / "gpu-cluster-all-warnings.yaml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text.replace("\nsettings:\n", "\nsettings:\n  admissionWarnings: all\n", 1))
+    return out
+
+
+LINE_POLICY = _with_success_lines(EXAMPLE_POLICY)
+
 sys.path.insert(0, str(HERE))
 
 VALGRIND = os.environ.get("GPUGATE_VALGRIND") == "1"
@@ -57,6 +74,7 @@ SANITIZER_MARKERS = (
 CUSTOM_POLICY = """\
 version: 1
 settings:
+  admissionWarnings: all
   rawGpuRequests: allow
   mode: enforce
 flavors:
@@ -334,8 +352,9 @@ def _start(binary, certs, policy, workdir, extra_args: tuple[str, ...] = ()) -> 
 
 @pytest.fixture(scope="session")
 def server(gpugate_bin, certs, tmp_path_factory):
-    """gpugate serve with the example policy, for the whole session."""
-    s = _start(gpugate_bin, certs, EXAMPLE_POLICY, tmp_path_factory.mktemp("srv"))
+    """gpugate serve with the example policy and its success lines
+    (LINE_POLICY), for the whole session."""
+    s = _start(gpugate_bin, certs, LINE_POLICY, tmp_path_factory.mktemp("srv"))
     try:
         yield s
     finally:
@@ -366,7 +385,7 @@ def fresh_server(gpugate_bin, certs, tmp_path):
     starts is stopped at the end (the test may have stopped it already)."""
     started: list[Server] = []
 
-    def start(policy: Path = EXAMPLE_POLICY, own_certs: Certs | None = None,
+    def start(policy: Path = LINE_POLICY, own_certs: Certs | None = None,
               extra_args: tuple[str, ...] = ()) -> Server:
         s = _start(gpugate_bin, own_certs or certs, policy, tmp_path / f"srv{len(started)}",
                    extra_args)

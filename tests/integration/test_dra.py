@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import copy
 
-from conftest import CUSTOM_POLICY, EXAMPLE_POLICY, metrics
+from conftest import CUSTOM_POLICY, LINE_POLICY, metrics
 
 USED = 'gpugate_quota_used{tenant="research",flavor="h100-80gb"}'
 
@@ -43,7 +43,7 @@ def used(c) -> float:
 
 
 def test_a_claim_is_charged_at_validate_and_released_by_its_delete(fresh_server):
-    srv = fresh_server(EXAMPLE_POLICY)
+    srv = fresh_server(LINE_POLICY)
     with srv.client() as c:
         m = c.admit("mutate", claim("two", 2))
         assert m.allowed and m.patch is None and m.warnings == [], m
@@ -75,7 +75,7 @@ def test_a_claim_is_charged_at_validate_and_released_by_its_delete(fresh_server)
 
 
 def test_a_template_is_judged_and_charged_nothing(fresh_server):
-    srv = fresh_server(EXAMPLE_POLICY)
+    srv = fresh_server(LINE_POLICY)
     with srv.client() as c:
         v = c.admit("validate", template("three", 3))
         assert v.allowed and v.patch is None, v

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE_POLICY, SLOW, metrics, poll
+from conftest import EXAMPLE_POLICY, LINE_POLICY, SLOW, metrics, poll
 from fakekube import SELECTOR_KEY
 from objects import CLASS, DECISION, GPUS, job, pod, pod_of_job
 from test_watch import kube  # noqa: F401  (the fixture)
@@ -120,7 +120,7 @@ NVSENTINEL = "dgxc.nvidia.com/nvsentinel-state"
 def pool_gate(kube, fresh_server):
     """pool_gate(policy=EXAMPLE_POLICY, *extra): gpugate serve on the fake
     API, once its usage and its pool are synced."""
-    def start(policy: Path = EXAMPLE_POLICY, *extra: str):
+    def start(policy: Path = LINE_POLICY, *extra: str):
         srv = fresh_server(policy, extra_args=("--kubeconfig", str(kube.kubeconfig), *extra))
         with srv.client() as c:
             poll(lambda: c.get("/readyz").status == 200, "/readyz 200")
@@ -594,7 +594,10 @@ def test_a_cluster_without_nodes_says_nothing(pool_gate, kube):
         (name, 0, []) for name in FLAVORS]
     # Any Node at all (here a CPU node) and the pool speaks.
     kube.event("nodes", "ADDED", cpu_node("cpu-0"))
+    # (the Job holds all 32 of research's nominal: the pod borrows one)
     poll(lambda: admit(srv, class_pod("one", "train-small"), dry_run=True)[1].warnings[1:] == [
+        "gpugate: borrowed 1 h100-80gb from cohort lab: gpugate takes them back when a "
+        "lender needs them, after a checkpoint",
         "gpugate: no node of flavor h100-80gb is in the cluster: the pod waits until one "
         "joins"], "the no-node warning")
 
@@ -605,7 +608,7 @@ def test_pool_unknown_until_nodes_are_listed(kube, fresh_server):
     gpugate_pool_synced 0, no advice."""
     kube.put("nodes", api_node("h100-0", alloc=2))
     kube.hang_lists("nodes", True)
-    srv = fresh_server(EXAMPLE_POLICY, extra_args=("--kubeconfig", str(kube.kubeconfig)))
+    srv = fresh_server(LINE_POLICY, extra_args=("--kubeconfig", str(kube.kubeconfig)))
     with srv.client() as c:
         poll(lambda: c.get("/readyz").status == 200, "/readyz 200")
         text = c.get("/metrics").text
@@ -806,7 +809,7 @@ health:
 def test_membership_follows_the_policy_across_reloads(pool_gate, kube, tmp_path):
     """The H100 flavor's nodeSelector is switched to H200 and back, by
     SIGHUP reloads; after each round the two H100 nodes are the flavor's."""
-    text = EXAMPLE_POLICY.read_text()
+    text = LINE_POLICY.read_text()
     h200 = text.replace("NVIDIA-H100-80GB-HBM3", "NVIDIA-H200-141GB-HBM3e")
     policy = tmp_path / "policy.yaml"
     policy.write_text(text)
@@ -957,7 +960,7 @@ def test_pool_metrics(pool_gate, kube):
 def test_no_pool_without_an_api(fresh_server):
     """Without --kubeconfig there is no pool: /pool says so, the metrics
     have no gpugate_pool_* lines, admission says nothing of it."""
-    srv = fresh_server(EXAMPLE_POLICY)
+    srv = fresh_server(LINE_POLICY)
     p = get_pool(srv)
     assert (p["synced"], p["flavors"]) == (False, [])
     assert p["tenants"][0]["quota"][0] == {"flavor": "h100-80gb", "used": 0, "nominal": 32,

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import EXAMPLE_POLICY, poll
+from conftest import LINE_POLICY, poll
 from fakekube import api_claim
 from test_watch import TTL, WAIT, kube, srv_metrics  # noqa: F401 (kube: a fixture)
 
@@ -21,7 +21,7 @@ USED = 'gpugate_quota_used{tenant="research",flavor="h100-80gb"}'
 @pytest.fixture
 def gate(kube, fresh_server):
     def start(*extra: str):
-        return fresh_server(EXAMPLE_POLICY,
+        return fresh_server(LINE_POLICY,
                             extra_args=("--kubeconfig", str(kube.kubeconfig), *extra))
     return start
 

@@ -186,9 +186,9 @@ Test(decide_pool, a_pod_no_usable_node_can_hold_is_denied_naming_the_largest)
 	/* ... and the text becomes a warning at /validate, as any rule's. */
 	run(&r, "sandbox", POD("big", "8"), DECIDE_VALIDATE, &pc);
 	cr_assert(r.dec.allowed);
-	cr_assert_eq(r.dec.n_warnings, 2);
-	cr_assert_str_eq(r.dec.warnings[1], "gpugate: big -> 8 x h100 for tenant sandbox "
-					    "(8/64 in use)");
+	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_str_eq(r.dec.success, "gpugate: big -> 8 x h100 for tenant sandbox "
+					"(8/64 in use)");
 	cr_assert_str_eq(r.dec.warnings[0],
 			 "gpugate: no usable node of flavor h100 can hold a pod of 8 "
 			 "nvidia.com/gpu: the largest offers 7 (n0); 2 nodes excluded: n2 "
@@ -210,8 +210,8 @@ Test(decide_pool, no_room_now_is_advice_at_validate_only)
 	done(&r);
 	run(&r, "research", POD("small", "4"), DECIDE_VALIDATE, &pc);
 	cr_assert(r.dec.allowed);
-	cr_assert_eq(r.dec.n_warnings, 2, "%zu", r.dec.n_warnings);
-	cr_assert_str_eq(r.dec.warnings[1],
+	cr_assert_eq(r.dec.n_warnings, 1, "%zu", r.dec.n_warnings);
+	cr_assert_str_eq(r.dec.warnings[0],
 			 "gpugate: admitted, but no node of flavor h100 has 4 "
 			 "nvidia.com/gpu free now: 5 free on 4 nodes, at most 2 on one "
 			 "(fragmentation); the pod waits");
@@ -254,7 +254,7 @@ Test(decide_pool, nothing_known_nothing_said_and_every_node_excluded_is_advice)
 
 	run(&r, "research", POD("big", "8"), DECIDE_VALIDATE, &pc);
 	cr_assert(r.dec.allowed);
-	cr_assert_eq(r.dec.n_warnings, 1); /* the success line only */
+	cr_assert_eq(r.dec.n_warnings, 0); /* the success line is no warning */
 	done(&r);
 
 	fleet(&f, (int64_t[]){8, 8, 8, 8}, (int64_t[]){0, 0, 0, 0});
@@ -263,7 +263,8 @@ Test(decide_pool, nothing_known_nothing_said_and_every_node_excluded_is_advice)
 	check(&f, 8, 1, NULL, &pc);
 	run(&r, "research", POD("big", "8"), DECIDE_VALIDATE, &pc);
 	cr_assert(r.dec.allowed);
-	cr_assert_str_eq(r.dec.warnings[1],
+	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_str_eq(r.dec.warnings[0],
 			 "gpugate: all 4 nodes of flavor h100 are excluded, the pod waits "
 			 "until one is back; 4 nodes excluded: n0 (cordoned), n1 "
 			 "(cordoned), n2 (cordoned), n3 (cordoned)");
@@ -435,7 +436,7 @@ Test(decide_pool, replicas_beyond_the_pool_are_a_warning_not_a_denial)
 	run_template(&r, "research", DEPLOY("small", "4", "10"), DECIDE_VALIDATE, &src);
 	cr_assert(r.dec.allowed, "%s", r.dec.message);
 	cr_assert_not(r.dec.violation);
-	cr_assert_eq(r.dec.n_warnings, 2, "%zu", r.dec.n_warnings);
+	cr_assert_eq(r.dec.n_warnings, 1, "%zu", r.dec.n_warnings);
 	cr_assert_str_eq(r.dec.warnings[0],
 			 "gpugate: the usable nodes of flavor h100 can hold at most 8 of "
 			 "Deployment \"serve\"'s 10 pods of 4 nvidia.com/gpu, even empty: "
@@ -443,7 +444,7 @@ Test(decide_pool, replicas_beyond_the_pool_are_a_warning_not_a_denial)
 	done(&r);
 	/* 8 replicas fit an empty pool: nothing said of the pool. */
 	run_template(&r, "research", DEPLOY("small", "4", "8"), DECIDE_VALIDATE, &src);
-	cr_assert_eq(r.dec.n_warnings, 1, "%s", r.dec.warnings[0]);
+	cr_assert_eq(r.dec.n_warnings, 0, "%s", r.dec.warnings[0]);
 	done(&r);
 }
 
@@ -482,11 +483,11 @@ Test(decide_pool, a_template_with_no_pool_known_is_judged_by_quota_alone)
 
 	run_template(&r, "research", DEPLOY("big", "8", "2"), DECIDE_VALIDATE, NULL);
 	cr_assert(r.dec.allowed, "%s", r.dec.message);
-	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_eq(r.dec.n_warnings, 0);
 	done(&r);
 	run_template(&r, "research", DEPLOY("big", "8", "2"), DECIDE_VALIDATE, &unknown);
 	cr_assert(r.dec.allowed, "%s", r.dec.message);
-	cr_assert_eq(r.dec.n_warnings, 1);
+	cr_assert_eq(r.dec.n_warnings, 0);
 	done(&r);
 	/* The quota ceiling still speaks first: 9 pods of 8 > 64. */
 	run_template(&r, "research", DEPLOY("big", "8", "9"), DECIDE_MUTATE, &unknown);

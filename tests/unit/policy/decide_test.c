@@ -319,15 +319,26 @@ Test(decide, keeps_the_pods_own_priority_class)
 	done(&r);
 }
 
-/* /mutate, the plan applied, /validate: the one success line kubectl prints. */
-static void expect_success_line(const char *json, const char *line)
+/*
+ * /mutate, the plan applied, /validate: the success line (a warning only
+ * with settings.admissionWarnings all, which the test policy leaves at
+ * problems), and the one problem kubectl prints (NULL: none).
+ */
+static void expect_success_line(const char *json, const char *line,
+				const char *problem)
 {
 	struct run m, v;
 
 	mutate_validate(&m, &v, "research", json);
 	cr_assert(v.dec.allowed, "%s", v.dec.message);
-	cr_assert_eq(v.dec.n_warnings, 1);
-	cr_assert_str_eq(v.dec.warnings[0], line);
+	cr_assert_str_eq(v.dec.success, line);
+	cr_assert_not(v.dec.success_warned);
+	cr_assert_eq(v.dec.n_warnings, problem ? 1 : 0);
+	cr_assert_eq(decide_problem_count(&v.dec), problem ? 1 : 0);
+	if (problem) {
+		cr_assert_str_eq(v.dec.warnings[0], problem);
+		cr_assert_lt(strlen(problem), 120);
+	}
 	cr_assert_not(v.dec.plan.active, "/validate never mutates");
 	done(&m);
 	done(&v);
@@ -338,14 +349,16 @@ Test(decide, success_line_at_validate)
 	expect_success_line(
 		POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"2\"",
 		    ONE_CONTAINER),
-		"gpugate: small -> 2 x h100 for tenant research (2/16 in use)");
+		"gpugate: small -> 2 x h100 for tenant research (2/16 in use)",
+		NULL /* preemptible as its class says: no problem */);
 }
 
 Test(decide, success_line_of_a_job)
 {
 	expect_success_line(JOB("2", "\"gpugate.io/class\":\"big\"", NEVER_SPEC),
 			    "gpugate: big -> 2 pods x 8 x h100 for tenant research "
-			    "(16/16 in use)");
+			    "(16/16 in use)",
+			    NULL);
 }
 
 Test(decide, success_line_when_borrowing)
@@ -355,7 +368,58 @@ Test(decide, success_line_when_borrowing)
 	used[T_LENDER][F_H100] = 32;
 	expect_success_line(POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
 			    "gpugate: big -> 8 x h100 for tenant research (20/16 in "
-			    "use, 4 borrowed from lab)");
+			    "use, 4 borrowed from lab)",
+			    "gpugate: borrowed 4 h100 from cohort lab: gpugate takes "
+			    "them back when a lender needs them (no checkpoint hooks)");
+}
+
+Test(decide, a_preemptible_class_that_borrows_is_told_once)
+{
+	used[T_RESEARCH][F_H100] = 15;
+	expect_success_line(
+		POD("\"gpugate.io/class\":\"small\",\"gpugate.io/gpus\":\"2\"",
+		    ONE_CONTAINER),
+		"gpugate: small -> 2 x h100 for tenant research (17/16 in use, 1 "
+		"borrowed from lab)",
+		"gpugate: borrowed 1 h100 from cohort lab: gpugate takes them back "
+		"when a lender needs them, after a checkpoint");
+}
+
+/* settings.admissionWarnings all: the success line is a warning too, the
+ * first, and no problem. */
+Test(decide, admission_warnings_all_adds_the_success_line)
+{
+	char yaml[sizeof(policy_yaml) + 64];
+	struct policy *problems = P;
+	struct run m, v;
+
+	snprintf(yaml, sizeof(yaml), "%ssettings: {admissionWarnings: all}\n",
+		 policy_yaml);
+	P = test_policy(yaml);
+	cr_assert_eq(policy_settings(P)->admission_warnings, POLICY_WARNINGS_ALL);
+	mutate_validate(&m, &v, "research",
+			POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER));
+	cr_assert_eq(v.dec.n_warnings, 1);
+	cr_assert(v.dec.success_warned);
+	cr_assert_str_eq(v.dec.warnings[0],
+			 "gpugate: big -> 8 x h100 for tenant research (8/16 in use)");
+	cr_assert_str_eq(v.dec.success, v.dec.warnings[0]);
+	cr_assert_eq(decide_problem_count(&v.dec), 0);
+	done(&m);
+	done(&v);
+	/* A problem still warns, after the line. */
+	used[T_RESEARCH][F_H100] = 16;
+	mutate_validate(&m, &v, "research",
+			POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER));
+	cr_assert_eq(v.dec.n_warnings, 2);
+	cr_assert_str_eq(v.dec.warnings[1],
+			 "gpugate: borrowed 1 h100 from cohort lab: gpugate takes them "
+			 "back when a lender needs them, after a checkpoint");
+	cr_assert_eq(decide_problem_count(&v.dec), 1);
+	done(&m);
+	done(&v);
+	policy_free(P);
+	P = problems;
 }
 
 #define JOBS_POD                                                              \
@@ -388,8 +452,8 @@ Test(decide, jobs_pod_is_held_by_its_job)
 	decide_prepare(&in, &v.dec);
 	decide_quota(&in, &v.dec, &held);
 	cr_assert(v.dec.allowed, "%s", v.dec.message);
-	cr_assert_eq(v.dec.n_warnings, 1);
-	cr_assert_str_eq(v.dec.warnings[0],
+	cr_assert_eq(v.dec.n_warnings, 0, "a Job's pod is no problem");
+	cr_assert_str_eq(v.dec.success,
 			 "gpugate: big -> 8 x h100 for tenant research (held by job "
 			 "train)");
 	done(&m);
@@ -1298,7 +1362,9 @@ Test(decide, over_quota_with_a_cohort)
 	done(&r);
 }
 
-Test(decide, borrowed_quota_makes_the_pod_preemptible)
+/* Preemptible (gpugate may take it back: the label), yet no checkpoint
+ * hook the user did not ask for: its class is not preemptible. */
+Test(decide, borrowed_quota_makes_the_pod_preemptible_without_hooks)
 {
 	struct run r;
 
@@ -1311,7 +1377,14 @@ Test(decide, borrowed_quota_makes_the_pod_preemptible)
 	cr_assert_eq(r.dec.quota.position, QUOTA_BORROWED);
 	cr_assert_eq(r.dec.plan.borrowed, 4);
 	cr_assert(r.dec.plan.preemptible);
-	cr_assert(r.dec.plan.checkpoint);
+	cr_assert_not(r.dec.plan.checkpoint);
+	cr_assert_not(r.dec.plan.signal);
+	cr_assert_not(r.dec.plan.set_pre_stop);
+	cr_assert_eq(r.dec.plan.grace, 0);
+	cr_assert(r.dec.plan.cap_grace, "a reclaim is not held for a grace it chose");
+	cr_assert_eq(r.dec.plan.grace_cap, 600);
+	cr_assert_str_eq(r.dec.plan.claim_name, "");
+	cr_assert_eq(r.dec.n_warnings, 0, "said at /validate");
 	cr_assert_str_eq(r.dec.plan.decision,
 			 "big: 8 x h100 for tenant research; 20/16 in use, 4 borrowed "
 			 "from lab");
@@ -1623,11 +1696,12 @@ Test(decide, validate_refuses_borrowing_for_a_workload_not_made_preemptible)
 /* The other direction: /mutate made it preemptible, /validate finds another
  * amount to borrow.  Admitted, with one line that says what changed. */
 static void expect_quota_changed(struct run *v, const char *success,
-				 const char *warning)
+				 const char *notice, const char *warning)
 {
 	cr_assert(v->dec.allowed, "%s", v->dec.message);
+	cr_assert_str_eq(v->dec.success, success);
 	cr_assert_eq(v->dec.n_warnings, 2);
-	cr_assert_str_eq(v->dec.warnings[0], success);
+	cr_assert_str_eq(v->dec.warnings[0], notice);
 	cr_assert_str_eq(v->dec.warnings[1], warning);
 	cr_assert_lt(strlen(warning), 120);
 }
@@ -1642,14 +1716,16 @@ Test(decide, validate_admits_a_borrower_that_now_fits_nominal_quota)
 	mutate_validate(&m, &v, "research",
 			POD("\"gpugate.io/class\":\"big\"", ONE_CONTAINER));
 	cr_assert_eq(m.dec.plan.borrowed, 4);
-	cr_assert_eq(v.dec.n_warnings, 1, "the same 4 borrowed: nothing to add");
+	cr_assert_eq(v.dec.n_warnings, 1, "the same 4 borrowed: only that it borrows");
 	done(&v);
 	/* Others finished in between: it fits the nominal quota now. */
 	used[T_RESEARCH][F_H100] = 0;
 	revalidate(&m, &v, "research");
-	expect_quota_changed(&v, "gpugate: big -> 8 x h100 for tenant research (8/16 in use)",
-			     "gpugate: quota changed after mutation: now 0 borrowed "
-			     "(annotation says 4); it stays preemptible");
+	cr_assert_str_eq(v.dec.success,
+			 "gpugate: big -> 8 x h100 for tenant research (8/16 in use)");
+	cr_assert_eq(v.dec.n_warnings, 1);
+	cr_assert_str_eq(v.dec.warnings[0], "gpugate: quota changed after mutation: now 0 borrowed "
+			 "(annotation says 4); it stays preemptible");
 	done(&v);
 	/* Or it borrows more: 14 + 8 - 16 = 6, lent 4 + 2. */
 	used[T_RESEARCH][F_H100] = 14;
@@ -1658,6 +1734,8 @@ Test(decide, validate_admits_a_borrower_that_now_fits_nominal_quota)
 	expect_quota_changed(&v,
 			     "gpugate: big -> 8 x h100 for tenant research (22/16 in use, "
 			     "6 borrowed from lab)",
+			     "gpugate: borrowed 6 h100 from cohort lab: gpugate takes them "
+			     "back when a lender needs them (no checkpoint hooks)",
 			     "gpugate: quota changed after mutation: now 6 borrowed "
 			     "(annotation says 4); it stays preemptible");
 	done(&m);
@@ -1680,6 +1758,8 @@ Test(decide, validate_admits_a_preemptible_class_that_now_borrows)
 	expect_quota_changed(&v,
 			     "gpugate: small -> 2 x h100 for tenant research (17/16 in use, "
 			     "1 borrowed from lab)",
+			     "gpugate: borrowed 1 h100 from cohort lab: gpugate takes them "
+			     "back when a lender needs them, after a checkpoint",
 			     "gpugate: quota changed after mutation: now 1 borrowed (no "
 			     "annotation); it stays preemptible");
 	done(&m);
@@ -1706,12 +1786,13 @@ Test(decide, warn_mode_admits_and_warns_from_validate_only)
 	mutate_validate(&m, &v, "sandbox",
 			POD("\"gpugate.io/class\":\"shared\"", ONE_CONTAINER));
 	cr_assert(v.dec.allowed);
-	cr_assert_eq(v.dec.n_warnings, 2);
+	cr_assert_eq(v.dec.n_warnings, 1);
 	cr_assert_str_eq(v.dec.warnings[0],
 			 "gpugate: tenant \"sandbox\" is over its l4 quota: requested 1 "
 			 "(class shared), in use 2 of nominal 2, no cohort to borrow "
 			 "from");
-	cr_assert_str_eq(v.dec.warnings[1],
+	cr_assert_eq(decide_problem_count(&v.dec), 1, "a warn-mode breach is a problem");
+	cr_assert_str_eq(v.dec.success,
 			 "gpugate: shared -> 1 x l4 for tenant sandbox (3/2 in use)");
 	done(&m);
 	done(&v);
@@ -2992,6 +3073,12 @@ Test(decide, a_job_created_running_is_not_kueues_whatever_its_label)
 
 /* ---- the checkpoint claim --------------------------------------------- */
 
+#define JOBS_SMALL_POD                                                        \
+	"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"train-x\","  \
+	"\"labels\":{\"gpugate.io/class\":\"small\"},\"ownerReferences\":[{"        \
+	"\"apiVersion\":\"batch/v1\",\"kind\":\"Job\",\"name\":\"train\",\"uid\":"     \
+	"\"u-9\",\"controller\":true}]},\"spec\":" ONE_CONTAINER "}"
+
 static bool warned(const struct run *r, const char *text)
 {
 	for (size_t i = 0; i < r->dec.n_warnings; i++)
@@ -3001,8 +3088,9 @@ static bool warned(const struct run *r, const char *text)
 }
 
 #define MISSING_CLAIM                                                            \
-	"gpugate: checkpoint volume: PersistentVolumeClaim \"research-ckpt\" does " \
-	"not exist in namespace research; the pods will not start until it does"
+	"gpugate: checkpoint volume not mounted: PersistentVolumeClaim "              \
+	"\"research-ckpt\" does not exist in namespace research; what is written to " \
+	"/checkpoint is lost with the pod; create it or set checkpoint.claim.create"
 #define ONE_NODE_CLAIM                                                           \
 	"gpugate: checkpoint volume: PersistentVolumeClaim \"research-ckpt\" is not " \
 	"ReadWriteMany; pods on different nodes cannot all mount it"
@@ -3016,12 +3104,27 @@ Test(decide, a_missing_or_single_node_checkpoint_claim_is_said)
 	    DECIDE_MUTATE);
 	cr_assert(r.dec.allowed, "%s", r.dec.message);
 	cr_expect_not(warned(&r, MISSING_CLAIM));
+	cr_expect_not(r.dec.plan.no_volume, "not known: mounted as the policy says");
 	done(&r);
 	run_pvcs = &pvcs;
+	pvc_answer = PVC_UNKNOWN; /* not listed yet */
+	run(&r, "research", POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_expect_not(r.dec.plan.no_volume);
+	cr_expect_eq(r.dec.n_warnings, 0);
+	done(&r);
+	/* Missing: the hooks without the volume, and why. */
 	pvc_answer = PVC_MISSING;
 	run(&r, "research", POD("\"gpugate.io/class\":\"small\"", ONE_CONTAINER),
 	    DECIDE_MUTATE);
 	cr_expect(warned(&r, MISSING_CLAIM), "%zu warnings", r.dec.n_warnings);
+	cr_expect(r.dec.plan.checkpoint && r.dec.plan.signal && r.dec.plan.set_pre_stop);
+	cr_expect(r.dec.plan.no_volume);
+	done(&r);
+	/* A Job's pod: planned the same, said once (by its Job). */
+	run(&r, "research", JOBS_SMALL_POD, DECIDE_MUTATE);
+	cr_expect(r.dec.plan.no_volume);
+	cr_expect_not(warned(&r, MISSING_CLAIM));
 	done(&r);
 	/* ReadWriteOnce: enough for one pod, not for a Job of two. */
 	pvc_answer = PVC_ONE_NODE;

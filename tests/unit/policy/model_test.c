@@ -30,6 +30,36 @@ static struct policy *example(void)
 	return p;
 }
 
+Test(model, checkpoint_claim_and_its_defaults)
+{
+	struct policy *p = parse(
+		"version: 1\nflavors: []\nclasses: []\ntenants: []\n"
+		"checkpoint:\n  claimName: \"{tenant}-checkpoints\"\n"
+		"  claim:\n    create: true\n");
+	const struct policy_checkpoint_claim *cl = &policy_checkpoint(p)->claim;
+
+	cr_assert(cl->create);
+	cr_assert_null(cl->storage_class, "the cluster's default StorageClass");
+	cr_assert_str_eq(cl->size, "10Gi");
+	cr_assert_eq(cl->n_access_modes, 1);
+	cr_assert_str_eq(cl->access_modes[0], "ReadWriteMany");
+	policy_free(p);
+	p = parse("version: 1\nflavors: []\nclasses: []\ntenants: []\n"
+		  "settings: {admissionWarnings: all}\n"
+		  "checkpoint:\n  claimName: ckpt\n"
+		  "  claim: {create: false, storageClassName: \"\", size: 1.5Gi,\n"
+		  "          accessModes: [ReadWriteOncePod, ReadWriteOnce]}\n");
+	cl = &policy_checkpoint(p)->claim;
+	cr_assert_eq(policy_settings(p)->admission_warnings, POLICY_WARNINGS_ALL);
+	cr_assert_not(cl->create);
+	cr_assert_str_eq(cl->storage_class, "", "no class: a PersistentVolume made for it");
+	cr_assert_str_eq(cl->size, "1.5Gi");
+	cr_assert_eq(cl->n_access_modes, 2);
+	cr_assert_str_eq(cl->access_modes[0], "ReadWriteOncePod");
+	cr_assert_str_eq(cl->access_modes[1], "ReadWriteOnce");
+	policy_free(p);
+}
+
 Test(model, applies_defaults)
 {
 	struct policy *p = parse(
@@ -47,7 +77,9 @@ Test(model, applies_defaults)
 	cr_assert_str_eq(s->gpus_label, "gpugate.io/gpus");
 	cr_assert_eq(s->raw_gpu_requests, POLICY_RAW_REJECT);
 	cr_assert_eq(s->mode, POLICY_MODE_ENFORCE);
+	cr_assert_eq(s->admission_warnings, POLICY_WARNINGS_PROBLEMS);
 	cr_assert_eq(ck->grace_period_seconds, 300);
+	cr_assert_not(ck->claim.create, "gpugate creates no claim unless told");
 	cr_assert_str_eq(ck->mount_path, "/checkpoint");
 	cr_assert_null(ck->claim_name);
 	cr_assert_eq(ck->n_pre_stop, 0);

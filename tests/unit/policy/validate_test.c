@@ -354,6 +354,31 @@ static struct bad_case bad_cases[] = {
 	      "    kueue:\n      quotaOwner: Kueue\n",
 	 "t.yaml:15: tenants[0].kueue.quotaOwner: \"Kueue\" is not one of: gpugate, "
 	 "kueue\n"},
+	{"admission warnings: not a word it knows",
+	 "version: 1\nsettings:\n  admissionWarnings: none\nflavors: []\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:3: settings.admissionWarnings: \"none\" is not one of: problems, "
+	 "all\n"},
+	{"checkpoint claim without a name to create",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
+	 "  claim:\n    create: true\n",
+	 "t.yaml:6: checkpoint: claim needs claimName, the name of the claims to "
+	 "mount (e.g. \"{tenant}-checkpoints\")\n"},
+	{"checkpoint claim fields",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
+	 "  claimName: ckpt\n  claim:\n    create: true\n"
+	 "    storageClassName: Fast_SSD\n    size: 0Gi\n"
+	 "    accessModes: [ReadWriteMany, ReadWriteOnce, ReadWriteMany]\n",
+	 "t.yaml:9: checkpoint: claim.storageClassName \"Fast_SSD\" is not a valid "
+	 "StorageClass name (lower-case letters, digits, '-' and '.')\n"
+	 "t.yaml:10: checkpoint: claim.size \"0Gi\" is not a storage size (a "
+	 "quantity above 0, e.g. 10Gi)\n"
+	 "t.yaml:11: checkpoint: claim.accessModes lists an access mode twice\n"},
+	{"checkpoint claim: read-only is no checkpoint",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
+	 "  claimName: ckpt\n  claim:\n    accessModes: [ReadOnlyMany]\n",
+	 "t.yaml:8: checkpoint.claim.accessModes[0]: \"ReadOnlyMany\" is not one "
+	 "of: ReadWriteOnce, ReadWriteMany, ReadWriteOncePod\n"},
 	{"checkpoint timeout",
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
 	 "  timeoutSeconds: 0\n",

@@ -33,13 +33,18 @@ static void teardown(void)
 
 TestSuite(apply, .init = setup, .fini = teardown);
 
+/* What the cluster's claims say, for the tests that set it (NULL: not
+ * known). */
+static const struct pvc_view *claims;
+
 /* Mutates obj as /mutate would and returns the new object (caller frees). */
 static json_t *mutate(const char *ns, const json_t *obj, const char *name)
 {
 	struct arena a;
 	struct workload wl = {0};
 	struct decision dec;
-	struct decide_input in = {.policy = P, .wl = &wl, .phase = DECIDE_MUTATE};
+	struct decide_input in = {.policy = P, .wl = &wl, .phase = DECIDE_MUTATE,
+				  .pvcs = claims};
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
 	json_t *out = json_deep_copy(obj);
 	struct diag d;
@@ -227,6 +232,44 @@ Test(apply, checkpoint_signal_on_a_pod)
 	cr_assert_str_eq(json_string_value(json_object_get(
 				 ann, "gpugate.io/checkpoint-requested")),
 			 "2026-12-02T21:00:00Z", "not a stamp: kept");
+	json_decref(out);
+}
+
+static enum pvc_state no_claim(const void *ctx, const char *ns, const char *name)
+{
+	(void)ctx, (void)ns, (void)name;
+	return PVC_MISSING;
+}
+
+/* The claim research-checkpoints does not exist: the hooks, the signal,
+ * and no checkpoint volume nor its mount (the pod would never start). */
+Test(apply, a_missing_claim_leaves_out_the_checkpoint_volume_only)
+{
+	static const struct pvc_view missing = {.state = no_claim};
+	json_t *out;
+	const json_t *spec, *ct;
+	size_t i;
+
+	claims = &missing;
+	out = mutate_idempotent(
+		"research",
+		"{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"labels\":"
+		"{\"gpugate.io/class\":\"train-small\"}},"
+		"\"spec\":{\"containers\":[{\"name\":\"main\"},{\"name\":\"side\"}]}}");
+	claims = NULL;
+	spec = json_object_get(out, "spec");
+	assert_signal(spec);
+	cr_assert_eq(json_array_size(json_object_get(spec, "volumes")), 1,
+		     "only the signal volume");
+	json_array_foreach(json_object_get(spec, "containers"), i, ct) {
+		cr_assert_eq(json_array_size(json_object_get(ct, "volumeMounts")), 1,
+			     "container %zu: only the signal mount", i);
+		cr_assert(holds(json_object_get(ct, "env"),
+				"{\"name\":\"GPUGATE_PREEMPTIBLE\",\"value\":\"1\"}"),
+			  "container %zu", i);
+	}
+	cr_assert_not_null(json_object_get(json_object_get(json_array_get(
+		json_object_get(spec, "containers"), 0), "lifecycle"), "preStop"));
 	json_decref(out);
 }
 
