@@ -1325,6 +1325,19 @@ static void check_checkpoint_claim(struct ctx *c)
  * borrower comes with gpugate.io/borrowed: a borrowing Job's pods and a
  * reinvocation get no hooks from it).
  */
+/*
+ * Whether the workload takes units beyond its tenant's nominal quota.  A
+ * request of nothing (a Job of parallelism 0) by a tenant already over it
+ * is in the borrowed position but borrows nothing: it is not made
+ * preemptible, and its reinvocation agrees (the gpugate.io/borrowed record
+ * is a count of at least one).
+ */
+static bool borrows(const struct decision *out)
+{
+	return out->has_quota && out->quota.position == QUOTA_BORROWED &&
+	       out->quota.borrowed > 0;
+}
+
 static bool wants_hooks(const struct ctx *c)
 {
 	const char *label = pod_or_job_label(c->wl, STAMP_PREEMPTIBLE);
@@ -1632,11 +1645,10 @@ static void plan_mapping(struct ctx *c)
 		wl->kind == WL_POD && wl->owner_job &&
 		wl_get(wl->pod.annotations, wl->pod.n_annotations, STAMP_DECISION);
 
-	pl->preemptible = cls->preemptible ||
-			  (c->out->has_quota && c->out->quota.position == QUOTA_BORROWED) ||
+	pl->preemptible = cls->preemptible || borrows(c->out) ||
 			  (pod_or_job_label(wl, STAMP_PREEMPTIBLE) &&
 			   strcmp(pod_or_job_label(wl, STAMP_PREEMPTIBLE), "true") == 0);
-	if (c->out->has_quota && c->out->quota.position == QUOTA_BORROWED)
+	if (borrows(c->out))
 		pl->borrowed = c->out->quota.borrowed;
 	if (wants_hooks(c)) {
 		plan_checkpoint(c);
@@ -1708,8 +1720,7 @@ static void reclaim_notice(struct ctx *c)
 	bool hooks = wants_hooks(c);
 	char n[TEXT_DECIMAL_MAX + 1];
 
-	if ((c->wl->kind == WL_POD && c->wl->owner_job) || !out->has_quota ||
-	    out->quota.position != QUOTA_BORROWED)
+	if ((c->wl->kind == WL_POD && c->wl->owner_job) || !borrows(out))
 		return;
 	add_warning(c->out,
 		    "gpugate: borrowed %s %.40s from cohort %.40s: gpugate takes "

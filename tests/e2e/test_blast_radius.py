@@ -13,7 +13,7 @@ against the real apiserver, which evaluates the CEL:
 
 "gpugate down" is a copy of the shipped registrations (rules and
 conditions, failurePolicy Fail) pointed at a port nobody listens on, for
-one namespace: its mutating configuration sorts before the e2e's, so the
+a namespace of its own and "default": its mutating configuration sorts before the e2e's, so the
 apiserver calls it first, and a request it is sent fails with "failed
 calling webhook".  Whether gpugate has an opinion is asked of the example
 gpugate itself, with an AdmissionReview for a tenant's namespace and for a
@@ -69,7 +69,9 @@ def down_config() -> dict:
             "rules": w["rules"],
             "matchPolicy": w.get("matchPolicy", "Equivalent"),
             "matchConditions": w.get("matchConditions", []),
-            "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": DOWN_NS}},
+            "namespaceSelector": {"matchExpressions": [
+                {"key": "kubernetes.io/metadata.name", "operator": "In",
+                 "values": [DOWN_NS, "default"]}]},
             "failurePolicy": "Fail",
             "sideEffects": "None",
             "timeoutSeconds": 2,
@@ -274,9 +276,13 @@ NOT_SENT = {"plain", "privileged", "envfrom", "os-arch-selector", "kubernetes-to
 
 def test_with_gpugate_down_a_plain_pod_is_created_and_a_gpu_pod_refused(down, files):
     k = down
-    r = k("run", "hello", "-n", DOWN_NS, "--image=busybox", "--restart=Never")
-    assert r.rc == 0, r
-    assert "hello" in k("get", "pods", "-n", DOWN_NS, "-o", "name").check().out
+    for ns in (DOWN_NS, "default"):
+        r = k("run", "hello", "-n", ns, "--image=busybox", "--restart=Never")
+        assert r.rc == 0, r
+        assert "pod/hello" in k("get", "pods", "-n", ns, "-o", "name").check().out
+    k("delete", "pod", "hello", "-n", "default", "--wait=false")
+    r = k.create(pod("gpu", "default", "train-small", 1))
+    assert r.rc != 0 and 'failed calling webhook "down-mutate.gpugate.io"' in r.err, r
     # A plain Job: its controller creates its pod, through the same doors.
     r = k.create(job("plain-job", DOWN_NS, containers=[c()]))
     assert r.rc == 0, r

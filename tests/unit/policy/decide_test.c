@@ -1391,6 +1391,26 @@ Test(decide, borrowed_quota_makes_the_pod_preemptible_without_hooks)
 	done(&r);
 }
 
+/* Found by the review fuzzer (tests/fuzz/corpus/review/
+ * crash-job-of-nothing-over-nominal): a Job that runs no pod at once, of a
+ * tenant already over its nominal quota, is in the borrowed position but
+ * borrows nothing.  It was stamped preemptible without a borrowed count,
+ * and its reinvocation then injected the checkpoint hooks. */
+Test(decide, a_job_of_nothing_over_nominal_borrows_nothing)
+{
+	struct run r;
+
+	used[T_RESEARCH][F_H100] = 20;
+	run(&r, "research", JOB("0", "\"gpugate.io/class\":\"big\"", ONE_CONTAINER),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.plan.borrowed, 0);
+	cr_assert_not(r.dec.plan.preemptible);
+	cr_assert_not(r.dec.plan.checkpoint);
+	cr_assert_eq(r.dec.n_warnings, 0);
+	done(&r);
+}
+
 /* product asks for its whole nominal 8 while research borrows 4 of the 4
  * product may lend (lender uses all of its own). */
 static void lend_out_product(void)
