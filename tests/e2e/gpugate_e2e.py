@@ -536,6 +536,24 @@ JOB_NAME = "batch.kubernetes.io/job-name"
 CONTROLLER_UID = "batch.kubernetes.io/controller-uid"
 
 
+def ensure_crd(kubectl: Kubectl, path: Path, name: str, timeout: float = 90.0) -> None:
+    """Applies the CRD at path and waits until it is established -- once
+    a deletion still under way (a module before may have uninstalled the
+    chart, which deletes its CRDs) is over, or the apply is undone."""
+    def established() -> bool:
+        r = kubectl("get", "crd", name, "-o", "json")
+        if r.rc != 0:
+            kubectl("apply", "-f", str(path)).check()
+            return False
+        o = json.loads(r.out)
+        if o["metadata"].get("deletionTimestamp"):
+            return False
+        kubectl("apply", "-f", str(path)).check()
+        return any(c["type"] == "Established" and c["status"] == "True"
+                   for c in o.get("status", {}).get("conditions", []))
+    wait_until(f"CRD {name} established", established, timeout, interval=0.5)
+
+
 def job_pods(kubectl: Kubectl, name: str, ns: str) -> list[dict]:
     return kubectl("get", "pods", "-n", ns, "-l", f"{JOB_NAME}={name}",
                    "-o", "json").json()["items"]

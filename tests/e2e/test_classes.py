@@ -20,7 +20,7 @@ import re
 
 import pytest
 
-from gpugate_e2e import EXAMPLE_POLICY, ROOT, Gate, wait_until
+from gpugate_e2e import EXAMPLE_POLICY, ROOT, Gate, ensure_crd, wait_until
 
 CRD = ROOT / "manifests" / "crd-gpuclasses.yaml"
 READER = "gpugate-gpuclasses-reader"
@@ -69,9 +69,7 @@ def gpuclass(name: str, labels: dict | None = None) -> dict:
 def crd(stack):
     """The CRD and the readers' ClusterRole and binding, from the base."""
     k = stack.kubectl
-    k("apply", "-f", str(CRD)).check()
-    k("wait", "--for=condition=Established", "crd/gpuclasses.gpugate.io",
-      "--timeout=60s").check()
+    ensure_crd(k, CRD, "gpuclasses.gpugate.io")
     rendered = k("kustomize", "manifests").check().out
     text = k("create", "--dry-run=client", "-o", "json", "-f", "-",
              input=rendered).check().out

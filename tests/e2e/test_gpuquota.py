@@ -29,7 +29,7 @@ import time
 
 import pytest
 
-from gpugate_e2e import EXAMPLE_POLICY, ROOT, Gate, bind_pod, pod, to_yaml, wait_until
+from gpugate_e2e import EXAMPLE_POLICY, ROOT, Gate, bind_pod, ensure_crd, pod, to_yaml, wait_until
 
 CRD = ROOT / "manifests" / "crd-gpuquotas.yaml"
 RBAC = ROOT / "manifests" / "rbac.yaml"
@@ -47,9 +47,7 @@ def crd(stack):
     """The CRD, and the base's ClusterRoles aggregated to view (the readers
     of GPUClasses and GPUQuotas), as manifests/ has them."""
     k = stack.kubectl
-    k("apply", "-f", str(CRD)).check()
-    k("wait", "--for=condition=Established", "crd/gpuquotas.gpugate.io",
-      "--timeout=60s").check()
+    ensure_crd(k, CRD, "gpuquotas.gpugate.io")
     r = k("apply", "-f", str(RBAC), "-l", AGGREGATED).check()
     assert f"clusterrole.rbac.authorization.k8s.io/{READER}" in r.out, r.out
     assert k.get("clusterrole", READER)["rules"] == [

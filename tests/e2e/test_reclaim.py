@@ -199,7 +199,10 @@ def test_a_restart_mid_reclaim_carries_on_from_the_objects(stack, kubectl, quota
     j = wait_suspended(kubectl)
     assert j["metadata"]["annotations"][REQUESTED] == asked, "asked again after the restart"
     assert 'gpugate_reclaims_total{result="signalled"} 0' in gate.metrics()
-    assert 'gpugate_reclaims_total{result="checkpointed"} 1' in gate.metrics()
+    # Counted once the suspend's write has returned: a moment after the
+    # Job shows it.
+    wait_until("the release counted", lambda: 'gpugate_reclaims_total{result="checkpointed"} 1'
+               in gate.metrics(), 10)
     wait_until("taker's pods to be gone", lambda: not pods_of(kubectl, "taker", "borrower"),
                60)
     gate.wait_used("taker", 0)
