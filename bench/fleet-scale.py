@@ -715,9 +715,11 @@ class Run:
         e2e.register(self.kubectl, "gpugate-fleet", self.gate, "fleet")
         probe = json.dumps(e2e.pod("webhook-probe", LATENCY_NS, "mig"))
 
-        def called():
-            r = self.kubectl("create", "--dry-run=server", "-f", "-", input=probe)
-            return r.rc == 0 and "Warning: gpugate: " in r.err
+        def called():  # mapped: gpugate's stamp (a pod that fits gets no warning)
+            r = self.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-",
+                             input=probe)
+            return r.rc == 0 and "gpugate.io/tenant" in (
+                json.loads(r.out)["metadata"].get("labels") or {})
         e2e.wait_until("the webhooks to be called", called, 30, 0.3)
         log(f"gpugate ({first} store) on {self.gate.url}, registered")
 

@@ -1167,14 +1167,17 @@ PROBES = {"example": ("research", "train-small"), "quota": ("solo", "gpu"),
 
 def wait_webhooks(kubectl: Kubectl, policy: str, timeout: float = 30.0) -> None:
     """Until the apiserver calls the registered webhook: a server-side dry
-    run of a class Pod comes back with gpugate's warning (the apiserver
-    loads webhook configurations asynchronously)."""
+    run of a class Pod comes back mapped, with gpugate's stamp (the
+    apiserver loads webhook configurations asynchronously).  Not by its
+    warning: with settings.admissionWarnings problems (the default) a pod
+    that fits gets none."""
     ns, cls = PROBES[policy]
     probe = json.dumps(pod("webhook-probe", ns, cls))
 
     def called():
-        r = kubectl("create", "--dry-run=server", "-f", "-", input=probe)
-        return r.rc == 0 and "Warning: gpugate: " in r.err
+        r = kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", input=probe)
+        return r.rc == 0 and "gpugate.io/tenant" in (
+            json.loads(r.out)["metadata"].get("labels") or {})
     wait_until(f"the {policy} webhooks to be called", called, timeout, 0.3)
 
 
