@@ -72,7 +72,7 @@ VERSION := $(shell cat VERSION 2>/dev/null || echo 0.0.0)
 # are the pure core's static library; the rest is the I/O shell.
 # scripts/check-includes.sh holds each folder to what it may include.
 CORE_DIRS := base policy
-SHELL_DIRS := codec http kube usage webhook certs cli
+SHELL_DIRS := codec http kube usage metrics webhook report controllers daemon certs cli
 POLICY_SRC := $(sort $(foreach d,$(CORE_DIRS),$(wildcard $(d)/*.c)))
 SHELL_SRC := $(sort $(filter-out cli/main.c,$(foreach d,$(SHELL_DIRS),$(wildcard $(d)/*.c))))
 MAIN_SRC := cli/main.c

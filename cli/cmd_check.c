@@ -11,7 +11,7 @@
 #include "policy/quota.h"
 #include "usage/inventory.h"
 #include "webhook/holder.h"
-#include "webhook/snapshot.h"
+#include "report/snapshot.h"
 
 #include <inttypes.h>
 #include <jansson.h>

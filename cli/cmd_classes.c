@@ -9,7 +9,7 @@
 #include "cli/cmd.h"
 #include "codec/yamlout.h"
 #include "policy/policy.h"
-#include "webhook/classes.h"
+#include "report/classes.h"
 
 #include <jansson.h>
 #include <stdio.h>

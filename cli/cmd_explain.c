@@ -28,8 +28,8 @@
 #include "webhook/holder.h"
 #include "webhook/patch.h"
 #include "webhook/review.h"
-#include "webhook/quotas.h"
-#include "webhook/snapshot.h"
+#include "report/quotas.h"
+#include "report/snapshot.h"
 
 #include <inttypes.h>
 #include <stdio.h>

@@ -13,9 +13,9 @@
 #include "kube/config.h"
 #include "policy/policy.h"
 #include "webhook/holder.h"
-#include "webhook/pool-report.h"
-#include "webhook/quotas.h"
-#include "webhook/snapshot.h"
+#include "report/pool-report.h"
+#include "report/quotas.h"
+#include "report/snapshot.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #include "base/log.h"
 #include "base/version.h"
 #include "cli/cmd.h"
-#include "webhook/daemon.h"
+#include "daemon/daemon.h"
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -18,6 +18,7 @@
  *      raw-request, allocation-all, two-flavors, sharing, then quota
  */
 #include "policy/decide.h"
+#include "policy/kinds.h"
 
 #include "base/hash.h"
 #include "base/text.h"
@@ -202,19 +203,7 @@ static void sharing_list(const struct policy_tenant *t, char *buf, size_t size)
 
 const char *decide_template_kind_name(const struct workload *wl)
 {
-	switch (wl->template_kind) {
-	case WL_DEPLOYMENT:
-		return "Deployment";
-	case WL_STATEFULSET:
-		return "StatefulSet";
-	case WL_REPLICASET:
-		return "ReplicaSet";
-	case WL_DAEMONSET:
-		return "DaemonSet";
-	case WL_CRONJOB:
-		return "CronJob";
-	}
-	return "controller";
+	return kinds_of_template(wl->template_kind)->kind;
 }
 
 static const char *pod_or_job_label(const struct workload *wl, const char *key)

@@ -20,8 +20,12 @@ declare -A MAY=(
   [usage]="base policy"
   [certs]="base"
   [kube]="base codec usage policy"
-  [webhook]="base policy codec usage http kube certs"
-  [cli]="base policy codec usage http kube certs webhook"
+  [metrics]="base policy usage controllers"
+  [webhook]="base policy codec usage http kube metrics"
+  [report]="base policy codec usage kube webhook"
+  [controllers]="base policy codec usage kube webhook report metrics"
+  [daemon]="base policy codec usage http kube certs webhook report controllers metrics"
+  [cli]="base policy codec usage http kube certs webhook report controllers metrics daemon"
 )
 
 # The I/O libraries, by the path of their headers.
@@ -35,7 +39,11 @@ declare -A MUST_NOT=(
   [usage]="$IO_LIBS yaml cyaml"
   [certs]="jansson microhttpd gnutls curl yaml cyaml"
   [kube]="microhttpd gnutls openssl yaml cyaml"
+  [metrics]="$IO_LIBS yaml cyaml"
   [webhook]="microhttpd gnutls openssl curl yaml cyaml"
+  [report]="microhttpd gnutls openssl curl yaml cyaml"
+  [controllers]="microhttpd gnutls openssl curl yaml cyaml"
+  [daemon]="microhttpd gnutls openssl curl yaml cyaml"
   [cli]="microhttpd gnutls openssl curl yaml cyaml"
 )
 

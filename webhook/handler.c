@@ -14,7 +14,7 @@
 #include "webhook/apply.h"
 #include "webhook/facts.h"
 #include "webhook/holder.h"
-#include "webhook/metrics.h"
+#include "metrics/metrics.h"
 #include "webhook/patch.h"
 
 #include <inttypes.h>

@@ -2,7 +2,7 @@
 
 `kubectl get gpuquota -n research`, as a tenant with nothing but the
 built-in `edit` in its namespace, shows what its tenant uses of its quota
-(manifests/crd-gpuquotas.yaml, kept by webhook/quota-sync.h): used/nominal
+(manifests/crd-gpuquotas.yaml, kept by controllers/quota-sync.h): used/nominal
 per flavor with what is borrowed and lent, the pods waiting for a node.
 The tenant can read it and cannot write it, nor its status.  gpugate writes
 only when the numbers change, and deletes the object of a namespace the

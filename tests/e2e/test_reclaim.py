@@ -3,7 +3,7 @@
 QUOTA_POLICY's cohort rc: owner (nominal 8, lends all of it; its
 reclaimWithinCohort is Any, the default) and taker (nominal 0: it lives on
 borrowed quota, so everything it runs is preemptible).  taker borrows
-owner's 8; owner asks for its 8; gpugate's reclaimer (webhook/reclaimer.h)
+owner's 8; owner asks for its 8; gpugate's reclaimer (controllers/reclaimer.h)
 signals taker's Job (gpugate.io/checkpoint-requested on the Job and its
 pods), waits for the report (gpugate.io/checkpoint-done, written here the
 way a trainer would) or for checkpoint.timeoutSeconds (12 s in

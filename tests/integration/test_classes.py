@@ -1,7 +1,7 @@
 """`gpugate classes`: the classes of a policy as users see them.
 
 Every line it prints is asserted verbatim: the table, the JSON and YAML
-documents (the spec of a GPUClass object, webhook/classes.h), the
+documents (the spec of a GPUClass object, report/classes.h), the
 filtering by tenant and namespace, and every error with its exit status.
 """
 

@@ -3,7 +3,7 @@
  * own process, Criterion) starts a server on 127.0.0.1, an ephemeral port,
  * with a throw-away certificate and a table of test routes, and talks to it
  * with libcurl over HTTPS, the certificate verified.  gpugate's own table
- * (webhook/daemon.c) is tested in tests/unit/webhook/daemon_test.c and over
+ * (daemon/daemon.c) is tested in tests/unit/webhook/daemon_test.c and over
  * the binary in tests/integration.
  */
 #include "base/diag.h"

@@ -6,7 +6,7 @@
  * calling thread with sigtimedwait(), which also ticks once a second to
  * look at the files.
  */
-#include "webhook/daemon.h"
+#include "daemon/daemon.h"
 
 #include "base/diag.h"
 #include "base/file.h"
@@ -24,19 +24,19 @@
 #include "kube/shared.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
-#include "webhook/claim-sync.h"
-#include "webhook/class-sync.h"
+#include "controllers/claim-sync.h"
+#include "controllers/class-sync.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
-#include "webhook/metrics.h"
+#include "metrics/metrics.h"
 #include "webhook/node-facts.h"
 #include "webhook/parents.h"
 #include "webhook/policy-review.h"
-#include "webhook/pool-report.h"
-#include "webhook/process.h"
-#include "webhook/quota-sync.h"
-#include "webhook/reclaimer.h"
-#include "webhook/waiter.h"
+#include "report/pool-report.h"
+#include "metrics/process.h"
+#include "controllers/quota-sync.h"
+#include "controllers/reclaimer.h"
+#include "controllers/waiter.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /* claim-sync: the checkpoint claims gpugate creates (webhook/claim-sync.h). */
-#include "webhook/claim-sync.h"
+#include "controllers/claim-sync.h"
 
 #include "base/diag.h"
 #include "base/log.h"
@@ -8,7 +8,7 @@
 #include "policy/policy.h"
 #include "usage/pvcs.h"
 #include "webhook/holder.h"
-#include "webhook/worker.h"
+#include "controllers/worker.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-#include "webhook/pool-report.h"
+#include "report/pool-report.h"
 
 #include "base/strbuf.h"
 #include "policy/policy.h"

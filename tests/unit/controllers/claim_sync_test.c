@@ -5,7 +5,7 @@
  */
 #include "policy/policy.h"
 #include "tests/unit/test_policy.h"
-#include "webhook/claim-sync.h"
+#include "controllers/claim-sync.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -4,7 +4,7 @@
  * abandon; then resume.  Decisions are policy/quota.c and policy/reclaim.c
  * (pure); this file is the reading and the writing.
  */
-#include "webhook/reclaimer.h"
+#include "controllers/reclaimer.h"
 
 #include "base/arena.h"
 #include "base/diag.h"
@@ -19,7 +19,7 @@
 #include "policy/reclaim.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
-#include "webhook/events.h"
+#include "controllers/events.h"
 #include "webhook/holder.h"
 
 #include <jansson.h>

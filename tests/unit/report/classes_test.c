@@ -5,7 +5,7 @@
  */
 #include "policy/policy.h"
 #include "tests/unit/test_policy.h"
-#include "webhook/classes.h"
+#include "report/classes.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

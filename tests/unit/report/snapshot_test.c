@@ -2,7 +2,7 @@
  * webhook/snapshot.c: the message of a 403 to the lists `gpugate pool` and
  * `gpugate explain --kubeconfig` need (docs/users.md lists it).
  */
-#include "webhook/snapshot.h"
+#include "report/snapshot.h"
 
 #include <criterion/criterion.h>
 

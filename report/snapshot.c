@@ -1,4 +1,4 @@
-#include "webhook/snapshot.h"
+#include "report/snapshot.h"
 
 #include "base/diag.h"
 #include "kube/client.h"
@@ -6,7 +6,7 @@
 #include "kube/feed.h"
 #include "usage/inventory.h"
 #include "usage/usage.h"
-#include "webhook/quotas.h"
+#include "report/quotas.h"
 #include "webhook/charge.h"
 #include "webhook/node-facts.h"
 

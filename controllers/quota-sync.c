@@ -1,4 +1,4 @@
-#include "webhook/quota-sync.h"
+#include "controllers/quota-sync.h"
 
 #include "base/arena.h"
 #include "base/diag.h"
@@ -6,12 +6,12 @@
 #include "kube/client.h"
 #include "policy/policy.h"
 #include "usage/inventory.h"
-#include "webhook/classes.h"
-#include "webhook/events.h"
+#include "report/classes.h"
+#include "controllers/events.h"
 #include "webhook/holder.h"
-#include "webhook/pool-report.h"
-#include "webhook/quotas.h"
-#include "webhook/worker.h"
+#include "report/pool-report.h"
+#include "report/quotas.h"
+#include "controllers/worker.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -6,8 +6,8 @@
 #include "tests/unit/test_policy.h"
 #include "usage/usage.h"
 #include "base/strbuf.h"
-#include "webhook/pool-report.h"
-#include "webhook/quotas.h"
+#include "report/pool-report.h"
+#include "report/quotas.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>

@@ -1,12 +1,12 @@
-#include "webhook/class-sync.h"
+#include "controllers/class-sync.h"
 
 #include "base/diag.h"
 #include "base/log.h"
 #include "kube/client.h"
 #include "policy/policy.h"
-#include "webhook/classes.h"
+#include "report/classes.h"
 #include "webhook/holder.h"
-#include "webhook/worker.h"
+#include "controllers/worker.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-#include "webhook/metrics.h"
+#include "metrics/metrics.h"
 
 #include "base/procstat.h"
 #include "base/strbuf.h"
@@ -7,7 +7,7 @@
 #include "policy/pool.h"
 #include "usage/inventory.h"
 #include "usage/meter.h"
-#include "webhook/reclaimer.h"
+#include "controllers/reclaimer.h"
 #include "usage/usage.h"
 
 #include <inttypes.h>

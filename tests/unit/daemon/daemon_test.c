@@ -1,5 +1,5 @@
 /*
- * The daemon without its command line (webhook/daemon.c): a whole webhook
+ * The daemon without its command line (daemon/daemon.c): a whole webhook
  * started from a struct daemon_config, asked over HTTPS, reloaded by ticks
  * when its files change, stopped.  The signal loop and the flags are
  * tested through the binary (tests/integration/test_http.py, test_cli.py).
@@ -7,7 +7,7 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "certs/certs.h"
-#include "webhook/daemon.h"
+#include "daemon/daemon.h"
 
 #include <criterion/criterion.h>
 #include <curl/curl.h>

@@ -1,4 +1,4 @@
-#include "webhook/waiter.h"
+#include "controllers/waiter.h"
 
 #include "base/arena.h"
 #include "base/diag.h"
@@ -13,7 +13,7 @@
 #include "policy/quota.h"
 #include "usage/inventory.h"
 #include "usage/usage.h"
-#include "webhook/events.h"
+#include "controllers/events.h"
 #include "webhook/holder.h"
 
 #include <jansson.h>

@@ -1,10 +1,10 @@
-/* Every line of Prometheus text gpugate writes (webhook/metrics.c). */
+/* Every line of Prometheus text gpugate writes (metrics/metrics.c). */
 #include "base/diag.h"
 #include "base/procstat.h"
 #include "base/version.h"
 #include "base/strbuf.h"
 #include "policy/policy.h"
-#include "webhook/metrics.h"
+#include "metrics/metrics.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>

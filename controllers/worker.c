@@ -1,4 +1,4 @@
-#include "webhook/worker.h"
+#include "controllers/worker.h"
 
 #include "base/diag.h"
 #include "base/hash.h"

@@ -1,10 +1,10 @@
-#include "webhook/quotas.h"
+#include "report/quotas.h"
 
 #include "base/strbuf.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
 #include "usage/usage.h"
-#include "webhook/classes.h"
+#include "report/classes.h"
 
 #include <stdio.h>
 #include <stdlib.h>

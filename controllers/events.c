@@ -1,4 +1,4 @@
-#include "webhook/events.h"
+#include "controllers/events.h"
 
 #include "base/diag.h"
 #include "base/log.h"

@@ -1,4 +1,4 @@
-#include "webhook/process.h"
+#include "metrics/process.h"
 
 #include "base/diag.h"
 #include "base/file.h"

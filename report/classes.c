@@ -1,4 +1,4 @@
-#include "webhook/classes.h"
+#include "report/classes.h"
 
 #include "policy/k8s.h"
 #include "policy/policy.h"

@@ -1,0 +1,72 @@
+/*
+ * kinds: the one table of the workload kinds gpugate admits.
+ *
+ * Every place that needs to know a kind reads this table: the review codec
+ * (which kind a request is), the handler (the object's apiVersion, the
+ * parent of a scale), the facts (where the pod template sits), the plan
+ * applier, the decision's texts, and `make test`, which holds the webhook
+ * rules of manifests/ and of the chart to it (tests/chart/check.py).
+ *
+ * Adding a kind whose pods are charged one by one (a controller with a pod
+ * template, like LeaderWorkerSet) is a row here and its resources in the
+ * webhook rules; docs/internals.md, "How to add a kind", says the rest.
+ */
+#ifndef GPUGATE_KINDS_H
+#define GPUGATE_KINDS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "policy/workload.h"
+
+/* How many pods a kind runs at once, as the decision counts them. */
+enum kind_pods {
+	KIND_PODS_ONE,         /* a Pod: itself */
+	KIND_PODS_PARALLELISM, /* a Job: its gang (parallelism, completions) */
+	KIND_PODS_REPLICAS,    /* spec.replicas pods of its template */
+	KIND_PODS_PER_NODE,    /* a DaemonSet: one pod per matching node */
+	KIND_PODS_JOB,         /* a CronJob: the pods of one Job at a time */
+	KIND_PODS_NONE,        /* a ResourceClaim or template: no pods */
+};
+
+struct kind_def {
+	const char *group;    /* API group; "" for the core group */
+	const char *version;  /* "v1" */
+	const char *kind;     /* "Deployment" */
+	const char *resource; /* its plural resource name: "deployments" */
+	const char *api_version; /* apiVersion of its objects: "apps/v1" */
+	enum wl_kind wl;      /* how the decision judges it */
+	enum wl_template tmpl; /* which controller, when wl is WL_TEMPLATE */
+	/* Where its pod template sits, as object members from the object
+	 * itself, NULL-terminated: {"spec", "template", NULL}; an empty list
+	 * for a Pod (the object is the pod); NULL for a kind without pods. */
+	const char *const *pod_template;
+	enum kind_pods pods;
+	/* kubectl scale and a HorizontalPodAutoscaler reach it through its
+	 * scale subresource, which gpugate judges against the parent. */
+	bool scale;
+	/* It holds quota itself at admission (a Pod, a Job's whole gang, a
+	 * ResourceClaim); otherwise its pods are charged one by one when they
+	 * are created and it only has its template judged. */
+	bool holds_quota;
+};
+
+/* Every kind, in a fixed order; *n is the number of rows. */
+const struct kind_def *kinds_all(size_t *n);
+
+/* The row of group/version/kind, or NULL when gpugate does not admit it. */
+const struct kind_def *kinds_find(const char *group, const char *version,
+				  const char *kind);
+
+/* The row of a pod-template controller, by its kind name alone ("CronJob"),
+ * or NULL.  Names are unique among the WL_TEMPLATE rows. */
+const struct kind_def *kinds_template(const char *kind);
+
+/* The row of a WL_TEMPLATE controller, by its enum; never NULL. */
+const struct kind_def *kinds_of_template(enum wl_template t);
+
+/* The row of the resource a scale subresource names (group, "deployments"),
+ * or NULL when that kind has no scale gpugate judges. */
+const struct kind_def *kinds_scaled(const char *group, const char *resource);
+
+#endif
