@@ -7,14 +7,6 @@
 #include <stdbool.h>
 #include <string.h>
 
-const struct args_command *args_command_find(const char *name)
-{
-	for (size_t i = 0; i < args_n_commands; i++)
-		if (strcmp(args_commands[i].name, name) == 0)
-			return &args_commands[i];
-	return NULL;
-}
-
 static void vreport(const struct args_command *cmd, const char *fmt, va_list ap)
 {
 	char msg[1024];

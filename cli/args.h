@@ -34,10 +34,12 @@ struct args_opt {
 	const char *const *choices; /* ARGS_CHOICE: the values, NULL-ended */
 };
 
+struct args_call;
+
 struct args_command {
 	const char *name;    /* "explain" */
 	const char *summary; /* one line for gpugate --help */
-	int (*run)(int argc, char **argv);
+	int (*run)(const struct args_call *call, int argc, char **argv);
 	void (*usage)(FILE *out);
 	const struct args_opt *opts;        /* ended by {NULL}; NULL for none */
 	enum args_value operands;           /* what the operands are */
@@ -48,12 +50,17 @@ struct args_command {
 	void (*report)(const char *message);
 };
 
-/* Every command, in the order gpugate --help lists them (cli/main.c). */
-extern const struct args_command args_commands[];
-extern const size_t args_n_commands;
-
-/* The command named name, or NULL. */
-const struct args_command *args_command_find(const char *name);
+/*
+ * What a command is run with: its own row (its options and usage, for
+ * args_init()) and the table it is a row of (commands.h), which `gpugate
+ * completion` reads.  Handed down by main.c, so that no command looks
+ * itself up in the table that points back at it.
+ */
+struct args_call {
+	const struct args_command *self;
+	const struct args_command *all;
+	size_t n_all;
+};
 
 /* The most options a command has. */
 #define ARGS_MAX_OPTS 32

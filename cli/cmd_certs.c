@@ -182,7 +182,7 @@ const struct args_opt cmd_certs_opts[] = {
 	{NULL, 0, 0, ARGS_NONE, NULL},
 };
 
-int cmd_certs(int argc, char **argv)
+int cmd_certs(const struct args_call *call, int argc, char **argv)
 {
 	struct args args;
 	struct certs_request req = {.days = DEFAULT_DAYS};
@@ -198,7 +198,7 @@ int cmd_certs(int argc, char **argv)
 		status = 1;
 		goto out;
 	}
-	args_init(&args, args_command_find("certs"));
+	args_init(&args, call->self);
 	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case OPT_OUT:

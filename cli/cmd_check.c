@@ -320,7 +320,7 @@ const struct args_opt cmd_check_opts[] = {
 	{NULL, 0, 0, ARGS_NONE, NULL},
 };
 
-int cmd_check(int argc, char **argv)
+int cmd_check(const struct args_call *call, int argc, char **argv)
 {
 	struct args args;
 	bool quiet = false;
@@ -328,7 +328,7 @@ int cmd_check(int argc, char **argv)
 	struct kube_config kube = {0};
 	int bad = 0, c;
 
-	args_init(&args, args_command_find("check"));
+	args_init(&args, call->self);
 	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'q':

@@ -171,7 +171,7 @@ static void tenant_names(const struct policy *p, char *buf, size_t size)
 		snprintf(buf, size, "none");
 }
 
-int cmd_classes(int argc, char **argv)
+int cmd_classes(const struct args_call *call, int argc, char **argv)
 {
 	const char *policy_path = NULL, *output = "text", *tenant = NULL, *ns = NULL;
 	const struct policy_tenant *only = NULL;
@@ -181,7 +181,7 @@ int cmd_classes(int argc, char **argv)
 	struct args args;
 	int c, rc = 2;
 
-	args_init(&args, args_command_find("classes"));
+	args_init(&args, call->self);
 	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'p': policy_path = optarg; break;

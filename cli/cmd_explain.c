@@ -807,7 +807,7 @@ static int quota_fallback(const struct kube_config *kube, const char *ns,
 	return rc;
 }
 
-int cmd_explain(int argc, char **argv)
+int cmd_explain(const struct args_call *call, int argc, char **argv)
 {
 	const char *policy_path = NULL, *kubeconfig = NULL;
 	struct run run = {.status = EXPLAIN_ADMITTED};
@@ -821,7 +821,7 @@ int cmd_explain(int argc, char **argv)
 	struct diag d;
 	int c, i;
 
-	args_init(&args, args_command_find("explain"));
+	args_init(&args, call->self);
 	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'p': policy_path = optarg; break;

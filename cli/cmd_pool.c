@@ -113,7 +113,7 @@ out:
 	return rc;
 }
 
-int cmd_pool(int argc, char **argv)
+int cmd_pool(const struct args_call *call, int argc, char **argv)
 {
 	const char *policy_path = NULL, *kubeconfig = NULL, *output = "text";
 	const char *ns = NULL;
@@ -127,7 +127,7 @@ int cmd_pool(int argc, char **argv)
 	struct args args;
 	int c, rc = 1;
 
-	args_init(&args, args_command_find("pool"));
+	args_init(&args, call->self);
 	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'p': policy_path = optarg; break;

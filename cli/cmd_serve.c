@@ -213,7 +213,7 @@ static int format_error(const char *value)
 	return ARGS_USAGE_ERROR;
 }
 
-int cmd_serve(int argc, char **argv)
+int cmd_serve(const struct args_call *call, int argc, char **argv)
 {
 	struct daemon_config cfg = {.api = DAEMON_API_AUTO,
 				    .reservation_ttl_s =
@@ -234,7 +234,7 @@ int cmd_serve(int argc, char **argv)
 			  version_string(), version_revision());
 	if (bad_format)
 		return format_error(bad_format);
-	args_init(&args, args_command_find("serve"));
+	args_init(&args, call->self);
 	while ((c = args_next(&args, argc, argv)) != -1) {
 		switch (c) {
 		case 'p':

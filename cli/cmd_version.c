@@ -15,10 +15,10 @@ const struct args_opt cmd_version_opts[] = {
 	{NULL, 0, 0, ARGS_NONE, NULL},
 };
 
-int cmd_version(int argc, char **argv)
+int cmd_version(const struct args_call *call, int argc, char **argv)
 {
 	if (argc > 1)
-		return args_usage_error(args_command_find("version"),
+		return args_usage_error(call->self,
 					"unexpected argument '%.60s'", argv[1]);
 	printf("gpugate %s (%s)\n", version_string(), version_revision());
 	return 0;

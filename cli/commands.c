@@ -3,12 +3,15 @@
  * command's file holds its table): what main.c dispatches on, what the
  * parser reads, what `gpugate completion` completes.
  */
-#include "cli/args.h"
+#include "cli/commands.h"
+
 #include "cli/cmd.h"
+
+#include <string.h>
 
 static const char *const shells[] = {"bash", "zsh", NULL};
 
-const struct args_command args_commands[] = {
+static const struct args_command COMMANDS[] = {
 	{"serve", "serve the admission webhook over HTTPS", cmd_serve,
 	 cmd_serve_usage, cmd_serve_opts, ARGS_NONE, NULL, cmd_serve_report},
 	{"check", "validate policy files (or the policy files of a directory)",
@@ -28,4 +31,18 @@ const struct args_command args_commands[] = {
 	 cmd_version_opts, ARGS_NONE, NULL, NULL},
 };
 
-const size_t args_n_commands = sizeof(args_commands) / sizeof(args_commands[0]);
+#define N_COMMANDS (sizeof(COMMANDS) / sizeof(COMMANDS[0]))
+
+const struct args_command *commands_all(size_t *n)
+{
+	*n = N_COMMANDS;
+	return COMMANDS;
+}
+
+const struct args_command *commands_find(const char *name)
+{
+	for (size_t i = 0; i < N_COMMANDS; i++)
+		if (strcmp(COMMANDS[i].name, name) == 0)
+			return &COMMANDS[i];
+	return NULL;
+}

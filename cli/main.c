@@ -2,6 +2,7 @@
  * file, the table of them in commands.c. */
 #include "base/text.h"
 #include "cli/args.h"
+#include "cli/commands.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -12,9 +13,11 @@ static void usage(FILE *out)
 	      "gpugate is a Kubernetes admission webhook that maps GPU classes to\n"
 	      "accelerator flavors and enforces tenant quota.\n\ncommands:\n",
 	      out);
-	for (size_t i = 0; i < args_n_commands; i++)
-		fprintf(out, "  %-10s %s\n", args_commands[i].name,
-			args_commands[i].summary);
+	size_t n;
+	const struct args_command *all = commands_all(&n);
+
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "  %-10s %s\n", all[i].name, all[i].summary);
 	fputs("\nRun 'gpugate COMMAND --help' for the options of a command.\n", out);
 }
 
@@ -22,9 +25,11 @@ static int unknown_command(const char *name)
 {
 	struct text_nearest near = {0};
 	char hint[160];
+	size_t n;
+	const struct args_command *all = commands_all(&n);
 
-	for (size_t i = 0; i < args_n_commands; i++)
-		text_nearest_consider(&near, name, args_commands[i].name);
+	for (size_t i = 0; i < n; i++)
+		text_nearest_consider(&near, name, all[i].name);
 	return args_usage_error(NULL, "unknown command '%.60s'%s", name,
 				text_nearest_hint(&near, "", hint, sizeof(hint)));
 }
@@ -32,6 +37,7 @@ static int unknown_command(const char *name)
 int main(int argc, char **argv)
 {
 	const struct args_command *cmd;
+	struct args_call call;
 	char prog[32];
 
 	if (argc < 2) {
@@ -44,13 +50,13 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		}
-		cmd = args_command_find(argv[2]);
+		cmd = commands_find(argv[2]);
 		if (!cmd)
 			return unknown_command(argv[2]);
 		cmd->usage(stdout);
 		return 0;
 	}
-	cmd = args_command_find(strcmp(argv[1], "--version") == 0 ? "version"
+	cmd = commands_find(strcmp(argv[1], "--version") == 0 ? "version"
 								  : argv[1]);
 	if (!cmd)
 		return unknown_command(argv[1]);
@@ -61,5 +67,7 @@ int main(int argc, char **argv)
 	/* getopt names the program by argv[0]: "gpugate check", not "check". */
 	snprintf(prog, sizeof(prog), "gpugate %s", cmd->name);
 	argv[1] = prog;
-	return cmd->run(argc - 1, argv + 1);
+	call.self = cmd;
+	call.all = commands_all(&call.n_all);
+	return cmd->run(&call, argc - 1, argv + 1);
 }
