@@ -90,7 +90,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test check-includes check-house unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz image image-check chart-check
+.PHONY: all test check-includes check-house print-dirs unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz image image-check chart-check
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -160,6 +160,11 @@ integration: $(GPUGATE)
 # the folders below it.
 check-includes:
 	$(Q)scripts/check-includes.sh
+
+# The product's folders, for scripts that build them their own way
+# (tests/fuzz/run.sh).
+print-dirs:
+	@echo $(CORE_DIRS) $(SHELL_DIRS)
 
 # No circle between files, no .c file over 1,500 lines, webhook/ admission
 # alone: read from the objects (scripts/check-house.py).

@@ -54,7 +54,7 @@ SAN="address,undefined"
 mkdir -p "$OUT/obj"
 srcs=()
 # The library folders of the Makefile (CORE_DIRS, SHELL_DIRS).
-LIB_DIRS="base policy codec http kube usage metrics webhook report controllers daemon certs cli"
+LIB_DIRS=$(make -s --no-print-directory print-dirs)
 for d in $LIB_DIRS; do
   for f in "$d"/*.c; do
     [ "$f" = cli/main.c ] || srcs+=("$f")
