@@ -68,7 +68,7 @@ static json_t *list_owned(struct class_sync *s)
 					    "CustomResourceDefinition is not installed\" "
 					    "crd=gpuclasses.gpugate.io");
 		s->crd_missing = true;
-		s->w.last_error = 0;
+		worker_recovered(&s->w);
 		return NULL;
 	}
 	if (rc != 0) {
@@ -153,7 +153,7 @@ static int sync_once(struct class_sync *s, const struct policy *p, bool announce
 	diag_init(&d);
 	for (size_t k = 0; k < 3; k++)
 		json_array_foreach(*steps[k].list, i, o) {
-			if (s->w.nap.stop)
+			if (worker_stopping(&s->w))
 				break;
 			int w = write_one(s, steps[k].verb, o, announce, &d);
 
@@ -176,52 +176,49 @@ static int sync_once(struct class_sync *s, const struct policy *p, bool announce
 	if (rc < 0)
 		failed(s, diag_text(&d));
 	else
-		s->w.last_error = 0;
+		worker_recovered(&s->w);
 	classes_plan_release(&pl);
 	return rc;
 }
 
-static void *run(void *arg)
+/* Not leading: sync at once when leading again. */
+static void idle(void *arg)
 {
 	struct class_sync *s = arg;
 
-	while (!s->w.nap.stop) {
-		uint64_t gen = holder_generation(s->cfg.policy);
-		int64_t now = now_s();
-		struct holder_ref *ref;
-		const struct policy *p;
+	s->synced = false;
+}
 
-		if (s->cfg.leading && !s->cfg.leading(s->cfg.leading_ctx)) {
-			s->synced = false; /* sync at once when leading again */
-			nap_sleep(&s->w.nap, 1000);
-			continue;
-		}
-		if (s->synced && gen == s->generation && now < s->next_at) {
-			nap_sleep(&s->w.nap, 1000);
-			continue;
-		}
-		p = holder_acquire(s->cfg.policy, &ref);
-		if (p && sync_once(s, p, !s->announced || s->announced_gen != gen) == 0) {
-			s->synced = true;
-			s->next_at = now + s->cfg.resync_s;
-			s->announced = true;
-			s->announced_gen = gen;
-			s->failures = 0;
-		} else {
-			/* Retried after 2, 4, 8, 16 s, then every retry_s (a CRD
-			 * just created answers 429 for a moment), or at once on
-			 * a new policy. */
-			unsigned wait = 2u << (s->failures < 4 ? s->failures : 4);
+static unsigned turn(void *arg)
+{
+	struct class_sync *s = arg;
+	uint64_t gen = holder_generation(s->cfg.policy);
+	int64_t now = now_s();
+	struct holder_ref *ref;
+	const struct policy *p;
 
-			s->failures++;
-			s->synced = true;
-			s->next_at = now + (wait < s->cfg.retry_s ? wait : s->cfg.retry_s);
-		}
-		s->generation = gen;
-		holder_release(ref);
-		nap_sleep(&s->w.nap, 1000);
+	if (s->synced && gen == s->generation && now < s->next_at)
+		return 1000;
+	p = holder_acquire(s->cfg.policy, &ref);
+	if (p && sync_once(s, p, !s->announced || s->announced_gen != gen) == 0) {
+		s->synced = true;
+		s->next_at = now + s->cfg.resync_s;
+		s->announced = true;
+		s->announced_gen = gen;
+		s->failures = 0;
+	} else {
+		/* Retried after 2, 4, 8, 16 s, then every retry_s (a CRD
+		 * just created answers 429 for a moment), or at once on
+		 * a new policy. */
+		unsigned wait = 2u << (s->failures < 4 ? s->failures : 4);
+
+		s->failures++;
+		s->synced = true;
+		s->next_at = now + (wait < s->cfg.retry_s ? wait : s->cfg.retry_s);
 	}
-	return NULL;
+	s->generation = gen;
+	holder_release(ref);
+	return 1000;
 }
 
 int class_sync_start(const struct class_sync_config *cfg, struct class_sync **out,
@@ -238,7 +235,12 @@ int class_sync_start(const struct class_sync_config *cfg, struct class_sync **ou
 		s->cfg.resync_s = 300;
 	if (!s->cfg.retry_s)
 		s->cfg.retry_s = 30;
-	if (worker_start(&s->w, cfg->kube, run, s, "class-sync", d) < 0) {
+	if (worker_start(&s->w,
+			 &(struct worker_config){.name = "class-sync", .kube = cfg->kube,
+						 .turn = turn, .idle = idle, .arg = s,
+						 .idle_ms = 1000, .leading = cfg->leading,
+						 .leading_ctx = cfg->leading_ctx},
+			 d) < 0) {
 		free(s);
 		return -1;
 	}

@@ -9,7 +9,6 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "base/log.h"
-#include "base/nap.h"
 #include "base/strmap.h"
 #include "base/text.h"
 #include "kube/client.h"
@@ -20,6 +19,7 @@
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "controllers/events.h"
+#include "controllers/worker.h"
 #include "webhook/holder.h"
 
 #include <jansson.h>
@@ -50,9 +50,7 @@ struct reclaimer {
 	struct reclaimer_config cfg;
 	char identity[256];
 	char namespace[254];
-	struct kube *kube;
-	struct nap nap;
-	pthread_t thread;
+	struct worker w;
 	pthread_mutex_t mu; /* stats */
 	struct reclaimer_stats stats;
 	/* uid -> struct miss: rounds in a row its record's workload was not
@@ -174,7 +172,7 @@ static int patch(struct round *rd, const char *path, json_t *body, const char *w
 	if (!body)
 		return -1;
 	diag_init(&d);
-	rc = kube_patch(rd->r->kube, path, KUBE_PATCH_MERGE, body, WRITE_TIMEOUT_MS, NULL,
+	rc = kube_patch(rd->r->w.kube, path, KUBE_PATCH_MERGE, body, WRITE_TIMEOUT_MS, NULL,
 			&d);
 	json_decref(body);
 	if (rc != 0 && rc != 404) {
@@ -200,7 +198,7 @@ static void annotate_pods(struct round *rd, const struct usage_workload *w,
 		 "/api/v1/namespaces/%s/pods?labelSelector=batch.kubernetes.io%%2Fcontroller-uid%%3D%s",
 		 w->namespace, w->uid);
 	diag_init(&d);
-	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0) {
+	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0) {
 		json_decref(annotations);
 		return;
 	}
@@ -287,7 +285,7 @@ static void tell_lender(struct round *rd, const struct seen *victim, const char 
 		 (long long)victim->w.units, victim->flavor->name, victim->tenant->cohort, what,
 		 victim->w.kind == USAGE_JOBS ? "job" : "pod", victim->w.namespace,
 		 victim->w.name);
-	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Normal", msg,
+	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Normal", msg,
 		     rd->now_ms / 1000);
 }
 
@@ -351,7 +349,7 @@ static int state_load(struct round *rd)
 
 	state_path(rd, path, sizeof(path), true);
 	diag_init(&d);
-	rc = kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &rd->state, &d);
+	rc = kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &rd->state, &d);
 	if (rc == 404)
 		return 0;
 	if (rc != 0) {
@@ -411,10 +409,10 @@ static int state_save(struct round *rd)
 		json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
 				    json_string(rv));
 		state_path(rd, path, sizeof(path), true);
-		rc = kube_replace(rd->r->kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
+		rc = kube_replace(rd->r->w.kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
 	} else {
 		state_path(rd, path, sizeof(path), false);
-		rc = kube_create(rd->r->kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
+		rc = kube_create(rd->r->w.kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
 	}
 	json_decref(obj);
 	if (rc != 0) {
@@ -552,7 +550,7 @@ static void signal_victim(struct round *rd, struct seen *s, int64_t signalled_ms
 		 "the checkpoint and annotate %s=<time>, or it is %s in %lld s",
 		 why, STAMP_CHECKPOINT_DONE, w->kind == USAGE_JOBS ? "suspended" : "evicted",
 		 (long long)policy_checkpoint(rd->p)->timeout_seconds);
-	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
+	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
 	tell_lender(rd, s, "checkpoint requested of");
 	log_event(LOG_INFO, "msg=\"checkpoint requested\" workload=%s/%s for=\"%s\"",
@@ -574,7 +572,7 @@ static int evict(struct round *rd, const struct usage_workload *w, int64_t grace
 	snprintf(epath, sizeof(epath), "/api/v1/namespaces/%s/pods/%s/eviction",
 		 w->namespace, w->name);
 	diag_init(&d);
-	rc = ev ? kube_create(rd->r->kube, epath, ev, WRITE_TIMEOUT_MS, NULL, &d) : -1;
+	rc = ev ? kube_create(rd->r->w.kube, epath, ev, WRITE_TIMEOUT_MS, NULL, &d) : -1;
 	json_decref(ev);
 	if (rc == 429) {
 		log_event(LOG_INFO, "msg=\"eviction blocked\" pod=%s/%s detail=\"a "
@@ -636,7 +634,7 @@ static void released_event(struct round *rd, struct seen *s, bool reported, int 
 			 "%s and evicted to return %s; a bare pod does not come back (run "
 			 "it as a Job)",
 			 reported ? "checkpointed" : "checkpoint not reported in time", why);
-	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
+	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
 	tell_lender(rd, s, w->kind == USAGE_JOBS ? "suspended" : "evicted");
 	log_event(LOG_INFO, "msg=\"reclaimed\" workload=%s/%s how=%s reported=%s for=\"%s\"",
@@ -672,7 +670,7 @@ static void delete_pod(struct round *rd, struct act *a)
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=%lld",
 		 w->namespace, w->name, (long long)a->grace_s);
 	diag_init(&d);
-	rc = kube_delete(rd->r->kube, path, w->uid, NULL, WRITE_TIMEOUT_MS, NULL, &d);
+	rc = kube_delete(rd->r->w.kube, path, w->uid, NULL, WRITE_TIMEOUT_MS, NULL, &d);
 	if (rc == 404 || rc == 409)
 		return; /* gone, or another pod of that name */
 	if (rc != 0) {
@@ -693,7 +691,7 @@ static void delete_pod(struct round *rd, struct act *a)
 		 "longer than checkpoint.gracePeriodSeconds)",
 		 (long long)a->grace_s, why,
 		 (long long)policy_checkpoint(rd->p)->grace_period_seconds);
-	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
+	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
 	log_event(LOG_INFO, "msg=\"reclaim deleted a pod\" pod=%s/%s grace_s=%lld",
 		  w->namespace, w->name, (long long)a->grace_s);
@@ -735,7 +733,7 @@ static void resume(struct round *rd, struct act *a)
 		struct events_object o = object_of(&w);
 
 		count(rd->r, &rd->r->stats.resumed);
-		events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Normal",
+		events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Normal",
 			     "resumed: its GPUs fit the quota again; its pods start from "
 			     "the checkpoint volume",
 			     rd->now_ms / 1000);
@@ -791,7 +789,7 @@ static void release_job(struct round *rd, struct seen *s)
 		 "/api/v1/namespaces/%s/pods?labelSelector=batch.kubernetes.io%%2Fcontroller-uid%%3D%s",
 		 s->w.namespace, s->w.uid);
 	diag_init(&d);
-	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
+	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
 		return;
 	json_array_foreach(json_object_get(list, "items"), i, pod) {
 		const json_t *meta = json_object_get(pod, "metadata");
@@ -818,7 +816,7 @@ static bool pod_facts(struct round *rd, const struct seen *s, struct reclaim_fac
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", s->w.namespace,
 		 s->w.name);
 	diag_init(&d);
-	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &pod, &d) != 0)
+	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &pod, &d) != 0)
 		return false;
 	meta = json_object_get(pod, "metadata");
 	uid = json_string_value(json_object_get(meta, "uid"));
@@ -1042,7 +1040,7 @@ static void resume_round(struct round *rd)
 	size_t i;
 
 	diag_init(&d);
-	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
+	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
 		return;
 	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
 	items = json_object_get(list, "items");
@@ -1161,19 +1159,13 @@ out:
 	holder_release(ref);
 }
 
-static void *run(void *arg)
+/* While leading: a round, then the next after interval_ms. */
+static unsigned turn(void *arg)
 {
 	struct reclaimer *r = arg;
 
-	while (!r->nap.stop) {
-		nap_sleep(&r->nap, r->cfg.interval_ms);
-		if (r->nap.stop)
-			break;
-		if (r->cfg.leading && !r->cfg.leading(r->cfg.leading_ctx))
-			continue;
-		round_once(r);
-	}
-	return NULL;
+	round_once(r);
+	return r->cfg.interval_ms;
 }
 
 int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
@@ -1193,14 +1185,16 @@ int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
 		 cfg->namespace && cfg->namespace[0] ? cfg->namespace : "gpugate");
 	strmap_init(&r->misses);
 	pthread_mutex_init(&r->mu, NULL);
-	nap_init(&r->nap);
-	r->kube = kube_new(cfg->kube, d);
-	if (!r->kube || pthread_create(&r->thread, NULL, run, r) != 0) {
-		if (r->kube)
-			diag_addf(d, "reclaimer: cannot start its thread");
-		kube_free(r->kube);
-		nap_release(&r->nap);
+	if (worker_start(&r->w,
+			 &(struct worker_config){.name = "reclaimer", .kube = cfg->kube,
+						 .turn = turn, .arg = r,
+						 .first_ms = r->cfg.interval_ms,
+						 .idle_ms = r->cfg.interval_ms,
+						 .leading = cfg->leading,
+						 .leading_ctx = cfg->leading_ctx},
+			 d) < 0) {
 		pthread_mutex_destroy(&r->mu);
+		strmap_release(&r->misses);
 		free(r);
 		return -1;
 	}
@@ -1223,10 +1217,7 @@ void reclaimer_stop(struct reclaimer *r)
 {
 	if (!r)
 		return;
-	nap_stop(&r->nap);
-	pthread_join(r->thread, NULL);
-	kube_free(r->kube);
-	nap_release(&r->nap);
+	worker_stop(&r->w);
 	pthread_mutex_destroy(&r->mu);
 	{
 		size_t pos = 0, v;
