@@ -47,6 +47,7 @@ static int reclaimer_row_start(const struct controller_deps *deps, void **out,
 		.kube = deps->kube, .policy = deps->policy, .usage = deps->usage,
 		.identity = deps->identity, .namespace = deps->namespace,
 		.leading = deps->leading, .leading_ctx = deps->ctx,
+		.metrics = deps->metrics,
 	};
 	int rc = reclaimer_start(&c, &r, d);
 
@@ -138,7 +139,8 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	 true, waiter_on, waiter_row_start, waiter_row_stop},
 	{"reclaimer",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_USAGE |
-		 CONTROLLER_NEEDS_IDENTITY | CONTROLLER_NEEDS_NAMESPACE,
+		 CONTROLLER_NEEDS_IDENTITY | CONTROLLER_NEEDS_NAMESPACE |
+		 CONTROLLER_NEEDS_METRICS,
 	 true, NULL, reclaimer_row_start, reclaimer_row_stop},
 	{"class-sync", CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY, true,
 	 class_sync_on, class_sync_row_start, class_sync_row_stop},

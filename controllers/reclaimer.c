@@ -20,11 +20,11 @@
 #include "webhook/charge.h"
 #include "controllers/events.h"
 #include "controllers/worker.h"
+#include "metrics/metrics.h"
 #include "webhook/holder.h"
 
 #include <jansson.h>
 #include <stdint.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,8 +51,6 @@ struct reclaimer {
 	char identity[256];
 	char namespace[254];
 	struct worker w;
-	pthread_mutex_t mu; /* stats */
-	struct reclaimer_stats stats;
 	/* uid -> struct miss: rounds in a row its record's workload was not
 	 * in the ledger.  The thread's own. */
 	struct strmap misses;
@@ -120,13 +118,6 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void count(struct reclaimer *r, uint64_t *field)
-{
-	pthread_mutex_lock(&r->mu);
-	(*field)++;
-	pthread_mutex_unlock(&r->mu);
-}
-
 static void collect(void *ctx, const struct usage_workload *w)
 {
 	struct round *rd = ctx;
@@ -178,7 +169,7 @@ static int patch(struct round *rd, const char *path, json_t *body, const char *w
 	if (rc != 0 && rc != 404) {
 		char q[600];
 
-		count(rd->r, &rd->r->stats.failed);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_FAILED);
 		log_event(LOG_WARN, "msg=\"reclaim step failed\" step=%s path=%s error=\"%s\"",
 			  what, path, log_quote(diag_text(&d), q, sizeof(q)));
 	}
@@ -418,7 +409,7 @@ static int state_save(struct round *rd)
 	if (rc != 0) {
 		char q[600];
 
-		count(rd->r, &rd->r->stats.failed);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_FAILED);
 		log_event(LOG_WARN, "msg=\"reclaim state not written; nothing done this "
 				    "round\" configmap=%s error=\"%s\"",
 			  STATE_NAME, log_quote(diag_text(&d), q, sizeof(q)));
@@ -544,7 +535,7 @@ static void signal_victim(struct round *rd, struct seen *s, int64_t signalled_ms
 	if (w->kind == USAGE_JOBS)
 		annotate_pods(rd, w, json_incref(ann));
 	json_decref(ann);
-	count(rd->r, &rd->r->stats.signalled);
+	metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_SIGNALLED);
 	snprintf(msg, sizeof(msg),
 		 "checkpoint requested: gpugate takes back %s (lent GPUs come back); write "
 		 "the checkpoint and annotate %s=<time>, or it is %s in %lld s",
@@ -583,7 +574,7 @@ static int evict(struct round *rd, const struct usage_workload *w, int64_t grace
 	} else if (rc != 0 && rc != 404) {
 		char q[600];
 
-		count(rd->r, &rd->r->stats.failed);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_FAILED);
 		log_event(LOG_WARN, "msg=\"reclaim step failed\" step=evict path=%s "
 				    "error=\"%s\"",
 			  epath, log_quote(diag_text(&d), q, sizeof(q)));
@@ -598,20 +589,9 @@ static void released_event(struct round *rd, struct seen *s, bool reported, int 
 	char why[300], msg[700];
 
 	purpose(rd, s, why, sizeof(why));
-	pthread_mutex_lock(&rd->r->mu);
-	if (reported)
-		rd->r->stats.checkpointed++;
-	else
-		rd->r->stats.timed_out++;
-	if (w->kind == USAGE_JOBS)
-		rd->r->stats.suspended++;
-	else if (rc == 0)
-		rd->r->stats.evicted++;
-	if (s->rec)
-		rd->r->stats.wait_seconds +=
-			(double)(rd->now_ms - s->rec->r.signalled_ms) / 1000.0;
-	rd->r->stats.waits++;
-	pthread_mutex_unlock(&rd->r->mu);
+	metrics_reclaim_released(rd->r->cfg.metrics, reported,
+				 s->rec ? (double)(rd->now_ms - s->rec->r.signalled_ms) / 1000.0
+					: 0.0);
 	if (w->kind == USAGE_JOBS && reported)
 		snprintf(msg, sizeof(msg),
 			 "checkpointed and suspended to return %s; gpugate resumes it when "
@@ -676,13 +656,13 @@ static void delete_pod(struct round *rd, struct act *a)
 	if (rc != 0) {
 		char q[600];
 
-		count(rd->r, &rd->r->stats.failed);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_FAILED);
 		log_event(LOG_WARN, "msg=\"reclaim step failed\" step=delete path=%s "
 				    "error=\"%s\"",
 			  path, log_quote(diag_text(&d), q, sizeof(q)));
 		return;
 	}
-	count(rd->r, &rd->r->stats.deleted);
+	metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_DELETED);
 	purpose(rd, a->s, why, sizeof(why));
 	snprintf(msg, sizeof(msg),
 		 "deleted with a grace period of %lld s to return %s: it was still "
@@ -710,7 +690,7 @@ static void abandon_victim(struct round *rd, struct seen *s)
 		  "abandon") == 0) {
 		if (w->kind == USAGE_JOBS)
 			annotate_pods(rd, w, json_incref(ann));
-		count(rd->r, &rd->r->stats.abandoned);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_ABANDONED);
 		log_event(LOG_INFO, "msg=\"reclaim abandoned\" workload=%s/%s detail=\"the "
 				    "cohort no longer holds more than its quota\"",
 			  w->namespace, w->name);
@@ -732,7 +712,7 @@ static void resume(struct round *rd, struct act *a)
 					   .name = a->name};
 		struct events_object o = object_of(&w);
 
-		count(rd->r, &rd->r->stats.resumed);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_RESUMED);
 		events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Normal",
 			     "resumed: its GPUs fit the quota again; its pods start from "
 			     "the checkpoint volume",
@@ -1184,7 +1164,6 @@ int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
 	snprintf(r->namespace, sizeof(r->namespace), "%s",
 		 cfg->namespace && cfg->namespace[0] ? cfg->namespace : "gpugate");
 	strmap_init(&r->misses);
-	pthread_mutex_init(&r->mu, NULL);
 	if (worker_start(&r->w,
 			 &(struct worker_config){.name = "reclaimer", .kube = cfg->kube,
 						 .turn = turn, .arg = r,
@@ -1193,24 +1172,14 @@ int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
 						 .leading = cfg->leading,
 						 .leading_ctx = cfg->leading_ctx},
 			 d) < 0) {
-		pthread_mutex_destroy(&r->mu);
 		strmap_release(&r->misses);
 		free(r);
 		return -1;
 	}
+	if (cfg->metrics)
+		metrics_reclaims_on(cfg->metrics);
 	*out = r;
 	return 0;
-}
-
-void reclaimer_stats(struct reclaimer *r, struct reclaimer_stats *out)
-{
-	if (!r) {
-		*out = (struct reclaimer_stats){0};
-		return;
-	}
-	pthread_mutex_lock(&r->mu);
-	*out = r->stats;
-	pthread_mutex_unlock(&r->mu);
 }
 
 void reclaimer_stop(struct reclaimer *r)
@@ -1218,7 +1187,6 @@ void reclaimer_stop(struct reclaimer *r)
 	if (!r)
 		return;
 	worker_stop(&r->w);
-	pthread_mutex_destroy(&r->mu);
 	{
 		size_t pos = 0, v;
 		const char *key;

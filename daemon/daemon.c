@@ -321,7 +321,6 @@ static void route_metrics(void *ctx, const struct http_request *req,
 		.usage = dm->usage,
 		.inventory = dm->inventory,
 		.meter = dm->meter,
-		.reclaimer = dm->controllers[1], /* the reclaimer's row */
 		.api = dm->feed != NULL,
 		.api_connected = dm->feed && feed_connected(dm->feed),
 		.api_synced = dm->feed && feed_synced(dm->feed),
