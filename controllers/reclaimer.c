@@ -19,6 +19,7 @@
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "controllers/events.h"
+#include "controllers/victims.h"
 #include "controllers/worker.h"
 #include "metrics/metrics.h"
 #include "webhook/holder.h"
@@ -844,45 +845,6 @@ static void released_pods(struct round *rd)
 	}
 }
 
-/*
- * LowerPriority: victims must rank below the lender.  The lenders are the
- * members within their nominal quota; when every one of them says
- * LowerPriority, the bound is the highest priority among their workloads
- * (the one waiting for the units is among them).  Any lender with Any:
- * no bound.
- */
-static bool priority_bound(const struct round *rd, int cohort, const struct policy_flavor *f,
-			   const struct usage_view *uv, int32_t *below)
-{
-	bool bound = false, any = false;
-
-	*below = INT32_MIN;
-	for (size_t i = 0; i < policy_tenant_count(rd->p); i++) {
-		const struct policy_tenant *m = policy_tenant_at(rd->p, i);
-		const struct policy_quota *q = policy_tenant_quota(m, f);
-
-		if (m->cohort_index != cohort || !q ||
-		    uv->used(uv->ctx, m->index, f->index) > q->nominal)
-			continue;
-		if (m->reclaim == POLICY_RECLAIM_LOWER_PRIORITY)
-			bound = true;
-		else if (m->reclaim == POLICY_RECLAIM_ANY)
-			any = true;
-	}
-	if (!bound || any)
-		return false;
-	for (size_t i = 0; i < rd->n; i++) {
-		const struct seen *s = &rd->seen[i];
-		const struct policy_quota *q = policy_tenant_quota(s->tenant, f);
-
-		if (s->flavor == f && s->tenant->cohort_index == cohort && q &&
-		    uv->used(uv->ctx, s->tenant->index, f->index) <= q->nominal &&
-		    s->w.priority > *below)
-			*below = s->w.priority;
-	}
-	return true;
-}
-
 /* A picked victim without a record, or not yet released: its step. */
 static void step_victim(struct round *rd, struct seen *s)
 {
@@ -944,44 +906,28 @@ static void cohort_round(struct round *rd, int cohort, const struct policy_flavo
 {
 	struct usage_names names;
 	struct usage_view uv;
-	struct reclaim_candidate *cand;
-	size_t *idx, *picked, n = 0, np;
-	int64_t deficit;
-	int32_t below;
-	bool has_below, covered = false;
+	struct victims_workload *ws = calloc(rd->n ? rd->n : 1, sizeof(*ws));
+	struct victims v;
 
+	if (!ws)
+		return;
 	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
-	deficit = quota_cohort_deficit(rd->p, cohort, f, &uv);
-	cand = calloc(rd->n ? rd->n : 1, sizeof(*cand));
-	idx = calloc(rd->n ? rd->n : 1, sizeof(*idx));
-	picked = calloc(rd->n ? rd->n : 1, sizeof(*picked));
-	if (!cand || !idx || !picked)
-		goto out;
-	for (size_t i = 0; i < rd->n; i++) {
-		const struct seen *s = &rd->seen[i];
-
-		if (s->flavor != f || s->tenant->cohort_index != cohort ||
-		    !usage_reclaim_candidate(&s->w, s->tenant->index, &cand[n]))
-			continue;
-		/* Signalled: gpugate's record says so, not the tenant's
-		 * annotation. */
-		cand[n].signalled = s->rec != NULL;
-		idx[n++] = i;
+	for (size_t i = 0; i < rd->n; i++)
+		ws[i] = (struct victims_workload){&rd->seen[i].w, rd->seen[i].tenant,
+						  rd->seen[i].flavor, rd->seen[i].rec != NULL};
+	if (victims_choose(rd->p, cohort, f, &uv, ws, rd->n, &v) < 0) {
+		free(ws);
+		return;
 	}
-	np = 0;
-	if (deficit > 0) {
-		has_below = priority_bound(rd, cohort, f, &uv, &below);
-		np = reclaim_pick(rd->p, cohort, f, &uv, cand, n, has_below, below, picked, n,
-				  &covered);
-	}
-	for (size_t k = 0; k < np; k++) {
-		struct seen *s = &rd->seen[idx[picked[k]]];
+	free(ws);
+	for (size_t k = 0; k < v.n_picked; k++) {
+		struct seen *s = &rd->seen[v.picked[k]];
 
 		s->picked = true;
 		step_victim(rd, s);
 	}
-	for (size_t k = 0; k < n; k++) {
-		struct seen *s = &rd->seen[idx[k]];
+	for (size_t k = 0; k < v.n_candidates; k++) {
+		struct seen *s = &rd->seen[v.candidates[k]];
 
 		if (s->picked || !s->rec)
 			continue;
@@ -995,15 +941,13 @@ static void cohort_round(struct round *rd, int cohort, const struct policy_flavo
 			rec_drop(rd, s->rec);
 		}
 	}
-	if (deficit > 0 && !covered)
+	if (v.deficit > 0 && !v.covered)
 		log_event(LOG_WARN, "msg=\"reclaim short\" cohort=%s flavor=%s deficit=%lld "
 				    "detail=\"not enough preemptible borrowing workloads (of lower "
 				    "priority) to take back\"",
-			  policy_cohort_name(rd->p, (size_t)cohort), f->name, (long long)deficit);
-out:
-	free(cand);
-	free(idx);
-	free(picked);
+			  policy_cohort_name(rd->p, (size_t)cohort), f->name,
+			  (long long)v.deficit);
+	victims_release(&v);
 }
 
 /* Resumes the reclaimed Jobs whose gang fits again: one a round (the next
