@@ -43,6 +43,26 @@ struct waiter {
 };
 
 
+void waiter_reason(const struct policy *p, const struct policy_flavor *f,
+		   struct inventory *inv, struct usage_store *usage,
+		   const struct inventory_waiting *pod, char *message, size_t size)
+{
+	struct usage_names names;
+	struct usage_view uv;
+	struct pool_check pc;
+
+	usage_names_view(&names, p, usage, &uv);
+	inventory_fit(inv, p, f, pod->per_pod, 1, NULL, &pc);
+	decide_waiting(p, f, pod->per_pod, &pc, usage ? &uv : NULL, pod->scheduler,
+		       message, size);
+}
+
+bool waiter_due(uint64_t said, int64_t said_at, uint64_t reason, int64_t now,
+		unsigned repeat_s)
+{
+	return said != reason || now - said_at >= (int64_t)repeat_s;
+}
+
 static int write_event(struct waiter *w, const struct inventory_waiting *pod,
 		       const char *message, int64_t now)
 {
@@ -120,19 +140,14 @@ static void round_once(struct waiter *w)
 	for (size_t i = 0; p && i < n && written < w->cfg.max_per_round; i++) {
 		const struct inventory_waiting *pod = &pods[i];
 		const struct policy_flavor *f = policy_flavor_find(p, pod->flavor);
-		struct usage_names names;
-		struct usage_view uv;
-		struct pool_check pc;
 		char message[1024];
 		uint64_t h;
 		struct said *s;
 
 		if (!f || !pod->since)
 			continue;
-		usage_names_view(&names, p, w->cfg.usage, &uv);
-		inventory_fit(w->cfg.inventory, p, f, pod->per_pod, 1, NULL, &pc);
-		decide_waiting(p, f, pod->per_pod, &pc, w->cfg.usage ? &uv : NULL,
-			       pod->scheduler, message, sizeof(message));
+		waiter_reason(p, f, w->cfg.inventory, w->cfg.usage, pod, message,
+			      sizeof(message));
 		s = said_get(w, pod->uid);
 		if (!s)
 			break;
@@ -140,7 +155,7 @@ static void round_once(struct waiter *w)
 		if (!message[0])
 			continue; /* room, and the scheduler said nothing yet */
 		h = hash_fnv1a(HASH_FNV1A_SEED, message);
-		if (s->reason == h && now - s->at < (int64_t)w->cfg.repeat_s)
+		if (!waiter_due(s->reason, s->at, h, now, w->cfg.repeat_s))
 			continue;
 		if (write_event(w, pod, message, now) == 0) {
 			s->reason = h;
