@@ -51,10 +51,33 @@ static void object_path(const json_t *obj, char *out, size_t size)
 		 json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")));
 }
 
-/* The owned objects, or NULL (logged). */
+int class_sync_plan(const struct policy *p, const json_t *list, struct classes_plan *out,
+		    char *err, size_t size)
+{
+	const json_t *items = json_object_get(list, "items");
+
+	if (!json_is_array(items)) {
+		snprintf(err, size, "the list of gpuclasses has no items");
+		return -1;
+	}
+	if (classes_plan_make(p, items, out) < 0) {
+		snprintf(err, size, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+unsigned class_sync_retry_s(unsigned failed_before, unsigned retry_s)
+{
+	unsigned wait = 2u << (failed_before < 4 ? failed_before : 4);
+
+	return wait < retry_s ? wait : retry_s;
+}
+
+/* The API's answer to the list of the owned objects, or NULL (logged). */
 static json_t *list_owned(struct class_sync *s)
 {
-	json_t *list = NULL, *items;
+	json_t *list = NULL;
 	struct diag d;
 	int rc;
 
@@ -79,14 +102,7 @@ static json_t *list_owned(struct class_sync *s)
 		log_event(LOG_INFO, "msg=\"gpuclasses: the CustomResourceDefinition is "
 				    "there now\"");
 	s->crd_missing = false;
-	items = json_incref(json_object_get(list, "items"));
-	json_decref(list);
-	if (!json_is_array(items)) {
-		json_decref(items);
-		failed(s, "the list of gpuclasses has no items");
-		return NULL;
-	}
-	return items;
+	return list;
 }
 
 /* One write of the plan: 1 written, 0 nothing to write after all, -1
@@ -131,7 +147,7 @@ static int write_one(struct class_sync *s, const char *verb, json_t *obj,
 static int sync_once(struct class_sync *s, const struct policy *p, bool announce)
 {
 	struct classes_plan pl;
-	json_t *owned = list_owned(s);
+	json_t *answer = list_owned(s);
 	const struct {
 		const char *verb;
 		json_t **list;
@@ -140,16 +156,17 @@ static int sync_once(struct class_sync *s, const struct policy *p, bool announce
 	size_t i, done[3] = {0};
 	json_t *o;
 	struct diag d;
+	char err[64];
 	int rc = 0;
 
-	if (!owned)
+	if (!answer)
 		return -1;
-	if (classes_plan_make(p, owned, &pl) < 0) {
-		json_decref(owned);
-		failed(s, "out of memory");
+	if (class_sync_plan(p, answer, &pl, err, sizeof(err)) < 0) {
+		json_decref(answer);
+		failed(s, err);
 		return -1;
 	}
-	json_decref(owned);
+	json_decref(answer);
 	diag_init(&d);
 	for (size_t k = 0; k < 3; k++)
 		json_array_foreach(*steps[k].list, i, o) {
@@ -210,11 +227,9 @@ static unsigned turn(void *arg)
 		/* Retried after 2, 4, 8, 16 s, then every retry_s (a CRD
 		 * just created answers 429 for a moment), or at once on
 		 * a new policy. */
-		unsigned wait = 2u << (s->failures < 4 ? s->failures : 4);
-
+		s->next_at = now + class_sync_retry_s(s->failures, s->cfg.retry_s);
 		s->failures++;
 		s->synced = true;
-		s->next_at = now + (wait < s->cfg.retry_s ? wait : s->cfg.retry_s);
 	}
 	s->generation = gen;
 	holder_release(ref);
