@@ -68,6 +68,14 @@ static void seen(const struct policy *p, struct victims_workload *ws, bool sig_r
 	used_now[F1] = 9;
 }
 
+/* The choice for cohort on g among ws. */
+static void choose(const struct policy *p, int cohort, const struct victims_workload *ws,
+		   struct victims *v)
+{
+	cr_assert_eq(victims_choose(p, cohort, policy_flavor_find(p, "g"), &view, ws, NW, v),
+		     0);
+}
+
 static void expect_indices(const size_t *got, size_t n, const size_t *want, size_t nw,
 			   const char *what)
 {
@@ -87,9 +95,7 @@ Test(victims, signalled_first_then_lowest_priority_then_most_recent_until_covere
 	const size_t picked[] = {B_SIG, B_LOW, B_NEW};
 
 	seen(p, ws, true);
-	cr_assert_eq(victims_choose(p, policy_tenant_find(p, "bor")->cohort_index,
-				    policy_flavor_find(p, "g"), &view, ws, NW, &v),
-		     0);
+	choose(p, policy_tenant_find(p, "bor")->cohort_index, ws, &v);
 	cr_expect_eq(v.deficit, 10);
 	expect_indices(v.candidates, v.n_candidates, cands, 6, "candidates");
 	/* b-sig was asked already (gpugate's record), then b-low (priority
@@ -115,7 +121,7 @@ Test(victims, a_signal_the_tenant_wrote_itself_does_not_count)
 	forged[B_SIG].signalled_ms = 1234; /* its own annotation */
 	for (size_t i = 0; i < NW; i++)
 		ws[i].w = &forged[i];
-	cr_assert_eq(victims_choose(p, 0, policy_flavor_find(p, "g"), &view, ws, NW, &v), 0);
+	choose(p, 0, ws, &v);
 	expect_indices(v.picked, v.n_picked, picked, 3, "picked");
 	cr_expect(v.covered);
 	victims_release(&v);
@@ -132,7 +138,7 @@ Test(victims, lower_priority_takes_only_what_ranks_below_the_lenders)
 	const size_t picked[] = {B_LOW};
 
 	seen(p, ws, true);
-	cr_assert_eq(victims_choose(p, 0, policy_flavor_find(p, "g"), &view, ws, NW, &v), 0);
+	choose(p, 0, ws, &v);
 	cr_expect_eq(v.deficit, 10);
 	expect_indices(v.picked, v.n_picked, picked, 1, "picked");
 	cr_expect_not(v.covered);
@@ -148,7 +154,7 @@ Test(victims, nothing_over_quota_picks_nobody)
 
 	seen(p, ws, true);
 	used_now[BOR] = 12; /* back on its nominal */
-	cr_assert_eq(victims_choose(p, 0, policy_flavor_find(p, "g"), &view, ws, NW, &v), 0);
+	choose(p, 0, ws, &v);
 	cr_expect_eq(v.deficit, 0);
 	cr_expect_eq(v.n_picked, 0);
 	cr_expect_eq(v.n_candidates, 6, "the candidates all the same (their records "
@@ -160,9 +166,7 @@ Test(victims, nothing_over_quota_picks_nobody)
 	{
 		const size_t farm[] = {F1_W};
 
-		cr_assert_eq(victims_choose(p, 1, policy_flavor_find(p, "g"), &view, ws, NW,
-					    &v),
-			     0);
+		choose(p, 1, ws, &v);
 		cr_expect_eq(v.deficit, 5);
 		expect_indices(v.candidates, v.n_candidates, farm, 1, "candidates");
 		expect_indices(v.picked, v.n_picked, farm, 1, "picked");
