@@ -29,7 +29,8 @@ int thread_start(struct thread *t, const struct thread_config *cfg, struct diag 
 	t->cfg = *cfg;
 	nap_init(&t->nap);
 	if (pthread_create(&t->id, NULL, loop, t) != 0) {
-		diag_addf(d, "%s: cannot start its thread", cfg->name ? cfg->name : "thread");
+		diag_addf(d, "%s: cannot start its thread",
+			  cfg->name ? cfg->name : "thread");
 		nap_release(&t->nap);
 		memset(t, 0, sizeof(*t));
 		return -1;

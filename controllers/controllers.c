@@ -148,7 +148,8 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_USAGE |
 		 CONTROLLER_NEEDS_INVENTORY | CONTROLLER_NEEDS_SYNCED,
 	 true, quota_sync_on, quota_sync_row_start, quota_sync_row_stop},
-	{"claim-sync", CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_PVCS,
+	{"claim-sync",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_PVCS,
 	 true, NULL, claim_sync_row_start, claim_sync_row_stop},
 };
 
@@ -161,7 +162,8 @@ static const char *const need_names[] = {"kube",     "policy",   "usage",
 					 "inventory", "pvcs",   "metrics",
 					 "identity", "namespace", "synced"};
 
-unsigned controller_missing(const struct controller *c, const struct controller_deps *deps)
+unsigned controller_missing(const struct controller *c,
+			    const struct controller_deps *deps)
 {
 	const bool have[] = {
 		deps->kube != NULL,      deps->policy != NULL,   deps->usage != NULL,
@@ -186,7 +188,8 @@ void controller_needs_text(unsigned needs, char *buf, size_t size)
 
 		if (!(needs & (1u << i)) || len >= size)
 			continue;
-		n = snprintf(buf + len, size - len, "%s%s", len ? " " : "", need_names[i]);
+		n = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
+			     need_names[i]);
 		len = n < 0 ? size : len + (size_t)n;
 	}
 }

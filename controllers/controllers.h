@@ -92,7 +92,8 @@ extern const struct controller controllers_table[CONTROLLERS_COUNT];
 
 /* The needs of c that deps lacks (0: none): which of its pointers are
  * NULL. */
-unsigned controller_missing(const struct controller *c, const struct controller_deps *deps);
+unsigned controller_missing(const struct controller *c,
+			    const struct controller_deps *deps);
 
 /* One name per bit of needs, "kube policy usage", into buf (size > 0). */
 void controller_needs_text(unsigned needs, char *buf, size_t size);

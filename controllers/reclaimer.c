@@ -590,9 +590,9 @@ static void released_event(struct round *rd, struct seen *s, bool reported, int 
 	char why[300], msg[700];
 
 	purpose(rd, s, why, sizeof(why));
-	metrics_reclaim_released(rd->r->cfg.metrics, reported,
-				 s->rec ? (double)(rd->now_ms - s->rec->r.signalled_ms) / 1000.0
-					: 0.0);
+	metrics_reclaim_released(
+		rd->r->cfg.metrics, reported,
+		s->rec ? (double)(rd->now_ms - s->rec->r.signalled_ms) / 1000.0 : 0.0);
 	if (w->kind == USAGE_JOBS && reported)
 		snprintf(msg, sizeof(msg),
 			 "checkpointed and suspended to return %s; gpugate resumes it when "
@@ -914,7 +914,8 @@ static void cohort_round(struct round *rd, int cohort, const struct policy_flavo
 	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
 	for (size_t i = 0; i < rd->n; i++)
 		ws[i] = (struct victims_workload){&rd->seen[i].w, rd->seen[i].tenant,
-						  rd->seen[i].flavor, rd->seen[i].rec != NULL};
+						  rd->seen[i].flavor,
+						  rd->seen[i].rec != NULL};
 	if (victims_choose(rd->p, cohort, f, &uv, ws, rd->n, &v) < 0) {
 		free(ws);
 		return;

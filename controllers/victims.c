@@ -18,9 +18,9 @@
  * (the one waiting for the units is among them).  Any lender with Any:
  * no bound.
  */
-static bool priority_bound(const struct policy *p, int cohort, const struct policy_flavor *f,
-			   const struct usage_view *uv, const struct victims_workload *ws,
-			   size_t n, int32_t *below)
+static bool priority_bound(const struct policy *p, int cohort,
+			   const struct policy_flavor *f, const struct usage_view *uv,
+			   const struct victims_workload *ws, size_t n, int32_t *below)
 {
 	bool bound = false, any = false;
 
@@ -85,8 +85,8 @@ int victims_choose(const struct policy *p, int cohort, const struct policy_flavo
 	if (out->deficit > 0) {
 		int32_t below;
 		bool has_below = priority_bound(p, cohort, f, uv, ws, n, &below);
-		size_t np = reclaim_pick(p, cohort, f, uv, cand, nc, has_below, below, picked,
-					 nc, &out->covered);
+		size_t np = reclaim_pick(p, cohort, f, uv, cand, nc, has_below, below,
+					 picked, nc, &out->covered);
 
 		for (size_t k = 0; k < np; k++)
 			out->picked[k] = out->candidates[picked[k]];

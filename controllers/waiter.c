@@ -68,7 +68,8 @@ static int write_event(struct waiter *w, const struct inventory_waiting *pod,
 {
 	const struct events_object o = {"v1", "Pod", pod->namespace, pod->name, pod->uid};
 
-	return events_write(w->wk.kube, w->identity, &o, "GPUWaiting", "Warning", message, now);
+	return events_write(w->wk.kube, w->identity, &o, "GPUWaiting", "Warning", message,
+			    now);
 }
 
 static struct said *said_get(struct waiter *w, const char *uid)

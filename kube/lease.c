@@ -268,7 +268,8 @@ static void hold(struct lease *l, json_t *written)
  */
 static enum attempt attempt(struct lease *l)
 {
-	for (int round = 0; round < ATTEMPT_ROUNDS && !thread_stopping(&l->thread); round++) {
+	for (int round = 0; round < ATTEMPT_ROUNDS && !thread_stopping(&l->thread);
+	     round++) {
 		json_t *obj = NULL, *out = NULL, *spec;
 		unsigned timeout = request_timeout(l);
 		const char *holder;
