@@ -7,6 +7,7 @@ void nap_init(struct nap *n)
 	pthread_condattr_t attr;
 
 	n->stop = false;
+	n->woken = false;
 	pthread_mutex_init(&n->mu, NULL);
 	pthread_condattr_init(&attr);
 	pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -32,8 +33,10 @@ void nap_sleep(struct nap *n, unsigned ms)
 		until.tv_nsec -= 1000000000L;
 	}
 	pthread_mutex_lock(&n->mu);
-	while (!n->stop && pthread_cond_timedwait(&n->cv, &n->mu, &until) == 0)
+	while (!n->stop && !n->woken &&
+	       pthread_cond_timedwait(&n->cv, &n->mu, &until) == 0)
 		;
+	n->woken = false;
 	pthread_mutex_unlock(&n->mu);
 }
 
@@ -41,6 +44,14 @@ void nap_stop(struct nap *n)
 {
 	pthread_mutex_lock(&n->mu);
 	n->stop = true;
+	pthread_cond_broadcast(&n->cv);
+	pthread_mutex_unlock(&n->mu);
+}
+
+void nap_wake(struct nap *n)
+{
+	pthread_mutex_lock(&n->mu);
+	n->woken = true;
 	pthread_cond_broadcast(&n->cv);
 	pthread_mutex_unlock(&n->mu);
 }

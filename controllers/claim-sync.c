@@ -21,6 +21,10 @@
 struct claim_sync {
 	struct claim_sync_config cfg;
 	struct worker w;
+	/* The thread's own. */
+	bool done;           /* a round was made since leading */
+	uint64_t done_gen;   /* for the policy of this generation */
+	unsigned waited_s;   /* seconds since */
 };
 
 json_t *claim_sync_object(const struct policy *p, const char *ns, const char *name)
@@ -112,7 +116,7 @@ static void sync_once(struct claim_sync *s, const struct policy *p)
 		const struct policy_tenant *t;
 		char name[254];
 
-		if (s->w.nap.stop)
+		if (worker_stopping(&s->w))
 			break;
 		if (!ns || (phase && strcmp(phase, "Active") != 0))
 			continue; /* a Terminating namespace refuses new objects */
@@ -129,36 +133,35 @@ static void sync_once(struct claim_sync *s, const struct policy *p)
 	if (rc < 0)
 		failed(s, diag_text(&d));
 	else
-		s->w.last_error = 0;
+		worker_recovered(&s->w);
 }
 
-static void *run(void *arg)
+/* Not leading: a round at once when leading again. */
+static void idle(void *arg)
 {
 	struct claim_sync *s = arg;
-	uint64_t done_gen = 0;
-	unsigned waited_s = 0;
-	bool done = false;
 
-	while (!s->w.nap.stop) {
-		uint64_t gen = holder_generation(s->cfg.policy);
-		struct holder_ref *ref;
-		const struct policy *p;
+	s->done = false;
+}
 
-		if (s->cfg.leading && !s->cfg.leading(s->cfg.leading_ctx)) {
-			done = false; /* a round at once when leading again */
-		} else if (!done || gen != done_gen || waited_s >= s->cfg.interval_s) {
-			p = holder_acquire(s->cfg.policy, &ref);
-			if (p)
-				sync_once(s, p);
-			holder_release(ref);
-			done = true;
-			done_gen = gen;
-			waited_s = 0;
-		}
-		nap_sleep(&s->w.nap, 1000);
-		waited_s++;
+static unsigned turn(void *arg)
+{
+	struct claim_sync *s = arg;
+	uint64_t gen = holder_generation(s->cfg.policy);
+	struct holder_ref *ref;
+	const struct policy *p;
+
+	if (!s->done || gen != s->done_gen || s->waited_s >= s->cfg.interval_s) {
+		p = holder_acquire(s->cfg.policy, &ref);
+		if (p)
+			sync_once(s, p);
+		holder_release(ref);
+		s->done = true;
+		s->done_gen = gen;
+		s->waited_s = 0;
 	}
-	return NULL;
+	s->waited_s++; /* the second slept next */
+	return 1000;
 }
 
 int claim_sync_start(const struct claim_sync_config *cfg, struct claim_sync **out,
@@ -173,7 +176,12 @@ int claim_sync_start(const struct claim_sync_config *cfg, struct claim_sync **ou
 	s->cfg = *cfg;
 	if (!s->cfg.interval_s)
 		s->cfg.interval_s = 10;
-	if (worker_start(&s->w, cfg->kube, run, s, "claim-sync", d) < 0) {
+	if (worker_start(&s->w,
+			 &(struct worker_config){.name = "claim-sync", .kube = cfg->kube,
+						 .turn = turn, .idle = idle, .arg = s,
+						 .idle_ms = 1000, .leading = cfg->leading,
+						 .leading_ctx = cfg->leading_ctx},
+			 d) < 0) {
 		free(s);
 		return -1;
 	}

@@ -51,10 +51,33 @@ static void object_path(const json_t *obj, char *out, size_t size)
 		 json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")));
 }
 
-/* The owned objects, or NULL (logged). */
+int class_sync_plan(const struct policy *p, const json_t *list, struct classes_plan *out,
+		    char *err, size_t size)
+{
+	const json_t *items = json_object_get(list, "items");
+
+	if (!json_is_array(items)) {
+		snprintf(err, size, "the list of gpuclasses has no items");
+		return -1;
+	}
+	if (classes_plan_make(p, items, out) < 0) {
+		snprintf(err, size, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+unsigned class_sync_retry_s(unsigned failed_before, unsigned retry_s)
+{
+	unsigned wait = 2u << (failed_before < 4 ? failed_before : 4);
+
+	return wait < retry_s ? wait : retry_s;
+}
+
+/* The API's answer to the list of the owned objects, or NULL (logged). */
 static json_t *list_owned(struct class_sync *s)
 {
-	json_t *list = NULL, *items;
+	json_t *list = NULL;
 	struct diag d;
 	int rc;
 
@@ -68,7 +91,7 @@ static json_t *list_owned(struct class_sync *s)
 					    "CustomResourceDefinition is not installed\" "
 					    "crd=gpuclasses.gpugate.io");
 		s->crd_missing = true;
-		s->w.last_error = 0;
+		worker_recovered(&s->w);
 		return NULL;
 	}
 	if (rc != 0) {
@@ -79,14 +102,7 @@ static json_t *list_owned(struct class_sync *s)
 		log_event(LOG_INFO, "msg=\"gpuclasses: the CustomResourceDefinition is "
 				    "there now\"");
 	s->crd_missing = false;
-	items = json_incref(json_object_get(list, "items"));
-	json_decref(list);
-	if (!json_is_array(items)) {
-		json_decref(items);
-		failed(s, "the list of gpuclasses has no items");
-		return NULL;
-	}
-	return items;
+	return list;
 }
 
 /* One write of the plan: 1 written, 0 nothing to write after all, -1
@@ -131,7 +147,7 @@ static int write_one(struct class_sync *s, const char *verb, json_t *obj,
 static int sync_once(struct class_sync *s, const struct policy *p, bool announce)
 {
 	struct classes_plan pl;
-	json_t *owned = list_owned(s);
+	json_t *answer = list_owned(s);
 	const struct {
 		const char *verb;
 		json_t **list;
@@ -140,20 +156,21 @@ static int sync_once(struct class_sync *s, const struct policy *p, bool announce
 	size_t i, done[3] = {0};
 	json_t *o;
 	struct diag d;
+	char err[64];
 	int rc = 0;
 
-	if (!owned)
+	if (!answer)
 		return -1;
-	if (classes_plan_make(p, owned, &pl) < 0) {
-		json_decref(owned);
-		failed(s, "out of memory");
+	if (class_sync_plan(p, answer, &pl, err, sizeof(err)) < 0) {
+		json_decref(answer);
+		failed(s, err);
 		return -1;
 	}
-	json_decref(owned);
+	json_decref(answer);
 	diag_init(&d);
 	for (size_t k = 0; k < 3; k++)
 		json_array_foreach(*steps[k].list, i, o) {
-			if (s->w.nap.stop)
+			if (worker_stopping(&s->w))
 				break;
 			int w = write_one(s, steps[k].verb, o, announce, &d);
 
@@ -176,52 +193,47 @@ static int sync_once(struct class_sync *s, const struct policy *p, bool announce
 	if (rc < 0)
 		failed(s, diag_text(&d));
 	else
-		s->w.last_error = 0;
+		worker_recovered(&s->w);
 	classes_plan_release(&pl);
 	return rc;
 }
 
-static void *run(void *arg)
+/* Not leading: sync at once when leading again. */
+static void idle(void *arg)
 {
 	struct class_sync *s = arg;
 
-	while (!s->w.nap.stop) {
-		uint64_t gen = holder_generation(s->cfg.policy);
-		int64_t now = now_s();
-		struct holder_ref *ref;
-		const struct policy *p;
+	s->synced = false;
+}
 
-		if (s->cfg.leading && !s->cfg.leading(s->cfg.leading_ctx)) {
-			s->synced = false; /* sync at once when leading again */
-			nap_sleep(&s->w.nap, 1000);
-			continue;
-		}
-		if (s->synced && gen == s->generation && now < s->next_at) {
-			nap_sleep(&s->w.nap, 1000);
-			continue;
-		}
-		p = holder_acquire(s->cfg.policy, &ref);
-		if (p && sync_once(s, p, !s->announced || s->announced_gen != gen) == 0) {
-			s->synced = true;
-			s->next_at = now + s->cfg.resync_s;
-			s->announced = true;
-			s->announced_gen = gen;
-			s->failures = 0;
-		} else {
-			/* Retried after 2, 4, 8, 16 s, then every retry_s (a CRD
-			 * just created answers 429 for a moment), or at once on
-			 * a new policy. */
-			unsigned wait = 2u << (s->failures < 4 ? s->failures : 4);
+static unsigned turn(void *arg)
+{
+	struct class_sync *s = arg;
+	uint64_t gen = holder_generation(s->cfg.policy);
+	int64_t now = now_s();
+	struct holder_ref *ref;
+	const struct policy *p;
 
-			s->failures++;
-			s->synced = true;
-			s->next_at = now + (wait < s->cfg.retry_s ? wait : s->cfg.retry_s);
-		}
-		s->generation = gen;
-		holder_release(ref);
-		nap_sleep(&s->w.nap, 1000);
+	if (s->synced && gen == s->generation && now < s->next_at)
+		return 1000;
+	p = holder_acquire(s->cfg.policy, &ref);
+	if (p && sync_once(s, p, !s->announced || s->announced_gen != gen) == 0) {
+		s->synced = true;
+		s->next_at = now + s->cfg.resync_s;
+		s->announced = true;
+		s->announced_gen = gen;
+		s->failures = 0;
+	} else {
+		/* Retried after 2, 4, 8, 16 s, then every retry_s (a CRD
+		 * just created answers 429 for a moment), or at once on
+		 * a new policy. */
+		s->next_at = now + class_sync_retry_s(s->failures, s->cfg.retry_s);
+		s->failures++;
+		s->synced = true;
 	}
-	return NULL;
+	s->generation = gen;
+	holder_release(ref);
+	return 1000;
 }
 
 int class_sync_start(const struct class_sync_config *cfg, struct class_sync **out,
@@ -238,7 +250,12 @@ int class_sync_start(const struct class_sync_config *cfg, struct class_sync **ou
 		s->cfg.resync_s = 300;
 	if (!s->cfg.retry_s)
 		s->cfg.retry_s = 30;
-	if (worker_start(&s->w, cfg->kube, run, s, "class-sync", d) < 0) {
+	if (worker_start(&s->w,
+			 &(struct worker_config){.name = "class-sync", .kube = cfg->kube,
+						 .turn = turn, .idle = idle, .arg = s,
+						 .idle_ms = 1000, .leading = cfg->leading,
+						 .leading_ctx = cfg->leading_ctx},
+			 d) < 0) {
 		free(s);
 		return -1;
 	}

@@ -32,11 +32,15 @@
 #ifndef GPUGATE_CLASS_SYNC_H
 #define GPUGATE_CLASS_SYNC_H
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 
+struct classes_plan;
 struct diag;
 struct holder;
 struct kube_config;
+struct policy;
 
 struct class_sync_config {
 	const struct kube_config *kube;
@@ -54,5 +58,21 @@ int class_sync_start(const struct class_sync_config *cfg, struct class_sync **ou
 /* Stops the thread and frees s: within a second, or when the request in
  * flight ends (each is given at most 10 s).  NULL is a no-op. */
 void class_sync_stop(struct class_sync *s);
+
+/*
+ * The pure part of a sync.  class_sync_plan(): what to create, replace
+ * and delete (report/classes.h classes_plan_make(), in that order) to
+ * make the objects of list (the API's answer to the list of the owned
+ * GPUClass objects: {"items": [...]}) the policy's classes; 0 with *out
+ * (classes_plan_release() it), or -1 with the error logged in err: "the
+ * list of gpuclasses has no items", "out of memory".
+ *
+ * class_sync_retry_s(): the seconds before the next try after a failed
+ * sync, failed_before syncs having failed in a row before it: 2, 4, 8,
+ * 16, 32, never more than retry_s.
+ */
+int class_sync_plan(const struct policy *p, const json_t *list, struct classes_plan *out,
+		    char *err, size_t size);
+unsigned class_sync_retry_s(unsigned failed_before, unsigned retry_s);
 
 #endif

@@ -96,7 +96,7 @@ static int list_owned(struct quota_sync *s)
 					    "CustomResourceDefinition is not installed\" "
 					    "crd=gpuquotas.gpugate.io");
 		s->crd_missing = true;
-		s->w.last_error = 0;
+		worker_recovered(&s->w);
 		return -1;
 	}
 	if (rc != 0) {
@@ -272,7 +272,7 @@ static int sync_once(struct quota_sync *s, const struct policy *p)
 
 		for (int k = 0; k < 3; k++)
 			json_array_foreach(steps[k], i, o) {
-				if (s->w.nap.stop)
+				if (worker_stopping(&s->w))
 					break;
 				int w = write_one(s, k, o, &d);
 
@@ -289,7 +289,7 @@ static int sync_once(struct quota_sync *s, const struct policy *p)
 	if (rc < 0)
 		failed(s, diag_text(&d));
 	else
-		s->w.last_error = 0;
+		worker_recovered(&s->w);
 	quotas_plan_release(&pl);
 	return rc;
 }
@@ -300,45 +300,41 @@ static void forget(struct quota_sync *s)
 	s->known = NULL;
 }
 
-static void *run(void *arg)
+/* Not leading: list again when writing again. */
+static void idle(void *arg)
+{
+	forget(arg);
+}
+
+static unsigned turn(void *arg)
 {
 	struct quota_sync *s = arg;
+	int64_t now = now_ms();
+	struct holder_ref *ref;
+	const struct policy *p;
+	int rc = -1;
 
-	while (!s->w.nap.stop) {
-		int64_t now = now_ms();
-		struct holder_ref *ref;
-		const struct policy *p;
-		int rc = -1;
-
-		if (s->cfg.leading && !s->cfg.leading(s->cfg.ctx)) {
-			forget(s); /* list again when writing again */
-			nap_sleep(&s->w.nap, 1000);
-			continue;
-		}
-		if (now < s->next_at || (s->cfg.synced && !s->cfg.synced(s->cfg.ctx))) {
-			nap_sleep(&s->w.nap, 200);
-			continue;
-		}
-		if (s->known && now / 1000 - s->listed_at >= (int64_t)s->cfg.resync_s)
-			forget(s);
-		if (s->known || list_owned(s) == 0) {
-			p = holder_acquire(s->cfg.policy, &ref);
-			rc = p ? sync_once(s, p) : -1;
-			holder_release(ref);
-		}
-		if (rc == 0) {
-			s->failures = 0;
-			s->next_at = now + s->cfg.interval_ms;
-		} else {
-			/* 2, 4, 8, 16 s, then every 30 s; list again first. */
-			unsigned wait = 2u << (s->failures < 4 ? s->failures : 4);
-
-			s->failures++;
-			forget(s);
-			s->next_at = now + (int64_t)(wait < 30 ? wait : 30) * 1000;
-		}
+	if (now < s->next_at || (s->cfg.synced && !s->cfg.synced(s->cfg.ctx)))
+		return 200;
+	if (s->known && now / 1000 - s->listed_at >= (int64_t)s->cfg.resync_s)
+		forget(s);
+	if (s->known || list_owned(s) == 0) {
+		p = holder_acquire(s->cfg.policy, &ref);
+		rc = p ? sync_once(s, p) : -1;
+		holder_release(ref);
 	}
-	return NULL;
+	if (rc == 0) {
+		s->failures = 0;
+		s->next_at = now + s->cfg.interval_ms;
+	} else {
+		/* 2, 4, 8, 16 s, then every 30 s; list again first. */
+		unsigned wait = 2u << (s->failures < 4 ? s->failures : 4);
+
+		s->failures++;
+		forget(s);
+		s->next_at = now + (int64_t)(wait < 30 ? wait : 30) * 1000;
+	}
+	return 0; /* the next turn waits for next_at */
 }
 
 int quota_sync_start(const struct quota_sync_config *cfg, struct quota_sync **out,
@@ -355,7 +351,12 @@ int quota_sync_start(const struct quota_sync_config *cfg, struct quota_sync **ou
 		s->cfg.interval_ms = 2000;
 	if (!s->cfg.resync_s)
 		s->cfg.resync_s = 60;
-	if (worker_start(&s->w, cfg->kube, run, s, "quota-sync", d) < 0) {
+	if (worker_start(&s->w,
+			 &(struct worker_config){.name = "quota-sync", .kube = cfg->kube,
+						 .turn = turn, .idle = idle, .arg = s,
+						 .idle_ms = 1000, .leading = cfg->leading,
+						 .leading_ctx = cfg->ctx},
+			 d) < 0) {
 		free(s);
 		return -1;
 	}

@@ -9,7 +9,6 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "base/log.h"
-#include "base/nap.h"
 #include "base/strmap.h"
 #include "base/text.h"
 #include "kube/client.h"
@@ -20,11 +19,13 @@
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "controllers/events.h"
+#include "controllers/victims.h"
+#include "controllers/worker.h"
+#include "metrics/metrics.h"
 #include "webhook/holder.h"
 
 #include <jansson.h>
 #include <stdint.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,11 +51,7 @@ struct reclaimer {
 	struct reclaimer_config cfg;
 	char identity[256];
 	char namespace[254];
-	struct kube *kube;
-	struct nap nap;
-	pthread_t thread;
-	pthread_mutex_t mu; /* stats */
-	struct reclaimer_stats stats;
+	struct worker w;
 	/* uid -> struct miss: rounds in a row its record's workload was not
 	 * in the ledger.  The thread's own. */
 	struct strmap misses;
@@ -122,13 +119,6 @@ static int64_t wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void count(struct reclaimer *r, uint64_t *field)
-{
-	pthread_mutex_lock(&r->mu);
-	(*field)++;
-	pthread_mutex_unlock(&r->mu);
-}
-
 static void collect(void *ctx, const struct usage_workload *w)
 {
 	struct round *rd = ctx;
@@ -174,13 +164,13 @@ static int patch(struct round *rd, const char *path, json_t *body, const char *w
 	if (!body)
 		return -1;
 	diag_init(&d);
-	rc = kube_patch(rd->r->kube, path, KUBE_PATCH_MERGE, body, WRITE_TIMEOUT_MS, NULL,
+	rc = kube_patch(rd->r->w.kube, path, KUBE_PATCH_MERGE, body, WRITE_TIMEOUT_MS, NULL,
 			&d);
 	json_decref(body);
 	if (rc != 0 && rc != 404) {
 		char q[600];
 
-		count(rd->r, &rd->r->stats.failed);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_FAILED);
 		log_event(LOG_WARN, "msg=\"reclaim step failed\" step=%s path=%s error=\"%s\"",
 			  what, path, log_quote(diag_text(&d), q, sizeof(q)));
 	}
@@ -200,7 +190,7 @@ static void annotate_pods(struct round *rd, const struct usage_workload *w,
 		 "/api/v1/namespaces/%s/pods?labelSelector=batch.kubernetes.io%%2Fcontroller-uid%%3D%s",
 		 w->namespace, w->uid);
 	diag_init(&d);
-	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0) {
+	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0) {
 		json_decref(annotations);
 		return;
 	}
@@ -287,7 +277,7 @@ static void tell_lender(struct round *rd, const struct seen *victim, const char 
 		 (long long)victim->w.units, victim->flavor->name, victim->tenant->cohort, what,
 		 victim->w.kind == USAGE_JOBS ? "job" : "pod", victim->w.namespace,
 		 victim->w.name);
-	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Normal", msg,
+	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Normal", msg,
 		     rd->now_ms / 1000);
 }
 
@@ -351,7 +341,7 @@ static int state_load(struct round *rd)
 
 	state_path(rd, path, sizeof(path), true);
 	diag_init(&d);
-	rc = kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &rd->state, &d);
+	rc = kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &rd->state, &d);
 	if (rc == 404)
 		return 0;
 	if (rc != 0) {
@@ -411,16 +401,16 @@ static int state_save(struct round *rd)
 		json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
 				    json_string(rv));
 		state_path(rd, path, sizeof(path), true);
-		rc = kube_replace(rd->r->kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
+		rc = kube_replace(rd->r->w.kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
 	} else {
 		state_path(rd, path, sizeof(path), false);
-		rc = kube_create(rd->r->kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
+		rc = kube_create(rd->r->w.kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
 	}
 	json_decref(obj);
 	if (rc != 0) {
 		char q[600];
 
-		count(rd->r, &rd->r->stats.failed);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_FAILED);
 		log_event(LOG_WARN, "msg=\"reclaim state not written; nothing done this "
 				    "round\" configmap=%s error=\"%s\"",
 			  STATE_NAME, log_quote(diag_text(&d), q, sizeof(q)));
@@ -546,13 +536,13 @@ static void signal_victim(struct round *rd, struct seen *s, int64_t signalled_ms
 	if (w->kind == USAGE_JOBS)
 		annotate_pods(rd, w, json_incref(ann));
 	json_decref(ann);
-	count(rd->r, &rd->r->stats.signalled);
+	metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_SIGNALLED);
 	snprintf(msg, sizeof(msg),
 		 "checkpoint requested: gpugate takes back %s (lent GPUs come back); write "
 		 "the checkpoint and annotate %s=<time>, or it is %s in %lld s",
 		 why, STAMP_CHECKPOINT_DONE, w->kind == USAGE_JOBS ? "suspended" : "evicted",
 		 (long long)policy_checkpoint(rd->p)->timeout_seconds);
-	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
+	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
 	tell_lender(rd, s, "checkpoint requested of");
 	log_event(LOG_INFO, "msg=\"checkpoint requested\" workload=%s/%s for=\"%s\"",
@@ -574,7 +564,7 @@ static int evict(struct round *rd, const struct usage_workload *w, int64_t grace
 	snprintf(epath, sizeof(epath), "/api/v1/namespaces/%s/pods/%s/eviction",
 		 w->namespace, w->name);
 	diag_init(&d);
-	rc = ev ? kube_create(rd->r->kube, epath, ev, WRITE_TIMEOUT_MS, NULL, &d) : -1;
+	rc = ev ? kube_create(rd->r->w.kube, epath, ev, WRITE_TIMEOUT_MS, NULL, &d) : -1;
 	json_decref(ev);
 	if (rc == 429) {
 		log_event(LOG_INFO, "msg=\"eviction blocked\" pod=%s/%s detail=\"a "
@@ -585,7 +575,7 @@ static int evict(struct round *rd, const struct usage_workload *w, int64_t grace
 	} else if (rc != 0 && rc != 404) {
 		char q[600];
 
-		count(rd->r, &rd->r->stats.failed);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_FAILED);
 		log_event(LOG_WARN, "msg=\"reclaim step failed\" step=evict path=%s "
 				    "error=\"%s\"",
 			  epath, log_quote(diag_text(&d), q, sizeof(q)));
@@ -600,20 +590,9 @@ static void released_event(struct round *rd, struct seen *s, bool reported, int 
 	char why[300], msg[700];
 
 	purpose(rd, s, why, sizeof(why));
-	pthread_mutex_lock(&rd->r->mu);
-	if (reported)
-		rd->r->stats.checkpointed++;
-	else
-		rd->r->stats.timed_out++;
-	if (w->kind == USAGE_JOBS)
-		rd->r->stats.suspended++;
-	else if (rc == 0)
-		rd->r->stats.evicted++;
-	if (s->rec)
-		rd->r->stats.wait_seconds +=
-			(double)(rd->now_ms - s->rec->r.signalled_ms) / 1000.0;
-	rd->r->stats.waits++;
-	pthread_mutex_unlock(&rd->r->mu);
+	metrics_reclaim_released(
+		rd->r->cfg.metrics, reported,
+		s->rec ? (double)(rd->now_ms - s->rec->r.signalled_ms) / 1000.0 : 0.0);
 	if (w->kind == USAGE_JOBS && reported)
 		snprintf(msg, sizeof(msg),
 			 "checkpointed and suspended to return %s; gpugate resumes it when "
@@ -636,7 +615,7 @@ static void released_event(struct round *rd, struct seen *s, bool reported, int 
 			 "%s and evicted to return %s; a bare pod does not come back (run "
 			 "it as a Job)",
 			 reported ? "checkpointed" : "checkpoint not reported in time", why);
-	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
+	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
 	tell_lender(rd, s, w->kind == USAGE_JOBS ? "suspended" : "evicted");
 	log_event(LOG_INFO, "msg=\"reclaimed\" workload=%s/%s how=%s reported=%s for=\"%s\"",
@@ -672,19 +651,19 @@ static void delete_pod(struct round *rd, struct act *a)
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=%lld",
 		 w->namespace, w->name, (long long)a->grace_s);
 	diag_init(&d);
-	rc = kube_delete(rd->r->kube, path, w->uid, NULL, WRITE_TIMEOUT_MS, NULL, &d);
+	rc = kube_delete(rd->r->w.kube, path, w->uid, NULL, WRITE_TIMEOUT_MS, NULL, &d);
 	if (rc == 404 || rc == 409)
 		return; /* gone, or another pod of that name */
 	if (rc != 0) {
 		char q[600];
 
-		count(rd->r, &rd->r->stats.failed);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_FAILED);
 		log_event(LOG_WARN, "msg=\"reclaim step failed\" step=delete path=%s "
 				    "error=\"%s\"",
 			  path, log_quote(diag_text(&d), q, sizeof(q)));
 		return;
 	}
-	count(rd->r, &rd->r->stats.deleted);
+	metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_DELETED);
 	purpose(rd, a->s, why, sizeof(why));
 	snprintf(msg, sizeof(msg),
 		 "deleted with a grace period of %lld s to return %s: it was still "
@@ -693,7 +672,7 @@ static void delete_pod(struct round *rd, struct act *a)
 		 "longer than checkpoint.gracePeriodSeconds)",
 		 (long long)a->grace_s, why,
 		 (long long)policy_checkpoint(rd->p)->grace_period_seconds);
-	events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
+	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
 	log_event(LOG_INFO, "msg=\"reclaim deleted a pod\" pod=%s/%s grace_s=%lld",
 		  w->namespace, w->name, (long long)a->grace_s);
@@ -712,7 +691,7 @@ static void abandon_victim(struct round *rd, struct seen *s)
 		  "abandon") == 0) {
 		if (w->kind == USAGE_JOBS)
 			annotate_pods(rd, w, json_incref(ann));
-		count(rd->r, &rd->r->stats.abandoned);
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_ABANDONED);
 		log_event(LOG_INFO, "msg=\"reclaim abandoned\" workload=%s/%s detail=\"the "
 				    "cohort no longer holds more than its quota\"",
 			  w->namespace, w->name);
@@ -734,8 +713,8 @@ static void resume(struct round *rd, struct act *a)
 					   .name = a->name};
 		struct events_object o = object_of(&w);
 
-		count(rd->r, &rd->r->stats.resumed);
-		events_write(rd->r->kube, rd->r->identity, &o, "GPUReclaim", "Normal",
+		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_RESUMED);
+		events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Normal",
 			     "resumed: its GPUs fit the quota again; its pods start from "
 			     "the checkpoint volume",
 			     rd->now_ms / 1000);
@@ -791,7 +770,7 @@ static void release_job(struct round *rd, struct seen *s)
 		 "/api/v1/namespaces/%s/pods?labelSelector=batch.kubernetes.io%%2Fcontroller-uid%%3D%s",
 		 s->w.namespace, s->w.uid);
 	diag_init(&d);
-	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
+	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
 		return;
 	json_array_foreach(json_object_get(list, "items"), i, pod) {
 		const json_t *meta = json_object_get(pod, "metadata");
@@ -818,7 +797,7 @@ static bool pod_facts(struct round *rd, const struct seen *s, struct reclaim_fac
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/%s", s->w.namespace,
 		 s->w.name);
 	diag_init(&d);
-	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &pod, &d) != 0)
+	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &pod, &d) != 0)
 		return false;
 	meta = json_object_get(pod, "metadata");
 	uid = json_string_value(json_object_get(meta, "uid"));
@@ -864,45 +843,6 @@ static void released_pods(struct round *rd)
 		if (a)
 			a->grace_s = grace;
 	}
-}
-
-/*
- * LowerPriority: victims must rank below the lender.  The lenders are the
- * members within their nominal quota; when every one of them says
- * LowerPriority, the bound is the highest priority among their workloads
- * (the one waiting for the units is among them).  Any lender with Any:
- * no bound.
- */
-static bool priority_bound(const struct round *rd, int cohort, const struct policy_flavor *f,
-			   const struct usage_view *uv, int32_t *below)
-{
-	bool bound = false, any = false;
-
-	*below = INT32_MIN;
-	for (size_t i = 0; i < policy_tenant_count(rd->p); i++) {
-		const struct policy_tenant *m = policy_tenant_at(rd->p, i);
-		const struct policy_quota *q = policy_tenant_quota(m, f);
-
-		if (m->cohort_index != cohort || !q ||
-		    uv->used(uv->ctx, m->index, f->index) > q->nominal)
-			continue;
-		if (m->reclaim == POLICY_RECLAIM_LOWER_PRIORITY)
-			bound = true;
-		else if (m->reclaim == POLICY_RECLAIM_ANY)
-			any = true;
-	}
-	if (!bound || any)
-		return false;
-	for (size_t i = 0; i < rd->n; i++) {
-		const struct seen *s = &rd->seen[i];
-		const struct policy_quota *q = policy_tenant_quota(s->tenant, f);
-
-		if (s->flavor == f && s->tenant->cohort_index == cohort && q &&
-		    uv->used(uv->ctx, s->tenant->index, f->index) <= q->nominal &&
-		    s->w.priority > *below)
-			*below = s->w.priority;
-	}
-	return true;
 }
 
 /* A picked victim without a record, or not yet released: its step. */
@@ -966,44 +906,29 @@ static void cohort_round(struct round *rd, int cohort, const struct policy_flavo
 {
 	struct usage_names names;
 	struct usage_view uv;
-	struct reclaim_candidate *cand;
-	size_t *idx, *picked, n = 0, np;
-	int64_t deficit;
-	int32_t below;
-	bool has_below, covered = false;
+	struct victims_workload *ws = calloc(rd->n ? rd->n : 1, sizeof(*ws));
+	struct victims v;
 
+	if (!ws)
+		return;
 	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
-	deficit = quota_cohort_deficit(rd->p, cohort, f, &uv);
-	cand = calloc(rd->n ? rd->n : 1, sizeof(*cand));
-	idx = calloc(rd->n ? rd->n : 1, sizeof(*idx));
-	picked = calloc(rd->n ? rd->n : 1, sizeof(*picked));
-	if (!cand || !idx || !picked)
-		goto out;
-	for (size_t i = 0; i < rd->n; i++) {
-		const struct seen *s = &rd->seen[i];
-
-		if (s->flavor != f || s->tenant->cohort_index != cohort ||
-		    !usage_reclaim_candidate(&s->w, s->tenant->index, &cand[n]))
-			continue;
-		/* Signalled: gpugate's record says so, not the tenant's
-		 * annotation. */
-		cand[n].signalled = s->rec != NULL;
-		idx[n++] = i;
+	for (size_t i = 0; i < rd->n; i++)
+		ws[i] = (struct victims_workload){&rd->seen[i].w, rd->seen[i].tenant,
+						  rd->seen[i].flavor,
+						  rd->seen[i].rec != NULL};
+	if (victims_choose(rd->p, cohort, f, &uv, ws, rd->n, &v) < 0) {
+		free(ws);
+		return;
 	}
-	np = 0;
-	if (deficit > 0) {
-		has_below = priority_bound(rd, cohort, f, &uv, &below);
-		np = reclaim_pick(rd->p, cohort, f, &uv, cand, n, has_below, below, picked, n,
-				  &covered);
-	}
-	for (size_t k = 0; k < np; k++) {
-		struct seen *s = &rd->seen[idx[picked[k]]];
+	free(ws);
+	for (size_t k = 0; k < v.n_picked; k++) {
+		struct seen *s = &rd->seen[v.picked[k]];
 
 		s->picked = true;
 		step_victim(rd, s);
 	}
-	for (size_t k = 0; k < n; k++) {
-		struct seen *s = &rd->seen[idx[k]];
+	for (size_t k = 0; k < v.n_candidates; k++) {
+		struct seen *s = &rd->seen[v.candidates[k]];
 
 		if (s->picked || !s->rec)
 			continue;
@@ -1017,15 +942,13 @@ static void cohort_round(struct round *rd, int cohort, const struct policy_flavo
 			rec_drop(rd, s->rec);
 		}
 	}
-	if (deficit > 0 && !covered)
+	if (v.deficit > 0 && !v.covered)
 		log_event(LOG_WARN, "msg=\"reclaim short\" cohort=%s flavor=%s deficit=%lld "
 				    "detail=\"not enough preemptible borrowing workloads (of lower "
 				    "priority) to take back\"",
-			  policy_cohort_name(rd->p, (size_t)cohort), f->name, (long long)deficit);
-out:
-	free(cand);
-	free(idx);
-	free(picked);
+			  policy_cohort_name(rd->p, (size_t)cohort), f->name,
+			  (long long)v.deficit);
+	victims_release(&v);
 }
 
 /* Resumes the reclaimed Jobs whose gang fits again: one a round (the next
@@ -1042,7 +965,7 @@ static void resume_round(struct round *rd)
 	size_t i;
 
 	diag_init(&d);
-	if (kube_get_json(rd->r->kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
+	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
 		return;
 	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
 	items = json_object_get(list, "items");
@@ -1161,19 +1084,13 @@ out:
 	holder_release(ref);
 }
 
-static void *run(void *arg)
+/* While leading: a round, then the next after interval_ms. */
+static unsigned turn(void *arg)
 {
 	struct reclaimer *r = arg;
 
-	while (!r->nap.stop) {
-		nap_sleep(&r->nap, r->cfg.interval_ms);
-		if (r->nap.stop)
-			break;
-		if (r->cfg.leading && !r->cfg.leading(r->cfg.leading_ctx))
-			continue;
-		round_once(r);
-	}
-	return NULL;
+	round_once(r);
+	return r->cfg.interval_ms;
 }
 
 int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
@@ -1192,42 +1109,29 @@ int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
 	snprintf(r->namespace, sizeof(r->namespace), "%s",
 		 cfg->namespace && cfg->namespace[0] ? cfg->namespace : "gpugate");
 	strmap_init(&r->misses);
-	pthread_mutex_init(&r->mu, NULL);
-	nap_init(&r->nap);
-	r->kube = kube_new(cfg->kube, d);
-	if (!r->kube || pthread_create(&r->thread, NULL, run, r) != 0) {
-		if (r->kube)
-			diag_addf(d, "reclaimer: cannot start its thread");
-		kube_free(r->kube);
-		nap_release(&r->nap);
-		pthread_mutex_destroy(&r->mu);
+	if (worker_start(&r->w,
+			 &(struct worker_config){.name = "reclaimer", .kube = cfg->kube,
+						 .turn = turn, .arg = r,
+						 .first_ms = r->cfg.interval_ms,
+						 .idle_ms = r->cfg.interval_ms,
+						 .leading = cfg->leading,
+						 .leading_ctx = cfg->leading_ctx},
+			 d) < 0) {
+		strmap_release(&r->misses);
 		free(r);
 		return -1;
 	}
+	if (cfg->metrics)
+		metrics_reclaims_on(cfg->metrics);
 	*out = r;
 	return 0;
-}
-
-void reclaimer_stats(struct reclaimer *r, struct reclaimer_stats *out)
-{
-	if (!r) {
-		*out = (struct reclaimer_stats){0};
-		return;
-	}
-	pthread_mutex_lock(&r->mu);
-	*out = r->stats;
-	pthread_mutex_unlock(&r->mu);
 }
 
 void reclaimer_stop(struct reclaimer *r)
 {
 	if (!r)
 		return;
-	nap_stop(&r->nap);
-	pthread_join(r->thread, NULL);
-	kube_free(r->kube);
-	nap_release(&r->nap);
-	pthread_mutex_destroy(&r->mu);
+	worker_stop(&r->w);
 	{
 		size_t pos = 0, v;
 		const char *key;

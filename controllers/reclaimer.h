@@ -43,6 +43,7 @@
 struct diag;
 struct holder;
 struct kube_config;
+struct metrics;
 struct usage_store;
 
 /* The label a reclaimed (suspended) Job carries until gpugate resumes it. */
@@ -62,28 +63,17 @@ struct reclaimer_config {
 	bool (*leading)(void *ctx);  /* NULL: always */
 	void *leading_ctx;
 	int64_t (*now_ms)(void);     /* wall clock, ms; NULL: the real one */
-};
-
-/* What it did since the start, for /metrics. */
-struct reclaimer_stats {
-	uint64_t signalled;     /* checkpoints requested */
-	uint64_t checkpointed;  /* released after the workload reported */
-	uint64_t timed_out;     /* released after checkpoint.timeoutSeconds */
-	uint64_t evicted;       /* bare pods evicted */
-	uint64_t deleted;       /* pods deleted: past their grace, a PDB, a long grace */
-	uint64_t suspended;     /* Jobs suspended */
-	uint64_t abandoned;     /* requests taken back */
-	uint64_t resumed;       /* Jobs resumed */
-	uint64_t failed;        /* writes the API refused (retried next round) */
-	double wait_seconds;    /* sum of request-to-release times */
-	uint64_t waits;         /* how many */
+	/* What it does, pushed as it does it (metrics/metrics.h,
+	 * metrics_reclaim()): gpugate_reclaims_total and
+	 * gpugate_checkpoint_wait_seconds, shown once it started; NULL:
+	 * not counted. */
+	struct metrics *metrics;
 };
 
 struct reclaimer;
 
 int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
 		    struct diag *d);
-void reclaimer_stats(struct reclaimer *r, struct reclaimer_stats *out);
 /* Stops the thread (within a second) and frees r.  NULL is a no-op. */
 void reclaimer_stop(struct reclaimer *r);
 

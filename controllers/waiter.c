@@ -4,7 +4,6 @@
 #include "base/diag.h"
 #include "base/hash.h"
 #include "base/log.h"
-#include "base/nap.h"
 #include "base/strmap.h"
 #include "kube/client.h"
 #include "policy/decide.h"
@@ -14,10 +13,10 @@
 #include "usage/inventory.h"
 #include "usage/usage.h"
 #include "controllers/events.h"
+#include "controllers/worker.h"
 #include "webhook/holder.h"
 
 #include <jansson.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,10 +34,8 @@ struct said {
 
 struct waiter {
 	struct waiter_config cfg;
-	struct kube *kube;
+	struct worker wk;
 	char identity[254];
-	struct nap nap;
-	pthread_t thread;
 	/* The thread's own. */
 	struct strmap by_uid;
 	struct said **said;
@@ -46,12 +43,33 @@ struct waiter {
 };
 
 
+void waiter_reason(const struct policy *p, const struct policy_flavor *f,
+		   struct inventory *inv, struct usage_store *usage,
+		   const struct inventory_waiting *pod, char *message, size_t size)
+{
+	struct usage_names names;
+	struct usage_view uv;
+	struct pool_check pc;
+
+	usage_names_view(&names, p, usage, &uv);
+	inventory_fit(inv, p, f, pod->per_pod, 1, NULL, &pc);
+	decide_waiting(p, f, pod->per_pod, &pc, usage ? &uv : NULL, pod->scheduler,
+		       message, size);
+}
+
+bool waiter_due(uint64_t said, int64_t said_at, uint64_t reason, int64_t now,
+		unsigned repeat_s)
+{
+	return said != reason || now - said_at >= (int64_t)repeat_s;
+}
+
 static int write_event(struct waiter *w, const struct inventory_waiting *pod,
 		       const char *message, int64_t now)
 {
 	const struct events_object o = {"v1", "Pod", pod->namespace, pod->name, pod->uid};
 
-	return events_write(w->kube, w->identity, &o, "GPUWaiting", "Warning", message, now);
+	return events_write(w->wk.kube, w->identity, &o, "GPUWaiting", "Warning", message,
+			    now);
 }
 
 static struct said *said_get(struct waiter *w, const char *uid)
@@ -123,19 +141,14 @@ static void round_once(struct waiter *w)
 	for (size_t i = 0; p && i < n && written < w->cfg.max_per_round; i++) {
 		const struct inventory_waiting *pod = &pods[i];
 		const struct policy_flavor *f = policy_flavor_find(p, pod->flavor);
-		struct usage_names names;
-		struct usage_view uv;
-		struct pool_check pc;
 		char message[1024];
 		uint64_t h;
 		struct said *s;
 
 		if (!f || !pod->since)
 			continue;
-		usage_names_view(&names, p, w->cfg.usage, &uv);
-		inventory_fit(w->cfg.inventory, p, f, pod->per_pod, 1, NULL, &pc);
-		decide_waiting(p, f, pod->per_pod, &pc, w->cfg.usage ? &uv : NULL,
-			       pod->scheduler, message, sizeof(message));
+		waiter_reason(p, f, w->cfg.inventory, w->cfg.usage, pod, message,
+			      sizeof(message));
 		s = said_get(w, pod->uid);
 		if (!s)
 			break;
@@ -143,7 +156,7 @@ static void round_once(struct waiter *w)
 		if (!message[0])
 			continue; /* room, and the scheduler said nothing yet */
 		h = hash_fnv1a(HASH_FNV1A_SEED, message);
-		if (s->reason == h && now - s->at < (int64_t)w->cfg.repeat_s)
+		if (!waiter_due(s->reason, s->at, h, now, w->cfg.repeat_s))
 			continue;
 		if (write_event(w, pod, message, now) == 0) {
 			s->reason = h;
@@ -165,19 +178,13 @@ static void round_once(struct waiter *w)
 	free(pods);
 }
 
-static void *run(void *arg)
+/* While leading: a round, then the next after interval_s. */
+static unsigned turn(void *arg)
 {
 	struct waiter *w = arg;
 
-	while (!w->nap.stop) {
-		nap_sleep(&w->nap, w->cfg.interval_s * 1000u);
-		if (w->nap.stop)
-			break;
-		if (w->cfg.leading && !w->cfg.leading(w->cfg.leading_ctx))
-			continue;
-		round_once(w);
-	}
-	return NULL;
+	round_once(w);
+	return w->cfg.interval_s * 1000u;
 }
 
 int waiter_start(const struct waiter_config *cfg, struct waiter **out, struct diag *d)
@@ -200,13 +207,14 @@ int waiter_start(const struct waiter_config *cfg, struct waiter **out, struct di
 	snprintf(w->identity, sizeof(w->identity), "%s", cfg->identity ? cfg->identity : "");
 	w->cfg.identity = w->identity;
 	strmap_init(&w->by_uid);
-	nap_init(&w->nap);
-	w->kube = kube_new(cfg->kube, d);
-	if (!w->kube || pthread_create(&w->thread, NULL, run, w) != 0) {
-		if (w->kube)
-			diag_addf(d, "waiter: cannot start its thread");
-		kube_free(w->kube);
-		nap_release(&w->nap);
+	if (worker_start(&w->wk,
+			 &(struct worker_config){.name = "waiter", .kube = cfg->kube,
+						 .turn = turn, .arg = w,
+						 .first_ms = w->cfg.interval_s * 1000u,
+						 .idle_ms = w->cfg.interval_s * 1000u,
+						 .leading = cfg->leading,
+						 .leading_ctx = cfg->leading_ctx},
+			 d) < 0) {
 		strmap_release(&w->by_uid);
 		free(w);
 		return -1;
@@ -219,15 +227,12 @@ void waiter_stop(struct waiter *w)
 {
 	if (!w)
 		return;
-	nap_stop(&w->nap);
-	pthread_join(w->thread, NULL);
+	worker_stop(&w->wk);
 	for (size_t i = 0; i < w->n_said; i++) {
 		free(w->said[i]->uid);
 		free(w->said[i]);
 	}
 	free(w->said);
 	strmap_release(&w->by_uid);
-	kube_free(w->kube);
-	nap_release(&w->nap);
 	free(w);
 }

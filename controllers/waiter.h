@@ -16,11 +16,16 @@
 #define GPUGATE_WAITER_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 struct diag;
 struct holder;
 struct inventory;
+struct inventory_waiting;
 struct kube_config;
+struct policy;
+struct policy_flavor;
 struct usage_store;
 
 struct waiter_config {
@@ -42,5 +47,26 @@ struct waiter;
 int waiter_start(const struct waiter_config *cfg, struct waiter **out, struct diag *d);
 /* Stops the thread (within a second) and frees w.  NULL is a no-op. */
 void waiter_stop(struct waiter *w);
+
+/*
+ * The pure part of a round, for each waiting pod of a flavor f of p:
+ *
+ * waiter_reason() is what the pod is told, one line into message (size >
+ * 0): why the pool has no room for one pod of pod->per_pod units of f
+ * (inv: no node of the flavor, every node excluded, none could ever hold
+ * it, no room now and who holds the flavor, from usage when not NULL),
+ * else the scheduler's message (pod->scheduler); "" when the pool has
+ * room and the scheduler said nothing yet (nothing is written).  It reads
+ * inv and usage under their locks, nothing else.
+ *
+ * waiter_due() says whether that reason (its hash) is written at now
+ * (Unix seconds): when it differs from the one last written for the pod
+ * (said, at said_at; 0: none), or repeat_s have passed since.
+ */
+void waiter_reason(const struct policy *p, const struct policy_flavor *f,
+		   struct inventory *inv, struct usage_store *usage,
+		   const struct inventory_waiting *pod, char *message, size_t size);
+bool waiter_due(uint64_t said, int64_t said_at, uint64_t reason, int64_t now,
+		unsigned repeat_s);
 
 #endif

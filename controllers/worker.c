@@ -7,17 +7,33 @@
 
 #include <string.h>
 
-int worker_start(struct worker *w, const struct kube_config *kube,
-		 void *(*run)(void *), void *arg, const char *name, struct diag *d)
+/* The turn of base/thread.h: the controller's, or idle while another
+ * replica leads. */
+static unsigned worker_turn(void *arg)
+{
+	struct worker *w = arg;
+
+	if (w->cfg.leading && !w->cfg.leading(w->cfg.leading_ctx)) {
+		if (w->cfg.idle)
+			w->cfg.idle(w->cfg.arg);
+		return w->cfg.idle_ms;
+	}
+	return w->cfg.turn(w->cfg.arg);
+}
+
+int worker_start(struct worker *w, const struct worker_config *cfg, struct diag *d)
 {
 	memset(w, 0, sizeof(*w));
-	nap_init(&w->nap);
-	w->kube = kube_new(kube, d);
-	if (!w->kube || pthread_create(&w->thread, NULL, run, arg) != 0) {
-		if (w->kube)
-			diag_addf(d, "%s: cannot start its thread", name);
+	w->cfg = *cfg;
+	w->kube = kube_new(cfg->kube, d);
+	if (!w->kube)
+		return -1;
+	if (thread_start(&w->thread,
+			 &(struct thread_config){.name = cfg->name, .turn = worker_turn,
+						 .arg = w, .first_ms = cfg->first_ms},
+			 d) < 0) {
 		kube_free(w->kube);
-		nap_release(&w->nap);
+		w->kube = NULL;
 		return -1;
 	}
 	return 0;
@@ -25,10 +41,14 @@ int worker_start(struct worker *w, const struct kube_config *kube,
 
 void worker_stop(struct worker *w)
 {
-	nap_stop(&w->nap);
-	pthread_join(w->thread, NULL);
+	thread_stop(&w->thread);
 	kube_free(w->kube);
-	nap_release(&w->nap);
+	w->kube = NULL;
+}
+
+bool worker_stopping(const struct worker *w)
+{
+	return thread_stopping(&w->thread);
 }
 
 void worker_failed(struct worker *w, const char *what, const char *text)
@@ -40,4 +60,9 @@ void worker_failed(struct worker *w, const char *what, const char *text)
 		log_event(LOG_WARN, "msg=\"%s\" error=\"%s\"", what,
 			  log_quote(text, q, sizeof(q)));
 	w->last_error = h;
+}
+
+void worker_recovered(struct worker *w)
+{
+	w->last_error = 0;
 }

@@ -24,8 +24,7 @@
 #include "kube/shared.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
-#include "controllers/claim-sync.h"
-#include "controllers/class-sync.h"
+#include "controllers/controllers.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
 #include "metrics/metrics.h"
@@ -34,9 +33,6 @@
 #include "webhook/policy-review.h"
 #include "report/pool-report.h"
 #include "metrics/process.h"
-#include "controllers/quota-sync.h"
-#include "controllers/reclaimer.h"
-#include "controllers/waiter.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -69,11 +65,9 @@ struct daemon {
 	struct charge_source charge;      /* the feed's charge rule's source */
 	struct meter *meter;              /* API mode only */
 	struct feed *feed;
-	struct waiter *waiter;            /* API mode, waiting reasons on */
-	struct reclaimer *reclaimer;      /* API mode */
-	struct class_sync *class_sync;    /* API mode, unless switched off */
-	struct quota_sync *quota_sync;    /* API mode, unless switched off */
-	struct claim_sync *claim_sync;    /* API mode */
+	/* API mode: the controllers running, by row of controllers_table
+	 * (NULL: not started, or switched off). */
+	void *controllers[CONTROLLERS_COUNT];
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
 	/* Memory usage with the API: the Lease that lets one replica decide
@@ -327,7 +321,6 @@ static void route_metrics(void *ctx, const struct http_request *req,
 		.usage = dm->usage,
 		.inventory = dm->inventory,
 		.meter = dm->meter,
-		.reclaimer = dm->reclaimer,
 		.api = dm->feed != NULL,
 		.api_connected = dm->feed && feed_connected(dm->feed),
 		.api_synced = dm->feed && feed_synced(dm->feed),
@@ -538,6 +531,41 @@ static int start_memory_gate(struct daemon *dm, struct diag *d)
 	return 0;
 }
 
+/*
+ * The controllers (controllers/controllers.h): the deps once, then the
+ * table's rows in order.  With several replicas (a Lease) the leader-only
+ * rows act on the leader only.
+ */
+static int start_controllers(struct daemon *dm, struct diag *d)
+{
+	const struct controller_deps deps = {
+		.kube = &dm->kube, .policy = dm->holder, .usage = dm->usage,
+		.inventory = dm->inventory, .pvcs = dm->pvcs, .metrics = dm->metrics,
+		.identity = dm->identity, .namespace = dm->namespace,
+		.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
+		.synced = is_synced, .ctx = dm,
+		.waiting_after_s = dm->cfg.waiting_after_s,
+		.no_gpuclasses = dm->cfg.no_gpuclasses,
+		.no_gpuquotas = dm->cfg.no_gpuquotas,
+	};
+
+	for (size_t i = 0; i < CONTROLLERS_COUNT; i++)
+		if (controller_start(&controllers_table[i], &deps, &dm->controllers[i],
+				     d) < 0)
+			return -1;
+	return 0;
+}
+
+/* In the reverse order of their start. */
+static void stop_controllers(struct daemon *dm)
+{
+	for (size_t i = CONTROLLERS_COUNT; i-- > 0;)
+		if (dm->controllers[i]) {
+			controllers_table[i].stop(dm->controllers[i]);
+			dm->controllers[i] = NULL;
+		}
+}
+
 int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		 struct diag *d)
 {
@@ -619,68 +647,8 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		fc.run = pod_run_cb;
 		if (feed_start(&fc, &dm->feed, d) < 0)
 			goto fail;
-		if (cfg->waiting_after_s) {
-			struct waiter_config wc = {
-				.kube = &dm->kube, .policy = dm->holder,
-				.inventory = dm->inventory, .usage = dm->usage,
-				.identity = dm->identity,
-				.after_s = cfg->waiting_after_s,
-				/* Several replicas: the leader writes. */
-				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
-				.leading_ctx = dm,
-			};
-
-			if (waiter_start(&wc, &dm->waiter, d) < 0)
-				goto fail;
-		}
-		{
-			struct reclaimer_config rcfg = {
-				.kube = &dm->kube, .policy = dm->holder,
-				.usage = dm->usage, .identity = dm->identity,
-				.namespace = dm->namespace,
-				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
-				.leading_ctx = dm,
-			};
-
-			if (reclaimer_start(&rcfg, &dm->reclaimer, d) < 0)
-				goto fail;
-		}
-		if (!cfg->no_gpuclasses) {
-			struct class_sync_config ccfg = {
-				.kube = &dm->kube, .policy = dm->holder,
-				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
-				.leading_ctx = dm,
-			};
-
-			if (class_sync_start(&ccfg, &dm->class_sync, d) < 0)
-				goto fail;
-		}
-		if (!cfg->no_gpuquotas) {
-			/* Every usage store: memory (the gpugate-memory Lease
-			 * holder, whose ledger decides), shared (the
-			 * gpugate-leader holder); both count the same watch. */
-			struct quota_sync_config qcfg = {
-				.kube = &dm->kube, .policy = dm->holder,
-				.usage = dm->usage, .inventory = dm->inventory,
-				.synced = is_synced,
-				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
-				.ctx = dm,
-			};
-
-			if (quota_sync_start(&qcfg, &dm->quota_sync, d) < 0)
-				goto fail;
-		}
-		{
-			/* checkpoint.claim.create: idle while it is off. */
-			struct claim_sync_config kcfg = {
-				.kube = &dm->kube, .policy = dm->holder, .pvcs = dm->pvcs,
-				.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
-				.leading_ctx = dm,
-			};
-
-			if (claim_sync_start(&kcfg, &dm->claim_sync, d) < 0)
-				goto fail;
-		}
+		if (start_controllers(dm, d) < 0)
+			goto fail;
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
 				    "credentials=\"%s\" reservation_ttl_s=%u",
 			  dm->kube.server, dm->kube.source, ttl_s);
@@ -758,11 +726,7 @@ void daemon_stop(struct daemon *dm)
 		server_stop(dm->server, dm->cfg.grace_ms);
 		log_event(LOG_INFO, "msg=\"stopped\"");
 	}
-	waiter_stop(dm->waiter);
-	reclaimer_stop(dm->reclaimer);
-	class_sync_stop(dm->class_sync);
-	quota_sync_stop(dm->quota_sync);
-	claim_sync_stop(dm->claim_sync);
+	stop_controllers(dm);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	lease_stop(dm->memory_lease);

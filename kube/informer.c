@@ -2,12 +2,12 @@
 
 #include "base/diag.h"
 #include "base/log.h"
-#include "base/nap.h"
+#include "base/thread.h"
 #include "codec/jsonfast.h"
 #include "kube/client.h"
 
 #include <curl/curl.h>
-#include <pthread.h>
+#include <pthread.h> /* pthread_once */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +43,9 @@ struct informer {
 	unsigned unserved_retry_ms;
 	bool unserved;       /* optional, and the last list answered 404 */
 	struct kube *kube;
-	pthread_t thread;
-	bool started;
+	struct thread thread; /* its stop flag is what kube_get and kube_watch
+			       * look at */
+	bool need_list;      /* the next turn lists */
 	char rv[128];        /* resourceVersion to resume from */
 	bool gone;           /* the watch said 410 */
 	bool failed;         /* the watch said ERROR, not 410 */
@@ -53,8 +54,6 @@ struct informer {
 	unsigned backoff_before; /* when this watch was asked for */
 	atomic_bool synced;
 	atomic_bool connected; /* the watch answered 200 and is open */
-	struct nap nap;      /* its stop flag is what kube_get and kube_watch
-			      * look at */
 };
 
 /* A success (a whole list, an open watch): the next failure is retried
@@ -67,7 +66,7 @@ static void backoff_reset(struct informer *inf)
 /* Waits before the next attempt after a failure, then doubles the wait. */
 static void backoff_nap(struct informer *inf)
 {
-	nap_sleep(&inf->nap, inf->backoff);
+	thread_sleep(&inf->thread, inf->backoff);
 	inf->backoff = inf->backoff * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS
 							 : inf->backoff * 2;
 }
@@ -339,10 +338,10 @@ static int list(struct informer *inf)
 		}
 		diag_init(&d);
 		if (kube_get(inf->kube, path, LIST_MAX_BODY, &status, &body, &len,
-			     &inf->nap.stop, &d) < 0) {
+			     thread_stop_flag(&inf->thread), &d) < 0) {
 			char first[512];
 
-			if (inf->nap.stop)
+			if (thread_stopping(&inf->thread))
 				return -1;
 			diag_first(&d, first, sizeof(first));
 			list_failed(inf, first);
@@ -372,8 +371,8 @@ static int list(struct informer *inf)
 			snprintf(inf->rv, sizeof(inf->rv), "%s", pg->rv);
 		snprintf(cont, sizeof(cont), "%s", pg->cont);
 		free(pg);
-	} while (cont[0] && !inf->nap.stop);
-	return inf->nap.stop ? -1 : 0;
+	} while (cont[0] && !thread_stopping(&inf->thread));
+	return thread_stopping(&inf->thread) ? -1 : 0;
 }
 
 static int on_event(void *ctx, const char *line, size_t len)
@@ -449,91 +448,84 @@ static void not_served(struct informer *inf)
 	}
 	set_connected(inf, true);
 	backoff_reset(inf);
-	nap_sleep(&inf->nap, inf->unserved_retry_ms);
+	thread_sleep(&inf->thread, inf->unserved_retry_ms);
 }
 
-static void *loop(void *arg)
+/* One turn: a list when one is needed, then one watch until it ends. */
+static unsigned turn(void *arg)
 {
 	struct informer *inf = arg;
 	const struct kube_stream cb = {.on_open = on_open, .on_line = on_event,
 				       .ctx = inf};
-	bool need_list = true;
+	char path[PATH_MAX_LEN];
+	struct diag d;
+	int rc;
 
-	backoff_reset(inf);
-	while (!inf->nap.stop) {
-		char path[PATH_MAX_LEN];
-		struct diag d;
-		int rc;
+	if (inf->need_list) {
+		bool first;
+		int lr = list(inf);
 
-		if (need_list) {
-			bool first;
-			int lr = list(inf);
-
-			if (lr == LIST_NOT_SERVED) {
-				not_served(inf);
-				continue;
-			}
-			if (lr < 0) {
-				/* Only an unserved path counts as connected
-				 * while listing. */
-				set_connected(inf, false);
-				backoff_nap(inf);
-				continue;
-			}
-			if (inf->unserved) {
-				/* Served now: connected again once its
-				 * watch is. */
-				inf->unserved = false;
-				set_connected(inf, false);
-			}
-			need_list = false;
-			backoff_reset(inf);
-			first = !atomic_load(&inf->synced);
-			if (inf->on.relist_end)
-				inf->on.relist_end(inf->on.ctx, first);
-			atomic_store(&inf->synced, true);
-			if (!first)
-				log_event(LOG_INFO, "msg=\"relisted\" kind=%s "
-						    "resource_version=%s",
-					  inf->name, inf->rv);
+		if (lr == LIST_NOT_SERVED) {
+			not_served(inf);
+			return 0;
 		}
-		snprintf(path, sizeof(path),
-			 "%s?%swatch=1&allowWatchBookmarks=true"
-			 "&timeoutSeconds=300&resourceVersion=%s",
-			 inf->path, inf->selectors, inf->rv);
-		inf->gone = inf->failed = inf->had_event = false;
-		inf->backoff_before = inf->backoff;
-		diag_init(&d);
-		rc = kube_watch(inf->kube, path, inf->idle_seconds, &cb, &inf->nap.stop,
-				&d);
-		set_connected(inf, false);
-		if (inf->nap.stop)
-			break;
-		if (inf->gone || rc == 410) {
-			need_list = true;
-			continue;
-		}
-		if (inf->failed) { /* an ERROR event, logged */
+		if (lr < 0) {
+			/* Only an unserved path counts as connected while
+			 * listing. */
+			set_connected(inf, false);
 			backoff_nap(inf);
-			continue;
+			return 0;
 		}
-		if (rc != 0) {
-			char first[512], q[600];
-
-			diag_first(&d, first, sizeof(first));
-			log_event(LOG_WARN, "msg=\"watch broke\" kind=%s status=%d "
-					    "error=\"%s\" retry_ms=%u",
-				  inf->name, rc, log_quote(first, q, sizeof(q)),
-				  inf->backoff);
-			/* No longer served?  The list will tell. */
-			if (rc == 404 && inf->optional)
-				need_list = true;
-			backoff_nap(inf);
-			continue;
+		if (inf->unserved) {
+			/* Served now: connected again once its watch is. */
+			inf->unserved = false;
+			set_connected(inf, false);
 		}
-		/* A clean end (timeoutSeconds): resume at once. */
+		inf->need_list = false;
+		backoff_reset(inf);
+		first = !atomic_load(&inf->synced);
+		if (inf->on.relist_end)
+			inf->on.relist_end(inf->on.ctx, first);
+		atomic_store(&inf->synced, true);
+		if (!first)
+			log_event(LOG_INFO, "msg=\"relisted\" kind=%s "
+					    "resource_version=%s",
+				  inf->name, inf->rv);
 	}
-	return NULL;
+	snprintf(path, sizeof(path),
+		 "%s?%swatch=1&allowWatchBookmarks=true"
+		 "&timeoutSeconds=300&resourceVersion=%s",
+		 inf->path, inf->selectors, inf->rv);
+	inf->gone = inf->failed = inf->had_event = false;
+	inf->backoff_before = inf->backoff;
+	diag_init(&d);
+	rc = kube_watch(inf->kube, path, inf->idle_seconds, &cb,
+			thread_stop_flag(&inf->thread), &d);
+	set_connected(inf, false);
+	if (thread_stopping(&inf->thread))
+		return 0;
+	if (inf->gone || rc == 410) {
+		inf->need_list = true;
+		return 0;
+	}
+	if (inf->failed) { /* an ERROR event, logged */
+		backoff_nap(inf);
+		return 0;
+	}
+	if (rc != 0) {
+		char first[512], q[600];
+
+		diag_first(&d, first, sizeof(first));
+		log_event(LOG_WARN, "msg=\"watch broke\" kind=%s status=%d "
+				    "error=\"%s\" retry_ms=%u",
+			  inf->name, rc, log_quote(first, q, sizeof(q)), inf->backoff);
+		/* No longer served?  The list will tell. */
+		if (rc == 404 && inf->optional)
+			inf->need_list = true;
+		backoff_nap(inf);
+		return 0;
+	}
+	return 0; /* a clean end (timeoutSeconds): resume at once */
 }
 
 /* "labelSelector=ESCAPED&" (and the field selector's), or "". */
@@ -596,7 +588,8 @@ int informer_start(const struct informer_config *cfg, struct informer **out,
 							: UNSERVED_RETRY_MS;
 	atomic_init(&inf->synced, false);
 	atomic_init(&inf->connected, false);
-	nap_init(&inf->nap);
+	inf->need_list = true;
+	backoff_reset(inf);
 	inf->name = strdup(cfg->name);
 	inf->path = strdup(cfg->path);
 	if (!inf->name || !inf->path) {
@@ -609,11 +602,16 @@ int informer_start(const struct informer_config *cfg, struct informer **out,
 	inf->kube = kube_new(cfg->kube, d);
 	if (!inf->kube)
 		goto fail;
-	if (pthread_create(&inf->thread, NULL, loop, inf) != 0) {
-		diag_addf(d, "informer %s: cannot start its thread", cfg->name);
-		goto fail;
+	{
+		char name[300];
+
+		snprintf(name, sizeof(name), "informer %s", cfg->name);
+		if (thread_start(&inf->thread,
+				 &(struct thread_config){.name = name, .turn = turn,
+							 .arg = inf},
+				 d) < 0)
+			goto fail;
 	}
-	inf->started = true;
 	*out = inf;
 	return 0;
 fail:
@@ -635,18 +633,15 @@ void informer_cancel(struct informer *inf)
 {
 	if (!inf)
 		return;
-	nap_stop(&inf->nap);
+	thread_cancel(&inf->thread);
 }
 
 void informer_stop(struct informer *inf)
 {
 	if (!inf)
 		return;
-	informer_cancel(inf);
-	if (inf->started)
-		pthread_join(inf->thread, NULL);
+	thread_stop(&inf->thread);
 	kube_free(inf->kube);
-	nap_release(&inf->nap);
 	free(inf->selectors);
 	free(inf->path);
 	free(inf->name);

@@ -3,7 +3,7 @@
 #include "base/diag.h"
 #include "codec/jsonmem.h"
 #include "base/log.h"
-#include "base/nap.h"
+#include "base/thread.h"
 #include "kube/client.h"
 
 #include <jansson.h>
@@ -40,9 +40,7 @@ struct lease {
 	void *ctx;
 	uint64_t (*now)(void);
 	struct kube *kube;
-	pthread_t thread;
-	bool started;
-	struct nap nap;       /* its stop flag is what kube_request looks at */
+	struct thread thread; /* its stop flag is what kube_request looks at */
 	/* Read by lease_leading() from any thread: leading is set after
 	 * renewed_ms, so a reader that sees it sees a current renewed_ms. */
 	atomic_bool leading;
@@ -128,7 +126,7 @@ static int call(struct lease *l, const char *method, const char *path,
 		.method = method, .path = path,
 		.body = text, .body_len = text ? strlen(text) : 0,
 		.timeout_ms = timeout_ms ? timeout_ms : 1,
-		.stop = stop ? &l->nap.stop : NULL,
+		.stop = stop ? thread_stop_flag(&l->thread) : NULL,
 	};
 	rc = kube_request(l->kube, &req, &resp, d);
 	if (rc == 0) {
@@ -270,7 +268,8 @@ static void hold(struct lease *l, json_t *written)
  */
 static enum attempt attempt(struct lease *l)
 {
-	for (int round = 0; round < ATTEMPT_ROUNDS && !l->nap.stop; round++) {
+	for (int round = 0; round < ATTEMPT_ROUNDS && !thread_stopping(&l->thread);
+	     round++) {
 		json_t *obj = NULL, *out = NULL, *spec;
 		unsigned timeout = request_timeout(l);
 		const char *holder;
@@ -421,73 +420,77 @@ static void release(struct lease *l)
 			  l->tag, l->identity, log_quote(diag_text(&d), q, sizeof(q)));
 }
 
-static void *loop(void *arg)
+/* One turn: a read and take or renew; ms until the next. */
+static unsigned turn(void *arg)
+{
+	struct lease *l = arg;
+	uint64_t sent = l->now();
+	enum attempt a;
+	unsigned wait = l->retry_ms;
+
+	if (atomic_load(&l->leading) && sent >= deadline(l)) {
+		lose(l, "renew deadline");
+		return 0;
+	}
+	a = attempt(l);
+	if (thread_stopping(&l->thread))
+		return 0;
+	set_error(l, a == FAILED ? diag_text(&l->d) : "");
+	if (a == HELD || a == FREE) {
+		l->failing = false;
+		set_other(l, NULL, 0);
+	}
+	if (a == FREE) {
+		/* observe_only: nobody holds it */
+	} else if (a == HELD) {
+		atomic_store(&l->renewed_ms, sent);
+		if (!atomic_load(&l->leading)) {
+			json_int_t t = json_integer_value(json_object_get(
+				spec_of(l->held), "leaseTransitions"));
+
+			atomic_store(&l->leading, true);
+			log_event(LOG_INFO, "msg=\"leader elected\" lease=%s "
+					    "identity=%s transitions=%lld",
+				  l->tag, l->identity, (long long)t);
+			if (l->on_change)
+				l->on_change(l->ctx, true);
+		}
+	} else if (a == OTHER) {
+		l->failing = false;
+		json_decref(l->held);
+		l->held = NULL;
+		if (atomic_load(&l->leading))
+			lose(l, "taken");
+	} else {
+		uint64_t now = l->now(), end = deadline(l);
+
+		if (!l->failing) {
+			char q[600];
+
+			log_event(LOG_WARN, "msg=\"lease unavailable\" lease=%s "
+					    "identity=%s error=\"%s\"",
+				  l->tag, l->identity,
+				  log_quote(diag_text(&l->d), q, sizeof(q)));
+			l->failing = true;
+		}
+		/* Wake up at the end of the term at the latest. */
+		if (atomic_load(&l->leading))
+			wait = now >= end ? 0
+			       : end - now < wait ? (unsigned)(end - now)
+						  : wait;
+	}
+	/* After leading is set: a reader that sees tried sees it. */
+	atomic_store(&l->tried, true);
+	if (!atomic_load(&l->leading))
+		wait += jitter(l, l->retry_ms / 5);
+	return wait;
+}
+
+/* After the last turn: a leader steps down and lets go of the Lease. */
+static void end(void *arg)
 {
 	struct lease *l = arg;
 
-	while (!l->nap.stop) {
-		uint64_t sent = l->now();
-		enum attempt a;
-		unsigned wait = l->retry_ms;
-
-		if (atomic_load(&l->leading) && sent >= deadline(l)) {
-			lose(l, "renew deadline");
-			continue;
-		}
-		a = attempt(l);
-		if (l->nap.stop)
-			break;
-		set_error(l, a == FAILED ? diag_text(&l->d) : "");
-		if (a == HELD || a == FREE) {
-			l->failing = false;
-			set_other(l, NULL, 0);
-		}
-		if (a == FREE) {
-			/* observe_only: nobody holds it */
-		} else if (a == HELD) {
-			atomic_store(&l->renewed_ms, sent);
-			if (!atomic_load(&l->leading)) {
-				json_int_t t = json_integer_value(json_object_get(
-					spec_of(l->held), "leaseTransitions"));
-
-				atomic_store(&l->leading, true);
-				log_event(LOG_INFO, "msg=\"leader elected\" lease=%s "
-						    "identity=%s transitions=%lld",
-					  l->tag, l->identity, (long long)t);
-				if (l->on_change)
-					l->on_change(l->ctx, true);
-			}
-		} else if (a == OTHER) {
-			l->failing = false;
-			json_decref(l->held);
-			l->held = NULL;
-			if (atomic_load(&l->leading))
-				lose(l, "taken");
-		} else {
-			uint64_t now = l->now(), end = deadline(l);
-
-			if (!l->failing) {
-				char q[600];
-
-				log_event(LOG_WARN, "msg=\"lease unavailable\" lease=%s "
-						    "identity=%s error=\"%s\"",
-					  l->tag, l->identity,
-					  log_quote(diag_text(&l->d), q, sizeof(q)));
-				l->failing = true;
-			}
-			/* Wake up at the end of the term at the latest. */
-			if (atomic_load(&l->leading))
-				wait = now >= end ? 0
-				       : end - now < wait ? (unsigned)(end - now)
-							  : wait;
-		}
-		/* After leading is set: a reader that sees tried sees it. */
-		atomic_store(&l->tried, true);
-		if (!atomic_load(&l->leading))
-			wait += jitter(l, l->retry_ms / 5);
-		if (wait)
-			nap_sleep(&l->nap, wait);
-	}
 	if (atomic_load(&l->leading)) {
 		bool current = l->now() < deadline(l);
 
@@ -495,7 +498,6 @@ static void *loop(void *arg)
 		if (current)
 			release(l);
 	}
-	return NULL;
 }
 
 /* Lower case letters, digits, '-' and '.' (a DNS subdomain, loosely). */
@@ -572,7 +574,6 @@ int lease_start(const struct lease_config *cfg, struct lease **out,
 	atomic_init(&l->leading, false);
 	atomic_init(&l->renewed_ms, 0);
 	atomic_init(&l->tried, false);
-	nap_init(&l->nap);
 	snprintf(l->tag, sizeof(l->tag), "%s/%s", cfg->namespace, cfg->name);
 	snprintf(path, sizeof(path),
 		 "/apis/coordination.k8s.io/v1/namespaces/%s/leases", cfg->namespace);
@@ -591,11 +592,16 @@ int lease_start(const struct lease_config *cfg, struct lease **out,
 	l->kube = kube_new(cfg->kube, d);
 	if (!l->kube)
 		goto fail;
-	if (pthread_create(&l->thread, NULL, loop, l) != 0) {
-		diag_addf(d, "lease %s: cannot start its thread", l->tag);
-		goto fail;
+	{
+		char name[sizeof(l->tag) + 8];
+
+		snprintf(name, sizeof(name), "lease %s", l->tag);
+		if (thread_start(&l->thread,
+				 &(struct thread_config){.name = name, .turn = turn,
+							 .end = end, .arg = l},
+				 d) < 0)
+			goto fail;
 	}
-	l->started = true;
 	*out = l;
 	return 0;
 fail:
@@ -612,11 +618,8 @@ void lease_stop(struct lease *l)
 {
 	if (!l)
 		return;
-	nap_stop(&l->nap);
-	if (l->started)
-		pthread_join(l->thread, NULL);
+	thread_stop(&l->thread);
 	kube_free(l->kube);
-	nap_release(&l->nap);
 	json_decref(l->held);
 	jsonmem_free(l->observed);
 	pthread_mutex_destroy(&l->mu);

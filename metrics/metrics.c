@@ -7,7 +7,6 @@
 #include "policy/pool.h"
 #include "usage/inventory.h"
 #include "usage/meter.h"
-#include "controllers/reclaimer.h"
 #include "usage/usage.h"
 
 #include <inttypes.h>
@@ -17,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* Admission latency buckets, seconds: the apiserver's default timeout is
  * 10s, and gpugate should answer in well under a millisecond. */
@@ -49,6 +49,13 @@ struct metrics {
 	struct histogram duration[METRICS__ENDPOINTS];
 	atomic_uint_fast64_t policy_reloads[2]; /* [ok] */
 	atomic_uint_fast64_t cert_reloads[2];
+	/* The reclaimer's, under their lock (a step is rare), so that a
+	 * release's count and wait are seen together. */
+	atomic_bool reclaims_on;
+	pthread_mutex_t reclaims_mu;
+	uint64_t reclaims[METRICS__RECLAIMS];
+	double reclaim_wait_sum;
+	uint64_t reclaim_waits;
 };
 
 static const char *const endpoint_names[] = {"mutate", "validate"};
@@ -62,8 +69,10 @@ struct metrics *metrics_new(void)
 	 * integer type on every platform gpugate builds for. */
 	struct metrics *m = calloc(1, sizeof(struct metrics));
 
-	if (m)
+	if (m) {
 		pthread_mutex_init(&m->denials_mu, NULL);
+		pthread_mutex_init(&m->reclaims_mu, NULL);
+	}
 	return m;
 }
 
@@ -72,6 +81,7 @@ void metrics_free(struct metrics *m)
 	if (!m)
 		return;
 	pthread_mutex_destroy(&m->denials_mu);
+	pthread_mutex_destroy(&m->reclaims_mu);
 	free(m->denials);
 	free(m);
 }
@@ -158,6 +168,32 @@ void metrics_policy_reload(struct metrics *m, bool ok)
 void metrics_cert_reload(struct metrics *m, bool ok)
 {
 	atomic_fetch_add_explicit(&m->cert_reloads[ok], 1, memory_order_relaxed);
+}
+
+void metrics_reclaims_on(struct metrics *m)
+{
+	if (m)
+		atomic_store(&m->reclaims_on, true);
+}
+
+void metrics_reclaim(struct metrics *m, enum metrics_reclaim step)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->reclaims_mu);
+	m->reclaims[step]++;
+	pthread_mutex_unlock(&m->reclaims_mu);
+}
+
+void metrics_reclaim_released(struct metrics *m, bool reported, double wait_seconds)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->reclaims_mu);
+	m->reclaims[reported ? METRICS_RECLAIM_CHECKPOINTED : METRICS_RECLAIM_TIMEOUT]++;
+	m->reclaim_wait_sum += wait_seconds;
+	m->reclaim_waits++;
+	pthread_mutex_unlock(&m->reclaims_mu);
 }
 
 static uint64_t load(atomic_uint_fast64_t *v)
@@ -301,7 +337,8 @@ static void render_process(struct strbuf *sb, const struct procstat *ps)
 		    ps->start_time_seconds);
 }
 
-static void render_state(struct strbuf *sb, const struct metrics_state *st)
+static void render_state(struct strbuf *sb, struct metrics *m,
+			 const struct metrics_state *st)
 {
 	render_quota(sb, st, "gpugate_quota_nominal",
 		     "Nominal quota, in units of the flavor's resource.", false);
@@ -323,10 +360,16 @@ static void render_state(struct strbuf *sb, const struct metrics_state *st)
 				"# TYPE gpugate_gpu_seconds_total counter\n");
 		meter_foreach(st->meter, meter_line, sb);
 	}
-	if (st->reclaimer) {
-		struct reclaimer_stats rs;
+	if (atomic_load(&m->reclaims_on)) {
+		uint64_t rs[METRICS__RECLAIMS];
+		double wait_sum;
+		uint64_t waits;
 
-		reclaimer_stats(st->reclaimer, &rs);
+		pthread_mutex_lock(&m->reclaims_mu);
+		memcpy(rs, m->reclaims, sizeof(rs));
+		wait_sum = m->reclaim_wait_sum;
+		waits = m->reclaim_waits;
+		pthread_mutex_unlock(&m->reclaims_mu);
 		strbuf_addf(sb, "# HELP gpugate_reclaims_total Steps of reclaims of lent "
 				"GPUs, by result: signalled (checkpoint requested), "
 				"checkpointed or timeout (released after the workload's "
@@ -347,11 +390,14 @@ static void render_state(struct strbuf *sb, const struct metrics_state *st)
 				"# TYPE gpugate_checkpoint_wait_seconds summary\n"
 				"gpugate_checkpoint_wait_seconds_sum %.3f\n"
 				"gpugate_checkpoint_wait_seconds_count %llu\n",
-			    (unsigned long long)rs.signalled, (unsigned long long)rs.checkpointed,
-			    (unsigned long long)rs.timed_out, (unsigned long long)rs.abandoned,
-			    (unsigned long long)rs.deleted, (unsigned long long)rs.resumed,
-			    (unsigned long long)rs.failed,
-			    rs.wait_seconds, (unsigned long long)rs.waits);
+			    (unsigned long long)rs[METRICS_RECLAIM_SIGNALLED],
+			    (unsigned long long)rs[METRICS_RECLAIM_CHECKPOINTED],
+			    (unsigned long long)rs[METRICS_RECLAIM_TIMEOUT],
+			    (unsigned long long)rs[METRICS_RECLAIM_ABANDONED],
+			    (unsigned long long)rs[METRICS_RECLAIM_DELETED],
+			    (unsigned long long)rs[METRICS_RECLAIM_RESUMED],
+			    (unsigned long long)rs[METRICS_RECLAIM_FAILED], wait_sum,
+			    (unsigned long long)waits);
 	}
 	if (st->api)
 		strbuf_addf(sb, "# HELP gpugate_kube_watch_connected 1 while the "
@@ -460,7 +506,7 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 		    (unsigned long long)load(&m->cert_reloads[1]),
 		    (unsigned long long)load(&m->cert_reloads[0]));
 	if (st) {
-		render_state(&sb, st);
+		render_state(&sb, m, st);
 		if (st->workers)
 			metrics_render_workers(&sb, st->worker_requests,
 					       st->workers);

@@ -8,7 +8,9 @@
  * from the policy, are a short list under a lock (a denial is rare).  What other modules know (quota from the policy and the
  * usage store, the feed's state, the certificate, the server's workers) is
  * handed over as plain values at scrape time (struct metrics_state) and
- * written here too: no other file writes exposition text.
+ * written here too: no other file writes exposition text.  What the
+ * controllers do (the reclaimer's steps) they push here as they do it:
+ * metrics reads nothing of theirs.
  */
 #ifndef GPUGATE_METRICS_H
 #define GPUGATE_METRICS_H
@@ -44,11 +46,34 @@ void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
 void metrics_policy_reload(struct metrics *m, bool ok);
 void metrics_cert_reload(struct metrics *m, bool ok);
 
+/*
+ * The reclaimer's steps (controllers/reclaimer.h), pushed by it as it
+ * takes them: gpugate_reclaims_total{result} and
+ * gpugate_checkpoint_wait_seconds.  Both families are written once
+ * metrics_reclaims_on() was called (a reclaimer runs), from 0.  Any
+ * thread; m NULL: nothing counted.
+ */
+enum metrics_reclaim {
+	METRICS_RECLAIM_SIGNALLED,    /* a checkpoint requested */
+	METRICS_RECLAIM_CHECKPOINTED, /* released after the workload reported */
+	METRICS_RECLAIM_TIMEOUT,      /* released after checkpoint.timeoutSeconds */
+	METRICS_RECLAIM_ABANDONED,    /* a request taken back */
+	METRICS_RECLAIM_DELETED,      /* a pod deleted: its grace, a PDB, a long grace */
+	METRICS_RECLAIM_RESUMED,      /* a Job resumed */
+	METRICS_RECLAIM_FAILED,       /* a write the API refused (retried) */
+	METRICS__RECLAIMS
+};
+void metrics_reclaims_on(struct metrics *m);
+void metrics_reclaim(struct metrics *m, enum metrics_reclaim step);
+/* A victim released: CHECKPOINTED (reported) or TIMEOUT counted, and
+ * wait_seconds (from its checkpoint request; 0 when unknown) observed,
+ * all at once (a scrape sees none or all of it). */
+void metrics_reclaim_released(struct metrics *m, bool reported, double wait_seconds);
+
 struct inventory;
 struct meter;
 struct procstat;
 struct policy;
-struct reclaimer;
 struct usage_store;
 
 /* What a scrape shows beside the counters, gathered by its caller. */
@@ -63,8 +88,6 @@ struct metrics_state {
 	struct inventory *inventory;
 	/* gpugate_gpu_seconds_total (usage/meter.h), when not NULL. */
 	struct meter *meter;
-	/* The reclaim controller (API mode), may be NULL. */
-	struct reclaimer *reclaimer;
 	/* gpugate_kube_watch_connected and gpugate_kube_synced, in API mode. */
 	bool api;
 	bool api_connected;

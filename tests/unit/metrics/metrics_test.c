@@ -183,3 +183,53 @@ Test(metrics, process_families_as_client_libraries_name_them)
 	free(text);
 	metrics_free(m);
 }
+
+/* The reclaimer pushes its steps (metrics_reclaim*); the two families are
+ * written once it runs, between the meter and the feed, as before. */
+Test(metrics, reclaims_pushed_by_the_reclaimer)
+{
+	struct metrics *m = metrics_new();
+	char *text = render(m, &(struct metrics_state){.api = true});
+
+	cr_assert_null(strstr(text, "gpugate_reclaims_total"), "no reclaimer: no lines");
+	cr_assert_null(strstr(text, "gpugate_checkpoint_wait_seconds"));
+	free(text);
+	metrics_reclaim(NULL, METRICS_RECLAIM_FAILED); /* no sink: a no-op */
+	metrics_reclaims_on(m);
+	metrics_reclaim(m, METRICS_RECLAIM_SIGNALLED);
+	metrics_reclaim(m, METRICS_RECLAIM_SIGNALLED);
+	metrics_reclaim(m, METRICS_RECLAIM_ABANDONED);
+	metrics_reclaim(m, METRICS_RECLAIM_DELETED);
+	metrics_reclaim(m, METRICS_RECLAIM_RESUMED);
+	metrics_reclaim(m, METRICS_RECLAIM_FAILED);
+	metrics_reclaim(m, METRICS_RECLAIM_FAILED);
+	metrics_reclaim(m, METRICS_RECLAIM_FAILED);
+	metrics_reclaim_released(m, true, 12.25);
+	metrics_reclaim_released(m, false, 300.5);
+	metrics_reclaim_released(m, true, 0.0);
+	text = render(m, &(struct metrics_state){.api = true});
+	cr_assert(strstr(text,
+			 "# HELP gpugate_reclaims_total Steps of reclaims of lent GPUs, by "
+			 "result: signalled (checkpoint requested), checkpointed or timeout "
+			 "(released after the workload's report, or without it), abandoned "
+			 "(no longer needed), deleted (a pod past its grace, a "
+			 "PodDisruptionBudget or a long grace), resumed, failed (a write the "
+			 "API refused).\n"
+			 "# TYPE gpugate_reclaims_total counter\n"
+			 "gpugate_reclaims_total{result=\"signalled\"} 2\n"
+			 "gpugate_reclaims_total{result=\"checkpointed\"} 2\n"
+			 "gpugate_reclaims_total{result=\"timeout\"} 1\n"
+			 "gpugate_reclaims_total{result=\"abandoned\"} 1\n"
+			 "gpugate_reclaims_total{result=\"deleted\"} 1\n"
+			 "gpugate_reclaims_total{result=\"resumed\"} 1\n"
+			 "gpugate_reclaims_total{result=\"failed\"} 3\n"
+			 "# HELP gpugate_checkpoint_wait_seconds From the checkpoint request "
+			 "to the release of a reclaimed workload.\n"
+			 "# TYPE gpugate_checkpoint_wait_seconds summary\n"
+			 "gpugate_checkpoint_wait_seconds_sum 312.750\n"
+			 "gpugate_checkpoint_wait_seconds_count 3\n"
+			 "# HELP gpugate_kube_watch_connected "),
+		  "%s", text);
+	free(text);
+	metrics_free(m);
+}

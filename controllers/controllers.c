@@ -1,0 +1,216 @@
+/* controllers: the table the daemon walks (controllers/controllers.h). */
+#include "controllers/controllers.h"
+
+#include "base/diag.h"
+#include "controllers/claim-sync.h"
+#include "controllers/class-sync.h"
+#include "controllers/quota-sync.h"
+#include "controllers/reclaimer.h"
+#include "controllers/waiter.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* ---- the rows: what each start takes from the deps --------------------- */
+
+static bool waiter_on(const struct controller_deps *deps)
+{
+	return deps->waiting_after_s != 0;
+}
+
+static int waiter_row_start(const struct controller_deps *deps, void **out,
+			    struct diag *d)
+{
+	struct waiter *w = NULL;
+	struct waiter_config c = {
+		.kube = deps->kube, .policy = deps->policy,
+		.inventory = deps->inventory, .usage = deps->usage,
+		.identity = deps->identity, .after_s = deps->waiting_after_s,
+		.leading = deps->leading, .leading_ctx = deps->ctx,
+	};
+	int rc = waiter_start(&c, &w, d);
+
+	*out = w;
+	return rc;
+}
+
+static void waiter_row_stop(void *c)
+{
+	waiter_stop(c);
+}
+
+static int reclaimer_row_start(const struct controller_deps *deps, void **out,
+			       struct diag *d)
+{
+	struct reclaimer *r = NULL;
+	struct reclaimer_config c = {
+		.kube = deps->kube, .policy = deps->policy, .usage = deps->usage,
+		.identity = deps->identity, .namespace = deps->namespace,
+		.leading = deps->leading, .leading_ctx = deps->ctx,
+		.metrics = deps->metrics,
+	};
+	int rc = reclaimer_start(&c, &r, d);
+
+	*out = r;
+	return rc;
+}
+
+static void reclaimer_row_stop(void *c)
+{
+	reclaimer_stop(c);
+}
+
+static bool class_sync_on(const struct controller_deps *deps)
+{
+	return !deps->no_gpuclasses;
+}
+
+static int class_sync_row_start(const struct controller_deps *deps, void **out,
+				struct diag *d)
+{
+	struct class_sync *s = NULL;
+	struct class_sync_config c = {
+		.kube = deps->kube, .policy = deps->policy,
+		.leading = deps->leading, .leading_ctx = deps->ctx,
+	};
+	int rc = class_sync_start(&c, &s, d);
+
+	*out = s;
+	return rc;
+}
+
+static void class_sync_row_stop(void *c)
+{
+	class_sync_stop(c);
+}
+
+static bool quota_sync_on(const struct controller_deps *deps)
+{
+	return !deps->no_gpuquotas;
+}
+
+/* Every usage store: memory (the gpugate-memory Lease holder, whose
+ * ledger decides), shared (the gpugate-leader holder); both count the
+ * same watch. */
+static int quota_sync_row_start(const struct controller_deps *deps, void **out,
+				struct diag *d)
+{
+	struct quota_sync *s = NULL;
+	struct quota_sync_config c = {
+		.kube = deps->kube, .policy = deps->policy, .usage = deps->usage,
+		.inventory = deps->inventory, .synced = deps->synced,
+		.leading = deps->leading, .ctx = deps->ctx,
+	};
+	int rc = quota_sync_start(&c, &s, d);
+
+	*out = s;
+	return rc;
+}
+
+static void quota_sync_row_stop(void *c)
+{
+	quota_sync_stop(c);
+}
+
+/* checkpoint.claim.create: idle while it is off. */
+static int claim_sync_row_start(const struct controller_deps *deps, void **out,
+				struct diag *d)
+{
+	struct claim_sync *s = NULL;
+	struct claim_sync_config c = {
+		.kube = deps->kube, .policy = deps->policy, .pvcs = deps->pvcs,
+		.leading = deps->leading, .leading_ctx = deps->ctx,
+	};
+	int rc = claim_sync_start(&c, &s, d);
+
+	*out = s;
+	return rc;
+}
+
+static void claim_sync_row_stop(void *c)
+{
+	claim_sync_stop(c);
+}
+
+const struct controller controllers_table[CONTROLLERS_COUNT] = {
+	{"waiter",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
+		 CONTROLLER_NEEDS_USAGE | CONTROLLER_NEEDS_IDENTITY,
+	 true, waiter_on, waiter_row_start, waiter_row_stop},
+	{"reclaimer",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_USAGE |
+		 CONTROLLER_NEEDS_IDENTITY | CONTROLLER_NEEDS_NAMESPACE |
+		 CONTROLLER_NEEDS_METRICS,
+	 true, NULL, reclaimer_row_start, reclaimer_row_stop},
+	{"class-sync", CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY, true,
+	 class_sync_on, class_sync_row_start, class_sync_row_stop},
+	{"quota-sync",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_USAGE |
+		 CONTROLLER_NEEDS_INVENTORY | CONTROLLER_NEEDS_SYNCED,
+	 true, quota_sync_on, quota_sync_row_start, quota_sync_row_stop},
+	{"claim-sync",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_PVCS,
+	 true, NULL, claim_sync_row_start, claim_sync_row_stop},
+};
+
+_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 5,
+	       "CONTROLLERS_COUNT rows, no empty one");
+
+/* ---- the walk's helpers ------------------------------------------------ */
+
+static const char *const need_names[] = {"kube",     "policy",   "usage",
+					 "inventory", "pvcs",   "metrics",
+					 "identity", "namespace", "synced"};
+
+unsigned controller_missing(const struct controller *c,
+			    const struct controller_deps *deps)
+{
+	const bool have[] = {
+		deps->kube != NULL,      deps->policy != NULL,   deps->usage != NULL,
+		deps->inventory != NULL, deps->pvcs != NULL,     deps->metrics != NULL,
+		deps->identity != NULL,  deps->namespace != NULL, deps->synced != NULL,
+	};
+	unsigned missing = 0;
+
+	for (unsigned i = 0; i < sizeof(have) / sizeof(have[0]); i++)
+		if ((c->needs & (1u << i)) && !have[i])
+			missing |= 1u << i;
+	return missing;
+}
+
+void controller_needs_text(unsigned needs, char *buf, size_t size)
+{
+	size_t len = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < sizeof(need_names) / sizeof(need_names[0]); i++) {
+		int n;
+
+		if (!(needs & (1u << i)) || len >= size)
+			continue;
+		n = snprintf(buf + len, size - len, "%s%s", len ? " " : "",
+			     need_names[i]);
+		len = n < 0 ? size : len + (size_t)n;
+	}
+}
+
+int controller_start(const struct controller *c, const struct controller_deps *deps,
+		     void **out, struct diag *d)
+{
+	struct controller_deps mine = *deps;
+	unsigned missing = controller_missing(c, deps);
+
+	*out = NULL;
+	if (c->on && !c->on(deps))
+		return 0;
+	if (missing) {
+		char what[128];
+
+		controller_needs_text(missing, what, sizeof(what));
+		diag_addf(d, "controller %s needs: %s", c->name, what);
+		return -1;
+	}
+	if (!c->leader_only)
+		mine.leading = NULL;
+	return c->start(&mine, out, d);
+}

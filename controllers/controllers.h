@@ -1,0 +1,110 @@
+/*
+ * controllers: the table of gpugate serve's background controllers, which
+ * the daemon (daemon/daemon.c) walks: it fills one struct controller_deps
+ * with what it has, starts every row that is on in table order, and stops
+ * them in the reverse order.
+ *
+ * A row says, as data, what its controller needs of the daemon (needs:
+ * CONTROLLER_NEEDS_*; controller_start() refuses to start one whose needs
+ * the deps lack) and whether it acts only on the replica that leads (the
+ * Lease of several replicas: then it is handed deps->leading, otherwise
+ * no leading at all, and it acts on every replica).  Its start takes
+ * what it needs from the deps, and nothing else; it returns the running
+ * controller, which its stop ends and frees.
+ *
+ * The controllers, in the order they start (docs/internals.md, "Threads"):
+ *
+ *   waiter      why a pod waits, as an Event (controllers/waiter.h); on
+ *               with --waiting-reasons-after
+ *   reclaimer   lent GPUs come back (controllers/reclaimer.h)
+ *   class-sync  the GPUClass objects (controllers/class-sync.h); off with
+ *               --no-gpuclasses
+ *   quota-sync  the GPUQuota objects (controllers/quota-sync.h); off with
+ *               --no-gpuquotas
+ *   claim-sync  the checkpoint claims (controllers/claim-sync.h)
+ *
+ * All five write API objects, so all five are leader-only.
+ */
+#ifndef GPUGATE_CONTROLLERS_H
+#define GPUGATE_CONTROLLERS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+struct diag;
+struct holder;
+struct inventory;
+struct kube_config;
+struct metrics;
+struct pvcs;
+struct usage_store;
+
+/* What the daemon hands the controllers: filled once, borrowed by every
+ * controller until it is stopped. */
+struct controller_deps {
+	const struct kube_config *kube;  /* the API (each makes its client) */
+	struct holder *policy;           /* the policy holder */
+	struct usage_store *usage;       /* the usage store */
+	struct inventory *inventory;     /* nodes and waiting pods */
+	struct pvcs *pvcs;               /* the claims the watch saw */
+	struct metrics *metrics;         /* where counters are pushed */
+	const char *identity;            /* this replica (Events' reportingInstance) */
+	const char *namespace;           /* gpugate's own namespace */
+	/* This replica leads (holds the Lease); NULL: it is the only one. */
+	bool (*leading)(void *ctx);
+	/* The usage was listed from the API. */
+	bool (*synced)(void *ctx);
+	void *ctx;                       /* of leading and synced */
+	/* The switches of gpugate serve. */
+	unsigned waiting_after_s;        /* --waiting-reasons-after; 0: off */
+	bool no_gpuclasses;              /* --no-gpuclasses */
+	bool no_gpuquotas;               /* --no-gpuquotas */
+};
+
+/* What a row's start takes from the deps (besides the switches). */
+enum controller_needs {
+	CONTROLLER_NEEDS_KUBE = 1u << 0,
+	CONTROLLER_NEEDS_POLICY = 1u << 1,
+	CONTROLLER_NEEDS_USAGE = 1u << 2,
+	CONTROLLER_NEEDS_INVENTORY = 1u << 3,
+	CONTROLLER_NEEDS_PVCS = 1u << 4,
+	CONTROLLER_NEEDS_METRICS = 1u << 5,
+	CONTROLLER_NEEDS_IDENTITY = 1u << 6,
+	CONTROLLER_NEEDS_NAMESPACE = 1u << 7,
+	CONTROLLER_NEEDS_SYNCED = 1u << 8,
+};
+
+struct controller {
+	const char *name;      /* "reclaimer" */
+	unsigned needs;        /* CONTROLLER_NEEDS_*, or-ed */
+	bool leader_only;      /* acts only while deps->leading says so */
+	/* Whether the switches turn it on; NULL: always. */
+	bool (*on)(const struct controller_deps *deps);
+	/* Starts it: 0 with *out, or -1 with a message in d. */
+	int (*start)(const struct controller_deps *deps, void **out, struct diag *d);
+	/* Stops its thread and frees it (a request in flight ends first). */
+	void (*stop)(void *c);
+};
+
+/* The rows, in start order. */
+#define CONTROLLERS_COUNT 5
+extern const struct controller controllers_table[CONTROLLERS_COUNT];
+
+/* The needs of c that deps lacks (0: none): which of its pointers are
+ * NULL. */
+unsigned controller_missing(const struct controller *c,
+			    const struct controller_deps *deps);
+
+/* One name per bit of needs, "kube policy usage", into buf (size > 0). */
+void controller_needs_text(unsigned needs, char *buf, size_t size);
+
+/*
+ * Starts row c with deps: its leading is deps->leading when c is
+ * leader_only, else NULL.  0 with *out (NULL when the switches turn it
+ * off: nothing runs), or -1 with a message in d: its start failed, or
+ * deps lacks what it needs ("controller reclaimer needs: metrics").
+ */
+int controller_start(const struct controller *c, const struct controller_deps *deps,
+		     void **out, struct diag *d);
+
+#endif
