@@ -185,6 +185,32 @@ int64_t charge_job_slots(const struct workload *wl)
 	return slots > 0 ? slots : 0;
 }
 
+void charge_claim(const struct policy *p, const struct workload *wl,
+		  struct charge *out)
+{
+	const struct policy_tenant *t;
+	struct dra_claim c;
+
+	memset(out, 0, sizeof(*out));
+	if (wl->kind != WL_CLAIM || !wl->namespace)
+		return;
+	t = policy_tenant_for_namespace(p, wl->namespace);
+	if (!t)
+		return;
+	dra_decide(p, wl->device_requests, wl->n_device_requests, &c);
+	if (!c.flavor)
+		return;
+	out->tenant = t;
+	out->flavor = c.flavor;
+	out->units = c.units;
+	out->per_pod = c.units; /* one claim, like one pod */
+	out->slots = 1;
+	/* A claim holds its devices until it is deleted: allocated or not,
+	 * whatever its pods do (the resourceclaim controller deletes a claim
+	 * it made for a pod once the pod is done). */
+	out->active = c.units > 0;
+}
+
 void charge_decide(const struct policy *p, const struct workload *wl,
 		   struct charge *out)
 {
@@ -193,7 +219,7 @@ void charge_decide(const struct policy *p, const struct workload *wl,
 	const char *res;
 
 	if (wl->kind == WL_CLAIM) { /* DRA: policy/dra.h */
-		dra_charge(p, wl, out);
+		charge_claim(p, wl, out);
 		return;
 	}
 	memset(out, 0, sizeof(*out));

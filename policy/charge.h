@@ -67,8 +67,8 @@ struct charge {
 };
 
 /*
- * The charge of wl (kind WL_POD or WL_JOB; WL_CLAIM: dra_charge() of
- * policy/dra.h; any other kind holds nothing) under p, in *out.  The
+ * The charge of wl (kind WL_POD or WL_JOB; WL_CLAIM:
+ * charge_claim(); any other kind holds nothing) under p, in *out.  The
  * tenant and flavor point into p, owner_job_uid into wl's strings.
  */
 void charge_decide(const struct policy *p, const struct workload *wl,
@@ -86,6 +86,15 @@ void charge_decide(const struct policy *p, const struct workload *wl,
 const struct policy_flavor *charge_selected_flavor(const struct policy *p,
 						   const struct wl_pod *pod,
 						   const char *res);
+
+/*
+ * The charge of a ResourceClaim (wl->kind WL_CLAIM) in *out
+ * (policy/charge.h): the tenant of its namespace, its flavor and units;
+ * active while it asks for any, until it is deleted.  Nothing outside
+ * every tenant, or without a mapped device class.
+ */
+void charge_claim(const struct policy *p, const struct workload *wl,
+		  struct charge *out);
 
 /* The pods a Job's gang covers: min(parallelism, completions), >= 0. */
 int64_t charge_job_slots(const struct workload *wl);
