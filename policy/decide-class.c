@@ -24,7 +24,7 @@ static bool check_class_resources(struct ctx *c, size_t gpu)
 		const struct wl_container *ct = &pod->init_containers[i];
 		const char *r = decide_first_flavor_resource(c->p, ct, NULL);
 
-		if (r && decide_violate(c, "two-flavors",
+		if (r && decide_violate(c, RULES_TWO_FLAVORS,
 				 "init container \"%s\" asks for %s; with class %s "
 				 "only container \"%s\" gets accelerators: remove that "
 				 "request",
@@ -36,7 +36,7 @@ static bool check_class_resources(struct ctx *c, size_t gpu)
 		const struct wl_container *ct = &pod->containers[i];
 		const char *other = decide_first_flavor_resource(c->p, ct, res);
 
-		if (other && decide_violate(c, "two-flavors",
+		if (other && decide_violate(c, RULES_TWO_FLAVORS,
 				     "container \"%s\" asks for %s, but class %s gives "
 				     "this pod %s (%s) only: remove that request",
 				     ct->name, other, c->out->cls->name,
@@ -45,7 +45,7 @@ static bool check_class_resources(struct ctx *c, size_t gpu)
 		if (i != gpu &&
 		    (decide_has_resource(ct->limits, ct->n_limits, res) ||
 		     decide_has_resource(ct->requests, ct->n_requests, res)) &&
-		    decide_violate(c, "two-flavors",
+		    decide_violate(c, RULES_TWO_FLAVORS,
 			    "container \"%s\" also asks for %s; with class %s only "
 			    "container \"%s\" gets accelerators: remove that request "
 			    "or name it in annotation " ANNOTATION_CONTAINER,
@@ -66,13 +66,13 @@ static bool check_node_selector(struct ctx *c)
 					  kv->key);
 
 		if (have && strcmp(have, kv->value) != 0) {
-			if (decide_violate(c, "node-selector",
+			if (decide_violate(c, RULES_NODE_SELECTOR,
 				    "nodeSelector %s=%s conflicts with flavor %s, which "
 				    "needs %s=%s: remove it, the class chooses the nodes",
 				    kv->key, have, f->name, kv->key, kv->value))
 				return true;
 		} else if (!have && c->in->phase == DECIDE_VALIDATE) {
-			if (decide_violate(c, "not-mutated",
+			if (decide_violate(c, RULES_NOT_MUTATED,
 				    "the pod lacks nodeSelector %s=%s of flavor %s: it "
 				    "was changed after gpugate's mutation, or the "
 				    "mutating webhook is not registered",
@@ -103,7 +103,7 @@ static bool check_mutated_resources(struct ctx *c, size_t gpu)
 	}
 	if (found && units == (int64_t)c->out->count)
 		return false;
-	return decide_violate(c, "not-mutated",
+	return decide_violate(c, RULES_NOT_MUTATED,
 		       "container \"%s\" has %s %s but class %s gives %u: it was "
 		       "changed after gpugate's mutation, or the mutating webhook "
 		       "is not registered",
@@ -156,12 +156,12 @@ static bool check_user_count(struct ctx *c, size_t gpu, unsigned count)
 	    count_is_gpugates(c, ct, res, units))
 		return false;
 	if (units >= 1 && units <= (int64_t)cls->max_gpus)
-		return decide_violate(c, "gpus-conflict",
+		return decide_violate(c, RULES_GPUS_CONFLICT,
 			       "container \"%s\" asks for %s %s but class %s gives %u: "
 			       "remove that request, or set label %s: \"%s\"",
 			       ct->name ? ct->name : "", raw, res, cls->name, count,
 			       label, raw);
-	return decide_violate(c, "gpus-conflict",
+	return decide_violate(c, RULES_GPUS_CONFLICT,
 		       "container \"%s\" asks for %s %s but class %s gives %u "
 		       "(at most %u with label %s): remove that request",
 		       ct->name ? ct->name : "", raw && raw[0] ? raw : "(invalid)", res,
@@ -190,7 +190,7 @@ void decide_class(struct ctx *c, const char *class_name)
 	unsigned count;
 
 	if (!t) {
-		decide_violate(c, "no-tenant",
+		decide_violate(c, RULES_NO_TENANT,
 			"namespace \"%s\" belongs to no tenant, so it cannot use GPU "
 			"class \"%s\"; ask the platform team to add it to a tenant in "
 			"the gpugate policy",
@@ -202,7 +202,7 @@ void decide_class(struct ctx *c, const char *class_name)
 		char hint[TEXT_DISTANCE_MAX_LEN + 32];
 
 		decide_usable_classes(c->p, t, list, sizeof(list));
-		decide_violate(c, "class-unknown",
+		decide_violate(c, RULES_CLASS_UNKNOWN,
 			"unknown GPU class \"%s\"%s; tenant \"%s\" may use: %s",
 			class_name,
 			decide_nearest_usable_class(c->p, t, class_name, hint, sizeof(hint)),
@@ -211,7 +211,7 @@ void decide_class(struct ctx *c, const char *class_name)
 	}
 	if (!policy_tenant_allows_class(t, cls)) {
 		decide_usable_classes(c->p, t, list, sizeof(list));
-		decide_violate(c, "class-not-allowed",
+		decide_violate(c, RULES_CLASS_NOT_ALLOWED,
 			"class \"%s\" is not allowed for tenant \"%s\"; allowed: %s",
 			cls->name, t->name, list);
 		return;
@@ -222,7 +222,7 @@ void decide_class(struct ctx *c, const char *class_name)
 	gpus = decide_label(wl, s->gpus_label);
 	count = cls->gpus;
 	if (gpus && !decide_parse_count(gpus, cls->max_gpus, &count)) {
-		decide_violate(c, "gpus-invalid",
+		decide_violate(c, RULES_GPUS_INVALID,
 			"label %s=\"%.40s\" must be a whole number from 1 to %u for "
 			"class %s",
 			s->gpus_label, gpus, cls->max_gpus, cls->name);
@@ -235,7 +235,7 @@ void decide_class(struct ctx *c, const char *class_name)
 		char allowed[128];
 
 		decide_sharing_list(t, allowed, sizeof(allowed));
-		if (decide_violate(c, "sharing",
+		if (decide_violate(c, RULES_SHARING,
 			    "class \"%s\" uses %s GPUs, which tenant \"%s\" may not "
 			    "use (allowed sharing: %s)",
 			    cls->name, policy_sharing_name(cls->flavor->sharing),
@@ -244,7 +244,7 @@ void decide_class(struct ctx *c, const char *class_name)
 	}
 
 	if (wl->pod.n_containers == 0) {
-		decide_violate(c, "container-unknown", "the pod has no containers");
+		decide_violate(c, RULES_CONTAINER_UNKNOWN, "the pod has no containers");
 		unmap(c);
 		return;
 	}
@@ -262,7 +262,7 @@ void decide_class(struct ctx *c, const char *class_name)
 				decide_list_add(list, sizeof(list),
 					 wl->pod.containers[k].name ? wl->pod.containers[k].name
 								    : "");
-			decide_violate(c, "container-unknown",
+			decide_violate(c, RULES_CONTAINER_UNKNOWN,
 				"annotation " ANNOTATION_CONTAINER " names container "
 				"\"%.63s\", but the pod has no such container "
 				"(containers: %s)",

@@ -68,7 +68,7 @@ static bool claim_rules(struct ctx *c, const struct dra_claim *h)
 	if (h->raw.device_class &&
 	    policy_settings(c->p)->raw_gpu_requests == POLICY_RAW_REJECT) {
 		usable_device_classes(c->p, t, list, sizeof(list));
-		if (decide_violate(c, "raw-request",
+		if (decide_violate(c, RULES_RAW_REQUEST,
 			    "this %s asks for devices of class \"%s\", which maps to "
 			    "no GPU flavor; use a device class tenant \"%s\" may use: %s",
 			    what, h->raw.device_class, t->name, list))
@@ -76,7 +76,7 @@ static bool claim_rules(struct ctx *c, const struct dra_claim *h)
 	}
 	if (h->all.device_class) {
 		request_name(&h->all, name, sizeof(name));
-		if (decide_violate(c, "allocation-all",
+		if (decide_violate(c, RULES_ALLOCATION_ALL,
 			    "request \"%s\" asks for all devices of class \"%s\" "
 			    "(allocationMode All), which cannot be counted against "
 			    "quota; ask for a number of devices (allocationMode "
@@ -85,7 +85,7 @@ static bool claim_rules(struct ctx *c, const struct dra_claim *h)
 			return true;
 	}
 	if (h->other_flavor &&
-	    decide_violate(c, "two-flavors",
+	    decide_violate(c, RULES_TWO_FLAVORS,
 		    "this %s asks for devices of two flavors (class \"%s\" of %s "
 		    "and class \"%s\" of %s); a claim may use one flavor only",
 		    what, h->device_class, h->flavor->name,
@@ -93,7 +93,7 @@ static bool claim_rules(struct ctx *c, const struct dra_claim *h)
 		return true;
 	if (h->flavor && !policy_tenant_allows_sharing(t, h->flavor->sharing)) {
 		decide_sharing_list(t, list, sizeof(list));
-		if (decide_violate(c, "sharing",
+		if (decide_violate(c, RULES_SHARING,
 			    "device class \"%s\" is a %s GPU class, which tenant \"%s\" "
 			    "may not use (allowed sharing: %s)",
 			    h->device_class, policy_sharing_name(h->flavor->sharing),
@@ -126,7 +126,7 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 		return;
 	}
 	if (q->position == QUOTA_NO_QUOTA) {
-		decide_violate(c, "quota",
+		decide_violate(c, RULES_QUOTA,
 			"tenant \"%s\" has no quota for flavor %s (device class %s); "
 			"ask the platform team for quota",
 			tenant, flavor, h->device_class);
@@ -136,13 +136,13 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 		snprintf(ceiling, sizeof(ceiling), "nominal %" PRId64 "%s", q->nominal,
 			 q->cohort ? "; claims do not borrow" : "");
 		if (is_template(c))
-			decide_violate(c, "quota",
+			decide_violate(c, RULES_QUOTA,
 				"the claims of this template can never be admitted: "
 				"each needs %" PRId64 " %s, tenant \"%s\" may hold at "
 				"most %" PRId64 " (%s)",
 				h->units, flavor, tenant, q->nominal, ceiling);
 		else
-			decide_violate(c, "quota",
+			decide_violate(c, RULES_QUOTA,
 				"claim can never be admitted: needs %" PRId64 " %s, "
 				"tenant \"%s\" may hold at most %" PRId64 " (%s)",
 				h->units, flavor, tenant, q->nominal, ceiling);
@@ -151,14 +151,14 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 	if (is_template(c))
 		return; /* fits an empty cluster */
 	if (q->cohort)
-		decide_violate(c, "quota",
+		decide_violate(c, RULES_QUOTA,
 			"tenant \"%s\" is over its %s quota: requested %" PRId64
 			" (claim, device class %s), in use %" PRId64 " of nominal "
 			"%" PRId64 ", claims do not borrow from cohort \"%s\"",
 			tenant, flavor, h->units, h->device_class, q->used,
 			q->nominal, q->cohort);
 	else
-		decide_violate(c, "quota",
+		decide_violate(c, RULES_QUOTA,
 			"tenant \"%s\" is over its %s quota: requested %" PRId64
 			" (claim, device class %s), in use %" PRId64 " of nominal "
 			"%" PRId64 ", no cohort to borrow from",
@@ -204,7 +204,7 @@ void decide_claim(struct ctx *c)
 		return; /* no GPUs: none of gpugate's business */
 	out->tenant = policy_tenant_for_namespace(c->p, wl->namespace);
 	if (!out->tenant) {
-		decide_violate(c, "no-tenant",
+		decide_violate(c, RULES_NO_TENANT,
 			"namespace \"%s\" belongs to no tenant, so it cannot use "
 			"device class \"%s\"; ask the platform team to add it to a "
 			"tenant in the gpugate policy",

@@ -26,6 +26,7 @@
 #include "policy/charge.h"
 #include "policy/decide.h"
 #include "policy/pool.h"
+#include "policy/rules.h"
 
 #include <stdarg.h>
 #include <stdbool.h>
@@ -53,11 +54,12 @@ void decide_add_warning(struct decision *out, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 /*
- * Records a rule violation; the first one wins.  Returns true when the
+ * Records a violation of rule (its id from the table, policy/rules.h);
+ * the first one wins.  Returns true when the
  * decision is final (enforce mode: denied).  In warn mode the text becomes
  * a warning at /validate; in audit mode it is only recorded.
  */
-bool decide_violate(struct ctx *c, const char *rule, const char *fmt, ...)
+bool decide_violate(struct ctx *c, enum rules_id rule, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Appends s to a comma-separated list in buf, keeping it bounded. */

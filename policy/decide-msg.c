@@ -58,7 +58,7 @@ static void exemption_hint(const struct ctx *c, char *msg, size_t size)
 		 c->wl->pod.service_account ? c->wl->pod.service_account : "default");
 }
 
-bool decide_violate(struct ctx *c, const char *rule, const char *fmt, ...)
+bool decide_violate(struct ctx *c, enum rules_id rule, const char *fmt, ...)
 {
 	struct decision *out = c->out;
 	va_list ap;
@@ -70,12 +70,12 @@ bool decide_violate(struct ctx *c, const char *rule, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(out->message + n, sizeof(out->message) - (size_t)n, fmt, ap);
 	va_end(ap);
-	if (strcmp(rule, "security") == 0 && out->mode == POLICY_MODE_ENFORCE &&
+	if (rule == RULES_SECURITY && out->mode == POLICY_MODE_ENFORCE &&
 	    !policy_tenant_for_namespace(c->p, c->wl->namespace))
 		exemption_hint(c, out->message, sizeof(out->message));
 	text_clean(out->message);
 	out->violation = true;
-	out->rule = rule;
+	out->rule = rules_name(rule);
 	switch (out->mode) {
 	case POLICY_MODE_ENFORCE:
 		out->allowed = false;

@@ -345,7 +345,7 @@ void decide_template_ceiling(struct ctx *c)
 		 wl->name);
 	quota_decide(c->p, out->tenant, out->flavor, per_pod, true, &quota_no_usage, &q);
 	if (q.position == QUOTA_NO_QUOTA) {
-		decide_violate(c, "quota",
+		decide_violate(c, RULES_QUOTA,
 			"tenant \"%s\" has no quota for flavor %s (class %s); ask the "
 			"platform team for quota",
 			out->tenant->name, out->flavor->name, out->cls->name);
@@ -358,13 +358,13 @@ void decide_template_ceiling(struct ctx *c)
 		return;
 	decide_ceiling_text(&q, ceiling, sizeof(ceiling));
 	if (q.requested == per_pod)
-		decide_violate(c, "quota",
+		decide_violate(c, RULES_QUOTA,
 			"%s can never run a pod: each needs %" PRId64 " %s, tenant "
 			"\"%s\" may hold at most %" PRId64 " (%s)",
 			who, per_pod, out->flavor->name, out->tenant->name, q.ceiling,
 			ceiling);
 	else
-		decide_violate(c, "quota",
+		decide_violate(c, RULES_QUOTA,
 			"%s can never run %s: needs %" PRId64 " %s (%" PRId64 " %s x %"
 			PRId64 "), tenant \"%s\" may hold at most %" PRId64 " (%s)",
 			who, wl->template_kind == WL_CRONJOB ? "a whole Job" : "all its replicas",
@@ -396,7 +396,7 @@ void decide_lent_out(struct ctx *c, const struct quota_result *q, const char *te
 	else
 		snprintf(why, sizeof(why), "with reclaimWithinCohort Never it waits "
 					   "until they are returned");
-	decide_violate(c, "quota",
+	decide_violate(c, RULES_QUOTA,
 		"tenant \"%s\" cannot have its lent %s quota back now: requested "
 		"%s, in use %" PRId64 " of nominal %" PRId64 ", and %" PRId64 " of "
 		"those units are lent out in cohort \"%s\" (%s); %s",

@@ -114,17 +114,17 @@ static void pool_rule(const struct decide_input *in, struct decision *out,
 		 cl->per_pod, f->resource);
 	{
 		if (cl->per_pod > pc->largest_allocatable)
-			decide_violate(&c, "pool", "no usable node of flavor %s can hold a pod of "
+			decide_violate(&c, RULES_POOL, "no usable node of flavor %s can hold a pod of "
 				"%u %s: the largest offers %" PRId64 " (%s)%s",
 				f->name, cl->per_pod, f->resource,
 				pc->largest_allocatable, pc->largest_allocatable_node, ex);
 		else if (topo)
-			decide_violate(&c, "pool", "no %s domain of flavor %s can hold %s: the "
+			decide_violate(&c, RULES_POOL, "no %s domain of flavor %s can hold %s: the "
 				"largest holds %" PRId64 "%s%s",
 				topo, f->name, gang, fit->fit_empty,
 				fit->n_domains ? "" : " (no usable node has the label)", ex);
 		else
-			decide_violate(&c, "pool", "the usable nodes of flavor %s can hold at most "
+			decide_violate(&c, RULES_POOL, "the usable nodes of flavor %s can hold at most "
 				"%" PRId64 " of %s%s",
 				f->name, fit->fit_empty, gang, ex);
 	}
@@ -167,19 +167,19 @@ void decide_template_pool(struct ctx *c)
 	if (pc.fit.verdict == POOL_NEVER_FITS) {
 		decide_excluded_text(&pc, ex, sizeof(ex), 600);
 		if (per_pod > pc.largest_allocatable)
-			decide_violate(c, "pool", "%s can never run a pod: no usable node of flavor "
+			decide_violate(c, RULES_POOL, "%s can never run a pod: no usable node of flavor "
 				"%s can hold one of %" PRId64 " %s, the largest offers %"
 				PRId64 " (%s)%s",
 				who, f->name, per_pod, f->resource, pc.largest_allocatable,
 				pc.largest_allocatable_node, ex);
 		else if (topo)
-			decide_violate(c, "pool", "%s can never run a whole Job: no %s domain of "
+			decide_violate(c, RULES_POOL, "%s can never run a whole Job: no %s domain of "
 				"flavor %s can hold its %" PRId64 " pods of %" PRId64 " %s, the "
 				"largest holds %" PRId64 "%s%s",
 				who, topo, f->name, pods, per_pod, f->resource, pc.fit.fit_empty,
 				pc.fit.n_domains ? "" : " (no usable node has the label)", ex);
 		else
-			decide_violate(c, "pool", "%s can never run a whole Job: the usable nodes of "
+			decide_violate(c, RULES_POOL, "%s can never run a whole Job: the usable nodes of "
 				"flavor %s can hold at most %" PRId64 " of its %" PRId64
 				" pods of %" PRId64 " %s%s",
 				who, f->name, pc.fit.fit_empty, pods, per_pod, f->resource, ex);

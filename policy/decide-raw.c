@@ -47,7 +47,7 @@ void decide_raw(struct ctx *c, const char *resource)
 	int64_t units;
 
 	if (!t) {
-		decide_violate(c, "no-tenant",
+		decide_violate(c, RULES_NO_TENANT,
 			"namespace \"%s\" belongs to no tenant, so it cannot use %s; "
 			"ask the platform team to add it to a tenant in the gpugate "
 			"policy",
@@ -56,7 +56,7 @@ void decide_raw(struct ctx *c, const char *resource)
 	}
 	if (policy_settings(c->p)->raw_gpu_requests == POLICY_RAW_REJECT) {
 		decide_usable_classes(c->p, t, classes, sizeof(classes));
-		decide_violate(c, "raw-request",
+		decide_violate(c, RULES_RAW_REQUEST,
 			"this workload asks for %s directly; request GPUs with a class "
 			"instead: set label %s to one of: %s",
 			resource, policy_settings(c->p)->class_label, classes);
@@ -72,7 +72,7 @@ void decide_raw(struct ctx *c, const char *resource)
 		const char *other = decide_first_flavor_resource(c->p, ct, resource);
 
 		if (other) {
-			if (decide_violate(c, "two-flavors",
+			if (decide_violate(c, RULES_TWO_FLAVORS,
 				    "this workload asks for resources of two flavors "
 				    "(%s and %s); a pod may use one flavor only",
 				    resource, other))
@@ -87,7 +87,7 @@ void decide_raw(struct ctx *c, const char *resource)
 		char which[600];
 
 		flavors_of_resource(c->p, resource, which, sizeof(which));
-		if (decide_violate(c, "raw-flavor",
+		if (decide_violate(c, RULES_RAW_FLAVOR,
 			    "this workload asks for %s, which several flavors "
 			    "share, and its nodeSelector does not select exactly "
 			    "one of them: set the nodeSelector of one (%s), or ask "
@@ -101,7 +101,7 @@ void decide_raw(struct ctx *c, const char *resource)
 		char allowed[128];
 
 		decide_sharing_list(t, allowed, sizeof(allowed));
-		if (decide_violate(c, "sharing",
+		if (decide_violate(c, RULES_SHARING,
 			    "%s is a %s GPU resource, which tenant \"%s\" may not "
 			    "use (allowed sharing: %s)",
 			    resource, policy_sharing_name(f->sharing), t->name,

@@ -181,7 +181,7 @@ static bool deny_privileged(struct ctx *c, const struct wl_container *ct,
 	char why[300];
 
 	reach_text(r, why, sizeof(why));
-	return decide_violate(c, "security",
+	return decide_violate(c, RULES_SECURITY,
 		       "%s \"%s\" is privileged and the pod can reach GPU "
 		       "nodes (%s); a privileged container sees every GPU on "
 		       "the node: remove securityContext.privileged%s",
@@ -210,7 +210,7 @@ static bool deny_env_from(struct ctx *c, const struct wl_container *ct,
 		snprintf(pre, sizeof(pre), "with prefix \"%.63s\"", ef->prefix);
 	else
 		snprintf(pre, sizeof(pre), "without a prefix");
-	return decide_violate(c, "security",
+	return decide_violate(c, RULES_SECURITY,
 		       "%s \"%s\" takes env from %s %s and the pod can reach "
 		       "GPU nodes (%s); its keys could make variables that "
 		       "start with NVIDIA_, such as NVIDIA_VISIBLE_DEVICES, "
@@ -234,7 +234,7 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 	const char *name = ct->name ? ct->name : "";
 
 	if (gpu && ct->privileged &&
-	    decide_violate(c, "security",
+	    decide_violate(c, RULES_SECURITY,
 		    "%s \"%s\" is privileged; a privileged GPU container "
 		    "bypasses the device plugin's isolation: remove "
 		    "securityContext.privileged",
@@ -247,7 +247,7 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 			continue;
 		if (!gpu && env_hides_devices(ct->env[e].value))
 			continue;
-		if (decide_violate(c, "security",
+		if (decide_violate(c, RULES_SECURITY,
 			    "%s \"%s\" sets %s, which bypasses the device "
 			    "plugin's GPU isolation: remove it and ask for GPUs "
 			    "with a class",
@@ -263,7 +263,7 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 		char src[512];
 
 		if (device_list_mount(ct->mounts[m].path) &&
-		    decide_violate(c, "security",
+		    decide_violate(c, RULES_SECURITY,
 			    "%s \"%s\" mounts volume \"%s\" at %.200s, where the "
 			    "NVIDIA container toolkit reads which GPUs to give a "
 			    "container (" DEVICE_LIST_DIR "), which bypasses the "
@@ -281,7 +281,7 @@ static bool check_container_security(struct ctx *c, const struct wl_container *c
 		if (!device_host_path(src))
 			continue;
 		/* Quote what the user wrote: that is what they will look for. */
-		if (decide_violate(c, "security",
+		if (decide_violate(c, RULES_SECURITY,
 			    "%s \"%s\" mounts host path %.200s%s%.200s (volume "
 			    "\"%s\"), which bypasses the device plugin's GPU "
 			    "isolation: remove the hostPath volume",
@@ -353,7 +353,7 @@ static bool check_cdi(struct ctx *c)
 				kind--;
 			}
 			if (cdi_gpu_kind(c->p, v, kind))
-				return decide_violate(c, "security",
+				return decide_violate(c, RULES_SECURITY,
 					       "annotation %.100s asks the container "
 					       "runtime for CDI device %.*s, which "
 					       "bypasses the device plugin's GPU "

@@ -49,7 +49,7 @@ static const char *class_of(struct ctx *c)
 				  : NULL;
 
 	if (pod && job && strcmp(pod, job) != 0) {
-		decide_violate(c, "class-conflict",
+		decide_violate(c, RULES_CLASS_CONFLICT,
 			"the %s asks for class \"%.63s\" but its pod template asks "
 			"for class \"%.63s\"; use one",
 			wl->kind == WL_JOB ? "Job" : decide_template_kind_name(wl), job, pod);
@@ -77,12 +77,12 @@ static void check_stamps_unchanged(struct ctx *c)
 		if (a && b && strcmp(a, b) == 0)
 			continue;
 		if (a)
-			decide_violate(c, "stamp-changed",
+			decide_violate(c, RULES_STAMP_CHANGED,
 				"label %s is set by gpugate and cannot be changed or "
 				"removed (it is \"%.63s\")",
 				keys[i], a);
 		else
-			decide_violate(c, "stamp-changed",
+			decide_violate(c, RULES_STAMP_CHANGED,
 				"label %s is set by gpugate and cannot be added by an "
 				"update",
 				keys[i]);
@@ -113,13 +113,13 @@ static void check_slots_not_raised(struct ctx *c)
 		return;
 	if (now->parallelism > old->parallelism &&
 	    (!now->has_completions || now->completions >= now->parallelism))
-		decide_violate(c, "parallelism-raised",
+		decide_violate(c, RULES_PARALLELISM_RAISED,
 			"the parallelism of a GPU Job cannot be raised (from %" PRId64
 			" to %" PRId64 "): its gang was admitted for %" PRId64 "; "
 			"create a new Job instead",
 			old->parallelism, now->parallelism, was);
 	else
-		decide_violate(c, "parallelism-raised",
+		decide_violate(c, RULES_PARALLELISM_RAISED,
 			"a GPU Job cannot be made to run more pods at once (from "
 			"%" PRId64 " to %" PRId64 ": parallelism %" PRId64
 			", completions %" PRId64 "): its gang was admitted for %" PRId64
@@ -143,7 +143,7 @@ static void claim_from_charge(struct ctx *c)
 	if (ch->two_flavors) {
 		out->mode = POLICY_MODE_ENFORCE;
 		out->violation = false;
-		decide_violate(c, "two-flavors",
+		decide_violate(c, RULES_TWO_FLAVORS,
 			"this workload asks for resources of two flavors (%s and "
 			"another); a pod may use one flavor only",
 			ch->flavor->resource);
@@ -281,7 +281,7 @@ static void check_template_unchanged(struct ctx *c)
 		const char *b = decide_label(now, keys[i]);
 
 		if ((a || b) && (!a || !b || strcmp(a, b) != 0)) {
-			decide_violate(c, "job-template-changed",
+			decide_violate(c, RULES_JOB_TEMPLATE_CHANGED,
 				"label %s of a Job cannot be changed by an update (it "
 				"is \"%.63s\"): its gang was judged for it; create a new "
 				"Job instead",
@@ -290,7 +290,7 @@ static void check_template_unchanged(struct ctx *c)
 		}
 	}
 	if (was.flavor != c->charge.flavor || was.per_pod != c->charge.per_pod)
-		decide_violate(c, "job-template-changed",
+		decide_violate(c, RULES_JOB_TEMPLATE_CHANGED,
 			"the pod template's GPU request cannot be changed by an update "
 			"(it is %" PRId64 " %s per pod, now %" PRId64 " %s): its gang "
 			"was judged for it; create a new Job instead",
@@ -311,7 +311,7 @@ static void check_controller_uid_unchanged(struct ctx *c)
 	const char *b = wl_get(now->labels, now->n_labels, CHARGE_CONTROLLER_UID_LABEL);
 
 	if (a && (!b || strcmp(a, b) != 0))
-		decide_violate(c, "stamp-changed",
+		decide_violate(c, RULES_STAMP_CHANGED,
 			"label " CHARGE_CONTROLLER_UID_LABEL " is set by the job "
 			"controller and cannot be changed or removed (it is "
 			"\"%.63s\"): it says which Job's quota holds the pod",
@@ -416,7 +416,7 @@ void decide_unavailable(struct ctx *c, const struct quota_result *q)
 {
 	c->out->mode = POLICY_MODE_ENFORCE;
 	c->out->violation = false;
-	decide_violate(c, "quota",
+	decide_violate(c, RULES_QUOTA,
 		"cannot reserve quota for tenant \"%s\" now (%s); nothing was "
 		"admitted: retry in a moment",
 		c->out->claim.tenant->name, q->reason[0] ? q->reason : "no reason given");
@@ -461,7 +461,7 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 		decide_lent_out(&c, q, cl->tenant->name, cl->flavor->name, req);
 		break;
 	case QUOTA_NO_QUOTA:
-		decide_violate(&c, "quota",
+		decide_violate(&c, RULES_QUOTA,
 			"tenant \"%s\" has no quota for flavor %s (class %s); ask the "
 			"platform team for quota",
 			cl->tenant->name, cl->flavor->name, cls);
@@ -471,14 +471,14 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 
 		decide_ceiling_text(q, ceiling, sizeof(ceiling));
 		if (in->wl->kind == WL_JOB)
-			decide_violate(&c, "quota",
+			decide_violate(&c, RULES_QUOTA,
 				"job can never be admitted: needs %" PRId64 " %s "
 				"(parallelism %" PRId64 " x %u), tenant \"%s\" may hold at "
 				"most %" PRId64 " (%s)",
 				cl->units, cl->flavor->name, cl->pods, cl->per_pod,
 				cl->tenant->name, q->ceiling, ceiling);
 		else
-			decide_violate(&c, "quota",
+			decide_violate(&c, RULES_QUOTA,
 				"pod can never be admitted: needs %" PRId64 " %s, tenant "
 				"\"%s\" may hold at most %" PRId64 " (%s)",
 				cl->units, cl->flavor->name, cl->tenant->name, q->ceiling,
@@ -501,7 +501,7 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 		else
 			snprintf(tail, sizeof(tail), "cohort \"%s\" can lend %" PRId64,
 				 q->cohort, q->can_lend);
-		decide_violate(&c, "quota",
+		decide_violate(&c, RULES_QUOTA,
 			"tenant \"%s\" is over its %s quota: requested %s, in use "
 			"%" PRId64 " of nominal %" PRId64 ", %s",
 			cl->tenant->name, cl->flavor->name, req, q->used, q->nominal,
@@ -512,7 +512,7 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 		if (!out->cls)
 			/* Without a class nothing makes it preemptible: it may
 			 * only ever use nominal quota. */
-			decide_violate(&c, "quota",
+			decide_violate(&c, RULES_QUOTA,
 				"tenant \"%s\" is over its %s quota: requested %s, in "
 				"use %" PRId64 " of nominal %" PRId64 "; a %s without a "
 				"class never borrows (gpugate cannot make it "
@@ -520,7 +520,7 @@ void decide_quota(const struct decide_input *in, struct decision *out,
 				cl->tenant->name, cl->flavor->name, req, q->used,
 				q->nominal, what);
 		else
-			decide_violate(&c, "quota",
+			decide_violate(&c, RULES_QUOTA,
 				"tenant \"%s\" now needs %" PRId64 " borrowed %s for "
 				"this %s, but it was not made preemptible when it was "
 				"mutated (the quota changed in between); retry the "

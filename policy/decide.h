@@ -236,7 +236,8 @@ struct decision {
 	bool allowed;
 	int code;                    /* HTTP-style status of a denial (403) */
 	char message[DECIDE_MESSAGE_LEN]; /* the denial, or the violation text */
-	const char *rule;            /* short id of the violated rule, or NULL */
+	const char *rule;            /* id of the violated rule (rules_name(),
+				      * policy/rules.h), or NULL */
 	bool violation;              /* a rule failed (denied, warned or audited) */
 	/* settings.exemptions matched: nothing judged, nothing changed. */
 	enum policy_exemption exempt;
