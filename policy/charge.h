@@ -45,6 +45,7 @@
 struct policy;
 struct policy_flavor;
 struct policy_tenant;
+struct wl_container;
 struct wl_pod;
 struct workload;
 
@@ -95,6 +96,29 @@ const struct policy_flavor *charge_selected_flavor(const struct policy *p,
  */
 void charge_claim(const struct policy *p, const struct workload *wl,
 		  struct charge *out);
+
+/*
+ * The first flavor resource (a resource some flavor of p uses) container ct
+ * names, in its limits, then its requests, other than other_than (NULL:
+ * any); NULL when it names none.  The one scan of a container for GPU
+ * resources: the charge and every rule of admission read it.
+ */
+const char *charge_container_resource(const struct policy *p,
+				      const struct wl_container *ct,
+				      const char *other_than);
+
+/* The same over a pod: its containers, then its init containers. */
+const char *charge_pod_resource(const struct policy *p, const struct wl_pod *pod,
+				const char *other_than);
+
+/*
+ * Whether a pod in status.phase phase (NULL: not known yet) is done:
+ * Succeeded or Failed, its containers stopped and its GPUs free.  A pod
+ * being deleted is not done until then (terminating pods still hold
+ * their GPUs).  The one test of it: the charge, the usage feed and the
+ * node view (webhook/node-facts.c) ask it.
+ */
+bool charge_pod_terminal(const char *phase);
 
 /* The pods a Job's gang covers: min(parallelism, completions), >= 0. */
 int64_t charge_job_slots(const struct workload *wl);

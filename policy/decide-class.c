@@ -22,7 +22,7 @@ static bool check_class_resources(struct ctx *c, size_t gpu)
 
 	for (size_t i = 0; i < pod->n_init_containers; i++) {
 		const struct wl_container *ct = &pod->init_containers[i];
-		const char *r = decide_first_flavor_resource(c->p, ct, NULL);
+		const char *r = charge_container_resource(c->p, ct, NULL);
 
 		if (r && decide_violate(c, RULES_TWO_FLAVORS,
 				 "init container \"%s\" asks for %s; with class %s "
@@ -34,7 +34,7 @@ static bool check_class_resources(struct ctx *c, size_t gpu)
 	}
 	for (size_t i = 0; i < pod->n_containers; i++) {
 		const struct wl_container *ct = &pod->containers[i];
-		const char *other = decide_first_flavor_resource(c->p, ct, res);
+		const char *other = charge_container_resource(c->p, ct, res);
 
 		if (other && decide_violate(c, RULES_TWO_FLAVORS,
 				     "container \"%s\" asks for %s, but class %s gives "

@@ -67,31 +67,6 @@ bool decide_has_resource(const struct wl_resource *r, size_t n, const char *name
 	return false;
 }
 
-/* The first flavor resource a container names (limits, then requests). */
-const char *decide_first_flavor_resource(const struct policy *p,
-					 const struct wl_container *ct,
-					 const char *other_than)
-{
-	const struct wl_resource *lists[2] = {ct->limits, ct->requests};
-	size_t counts[2] = {ct->n_limits, ct->n_requests};
-
-	for (int l = 0; l < 2; l++)
-		for (size_t i = 0; i < counts[l]; i++) {
-			const char *n = lists[l][i].name;
-
-			if (policy_is_flavor_resource(p, n) &&
-			    (!other_than || strcmp(n, other_than) != 0))
-				return n;
-		}
-	return NULL;
-}
-
-bool decide_container_has_flavor_resource(const struct policy *p,
-					  const struct wl_container *ct)
-{
-	return decide_first_flavor_resource(p, ct, NULL) != NULL;
-}
-
 /* Whole decimal 1..max without sign or leading zero. */
 bool decide_parse_count(const char *s, unsigned max, unsigned *out)
 {

@@ -89,13 +89,6 @@ bool decide_container_units(const struct wl_container *ct, const char *res,
 			    int64_t *units, const char **raw);
 /* Whether the list r of n names resource name. */
 bool decide_has_resource(const struct wl_resource *r, size_t n, const char *name);
-/* The first flavor resource ct names (limits, then requests), other than
- * other_than when not NULL; NULL: none. */
-const char *decide_first_flavor_resource(const struct policy *p,
-					 const struct wl_container *ct,
-					 const char *other_than);
-bool decide_container_has_flavor_resource(const struct policy *p,
-					  const struct wl_container *ct);
 /* Whole decimal 1..max without sign or leading zero, into *out. */
 bool decide_parse_count(const char *s, unsigned max, unsigned *out);
 

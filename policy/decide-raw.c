@@ -69,7 +69,7 @@ void decide_raw(struct ctx *c, const char *resource)
 			i < wl->pod.n_containers
 				? &wl->pod.containers[i]
 				: &wl->pod.init_containers[i - wl->pod.n_containers];
-		const char *other = decide_first_flavor_resource(c->p, ct, resource);
+		const char *other = charge_container_resource(c->p, ct, resource);
 
 		if (other) {
 			if (decide_violate(c, RULES_TWO_FLAVORS,

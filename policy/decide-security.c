@@ -398,7 +398,7 @@ bool decide_check_security(struct ctx *c, long gpu_index)
 		return true;
 	for (size_t i = 0; i < pod->n_init_containers; i++) {
 		const struct wl_container *ct = &pod->init_containers[i];
-		bool gpu = decide_container_has_flavor_resource(c->p, ct);
+		bool gpu = charge_container_resource(c->p, ct, NULL);
 
 		if (check_container_security(c, ct, CT_INIT, gpu, r))
 			return true;
@@ -406,7 +406,7 @@ bool decide_check_security(struct ctx *c, long gpu_index)
 	for (size_t i = 0; i < pod->n_containers; i++) {
 		const struct wl_container *ct = &pod->containers[i];
 		bool gpu = (long)i == gpu_index ||
-			   decide_container_has_flavor_resource(c->p, ct);
+			   charge_container_resource(c->p, ct, NULL);
 
 		if (check_container_security(c, ct, CT_REGULAR, gpu, r))
 			return true;

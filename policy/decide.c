@@ -216,11 +216,7 @@ static void judge(struct ctx *c)
 	} else if (class_name) {
 		decide_class(c, class_name);
 	} else {
-		for (size_t i = 0; i < wl->pod.n_containers && !raw; i++)
-			raw = decide_first_flavor_resource(c->p, &wl->pod.containers[i], NULL);
-		for (size_t i = 0; i < wl->pod.n_init_containers && !raw; i++)
-			raw = decide_first_flavor_resource(c->p, &wl->pod.init_containers[i],
-						    NULL);
+		raw = charge_pod_resource(c->p, &wl->pod, NULL);
 		if (raw)
 			decide_raw(c, raw);
 		else
