@@ -95,6 +95,25 @@ bool decide_pool_denies(const struct decide_input *in, const struct decision *ou
 	       pc->fit.verdict == POOL_NEVER_FITS && out->mode == POLICY_MODE_ENFORCE;
 }
 
+void decide_pool_check(const struct decide_input *in, const struct decision *out,
+		       struct pool_check *pc)
+{
+	const struct quota_claim *cl = &out->claim;
+
+	pc->known = false;
+	if (!in->pool || !cl->flavor || !needs_pool_check(in, out))
+		return;
+	in->pool->fit(in->pool->ctx, cl->flavor, cl->per_pod, cl->pods,
+		      decide_pool_topology(out), pc);
+}
+
+bool decide_holds_units(const struct decide_input *in, const struct decision *out,
+			const struct pool_check *pc, bool dry_run)
+{
+	return in->phase == DECIDE_VALIDATE && !dry_run && out->allowed &&
+	       !decide_pool_denies(in, out, pc);
+}
+
 /* The pool's rule: a request no usable node could ever hold. */
 static void pool_rule(const struct decide_input *in, struct decision *out,
 		      const struct pool_check *pc)
