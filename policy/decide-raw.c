@@ -43,6 +43,7 @@ void decide_raw(struct ctx *c, const char *resource)
 	const struct workload *wl = c->wl;
 	const struct policy_tenant *t = c->out->tenant;
 	const struct policy_flavor *f;
+	const char *other;
 	char classes[600];
 	int64_t units;
 
@@ -64,22 +65,12 @@ void decide_raw(struct ctx *c, const char *resource)
 	}
 	/* Allowed raw requests still follow the one-flavor, sharing and
 	 * security rules, and are charged by the charge rule. */
-	for (size_t i = 0; i < wl->pod.n_containers + wl->pod.n_init_containers; i++) {
-		const struct wl_container *ct =
-			i < wl->pod.n_containers
-				? &wl->pod.containers[i]
-				: &wl->pod.init_containers[i - wl->pod.n_containers];
-		const char *other = charge_container_resource(c->p, ct, resource);
-
-		if (other) {
-			if (decide_violate(c, RULES_TWO_FLAVORS,
+	other = charge_pod_resource(c->p, &wl->pod, resource);
+	if (other && decide_violate(c, RULES_TWO_FLAVORS,
 				    "this workload asks for resources of two flavors "
 				    "(%s and %s); a pod may use one flavor only",
 				    resource, other))
-				return;
-			break;
-		}
-	}
+		return;
 	/* The flavor of a resource several flavors share is the one whose
 	 * nodes the pod selects (policy/charge.h); a pod that could land on
 	 * another one's nodes would be charged for the wrong flavor. */

@@ -6,6 +6,7 @@
  * Runs from the repository root, like the rest of the unit tests.
  */
 #include "base/diag.h"
+#include "base/file.h"
 #include "policy/policy.h"
 #include "policy/rules.h"
 #include "webhook/handler.h"
@@ -112,28 +113,6 @@ Test(rules, every_anchor_is_a_heading_of_its_docs_file)
 
 /* ---- the golden cases ---------------------------------------------------- */
 
-static char *read_text(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long size;
-
-	if (!f)
-		return NULL;
-	if (fseek(f, 0, SEEK_END) == 0 && (size = ftell(f)) >= 0 &&
-	    fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)size + 1)) != NULL) {
-		if (fread(buf, 1, (size_t)size, f) != (size_t)size) {
-			free(buf);
-			buf = NULL;
-		} else {
-			buf[size] = '\0';
-			*len = (size_t)size;
-		}
-	}
-	fclose(f);
-	return buf;
-}
-
 static bool is_file(const char *path)
 {
 	struct stat st;
@@ -170,8 +149,8 @@ static bool golden_rule(const char *name, char *rule, size_t size)
 	diag_init(&d);
 	cr_assert_eq(policy_load(path, &p, &d), 0, "%s: %s", name, diag_text(&d));
 	snprintf(path, sizeof(path), GOLDEN_DIR "/%s/review.json", name);
-	body = read_text(path, &len);
-	cr_assert_not_null(body, "%s: cannot read %s", name, path);
+	cr_assert_eq(file_read(path, 1u << 20, 0, &body, &len, &d), 0, "%s: %s", name,
+		     diag_text(&d));
 	ok = review_decode(body, len, &rv, err, sizeof(err)) == 0;
 	if (ok) {
 		evaluation_init(&ev);
