@@ -158,8 +158,8 @@ static bool golden_rule(const char *name, char *rule, size_t size)
 		if (ev.dec.rule)
 			snprintf(rule, size, "%s", ev.dec.rule);
 		evaluation_release(&ev);
-		review_release(&rv);
 	}
+	review_release(&rv); /* also after a failed decode */
 	free(body);
 	policy_free(p);
 	return ok;
