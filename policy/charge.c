@@ -75,11 +75,9 @@ int64_t charge_pod_units(const struct wl_pod *pod, const char *res)
 	return regular + sidecars > init ? regular + sidecars : init;
 }
 
-/* The first flavor resource a container names (limits, then requests)
- * other than `other_than` (NULL: any). */
-static const char *flavor_resource(const struct policy *p,
-				   const struct wl_container *ct,
-				   const char *other_than)
+const char *charge_container_resource(const struct policy *p,
+				      const struct wl_container *ct,
+				      const char *other_than)
 {
 	for (size_t i = 0; i < ct->n_limits; i++)
 		if (policy_is_flavor_resource(p, ct->limits[i].name) &&
@@ -92,16 +90,15 @@ static const char *flavor_resource(const struct policy *p,
 	return NULL;
 }
 
-/* The first flavor resource of the pod other than `other_than`. */
-static const char *pod_resource(const struct policy *p, const struct wl_pod *pod,
+const char *charge_pod_resource(const struct policy *p, const struct wl_pod *pod,
 				const char *other_than)
 {
 	const char *res = NULL;
 
 	for (size_t c = 0; c < pod->n_containers && !res; c++)
-		res = flavor_resource(p, &pod->containers[c], other_than);
+		res = charge_container_resource(p, &pod->containers[c], other_than);
 	for (size_t c = 0; c < pod->n_init_containers && !res; c++)
-		res = flavor_resource(p, &pod->init_containers[c], other_than);
+		res = charge_container_resource(p, &pod->init_containers[c], other_than);
 	return res;
 }
 
@@ -171,7 +168,7 @@ static const char *owner_job_uid(const struct workload *wl)
 	return wl->owner_job_uid;
 }
 
-static bool pod_terminal(const char *phase)
+bool charge_pod_terminal(const char *phase)
 {
 	return phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
 }
@@ -185,6 +182,32 @@ int64_t charge_job_slots(const struct workload *wl)
 	return slots > 0 ? slots : 0;
 }
 
+void charge_claim(const struct policy *p, const struct workload *wl,
+		  struct charge *out)
+{
+	const struct policy_tenant *t;
+	struct dra_claim c;
+
+	memset(out, 0, sizeof(*out));
+	if (wl->kind != WL_CLAIM || !wl->namespace)
+		return;
+	t = policy_tenant_for_namespace(p, wl->namespace);
+	if (!t)
+		return;
+	dra_decide(p, wl->device_requests, wl->n_device_requests, &c);
+	if (!c.flavor)
+		return;
+	out->tenant = t;
+	out->flavor = c.flavor;
+	out->units = c.units;
+	out->per_pod = c.units; /* one claim, like one pod */
+	out->slots = 1;
+	/* A claim holds its devices until it is deleted: allocated or not,
+	 * whatever its pods do (the resourceclaim controller deletes a claim
+	 * it made for a pod once the pod is done). */
+	out->active = c.units > 0;
+}
+
 void charge_decide(const struct policy *p, const struct workload *wl,
 		   struct charge *out)
 {
@@ -193,27 +216,27 @@ void charge_decide(const struct policy *p, const struct workload *wl,
 	const char *res;
 
 	if (wl->kind == WL_CLAIM) { /* DRA: policy/dra.h */
-		dra_charge(p, wl, out);
+		charge_claim(p, wl, out);
 		return;
 	}
 	memset(out, 0, sizeof(*out));
 	if (!wl->namespace || (wl->kind != WL_POD && wl->kind != WL_JOB))
 		return;
 	t = policy_tenant_for_namespace(p, wl->namespace);
-	res = t ? pod_resource(p, &wl->pod, NULL) : NULL;
+	res = t ? charge_pod_resource(p, &wl->pod, NULL) : NULL;
 	f = res ? pick_flavor(p, &wl->pod, res) : NULL;
 	if (!f)
 		return;
 	out->tenant = t;
 	out->flavor = f;
 	out->per_pod = charge_pod_units(&wl->pod, res);
-	out->two_flavors = pod_resource(p, &wl->pod, res) != NULL;
+	out->two_flavors = charge_pod_resource(p, &wl->pod, res) != NULL;
 	if (wl->kind == WL_JOB) {
 		out->slots = charge_job_slots(wl);
 		out->active = !wl->job_finished && !wl->job_suspended;
 	} else {
 		out->slots = 1;
-		out->active = !pod_terminal(wl->phase);
+		out->active = !charge_pod_terminal(wl->phase);
 		out->owner_job_uid = owner_job_uid(wl);
 	}
 	out->units = out->per_pod * out->slots;

@@ -45,6 +45,7 @@
 struct policy;
 struct policy_flavor;
 struct policy_tenant;
+struct wl_container;
 struct wl_pod;
 struct workload;
 
@@ -67,8 +68,8 @@ struct charge {
 };
 
 /*
- * The charge of wl (kind WL_POD or WL_JOB; WL_CLAIM: dra_charge() of
- * policy/dra.h; any other kind holds nothing) under p, in *out.  The
+ * The charge of wl (kind WL_POD or WL_JOB; WL_CLAIM:
+ * charge_claim(); any other kind holds nothing) under p, in *out.  The
  * tenant and flavor point into p, owner_job_uid into wl's strings.
  */
 void charge_decide(const struct policy *p, const struct workload *wl,
@@ -86,6 +87,38 @@ void charge_decide(const struct policy *p, const struct workload *wl,
 const struct policy_flavor *charge_selected_flavor(const struct policy *p,
 						   const struct wl_pod *pod,
 						   const char *res);
+
+/*
+ * The charge of a ResourceClaim (wl->kind WL_CLAIM) in *out
+ * (policy/charge.h): the tenant of its namespace, its flavor and units;
+ * active while it asks for any, until it is deleted.  Nothing outside
+ * every tenant, or without a mapped device class.
+ */
+void charge_claim(const struct policy *p, const struct workload *wl,
+		  struct charge *out);
+
+/*
+ * The first flavor resource (a resource some flavor of p uses) container ct
+ * names, in its limits, then its requests, other than other_than (NULL:
+ * any); NULL when it names none.  The one scan of a container for GPU
+ * resources: the charge and every rule of admission read it.
+ */
+const char *charge_container_resource(const struct policy *p,
+				      const struct wl_container *ct,
+				      const char *other_than);
+
+/* The same over a pod: its containers, then its init containers. */
+const char *charge_pod_resource(const struct policy *p, const struct wl_pod *pod,
+				const char *other_than);
+
+/*
+ * Whether a pod in status.phase phase (NULL: not known yet) is done:
+ * Succeeded or Failed, its containers stopped and its GPUs free.  A pod
+ * being deleted is not done until then (terminating pods still hold
+ * their GPUs).  The one test of it: the charge, the usage feed and the
+ * node view (webhook/node-facts.c) ask it.
+ */
+bool charge_pod_terminal(const char *phase);
 
 /* The pods a Job's gang covers: min(parallelism, completions), >= 0. */
 int64_t charge_job_slots(const struct workload *wl);

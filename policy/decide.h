@@ -236,7 +236,8 @@ struct decision {
 	bool allowed;
 	int code;                    /* HTTP-style status of a denial (403) */
 	char message[DECIDE_MESSAGE_LEN]; /* the denial, or the violation text */
-	const char *rule;            /* short id of the violated rule, or NULL */
+	const char *rule;            /* id of the violated rule (rules_name(),
+				      * policy/rules.h), or NULL */
 	bool violation;              /* a rule failed (denied, warned or audited) */
 	/* settings.exemptions matched: nothing judged, nothing changed. */
 	enum policy_exemption exempt;
@@ -312,11 +313,34 @@ void decide_quota_pool(const struct decide_input *in, struct decision *out,
  * with a required topology and more than one pod), or NULL. */
 const char *decide_pool_topology(const struct decision *out);
 
+/*
+ * What the pool says of out->claim, after decide_prepare(), in *pc: asked
+ * of in->pool (the one way the pool reaches the decision, for templates
+ * and for the claims of Pods and Jobs alike) for the claim's pods, in one
+ * domain of decide_pool_topology().  pc->known is false, and nothing else
+ * set, when the pool is not known (in->pool NULL) or there is nothing it
+ * weighs: no claim, a Job's pod (weighed with its Job), a ResourceClaim.
+ * Then pass pc to decide_pool_denies(), decide_holds_units() and
+ * decide_quota_pool().
+ */
+void decide_pool_check(const struct decide_input *in, const struct decision *out,
+		       struct pool_check *pc);
+
 /* "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet" or "CronJob": the
  * kind of a WL_TEMPLATE workload. */
 const char *decide_template_kind_name(const struct workload *wl);
 bool decide_pool_denies(const struct decide_input *in, const struct decision *out,
 			const struct pool_check *pc);
+
+/*
+ * Whether the quota step holds (reserves) units for out->claim, rather
+ * than only peeking: only at /validate, never for a dry run (dry_run: the
+ * request's dryRun), and only for what will be admitted: out allowed so
+ * far, and not about to be refused by the pool (decide_pool_denies(), pc
+ * from decide_pool_check()).
+ */
+bool decide_holds_units(const struct decide_input *in, const struct decision *out,
+			const struct pool_check *pc, bool dry_run);
 
 /*
  * Why a pod of per_pod units of flavor f waits for a node, one line in out

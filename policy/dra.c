@@ -1,6 +1,5 @@
 #include "policy/dra.h"
 
-#include "policy/charge.h"
 #include "policy/policy.h"
 
 #include <string.h>
@@ -81,30 +80,4 @@ void dra_decide(const struct policy *p, const struct wl_device_request *reqs,
 			out->units = out->units + u > UNITS_CAP ? UNITS_CAP
 								: out->units + u;
 	}
-}
-
-void dra_charge(const struct policy *p, const struct workload *wl,
-		struct charge *out)
-{
-	const struct policy_tenant *t;
-	struct dra_claim c;
-
-	memset(out, 0, sizeof(*out));
-	if (wl->kind != WL_CLAIM || !wl->namespace)
-		return;
-	t = policy_tenant_for_namespace(p, wl->namespace);
-	if (!t)
-		return;
-	dra_decide(p, wl->device_requests, wl->n_device_requests, &c);
-	if (!c.flavor)
-		return;
-	out->tenant = t;
-	out->flavor = c.flavor;
-	out->units = c.units;
-	out->per_pod = c.units; /* one claim, like one pod */
-	out->slots = 1;
-	/* A claim holds its devices until it is deleted: allocated or not,
-	 * whatever its pods do (the resourceclaim controller deletes a claim
-	 * it made for a pod once the pod is done). */
-	out->active = c.units > 0;
 }

@@ -27,9 +27,9 @@
  * A claim has one flavor, the first one its requests map to; requests of
  * another flavor are reported (two_flavors) and not counted.
  *
- * Pure: the policy and the facts in, the answer out.  policy/decide.c
- * turns the problems into rules and messages; policy/charge.c asks
- * dra_charge() what a claim holds.
+ * Pure: the policy and the facts in, the answer out.  policy/decide-dra.c
+ * turns the problems into rules and messages; charge_claim()
+ * (policy/charge.h) charges what a claim holds from dra_decide().
  */
 #ifndef GPUGATE_POLICY_DRA_H
 #define GPUGATE_POLICY_DRA_H
@@ -40,7 +40,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct charge;
 struct policy;
 struct policy_flavor;
 
@@ -75,14 +74,5 @@ struct dra_claim {
 /* What the n requests (struct workload.device_requests) ask for under p. */
 void dra_decide(const struct policy *p, const struct wl_device_request *reqs,
 		size_t n, struct dra_claim *out);
-
-/*
- * The charge of a ResourceClaim (wl->kind WL_CLAIM) in *out
- * (policy/charge.h): the tenant of its namespace, its flavor and units;
- * active while it asks for any, until it is deleted.  Nothing outside
- * every tenant, or without a mapped device class.
- */
-void dra_charge(const struct policy *p, const struct workload *wl,
-		struct charge *out);
 
 #endif

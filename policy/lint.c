@@ -4,7 +4,10 @@
  * at the line of the field at fault.  Pure, and run on the built model, so
  * that the numbers are the ones admission uses (quota_decide()).
  */
+#include "policy/lint.h"
+
 #include "base/diag.h"
+
 #include "policy/policy.h"
 #include "policy/quota.h"
 #include "policy/src.h"

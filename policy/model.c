@@ -3,17 +3,15 @@
  * read.  Everything lives in one arena; lookups by name use hash maps built
  * at load time so that a request costs O(1) however large the policy is.
  */
+#include "policy/model.h"
+
 #include "base/arena.h"
-#include "base/diag.h"
-#include "base/file.h"
 #include "base/strmap.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "policy/src.h"
-#include "policy/srcpos.h"
 
-#include <errno.h>
 #include <stdatomic.h>
 #include <fnmatch.h>
 #include <stdio.h>
@@ -605,8 +603,7 @@ static void build_health(struct builder *b)
 	h->n_labels = nl;
 }
 
-static struct policy *policy_build(const char *source,
-				   const struct src_policy *src)
+struct policy *model_build(const char *source, const struct src_policy *src)
 {
 	struct builder b = {.src = src};
 	struct policy *p = calloc(1, sizeof(*p));
@@ -656,84 +653,6 @@ void policy_free(struct policy *p)
 	strmap_release(&p->gpu_device_class);
 	arena_release(&p->arena);
 	free(p);
-}
-
-/* ---- loading ---------------------------------------------------------- */
-
-int policy_parse_warn(const char *name, const char *text, size_t len,
-		      struct policy **out, struct diag *d, struct diag *w)
-{
-	struct src_policy *src = NULL;
-	struct srcpos pos;
-	int rc = -1;
-
-	/* The one message for a file over the cap, whatever its size:
-	 * policy_load() reads no more than one byte past the cap. */
-	if (len > POLICY_MAX_FILE_BYTES) {
-		diag_addf(d, "%s: the file is larger than %u MiB (%u bytes)", name,
-			  POLICY_MAX_FILE_BYTES >> 20, POLICY_MAX_FILE_BYTES);
-		return -1;
-	}
-	/*
-	 * Positions are needed for messages only: a valid policy is checked
-	 * without recording any (the costly part of the walk, with 1000
-	 * tenants); when the semantic checks find something, the walk runs
-	 * again to record them and the checks run again to locate the errors.
-	 */
-	srcpos_init(&pos);
-	if (schema_check(name, text, len, NULL, d) < 0)
-		goto out;
-	if (schema_load(name, text, len, &src, d) < 0)
-		goto out;
-	if (validate_src(name, src, &pos, NULL) < 0) {
-		if (schema_check(name, text, len, &pos, NULL) < 0)
-			diag_addf(d, "%s: internal error: the second walk failed", name);
-		validate_src(name, src, &pos, d);
-		goto out;
-	}
-	*out = policy_build(name, src);
-	if (!*out) {
-		diag_addf(d, "%s: out of memory", name);
-		goto out;
-	}
-	/* Warnings are located too, as errors are: the walk that records
-	 * positions runs only when there is something to locate. */
-	if (w && lint_policy(*out, &pos, NULL) &&
-	    schema_check(name, text, len, &pos, NULL) == 0)
-		lint_policy(*out, &pos, w);
-	rc = 0;
-out:
-	schema_free(src);
-	srcpos_release(&pos);
-	return rc;
-}
-
-int policy_parse(const char *name, const char *text, size_t len,
-		 struct policy **out, struct diag *d)
-{
-	return policy_parse_warn(name, text, len, out, d, NULL);
-}
-
-int policy_load_warn(const char *path, struct policy **out, struct diag *d,
-		     struct diag *w)
-{
-	char *text;
-	size_t len;
-	int rc;
-
-	/* At most one byte more than the cap: enough for policy_parse() to
-	 * refuse a larger file in its own words, without reading the rest. */
-	if (file_read(path, POLICY_MAX_FILE_BYTES, FILE_TRUNCATE, &text, &len, d) <
-	    0)
-		return -1;
-	rc = policy_parse_warn(path, text, len, out, d, w);
-	free(text);
-	return rc;
-}
-
-int policy_load(const char *path, struct policy **out, struct diag *d)
-{
-	return policy_load_warn(path, out, d, NULL);
 }
 
 /* ---- lookups ---------------------------------------------------------- */

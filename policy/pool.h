@@ -194,7 +194,7 @@ struct pool_fit {
 #define POOL_MAX_EXCLUDED 4
 
 /* What the pool says about one request, copied out of a view (the
- * inventory builds it under its lock; decide.c words it). */
+ * inventory builds it under its lock; decide-pool.c words it). */
 struct pool_check {
 	bool known;                  /* false: nothing else is set */
 	struct pool_fit fit;         /* fit.domain points into domain below */

@@ -16,7 +16,7 @@
  * nodes of a flavor without tolerations take any pod that does not select
  * other nodes, and nodeAffinity is not looked at (docs/policy.md, "Pods
  * that can reach GPU nodes").  spec.nodeName needs the cluster's nodes:
- * the caller's (policy/decide.c, REACH_NODE_NAME).
+ * the caller's (policy/decide-security.c, REACH_NODE_NAME).
  *
  * Pure: the policy and the pod facts in, a verdict and its cause out.
  */

@@ -174,15 +174,4 @@ int schema_load(const char *file, const char *text, size_t len,
 
 void schema_free(struct src_policy *src);
 
-/* Semantic checks (validate.c): every error, located.  0 when valid. */
-int validate_src(const char *file, const struct src_policy *src,
-		 const struct srcpos *pos, struct diag *d);
-
-struct policy;
-
-/* Findings that do not make the valid policy p invalid (lint.c): each
- * added to w as "FILE:LINE: warning: ...".  Returns how many. */
-unsigned lint_policy(const struct policy *p, const struct srcpos *pos,
-		     struct diag *w);
-
 #endif

@@ -6,6 +6,8 @@
  * fault.  docs/policy.md lists every message with its cause and fix; the
  * unit tests assert each one verbatim.
  */
+#include "policy/validate.h"
+
 #include "base/diag.h"
 #include "base/strmap.h"
 #include "base/text.h"

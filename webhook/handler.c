@@ -396,16 +396,12 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 	if (ev->dec.claim.needed) {
 		const struct quota_claim *c = &ev->dec.claim;
 		struct quota_result qr;
-		struct pool_check pc = {.known = false};
+		struct pool_check pc;
 		bool reserve;
 
-		if (inv && c->flavor)
-			inventory_fit(inv, p, c->flavor, c->per_pod, c->pods,
-				      decide_pool_topology(&ev->dec), &pc);
-		/* Hold units only for what will be admitted, never for dry
-		 * runs, nor for what the pool is about to refuse. */
-		reserve = ep == HANDLER_VALIDATE && !rv->dry_run && ev->dec.allowed &&
-			  !decide_pool_denies(&in, &ev->dec, &pc);
+		/* The pool through in.pool (the inventory), as for templates. */
+		decide_pool_check(&in, &ev->dec, &pc);
+		reserve = decide_holds_units(&in, &ev->dec, &pc, rv->dry_run);
 		memset(&qr, 0, sizeof(qr));
 		if (ev->quota_gate &&
 		    !ev->quota_gate->open(ev->quota_gate->ctx, qr.reason, sizeof(qr.reason)))

@@ -229,7 +229,7 @@ int pod_placement(const struct policy *p, const json_t *obj, struct arena *a,
 	const json_t *meta = json_object_get(obj, "metadata");
 	const char *phase = json_string_value(
 		json_object_get(json_object_get(obj, "status"), "phase"));
-	bool done = phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+	bool done = charge_pod_terminal(phase);
 	struct workload wl = {.kind = WL_POD, .op = WL_CREATE};
 	struct inventory_ask *asks;
 	size_t max = 0, n = 0;
@@ -319,7 +319,7 @@ int pod_run(const struct policy *p, const json_t *obj, struct arena *a,
 		return -1;
 	out->units = ch.per_pod;
 	out->start = text_unix_time(json_string_value(json_object_get(status, "startTime")));
-	if (phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0)) {
+	if (charge_pod_terminal(phase)) {
 		out->end = finished_at(status);
 		if (!out->end)
 			out->end = (int64_t)time(NULL); /* seen finished now */

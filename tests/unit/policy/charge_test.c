@@ -251,3 +251,56 @@ Test(charge, two_flavors_resources_are_flagged)
 	cr_assert(ch.two_flavors);
 	cr_assert_str_eq(ch.flavor->name, "h100", "charged for the first");
 }
+
+/* ---- the single homes admission, the usage feed and the node view share:
+ * the scan for flavor resources, and whether a pod is done. */
+
+Test(charge, a_container_names_its_first_flavor_resource_limits_first)
+{
+	struct wl_resource limits[] = {{"cpu", "1"}, {"nvidia.com/mig-1g.10gb", "1"}};
+	struct wl_resource requests[] = {{"nvidia.com/gpu", "1"}, {"memory", "1Gi"}};
+	struct wl_container ct = {.name = "c",
+				  .limits = limits, .n_limits = 2,
+				  .requests = requests, .n_requests = 2};
+	struct wl_container plain = {.name = "p", .limits = limits, .n_limits = 1};
+
+	cr_assert_str_eq(charge_container_resource(P, &ct, NULL), "nvidia.com/mig-1g.10gb");
+	cr_assert_str_eq(charge_container_resource(P, &ct, "nvidia.com/mig-1g.10gb"),
+			 "nvidia.com/gpu", "other_than skips one resource");
+	cr_assert_null(charge_container_resource(P, &plain, NULL), "cpu is no flavor's");
+	ct.n_limits = 1;
+	cr_assert_str_eq(charge_container_resource(P, &ct, NULL), "nvidia.com/gpu",
+			 "then the requests");
+	cr_assert_null(charge_container_resource(P, &ct, "nvidia.com/gpu"));
+}
+
+Test(charge, a_pod_names_its_containers_resource_before_its_init_containers)
+{
+	struct wl_resource gpu[] = {{"nvidia.com/gpu", "1"}};
+	struct wl_resource mig[] = {{"nvidia.com/mig-1g.10gb", "1"}};
+	struct wl_container init = {.name = "i", .limits = mig, .n_limits = 1};
+	struct wl_container main_ct = {.name = "m", .limits = gpu, .n_limits = 1};
+	struct wl_container none = {.name = "n"};
+	struct wl_pod pod = {.containers = &main_ct, .n_containers = 1,
+			     .init_containers = &init, .n_init_containers = 1};
+
+	cr_assert_str_eq(charge_pod_resource(P, &pod, NULL), "nvidia.com/gpu");
+	cr_assert_str_eq(charge_pod_resource(P, &pod, "nvidia.com/gpu"),
+			 "nvidia.com/mig-1g.10gb");
+	pod.containers = &none;
+	cr_assert_str_eq(charge_pod_resource(P, &pod, NULL), "nvidia.com/mig-1g.10gb");
+	pod.n_init_containers = 0;
+	cr_assert_null(charge_pod_resource(P, &pod, NULL));
+}
+
+Test(charge, a_pod_is_done_when_succeeded_or_failed)
+{
+	cr_assert(charge_pod_terminal("Succeeded"));
+	cr_assert(charge_pod_terminal("Failed"));
+	cr_assert_not(charge_pod_terminal("Running"));
+	cr_assert_not(charge_pod_terminal("Pending"));
+	cr_assert_not(charge_pod_terminal("Unknown"));
+	cr_assert_not(charge_pod_terminal(""));
+	cr_assert_not(charge_pod_terminal(NULL), "no phase yet: not done");
+	cr_assert_not(charge_pod_terminal("succeeded"), "phases are case-sensitive");
+}

@@ -208,7 +208,7 @@ Test(dra, a_claim_holds_its_devices_from_creation_until_deletion)
 	cr_assert_str_eq(ch.tenant->name, "research");
 	cr_assert_str_eq(ch.flavor->name, "h100");
 	cr_assert_eq(ch.units, 2);
-	dra_charge(P, &wl, &ch);
+	charge_claim(P, &wl, &ch);
 	cr_assert(ch.active && ch.units == 2);
 }
 
