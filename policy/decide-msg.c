@@ -1,8 +1,9 @@
 /*
  * decide: the messages of a decision (docs/users.md lists every one):
  * recording a rule's violation (decide_violate(), the first one wins),
- * adding warnings, and the lists a message names (the classes and sharing
- * modes a tenant may use).
+ * adding warnings, the lists a message names (the classes and sharing
+ * modes a tenant may use), and the denial of a claim the usage store could
+ * not decide (decide_unavailable()).
  */
 #include "policy/decide-int.h"
 
@@ -145,4 +146,19 @@ void decide_sharing_list(const struct policy_tenant *t, char *buf, size_t size)
 			decide_list_add(buf, size, policy_sharing_name((enum policy_sharing)s));
 	if (!buf[0])
 		snprintf(buf, size, "none");
+}
+
+/*
+ * The usage store could not decide (the shared store of several replicas
+ * could not be read or written in time): denied in every mode, since what
+ * would be admitted could not be counted.
+ */
+void decide_unavailable(struct ctx *c, const struct quota_result *q)
+{
+	c->out->mode = POLICY_MODE_ENFORCE;
+	c->out->violation = false;
+	decide_violate(c, RULES_QUOTA,
+		"cannot reserve quota for tenant \"%s\" now (%s); nothing was "
+		"admitted: retry in a moment",
+		c->out->claim.tenant->name, q->reason[0] ? q->reason : "no reason given");
 }

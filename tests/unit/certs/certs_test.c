@@ -11,6 +11,7 @@
 #include "base/diag.h"
 #include "certs/certs.h"
 #include "cli/cmd.h"
+#include "cli/commands.h"
 
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
@@ -1024,6 +1025,7 @@ static int run_certs(const char *const *args)
 {
 	char *argv[16];
 	int argc = 0, status;
+	struct args_call call;
 	char out[512], err[512];
 
 	argv[argc++] = xstrdup("certs");
@@ -1038,7 +1040,9 @@ static int run_certs(const char *const *args)
 	fflush(stderr);
 	cr_assert_not_null(freopen(out, "w", stdout));
 	cr_assert_not_null(freopen(err, "w", stderr));
-	status = cmd_certs(argc, argv);
+	call.self = commands_find("certs");
+	call.all = commands_all(&call.n_all);
+	status = cmd_certs(&call, argc, argv);
 	fflush(stdout);
 	fflush(stderr);
 	for (int i = 0; i < argc; i++)
