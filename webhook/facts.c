@@ -519,10 +519,11 @@ static int64_t count_at(struct fx *x, const json_t *obj, const char *key,
 }
 
 /*
- * Where a kind's pod template sits (its row's pod_template, kinds.h): the
- * object that holds it, walked down from object ("spec", or a CronJob's
- * "spec.jobTemplate.spec"), with its path for messages in path, and the
- * member that is the template in *last ("template").
+ * Where the pod template of a kind that owns one (a Job, a controller)
+ * sits, as its row's pod_template says (kinds.h): the object that holds it,
+ * walked down from object ("spec", or a CronJob's "spec.jobTemplate.spec"),
+ * with its path for messages in path, and the member that is the template
+ * in *last ("template").
  */
 static const json_t *template_holder(struct fx *x, const json_t *object,
 				     const struct kind_def *k, char *path, size_t size,

@@ -506,7 +506,8 @@ static bool path_safe(const char *s)
 	return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
-/* The parent of a scale, into ev->parent (or why not, ev->parent_error). */
+/* The parent of a scale (one scale_parent_kind() names), into ev->parent
+ * (or why not, ev->parent_error). */
 static void read_parent(const struct handler_parents *src, const struct review *rv,
 			struct evaluation *ev)
 {
