@@ -10,6 +10,11 @@
  * resource (or subresource, or operation) that no row registers there.
  * Each webhook of kinds_webhooks() must call its path.
  *
+ * gpugate's ClusterRole (manifests/rbac.yaml, the chart's templates/rbac.yaml)
+ * must let it list and watch every kind that holds quota (the feed's
+ * watch, kube/feed.c) and get every kind whose scale it judges (the parent
+ * of a Scale, webhook/handler.c).
+ *
  * The chart is a Helm template, and helm is not installed for `make test`:
  * its text is read as YAML once its actions are taken out (chart_yaml()).
  * The rules, the names and the paths are literal text there.
@@ -29,6 +34,8 @@
 
 #define MANIFEST "manifests/webhooks.yaml"
 #define CHART "charts/gpugate/templates/webhooks.yaml"
+#define RBAC "manifests/rbac.yaml"
+#define CHART_RBAC "charts/gpugate/templates/rbac.yaml"
 
 /* What the webhooks register beside workloads. */
 static const struct {
@@ -320,5 +327,100 @@ Test(webhook_rules, a_disagreement_is_named)
 		  "%s", problems);
 	free(problems);
 	free(bad);
+	free(text);
+}
+
+static bool has_string(const json_t *list, const char *s)
+{
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(list, i, v)
+		if (json_is_string(v) && strcmp(json_string_value(v), s) == 0)
+			return true;
+	return false;
+}
+
+/* Whether ClusterRole `role` of docs lets gpugate `verb` the kind's resource. */
+static bool allowed(const struct yamljson_doc *docs, size_t n, const char *role,
+		    const struct kind_def *k, const char *verb)
+{
+	for (size_t d = 0; d < n; d++) {
+		const json_t *doc = docs[d].value;
+		size_t i;
+		json_t *rule;
+
+		if (!json_is_string(jget(doc, "kind")) ||
+		    strcmp(json_string_value(jget(doc, "kind")), "ClusterRole") != 0 ||
+		    strcmp(str(jget(jget(doc, "metadata"), "name")), role) != 0)
+			continue;
+		json_array_foreach(jget(doc, "rules"), i, rule)
+			if (has_string(jget(rule, "apiGroups"), k->group) &&
+			    has_string(jget(rule, "resources"), k->resource) &&
+			    has_string(jget(rule, "verbs"), verb))
+				return true;
+	}
+	return false;
+}
+
+/* file's ClusterRole `role` (shown as `shown`) against the table: "" when
+ * it lets gpugate do all it must (the caller frees). */
+static char *check_rbac(const char *file, const char *text, size_t len, const char *role,
+			const char *shown)
+{
+	struct yamljson_doc *docs = NULL;
+	size_t n = 0, nk;
+	const struct kind_def *all = kinds_all(&nk);
+	struct diag d;
+	struct strbuf problems;
+
+	strbuf_init(&problems, 1 << 20);
+	strbuf_add(&problems, "", 0);
+	diag_init(&d);
+	cr_assert_eq(yamljson_parse_all(file, text, len, &docs, &n, &d), 0, "%s",
+		     diag_text(&d));
+	for (size_t i = 0; i < nk; i++) {
+		const struct kind_def *k = &all[i];
+		const char *const verbs[] = {"list", "watch"};
+
+		for (size_t v = 0; k->holds_quota && v < 2; v++)
+			if (!allowed(docs, n, role, k, verbs[v]))
+				strbuf_addf(&problems,
+					    "%s: ClusterRole %s: missing %s on %s%s%s %s (it holds "
+					    "quota: policy/kinds.c, row %s)\n",
+					    file, shown, verbs[v], k->group, k->group[0] ? "/" : "",
+					    k->version, k->resource, k->kind);
+		if (kinds_hook(k, NULL, "scale") && !allowed(docs, n, role, k, "get"))
+			strbuf_addf(&problems,
+				    "%s: ClusterRole %s: missing get on %s%s%s %s (its scale is "
+				    "judged: policy/kinds.c, row %s)\n",
+				    file, shown, k->group, k->group[0] ? "/" : "", k->version,
+				    k->resource, k->kind);
+	}
+	yamljson_docs_free(docs, n);
+	return strbuf_take(&problems, NULL);
+}
+
+Test(webhook_rules, rbac_lets_gpugate_read_the_kinds)
+{
+	size_t len, ylen;
+	char *text = read_file(RBAC, &len);
+	char *problems = check_rbac(RBAC, text, len, "gpugate", "gpugate");
+
+	cr_expect_str_empty(problems, "gpugate's role disagrees with policy/kinds.c:\n%s",
+			    problems);
+	free(problems);
+	free(text);
+	text = read_file(CHART_RBAC, &len);
+	{
+		char *yaml = chart_yaml(text, &ylen);
+
+		/* The chart names the role {{ include "gpugate.fullname" . }}. */
+		problems = check_rbac(CHART_RBAC, yaml, ylen, "X", "gpugate.fullname");
+		cr_expect_str_empty(problems,
+				    "gpugate's role disagrees with policy/kinds.c:\n%s", problems);
+		free(problems);
+		free(yaml);
+	}
 	free(text);
 }
