@@ -274,11 +274,23 @@ static char *chart_yaml(const char *text, size_t *len)
 	return strbuf_take(&out, len);
 }
 
-Test(webhook_rules, manifests_agree_with_the_kinds_table)
+/* file as YAML: a Helm template (helm) with its actions taken out. */
+static char *read_yaml(const char *file, bool helm, size_t *len)
+{
+	char *text = read_file(file, len), *yaml;
+
+	if (!helm)
+		return text;
+	yaml = chart_yaml(text, len);
+	free(text);
+	return yaml;
+}
+
+static void expect_webhooks_agree(const char *file, bool helm)
 {
 	size_t len;
-	char *text = read_file(MANIFEST, &len);
-	char *problems = check(MANIFEST, text, len);
+	char *text = read_yaml(file, helm, &len);
+	char *problems = check(file, text, len);
 
 	cr_expect_str_empty(problems, "the webhook rules disagree with policy/kinds.c:\n%s",
 			    problems);
@@ -286,18 +298,14 @@ Test(webhook_rules, manifests_agree_with_the_kinds_table)
 	free(text);
 }
 
+Test(webhook_rules, manifests_agree_with_the_kinds_table)
+{
+	expect_webhooks_agree(MANIFEST, false);
+}
+
 Test(webhook_rules, chart_agrees_with_the_kinds_table)
 {
-	size_t len, ylen;
-	char *text = read_file(CHART, &len);
-	char *yaml = chart_yaml(text, &ylen);
-	char *problems = check(CHART, yaml, ylen);
-
-	cr_expect_str_empty(problems, "the webhook rules disagree with policy/kinds.c:\n%s",
-			    problems);
-	free(problems);
-	free(yaml);
-	free(text);
+	expect_webhooks_agree(CHART, true);
 }
 
 /* The check sees what it is for: a resource gone from a webhook, and one
@@ -401,26 +409,23 @@ static char *check_rbac(const char *file, const char *text, size_t len, const ch
 	return strbuf_take(&problems, NULL);
 }
 
-Test(webhook_rules, rbac_lets_gpugate_read_the_kinds)
+/* role is the ClusterRole's name in file, shown as shown. */
+static void expect_rbac_agrees(const char *file, bool helm, const char *role,
+			       const char *shown)
 {
-	size_t len, ylen;
-	char *text = read_file(RBAC, &len);
-	char *problems = check_rbac(RBAC, text, len, "gpugate", "gpugate");
+	size_t len;
+	char *text = read_yaml(file, helm, &len);
+	char *problems = check_rbac(file, text, len, role, shown);
 
 	cr_expect_str_empty(problems, "gpugate's role disagrees with policy/kinds.c:\n%s",
 			    problems);
 	free(problems);
 	free(text);
-	text = read_file(CHART_RBAC, &len);
-	{
-		char *yaml = chart_yaml(text, &ylen);
+}
 
-		/* The chart names the role {{ include "gpugate.fullname" . }}. */
-		problems = check_rbac(CHART_RBAC, yaml, ylen, "X", "gpugate.fullname");
-		cr_expect_str_empty(problems,
-				    "gpugate's role disagrees with policy/kinds.c:\n%s", problems);
-		free(problems);
-		free(yaml);
-	}
-	free(text);
+Test(webhook_rules, rbac_lets_gpugate_read_the_kinds)
+{
+	expect_rbac_agrees(RBAC, false, "gpugate", "gpugate");
+	/* The chart names the role {{ include "gpugate.fullname" . }}. */
+	expect_rbac_agrees(CHART_RBAC, true, "X", "gpugate.fullname");
 }
