@@ -5,30 +5,91 @@
 
 #include "policy/kinds.h"
 
+/* The webhooks of manifests/webhooks.yaml that serve workloads (the policy
+ * ConfigMap's, policy.gpugate.io, serves none). */
+static const struct kind_webhook WEBHOOKS[] = {
+	{"mutate.gpugate.io", "/mutate"},
+	{"mutate-templates.gpugate.io", "/mutate"},
+	{"validate.gpugate.io", "/validate"},
+	{"validate-templates.gpugate.io", "/validate"},
+	{"release.gpugate.io", "/validate"},
+};
+
+#define MUTATE (&WEBHOOKS[0])
+#define MUTATE_TEMPLATES (&WEBHOOKS[1])
+#define VALIDATE (&WEBHOOKS[2])
+#define VALIDATE_TEMPLATES (&WEBHOOKS[3])
+#define RELEASE (&WEBHOOKS[4])
+#define CU (KIND_CREATE | KIND_UPDATE)
+
+/* A Pod and a Job: mapped at creation, judged and charged at /validate,
+ * their stamps held through status writes, released on DELETE (embedded
+ * mode); a Pod's ephemeral containers (kubectl debug) are judged too. */
+static const struct kind_hook POD_HOOKS[] = {
+	{MUTATE, "", KIND_CREATE},
+	{VALIDATE, "", CU},
+	{VALIDATE, "ephemeralcontainers", KIND_UPDATE},
+	{VALIDATE, "status", KIND_UPDATE},
+	{RELEASE, "", KIND_DELETE},
+	{NULL, NULL, 0},
+};
+static const struct kind_hook JOB_HOOKS[] = {
+	{MUTATE, "", KIND_CREATE},
+	{VALIDATE, "", CU},
+	{VALIDATE, "status", KIND_UPDATE},
+	{RELEASE, "", KIND_DELETE},
+	{NULL, NULL, 0},
+};
+/* A controller's pod template: judged and mapped at kubectl apply. */
+static const struct kind_hook TEMPLATE_HOOKS[] = {
+	{MUTATE_TEMPLATES, "", CU},
+	{VALIDATE_TEMPLATES, "", CU},
+	{NULL, NULL, 0},
+};
+/* ... and kubectl scale judged against the parent's template. */
+static const struct kind_hook SCALED_HOOKS[] = {
+	{MUTATE_TEMPLATES, "", CU},
+	{VALIDATE_TEMPLATES, "", CU},
+	{VALIDATE_TEMPLATES, "scale", KIND_UPDATE},
+	{NULL, NULL, 0},
+};
+/* DRA: gpugate changes neither; a claim is charged, a claim template only
+ * judged (the claims made from it are charged). */
+static const struct kind_hook CLAIM_HOOKS[] = {
+	{VALIDATE, "", KIND_CREATE},
+	{RELEASE, "", KIND_DELETE},
+	{NULL, NULL, 0},
+};
+static const struct kind_hook CLAIM_TEMPLATE_HOOKS[] = {
+	{VALIDATE, "", KIND_CREATE},
+	{NULL, NULL, 0},
+};
+
 static const char *const NO_PATH[] = {NULL};
 static const char *const SPEC_TEMPLATE[] = {"spec", "template", NULL};
 static const char *const CRON_TEMPLATE[] = {"spec", "jobTemplate", "spec", "template", NULL};
 
 static const struct kind_def KINDS[] = {
-	{"", "v1", "Pod", "pods", "v1", WL_POD, 0, NO_PATH, KIND_PODS_ONE, false, true},
+	{"", "v1", "Pod", "pods", "v1", WL_POD, 0, NO_PATH, KIND_PODS_ONE, true, POD_HOOKS},
 	{"batch", "v1", "Job", "jobs", "batch/v1", WL_JOB, 0, SPEC_TEMPLATE,
-	 KIND_PODS_PARALLELISM, false, true},
+	 KIND_PODS_PARALLELISM, true, JOB_HOOKS},
 	{"apps", "v1", "Deployment", "deployments", "apps/v1", WL_TEMPLATE, WL_DEPLOYMENT,
-	 SPEC_TEMPLATE, KIND_PODS_REPLICAS, true, false},
+	 SPEC_TEMPLATE, KIND_PODS_REPLICAS, false, SCALED_HOOKS},
 	{"apps", "v1", "StatefulSet", "statefulsets", "apps/v1", WL_TEMPLATE, WL_STATEFULSET,
-	 SPEC_TEMPLATE, KIND_PODS_REPLICAS, true, false},
+	 SPEC_TEMPLATE, KIND_PODS_REPLICAS, false, SCALED_HOOKS},
 	{"apps", "v1", "ReplicaSet", "replicasets", "apps/v1", WL_TEMPLATE, WL_REPLICASET,
-	 SPEC_TEMPLATE, KIND_PODS_REPLICAS, true, false},
+	 SPEC_TEMPLATE, KIND_PODS_REPLICAS, false, SCALED_HOOKS},
 	{"apps", "v1", "DaemonSet", "daemonsets", "apps/v1", WL_TEMPLATE, WL_DAEMONSET,
-	 SPEC_TEMPLATE, KIND_PODS_PER_NODE, false, false},
+	 SPEC_TEMPLATE, KIND_PODS_PER_NODE, false, TEMPLATE_HOOKS},
 	{"batch", "v1", "CronJob", "cronjobs", "batch/v1", WL_TEMPLATE, WL_CRONJOB,
-	 CRON_TEMPLATE, KIND_PODS_JOB, false, false},
+	 CRON_TEMPLATE, KIND_PODS_JOB, false, TEMPLATE_HOOKS},
 	/* DRA: with matchPolicy Equivalent the apiserver converts v1beta1 and
 	 * v1beta2 objects to v1 for the webhook. */
 	{"resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", "resource.k8s.io/v1",
-	 WL_CLAIM, 0, NULL, KIND_PODS_NONE, false, true},
+	 WL_CLAIM, 0, NULL, KIND_PODS_NONE, true, CLAIM_HOOKS},
 	{"resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates",
-	 "resource.k8s.io/v1", WL_CLAIM_TEMPLATE, 0, NULL, KIND_PODS_NONE, false, false},
+	 "resource.k8s.io/v1", WL_CLAIM_TEMPLATE, 0, NULL, KIND_PODS_NONE, false,
+	 CLAIM_TEMPLATE_HOOKS},
 };
 
 #define N_KINDS (sizeof(KINDS) / sizeof(KINDS[0]))
@@ -43,9 +104,25 @@ const struct kind_def *kinds_find(const char *group, const char *version,
 				  const char *kind)
 {
 	for (size_t i = 0; group && version && kind && i < N_KINDS; i++)
-		if (strcmp(KINDS[i].group, group) == 0 &&
-		    strcmp(KINDS[i].version, version) == 0 &&
-		    strcmp(KINDS[i].kind, kind) == 0)
+		if (strcmp(KINDS[i].kind, kind) == 0 && strcmp(KINDS[i].group, group) == 0 &&
+		    strcmp(KINDS[i].version, version) == 0)
+			return &KINDS[i];
+	return NULL;
+}
+
+const struct kind_def *kinds_by_api(const char *api_version, const char *kind)
+{
+	for (size_t i = 0; api_version && kind && i < N_KINDS; i++)
+		if (strcmp(KINDS[i].kind, kind) == 0 &&
+		    strcmp(KINDS[i].api_version, api_version) == 0)
+			return &KINDS[i];
+	return NULL;
+}
+
+const struct kind_def *kinds_of(enum wl_kind wl, enum wl_template tmpl)
+{
+	for (size_t i = 0; i < N_KINDS; i++)
+		if (KINDS[i].wl == wl && (wl != WL_TEMPLATE || KINDS[i].tmpl == tmpl))
 			return &KINDS[i];
 	return NULL;
 }
@@ -60,17 +137,32 @@ const struct kind_def *kinds_template(const char *kind)
 
 const struct kind_def *kinds_of_template(enum wl_template t)
 {
-	for (size_t i = 0; i < N_KINDS; i++)
-		if (KINDS[i].wl == WL_TEMPLATE && KINDS[i].tmpl == t)
-			return &KINDS[i];
-	return &KINDS[2]; /* unreachable: every enum wl_template has its row */
+	const struct kind_def *k = kinds_of(WL_TEMPLATE, t);
+
+	return k ? k : &KINDS[2]; /* unreachable: every enum wl_template has its row */
 }
 
 const struct kind_def *kinds_scaled(const char *group, const char *resource)
 {
 	for (size_t i = 0; group && resource && i < N_KINDS; i++)
-		if (KINDS[i].scale && strcmp(KINDS[i].group, group) == 0 &&
-		    strcmp(KINDS[i].resource, resource) == 0)
+		if (strcmp(KINDS[i].group, group) == 0 &&
+		    strcmp(KINDS[i].resource, resource) == 0 && kinds_hook(&KINDS[i], NULL, "scale"))
 			return &KINDS[i];
 	return NULL;
+}
+
+const struct kind_hook *kinds_hook(const struct kind_def *k, const char *webhook,
+				   const char *sub)
+{
+	for (const struct kind_hook *h = k ? k->hooks : NULL; h && h->webhook; h++)
+		if (strcmp(h->subresource, sub) == 0 &&
+		    (!webhook || strcmp(h->webhook->name, webhook) == 0))
+			return h;
+	return NULL;
+}
+
+const struct kind_webhook *kinds_webhooks(size_t *n)
+{
+	*n = sizeof(WEBHOOKS) / sizeof(WEBHOOKS[0]);
+	return WEBHOOKS;
 }

@@ -5,6 +5,7 @@
 #include "codec/jget.h"
 #include "codec/jsonmem.h"
 #include "codec/jsonout.h"
+#include "policy/kinds.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -558,29 +559,25 @@ int apply_plan(json_t *object, const struct workload *wl,
 	       const struct plan *pl, const struct policy *p, struct diag *d)
 {
 	struct ap a = {.d = d};
-	json_t *meta, *pod_meta, *spec, *gpu_ct = NULL;
+	const struct kind_def *k = kinds_of(wl->kind, wl->template_kind);
+	json_t *meta, *pod_meta, *spec, *tmpl = object, *gpu_ct = NULL;
+	bool owner;
 
 	if (!pl->active)
 		return 0;
 	meta = ensure_object(&a, object, "metadata");
-	if (wl->kind == WL_JOB || wl->kind == WL_TEMPLATE) {
-		json_t *owner = ensure_object(&a, object, "spec"), *tmpl;
-
-		if (wl->kind == WL_TEMPLATE && wl->template_kind == WL_CRONJOB)
-			owner = ensure_object(&a, ensure_object(&a, owner, "jobTemplate"),
-					      "spec");
-		tmpl = ensure_object(&a, owner, "template");
-		pod_meta = ensure_object(&a, tmpl, "metadata");
-		spec = ensure_object(&a, tmpl, "spec");
-	} else {
-		pod_meta = meta;
-		spec = ensure_object(&a, object, "spec");
-	}
+	/* The pod template where the kind's row says it sits (a Pod is its
+	 * own); a Job or a controller owns it. */
+	for (const char *const *m = k ? k->pod_template : NULL; m && *m; m++)
+		tmpl = ensure_object(&a, tmpl, *m);
+	owner = tmpl != object;
+	pod_meta = owner ? ensure_object(&a, tmpl, "metadata") : meta;
+	spec = ensure_object(&a, tmpl, "spec");
 	if (a.failed)
 		return -1;
 	if (pl->strip_stamps) {
 		strip_stamps(pod_meta);
-		if (wl->kind == WL_JOB || wl->kind == WL_TEMPLATE)
+		if (owner)
 			strip_stamps(meta);
 	}
 	if (pl->note[0])
@@ -590,8 +587,6 @@ int apply_plan(json_t *object, const struct workload *wl,
 		set_string(&a, ensure_object(&a, meta, "labels"), KUEUE_QUEUE_LABEL,
 			   pl->queue_name);
 	if (pl->map || pl->stamp_only) {
-		bool owner = wl->kind == WL_JOB || wl->kind == WL_TEMPLATE;
-
 		stamp(&a, pod_meta, pl, owner, wl->kind != WL_TEMPLATE);
 		if (owner)
 			stamp(&a, meta, pl, false, true);
@@ -704,30 +699,26 @@ static void own_pod_spec(struct cow *w, json_t *spec)
 	}
 }
 
-json_t *apply_copy(const json_t *object)
+json_t *apply_copy(const json_t *object, const struct workload *wl)
 {
+	const struct kind_def *k = kinds_of(wl->kind, wl->template_kind);
 	struct cow w = {.oom = false};
-	json_t *root = json_copy((json_t *)object), *spec, *tmpl;
+	json_t *root = json_copy((json_t *)object), *tmpl = root;
 
 	if (!root || !json_is_object(root))
 		return root;
 	own_meta(&w, root);
-	spec = own(&w, root, "spec");
-	tmpl = own(&w, spec, "template");
-	if (!tmpl && jget(spec, "jobTemplate")) {
-		/* A CronJob: spec.jobTemplate.spec.template. */
-		json_t *jspec = own(&w, own(&w, spec, "jobTemplate"), "spec");
-
-		tmpl = own(&w, jspec, "template");
-		own_meta(&w, tmpl);
-		own_pod_spec(&w, own(&w, tmpl, "spec"));
-	} else if (tmpl) {
-		/* A Job, a Deployment, ...: its own spec, and the pod template. */
-		own(&w, own(&w, spec, "podFailurePolicy"), "rules");
-		own_meta(&w, tmpl);
-		own_pod_spec(&w, own(&w, tmpl, "spec"));
+	if (!k || !k->pod_template || !k->pod_template[0]) {
+		/* A Pod (or a kind apply_plan() writes no pod into). */
+		own_pod_spec(&w, own(&w, root, "spec"));
 	} else {
-		own_pod_spec(&w, spec);
+		/* A Job, a Deployment, a CronJob, ...: the pod template where
+		 * its row says, and its own spec. */
+		for (const char *const *m = k->pod_template; *m && tmpl; m++)
+			tmpl = own(&w, tmpl, *m);
+		own(&w, own(&w, jget(root, "spec"), "podFailurePolicy"), "rules");
+		own_meta(&w, tmpl);
+		own_pod_spec(&w, own(&w, tmpl, "spec"));
 	}
 	if (w.oom) {
 		json_decref(root);

@@ -22,11 +22,12 @@ int apply_plan(json_t *object, const struct workload *wl,
 	       const struct plan *pl, const struct policy *p, struct diag *d);
 
 /*
- * The copy apply_plan() works on: the containers it may change are copied
+ * The copy apply_plan() works on for wl (its kind says where the pod
+ * template sits, policy/kinds.h): the containers it may change are copied
  * (shallowly), everything else is shared with object by reference count,
  * so that copying and diffing cost the size of what may change.  object is
  * never modified through the copy.  NULL when out of memory.
  */
-json_t *apply_copy(const json_t *object);
+json_t *apply_copy(const json_t *object, const struct workload *wl);
 
 #endif

@@ -4,6 +4,7 @@
 #include "base/diag.h"
 #include "base/text.h"
 #include "codec/jget.h"
+#include "policy/kinds.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -482,37 +483,21 @@ static void owner_job(struct fx *x, const json_t *meta, struct workload *wl)
 		return;
 	json_array_foreach(refs, i, r) {
 		const json_t *ctrl;
-		const char *kind, *api;
+		const struct kind_def *owner;
 
 		if (!json_is_object(r))
 			continue;
 		ctrl = jget(r, "controller");
-		kind = json_string_value(jget(r, "kind"));
-		api = json_string_value(jget(r, "apiVersion"));
-		if (!ctrl || !json_is_true(ctrl) || !kind || strcmp(kind, "Job") != 0 ||
-		    !api || strcmp(api, "batch/v1") != 0)
+		if (!ctrl || !json_is_true(ctrl))
+			continue;
+		owner = kinds_by_api(json_string_value(jget(r, "apiVersion")),
+				     json_string_value(jget(r, "kind")));
+		if (!owner || owner->wl != WL_JOB)
 			continue;
 		wl->owner_job = json_string_value(jget(r, "name"));
 		wl->owner_job_uid = json_string_value(jget(r, "uid"));
 		return;
 	}
-}
-
-bool facts_template_kind(const char *kind, enum wl_template *out)
-{
-	static const struct {
-		const char *name;
-		enum wl_template t;
-	} kinds[] = {{"Deployment", WL_DEPLOYMENT}, {"StatefulSet", WL_STATEFULSET},
-		     {"ReplicaSet", WL_REPLICASET}, {"DaemonSet", WL_DAEMONSET},
-		     {"CronJob", WL_CRONJOB}};
-
-	for (size_t i = 0; kind && i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (strcmp(kind, kinds[i].name) == 0) {
-			*out = kinds[i].t;
-			return true;
-		}
-	return false;
 }
 
 /* A whole number from 0 to 100000 at key of obj, or dflt when absent. */
@@ -533,34 +518,64 @@ static int64_t count_at(struct fx *x, const json_t *obj, const char *key,
 	return json_integer_value(v);
 }
 
+/*
+ * Where the pod template of a kind that owns one (a Job, a controller)
+ * sits, as its row's pod_template says (kinds.h): the object that holds it,
+ * walked down from object ("spec", or a CronJob's "spec.jobTemplate.spec"),
+ * with its path for messages in path, and the member that is the template
+ * in *last ("template").
+ */
+static const json_t *template_holder(struct fx *x, const json_t *object,
+				     const struct kind_def *k, char *path, size_t size,
+				     const char **last)
+{
+	const char *const *m = k->pod_template;
+	const json_t *v = object;
+	size_t n = 0;
+
+	path[0] = '\0';
+	for (; m[0] && m[1]; m++) {
+		v = member(x, v, m[0], JSON_OBJECT, path);
+		if (n && n + 1 < size)
+			path[n++] = '.';
+		for (const char *c = m[0]; *c && n + 1 < size; c++)
+			path[n++] = *c;
+		path[n] = '\0';
+	}
+	*last = m[0];
+	return v;
+}
+
 /* A Deployment, StatefulSet, ReplicaSet, DaemonSet or CronJob: its pod
  * template's facts, and how many pods it runs at once. */
-static void template_facts(struct fx *x, const json_t *meta, const json_t *spec,
+static void template_facts(struct fx *x, const json_t *object, const json_t *meta,
 			   struct workload *wl)
 {
-	const json_t *tmpl, *refs, *r;
-	const char *path = "spec.template";
+	const struct kind_def *k = kinds_of_template(wl->template_kind);
+	const json_t *holder, *tmpl, *refs, *r;
+	char hpath[64], path[80];
+	const char *last;
 	size_t i;
 
-	if (wl->template_kind == WL_CRONJOB) {
-		const json_t *jt = member(x, spec, "jobTemplate", JSON_OBJECT, "spec");
-		const json_t *jspec = member(x, jt, "spec", JSON_OBJECT, "spec.jobTemplate");
+	holder = template_holder(x, object, k, hpath, sizeof(hpath), &last);
+	if (k->pods == KIND_PODS_JOB) {
 		/* The pods one of its Jobs runs at once, as charge_job_slots()
 		 * counts them: min(parallelism, completions). */
-		int64_t par = count_at(x, jspec, "parallelism", "spec.jobTemplate.spec", 1);
-		int64_t done = count_at(x, jspec, "completions", "spec.jobTemplate.spec", par);
+		int64_t par = count_at(x, holder, "parallelism", hpath, 1);
+		int64_t done = count_at(x, holder, "completions", hpath, par);
 
-		path = "spec.jobTemplate.spec.template";
-		tmpl = member(x, jspec, "template", JSON_OBJECT, "spec.jobTemplate.spec");
+		tmpl = member(x, holder, last, JSON_OBJECT, hpath);
 		wl->replicas = done < par ? done : par;
 	} else {
-		tmpl = member(x, spec, "template", JSON_OBJECT, "spec");
-		wl->replicas = wl->template_kind == WL_DAEMONSET
-				       ? 0
-				       : count_at(x, spec, "replicas", "spec", 1);
+		tmpl = member(x, holder, last, JSON_OBJECT, hpath);
+		/* One pod per matching node (KIND_PODS_PER_NODE): 0. */
+		wl->replicas = k->pods == KIND_PODS_REPLICAS
+				       ? count_at(x, holder, "replicas", hpath, 1)
+				       : 0;
 	}
+	snprintf(path, sizeof(path), "%s.%s", hpath, last);
 	{
-		char mpath[64], spath[64];
+		char mpath[96], spath[96];
 
 		snprintf(mpath, sizeof(mpath), "%s.metadata", path);
 		snprintf(spath, sizeof(spath), "%s.spec", path);
@@ -568,15 +583,18 @@ static void template_facts(struct fx *x, const json_t *meta, const json_t *spec,
 			  member(x, tmpl, "spec", JSON_OBJECT, path), mpath, spath,
 			  &wl->pod);
 	}
+	/* A ReplicaSet a Deployment controls: its template is the
+	 * Deployment's, judged there. */
 	if (wl->template_kind != WL_REPLICASET)
 		return;
 	refs = member(x, meta, "ownerReferences", JSON_ARRAY, "metadata");
 	json_array_foreach(refs, i, r) {
-		const char *kind = json_string_value(jget(r, "kind"));
-		const char *api = json_string_value(jget(r, "apiVersion"));
+		const struct kind_def *owner =
+			kinds_by_api(json_string_value(jget(r, "apiVersion")),
+				     json_string_value(jget(r, "kind")));
 
-		if (json_is_true(jget(r, "controller")) && kind &&
-		    strcmp(kind, "Deployment") == 0 && api && strcmp(api, "apps/v1") == 0)
+		if (json_is_true(jget(r, "controller")) && owner &&
+		    owner->wl == WL_TEMPLATE && owner->tmpl == WL_DEPLOYMENT)
 			wl->template_owned = true;
 	}
 }
@@ -683,14 +701,19 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		wl->phase = string(&x, status, "phase", "status");
 		owner_job(&x, meta, wl);
 	} else if (wl->kind == WL_JOB) {
-		const json_t *tmpl = member(&x, spec, "template", JSON_OBJECT, "spec");
-		const json_t *tmeta = member(&x, tmpl, "metadata", JSON_OBJECT,
-					     "spec.template");
-		const json_t *tspec = member(&x, tmpl, "spec", JSON_OBJECT,
-					     "spec.template");
+		char hpath[64], path[80], mpath[96], spath[96];
+		const char *last;
+		const json_t *holder = template_holder(&x, object, kinds_of(WL_JOB, 0), hpath,
+						       sizeof(hpath), &last);
+		const json_t *tmpl = member(&x, holder, last, JSON_OBJECT, hpath);
+		const json_t *tmeta, *tspec;
 
-		pod_facts(&x, tmeta, tspec, "spec.template.metadata",
-			  "spec.template.spec", &wl->pod);
+		snprintf(path, sizeof(path), "%s.%s", hpath, last);
+		snprintf(mpath, sizeof(mpath), "%s.metadata", path);
+		snprintf(spath, sizeof(spath), "%s.spec", path);
+		tmeta = member(&x, tmpl, "metadata", JSON_OBJECT, path);
+		tspec = member(&x, tmpl, "spec", JSON_OBJECT, path);
+		pod_facts(&x, tmeta, tspec, mpath, spath, &wl->pod);
 		job_facts(&x, spec, status, wl);
 	} else if (wl->kind == WL_CLAIM) {
 		claim_facts(&x, spec, "spec", wl);
@@ -699,9 +722,11 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 			    "spec.spec", wl);
 	} else if (wl->kind == WL_TEMPLATE) {
 		/* The object's own kind says which; else the caller's. */
-		facts_template_kind(json_string_value(jget(object, "kind")),
-				    &wl->template_kind);
-		template_facts(&x, meta, spec, wl);
+		const struct kind_def *own = kinds_template(json_string_value(jget(object, "kind")));
+
+		if (own)
+			wl->template_kind = own->tmpl;
+		template_facts(&x, object, meta, wl);
 	}
 	return x.failed ? -1 : 0;
 }

@@ -32,8 +32,4 @@ struct diag;
 int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		  struct diag *d);
 
-/* The controller a kind names (Deployment, StatefulSet, ReplicaSet,
- * DaemonSet, CronJob); false for any other. */
-bool facts_template_kind(const char *kind, enum wl_template *out);
-
 #endif

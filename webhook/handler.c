@@ -6,6 +6,7 @@
 #include "codec/jget.h"
 #include "codec/jsonmem.h"
 #include "http/server.h"
+#include "policy/kinds.h"
 #include "policy/pool.h"
 #include "usage/inventory.h"
 #include "usage/priorities.h"
@@ -57,17 +58,9 @@ static bool object_matches_kind(const struct review *rv, const json_t *obj)
 {
 	const char *kind = json_string_value(jget(obj, "kind"));
 	const char *api = json_string_value(jget(obj, "apiVersion"));
-	enum wl_template t = WL_DEPLOYMENT;
-	const char *want_api =
-		rv->kind == WL_JOB ? "batch/v1"
-		: rv->kind == WL_CLAIM || rv->kind == WL_CLAIM_TEMPLATE ? "resource.k8s.io/v1"
-		: rv->kind == WL_TEMPLATE
-			? (facts_template_kind(rv->kind_name, &t) && t == WL_CRONJOB ? "batch/v1"
-										      : "apps/v1")
-			: "v1";
 
 	return (!kind || strcmp(kind, rv->kind_name) == 0) &&
-	       (!api || strcmp(api, want_api) == 0);
+	       (!api || strcmp(api, rv->def->api_version) == 0);
 }
 
 static int extract(const struct review *rv, const json_t *obj,
@@ -78,7 +71,7 @@ static int extract(const struct review *rv, const json_t *obj,
 
 	ev->wl.kind = rv->kind;
 	if (rv->kind == WL_TEMPLATE)
-		facts_template_kind(rv->kind_name, &ev->wl.template_kind);
+		ev->wl.template_kind = rv->def->tmpl;
 	ev->wl.op = rv->op;
 	ev->wl.dry_run = rv->dry_run;
 	ev->wl.request_uid = rv->uid;
@@ -105,7 +98,7 @@ static int mutate(const struct policy *p, const struct review *rv,
 {
 	struct diag d;
 
-	ev->mutated = apply_copy(rv->object);
+	ev->mutated = apply_copy(rv->object, &ev->wl);
 	if (!ev->mutated)
 		return -1;
 	diag_init(&d);
@@ -177,17 +170,13 @@ static const struct policy_flavor *inventory_node(void *ctx, const char *node)
  */
 static const char *scale_parent_kind(const struct review *rv, enum handler_endpoint ep)
 {
-	static const char *const kinds[][2] = {{"deployments", "Deployment"},
-					       {"statefulsets", "StatefulSet"},
-					       {"replicasets", "ReplicaSet"}};
+	const struct kind_def *k;
 
 	if (ep != HANDLER_VALIDATE || rv->op != WL_UPDATE || !rv->object ||
-	    strcmp(rv->sub_resource, "scale") != 0 || strcmp(rv->resource_group, "apps") != 0)
+	    strcmp(rv->sub_resource, "scale") != 0)
 		return NULL;
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (strcmp(rv->resource, kinds[i][0]) == 0)
-			return kinds[i][1];
-	return NULL;
+	k = kinds_scaled(rv->resource_group, rv->resource);
+	return k ? k->kind : NULL;
 }
 
 /* A Scale's spec.replicas (absent: 0, the API omits it); -1 when it is not
@@ -237,7 +226,7 @@ static bool scale_facts(const json_t *object, const struct review *rv, const cha
 
 	ev->wl = (struct workload){.kind = WL_TEMPLATE, .op = WL_UPDATE,
 				   .namespace = rv->namespace, .name = rv->name, .uid = ""};
-	facts_template_kind(kind, &ev->wl.template_kind);
+	ev->wl.template_kind = kinds_template(kind)->tmpl;
 	diag_init(&d);
 	if (facts_extract(object, &ev->wl, &ev->arena, &d) < 0) {
 		diag_first(&d, first, sizeof(first));
@@ -302,7 +291,7 @@ static int judge_scale(const struct review *rv, const char *kind,
 	decide_prepare(&at_mutate, &ev->dec);
 	if (!ev->dec.allowed || !ev->dec.plan.active)
 		return 0;
-	ev->mutated = apply_copy(ev->parent);
+	ev->mutated = apply_copy(ev->parent, &ev->wl);
 	if (!ev->mutated)
 		return -1;
 	diag_init(&d);
@@ -513,10 +502,12 @@ static bool path_safe(const char *s)
 	return strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
 }
 
-/* The parent of a scale, into ev->parent (or why not, ev->parent_error). */
+/* The parent of a scale (one scale_parent_kind() names), into ev->parent
+ * (or why not, ev->parent_error). */
 static void read_parent(const struct handler_parents *src, const struct review *rv,
 			struct evaluation *ev)
 {
+	const struct kind_def *k = kinds_scaled(rv->resource_group, rv->resource);
 	char path[640];
 
 	if (!path_safe(rv->namespace) || !path_safe(rv->name) || !path_safe(rv->resource)) {
@@ -524,8 +515,8 @@ static void read_parent(const struct handler_parents *src, const struct review *
 			 "the request's namespace or name is not a Kubernetes name");
 		return;
 	}
-	text_cat(path, sizeof(path), "/apis/apps/v1/namespaces/", rv->namespace, "/",
-		 rv->resource, "/", rv->name, NULL);
+	text_cat(path, sizeof(path), "/apis/", k->api_version, "/namespaces/", rv->namespace,
+		 "/", k->resource, "/", rv->name, NULL);
 	ev->parent = src->get(src->ctx, path, ev->parent_error, sizeof(ev->parent_error));
 	if (!ev->parent) {
 		char q[600];

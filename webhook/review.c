@@ -7,6 +7,7 @@
 #include "codec/jget.h"
 #include "codec/jsonfast.h"
 #include "codec/jsonout.h"
+#include "policy/kinds.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -30,34 +31,11 @@ static int fail(char *err, size_t errsz, const char *msg)
 	return -1;
 }
 
-static enum wl_kind kind_of(const json_t *gvk)
+/* The table's row of request.kind (group/version/kind), or NULL. */
+static const struct kind_def *kind_of(const json_t *gvk)
 {
-	const char *group = str_or_empty(gvk, "group");
-	const char *version = str_or_empty(gvk, "version");
-	const char *kind = str_or_empty(gvk, "kind");
-
-	if (strcmp(group, "") == 0 && strcmp(version, "v1") == 0 &&
-	    strcmp(kind, "Pod") == 0)
-		return WL_POD;
-	if (strcmp(group, "batch") == 0 && strcmp(version, "v1") == 0 &&
-	    strcmp(kind, "Job") == 0)
-		return WL_JOB;
-	if (strcmp(group, "apps") == 0 && strcmp(version, "v1") == 0 &&
-	    (strcmp(kind, "Deployment") == 0 || strcmp(kind, "StatefulSet") == 0 ||
-	     strcmp(kind, "ReplicaSet") == 0 || strcmp(kind, "DaemonSet") == 0))
-		return WL_TEMPLATE;
-	if (strcmp(group, "batch") == 0 && strcmp(version, "v1") == 0 &&
-	    strcmp(kind, "CronJob") == 0)
-		return WL_TEMPLATE;
-	/* DRA: with matchPolicy Equivalent the apiserver converts v1beta1 and
-	 * v1beta2 objects to v1 for the webhook. */
-	if (strcmp(group, "resource.k8s.io") == 0 && strcmp(version, "v1") == 0) {
-		if (strcmp(kind, "ResourceClaim") == 0)
-			return WL_CLAIM;
-		if (strcmp(kind, "ResourceClaimTemplate") == 0)
-			return WL_CLAIM_TEMPLATE;
-	}
-	return WL_OTHER;
+	return kinds_find(str_or_empty(gvk, "group"), str_or_empty(gvk, "version"),
+			  str_or_empty(gvk, "kind"));
 }
 
 /*
@@ -180,7 +158,8 @@ static int decode(const char *body, size_t len, struct review *rv,
 	gvk = jget(req, "kind");
 	if (gvk && !json_is_object(gvk))
 		return fail(err, errsz, "request.kind is not an object");
-	rv->kind = kind_of(gvk);
+	rv->def = kind_of(gvk);
+	rv->kind = rv->def ? rv->def->wl : WL_OTHER;
 	rv->kind_name = str_or_empty(gvk, "kind");
 
 	op = jget(req, "operation");

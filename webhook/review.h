@@ -11,6 +11,8 @@
 
 #include "policy/workload.h"
 
+struct kind_def;
+
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -21,6 +23,9 @@ struct review {
 	json_t *root;            /* owned: the whole parsed body */
 	const char *uid;         /* request.uid */
 	enum wl_kind kind;       /* from request.kind (group/version/kind) */
+	/* request.kind's row of the table (policy/kinds.h); NULL for a kind
+	 * gpugate does not admit (kind is then WL_OTHER). */
+	const struct kind_def *def;
 	const char *kind_name;   /* request.kind.kind, "" when absent */
 	enum wl_op op;
 	const char *namespace;   /* request.namespace, "" when absent */

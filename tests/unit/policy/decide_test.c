@@ -8,6 +8,7 @@
 #include "base/arena.h"
 #include "base/diag.h"
 #include "policy/decide.h"
+#include "policy/kinds.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
 #include "tests/unit/test_policy.h"
@@ -158,6 +159,7 @@ static void run_obj(struct run *r, const char *ns, json_t *obj,
 {
 	struct diag d;
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
+	const struct kind_def *tmpl = kinds_template(kind);
 	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = phase,
 				  .priorities = run_prios, .pvcs = run_pvcs};
 
@@ -166,8 +168,10 @@ static void run_obj(struct run *r, const char *ns, json_t *obj,
 	memset(&r->wl, 0, sizeof(r->wl));
 	r->wl.kind = kind && strcmp(kind, "Job") == 0 ? WL_JOB
 		     : kind && strcmp(kind, "Pod") == 0 ? WL_POD
-		     : facts_template_kind(kind, &r->wl.template_kind) ? WL_TEMPLATE
-									: WL_OTHER;
+		     : tmpl ? WL_TEMPLATE
+			    : WL_OTHER;
+	if (tmpl)
+		r->wl.template_kind = tmpl->tmpl;
 	r->wl.op = WL_CREATE;
 	r->wl.namespace = ns;
 	r->wl.name = "";
