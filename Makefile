@@ -171,7 +171,7 @@ print-dirs:
 check-house: $(GPUGATE)
 	$(Q)scripts/check-house.py $(BUILD)/obj
 
-test: check-includes unit check-examples integration
+test: check-includes check-house unit check-examples integration
 
 # The integration suite with every server under valgrind (memcheck): any
 # error or definite leak fails the session (tests/integration/conftest.py).

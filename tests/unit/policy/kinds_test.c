@@ -1,7 +1,7 @@
 /*
  * The table of workload kinds (policy/kinds.c): every lookup finds each
  * row, the rows are unique by every key a lookup takes, and each row is
- * consistent in itself.  tests/unit/webhook/rules_test.c holds the webhook
+ * consistent in itself.  tests/unit/webhook/webhook_rules_test.c holds the webhook
  * registrations to the rows' hooks.
  */
 #include "policy/kinds.h"

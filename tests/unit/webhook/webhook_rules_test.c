@@ -88,7 +88,7 @@ static json_t *expected(void)
 	for (size_t i = 0; i < N_OTHER; i++)
 		add_ops(set, OTHER[i].webhook, OTHER[i].group, OTHER[i].version,
 			OTHER[i].resource, "", OTHER[i].ops,
-			"tests/unit/webhook/rules_test.c, OTHER");
+			"tests/unit/webhook/webhook_rules_test.c, OTHER");
 	return set;
 }
 
@@ -191,7 +191,7 @@ static void compare(const char *file, json_t *want, json_t *have, struct strbuf 
 		if (!jget(want, key))
 			strbuf_addf(problems,
 				    "%s: extra: %s (no row of policy/kinds.c registers it, "
-				    "nor OTHER in tests/unit/webhook/rules_test.c)\n",
+				    "nor OTHER in tests/unit/webhook/webhook_rules_test.c)\n",
 				    file, key);
 }
 
