@@ -11,8 +11,8 @@
 #include "policy/decide.h"
 #include "policy/policy.h"
 #include "policy/quota.h"
-#include "kube/reservations.h"
 #include "usage/backend.h"
+#include "usage/reservations.h"
 #include "usage/usage.h"
 
 #include <pthread.h>

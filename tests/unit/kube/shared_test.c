@@ -5,7 +5,7 @@
 #include "base/diag.h"
 #include "policy/decide.h"
 #include "tests/unit/test_policy.h"
-#include "kube/reservations.h"
+#include "usage/reservations.h"
 #include "kube/shared.h"
 #include "usage/usage.h"
 
