@@ -6,7 +6,7 @@
 #include "policy/decide.h"
 #include "tests/unit/test_policy.h"
 #include "usage/reservations.h"
-#include "kube/shared.h"
+#include "usage/shared-backend.h"
 #include "usage/usage.h"
 
 #include <criterion/criterion.h>
