@@ -70,5 +70,4 @@ int resv_doc_write(const struct resv_doc *doc, json_t *configmap);
  * the caller's to free(); NULL when memory ran out. */
 char *resv_doc_encode(const struct resv_doc *doc, size_t *len);
 
-
 #endif

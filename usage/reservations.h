@@ -109,8 +109,9 @@ struct resv_field {
 	bool may_be_empty;
 };
 
-/* The string members, in the order of the encoding's uid, namespace,
- * name, tenant, flavor, ownerJob, replica (the uid first). */
+/* The string members, in this order: uid (first: the decoder reads it
+ * before the rest, to name the record), namespace, name, tenant, flavor,
+ * ownerJob, replica. */
 #define RESV_STRING_FIELDS 7
 extern const struct resv_field resv_string_fields[RESV_STRING_FIELDS];
 
