@@ -21,7 +21,7 @@
 #include "kube/lease.h"
 #include "kube/shared-io.h"
 #include "policy/policy.h"
-#include "kube/shared.h"
+#include "usage/shared-backend.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "controllers/controllers.h"

@@ -6,7 +6,7 @@
 #include "kube/client.h"
 #include "kube/clients.h"
 #include "kube/config.h"
-#include "kube/reservations.h"
+#include "kube/reservations-json.h"
 
 #include <jansson.h>
 #include <stdio.h>

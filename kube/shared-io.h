@@ -1,9 +1,9 @@
 /*
- * shared-io: where the shared usage backend (kube/shared.h) keeps its
- * documents: one ConfigMap per quota domain in gpugate's namespace, read
- * and written with kube_cas_update() (kube/client.h), decoded and encoded
- * by kube/reservations.h.  It is the struct usage_shared_io that gpugate
- * serve hands the backend.
+ * shared-io: where the shared usage backend (usage/shared-backend.h) keeps
+ * its documents: one ConfigMap per quota domain in gpugate's namespace,
+ * read and written with kube_cas_update() (kube/client.h), decoded and
+ * encoded by kube/reservations-json.h.  It is the struct usage_shared_io
+ * that gpugate serve hands the backend.
  *
  * Any thread may call kube_shared_io_transact(): each call borrows one of
  * a small pool of API clients (kube/clients.h).
@@ -11,7 +11,7 @@
 #ifndef GPUGATE_KUBE_SHARED_IO_H
 #define GPUGATE_KUBE_SHARED_IO_H
 
-#include "kube/shared.h"
+#include "usage/shared-backend.h"
 
 #include <stddef.h>
 

@@ -624,7 +624,7 @@ static void mem_set_watching(struct usage_store *u, bool up)
  * whichever is later (expires_ms is made + TTL).  Sooner, grace_ms after
  * it was made, when the watch shows its name under another uid: the
  * apiserver refused the create (AlreadyExists), as the shared store
- * judges it (kube/reservations.h, resv_judge()).
+ * judges it (usage/reservations.h, resv_judge()).
  */
 static bool expired(const struct ledger *l, const struct entry *e, const void *arg)
 {

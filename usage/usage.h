@@ -9,11 +9,16 @@
  *
  *   usage/memory-backend.c   this process's ledger: reservations, Job gangs,
  *                            running sums, one lock (usage_memory_new)
+ *   usage/shared-backend.c   several replicas': what the watch shows in a
+ *                            ledger, reservations in one document per
+ *                            quota domain, over a store the caller injects
+ *                            (usage_shared_new, usage/shared-backend.h;
+ *                            gpugate serve's store is kube/shared-io.c)
  *
  * A backend implements struct usage_backend (usage/backend.h), the way
  * git's refs/files-backend.c and refs/packed-backend.c implement its ref
- * storage; a second one (quota reservations shared between replicas
- * through the Kubernetes API) goes beside the first without changing a
+ * storage; the second (quota reservations shared between replicas
+ * through the Kubernetes API) sits beside the first without changing a
  * caller.  Operations a backend leaves
  * out (NULL) do nothing, or answer "nothing in use".
  *

@@ -1,5 +1,6 @@
 /*
- * libFuzzer harness for kube/reservations.c: the input is the text of a
+ * libFuzzer harness for kube/reservations-json.c and the document model
+ * (usage/reservations.c): the input is the text of a
  * ConfigMap's data.reservations (inputs that are not UTF-8 cannot be a
  * ConfigMap's string and are skipped), decoded by resv_doc_parse().
  *
@@ -15,8 +16,9 @@
  *     object names.
  */
 #include "base/diag.h"
-#include "kube/reservations.h"
+#include "kube/reservations-json.h"
 #include "policy/k8s.h"
+#include "usage/reservations.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-"""The shared usage store (--usage-store shared, kube/shared.h) over the fake
+"""The shared usage store (--usage-store shared, usage/shared-backend.h) over the fake
 API: two gpugate processes, one set of reservations in ConfigMaps; quota is
 denied, and nothing else, while the store cannot be reached."""
 

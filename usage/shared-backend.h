@@ -1,6 +1,7 @@
 /*
- * shared: the usage backend of several replicas (issue #14;
- * docs/design/shared-usage-store.md).
+ * shared-backend: the usage backend of several replicas (issue #14;
+ * docs/design/shared-usage-store.md), beside the memory backend of one
+ * (usage/memory-backend.c, usage_memory_new()).
  *
  * Usage is what the API watch shows (observed: every replica sees the same,
  * a few milliseconds apart) plus what was admitted at /validate and is not
@@ -13,9 +14,11 @@
  * record only on the version it read.  Two replicas can then never both
  * hand out the last units.
  *
- * The document's storage is injected (struct usage_shared_io; gpugate
- * serve uses kube/shared-io.c, a ConfigMap through kube_cas_update()), so
- * that this file does no I/O and is tested without a server.  When the
+ * The document (usage/reservations.h) and its storage are this backend's
+ * seam with the Kubernetes API: the storage is injected (struct
+ * usage_shared_io; gpugate serve uses kube/shared-io.c, a ConfigMap
+ * through kube_cas_update(), its JSON kube/reservations-json.c), so that
+ * this file does no I/O and is tested without a server.  When the
  * storage cannot be read or written in time, or this replica's watch is
  * down, a claim that would reserve is answered QUOTA_UNAVAILABLE (denied
  * in every mode: fail closed for quota); /mutate's peeks and every request
@@ -36,8 +39,8 @@
  * for nothing (deleted, refused, not in a later list, never shown within
  * the TTL).
  */
-#ifndef GPUGATE_KUBE_SHARED_H
-#define GPUGATE_KUBE_SHARED_H
+#ifndef GPUGATE_USAGE_SHARED_BACKEND_H
+#define GPUGATE_USAGE_SHARED_BACKEND_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 /*
- * The shared backend of kube/shared.h: observations in a memory ledger of
- * its own, reservations in the domain documents, which uids the watch has
- * shown (and since when) in one map.
+ * The shared backend of usage/shared-backend.h: observations in a memory
+ * ledger of its own, reservations in the domain documents, which uids the
+ * watch has shown (and since when) in one map.
  */
-#include "kube/shared.h"
+#include "usage/shared-backend.h"
 
 #include "base/diag.h"
 #include "base/strmap.h"
@@ -11,8 +11,8 @@
 #include "policy/decide.h"
 #include "policy/policy.h"
 #include "policy/quota.h"
-#include "kube/reservations.h"
 #include "usage/backend.h"
+#include "usage/reservations.h"
 #include "usage/usage.h"
 
 #include <pthread.h>

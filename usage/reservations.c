@@ -1,34 +1,32 @@
 /*
- * reservations: the reservation document (kube/reservations.h).
+ * reservations: the reservation document as values (usage/reservations.h).
  *
- * One checker, check_record(), holds a record to the rules: the decoder
- * runs it on every record it reads and resv_doc_add() on every record it
- * is given, so that a document this module wrote always reads back.
+ * One set of rules, resv_string_ok() and resv_numbers_ok(), holds a record
+ * to what a document may hold: the decoder (kube/reservations-json.c) runs
+ * them on every record it reads and resv_doc_add() on every record it is
+ * given, so that a document this module wrote always reads back.
  */
-#include "kube/reservations.h"
+#include "usage/reservations.h"
 
 #include "base/diag.h"
 #include "base/hash.h"
-#include "base/strbuf.h"
 #include "base/text.h"
-#include "codec/jget.h"
-#include "codec/jsonfast.h"
-#include "codec/jsonout.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The encoded document's cap: RESV_MAX records of the longest strings,
- * escaped, fit with room to spare (the apiserver refuses a ConfigMap over
- * 1 MiB anyway, with a 422 the backend reports). */
-#define RESV_TEXT_MAX (64u << 20)
 
 static const char *const kind_names[USAGE_KINDS] = {
 	[USAGE_PODS] = "pod",
 	[USAGE_JOBS] = "job",
 	[USAGE_CLAIMS] = "claim",
 };
+
+const char *resv_kind_name(enum usage_kind kind)
+{
+	return (unsigned)kind < USAGE_KINDS ? kind_names[kind] : NULL;
+}
 
 void resv_doc_init(struct resv_doc *doc)
 {
@@ -44,15 +42,8 @@ void resv_doc_release(struct resv_doc *doc)
 
 /* ---- the rules of a record ---------------------------------------------- */
 
-/* The string fields, in the order of the encoding and of the checks. */
-struct field {
-	const char *key;
-	size_t off, max;
-	bool may_be_empty;
-};
-
 #define FIELD(k, m, x, e) {k, offsetof(struct resv, m), x, e}
-static const struct field string_fields[] = {
+const struct resv_field resv_string_fields[RESV_STRING_FIELDS] = {
 	FIELD("uid", uid, RESV_UID_MAX, false),
 	FIELD("namespace", namespace, RESV_NAMESPACE_MAX, false),
 	FIELD("name", name, RESV_NAME_MAX, false),
@@ -63,12 +54,12 @@ static const struct field string_fields[] = {
 };
 #undef FIELD
 
-static char *field_of(struct resv *r, const struct field *f)
+static char *field_of(struct resv *r, const struct resv_field *f)
 {
 	return (char *)r + f->off;
 }
 
-static const char *cfield_of(const struct resv *r, const struct field *f)
+static const char *cfield_of(const struct resv *r, const struct resv_field *f)
 {
 	return (const char *)r + f->off;
 }
@@ -78,7 +69,7 @@ static const char *cfield_of(const struct resv *r, const struct field *f)
  * names and uids: UTF-8 without control characters (text_clean() changes
  * nothing), within f->max bytes.
  */
-static const char *string_problem(const struct field *f, const char *s,
+static const char *string_problem(const struct resv_field *f, const char *s,
 				  size_t len)
 {
 	char copy[RESV_NAME_MAX + 1];
@@ -97,18 +88,8 @@ static const char *string_problem(const struct field *f, const char *s,
 	return NULL;
 }
 
-/* "record 4" or "record 4 (uid \"u1\")": who a message is about. */
-static void who(char *buf, size_t size, const char *what, size_t index,
-		const char *uid)
-{
-	if (uid && uid[0])
-		snprintf(buf, size, "%s %zu (uid \"%s\")", what, index, uid);
-	else
-		snprintf(buf, size, "%s %zu", what, index);
-}
-
-static bool string_ok(const char *whom, const struct field *f, const char *s,
-		      size_t len, struct diag *d)
+bool resv_string_ok(const char *whom, const struct resv_field *f,
+		    const char *s, size_t len, struct diag *d)
 {
 	const char *p = string_problem(f, s, len);
 
@@ -138,9 +119,7 @@ static bool int_ok(const char *whom, const char *key, int64_t v, int64_t lo,
 	return false;
 }
 
-/* The numbers and the kind of r (its strings are checked where they are
- * read). */
-static bool numbers_ok(const char *whom, const struct resv *r, struct diag *d)
+bool resv_numbers_ok(const char *whom, const struct resv *r, struct diag *d)
 {
 	if ((unsigned)r->kind >= USAGE_KINDS) {
 		diag_addf(d, "%s: \"kind\": not pod, job or claim", whom);
@@ -168,8 +147,8 @@ static bool numbers_ok(const char *whom, const struct resv *r, struct diag *d)
 static bool check_record(const char *whom, const struct resv *r,
 			 struct diag *d)
 {
-	for (size_t i = 0; i < sizeof(string_fields) / sizeof(string_fields[0]); i++) {
-		const struct field *f = &string_fields[i];
+	for (size_t i = 0; i < RESV_STRING_FIELDS; i++) {
+		const struct resv_field *f = &resv_string_fields[i];
 		const char *s = cfield_of(r, f);
 		const char *end = memchr(s, '\0', f->max + 1);
 
@@ -178,358 +157,22 @@ static bool check_record(const char *whom, const struct resv *r,
 				  whom, f->key, f->max);
 			return false;
 		}
-		if (!string_ok(whom, f, s, (size_t)(end - s), d))
+		if (!resv_string_ok(whom, f, s, (size_t)(end - s), d))
 			return false;
 	}
-	return numbers_ok(whom, r, d);
-}
-
-/* ---- decoding ----------------------------------------------------------- */
-
-static bool read_string(const char *whom, const json_t *rec,
-			const struct field *f, struct resv *out, struct diag *d)
-{
-	const json_t *v = jget(rec, f->key);
-	size_t len;
-
-	if (!v) {
-		diag_addf(d, "%s: missing \"%s\"", whom, f->key);
-		return false;
-	}
-	if (f->may_be_empty && json_is_null(v)) {
-		field_of(out, f)[0] = '\0';
-		return true;
-	}
-	if (!json_is_string(v)) {
-		diag_addf(d, "%s: \"%s\": not a string%s", whom, f->key,
-			  f->may_be_empty ? " or null" : "");
-		return false;
-	}
-	len = json_string_length(v);
-	if (!string_ok(whom, f, json_string_value(v), len, d))
-		return false;
-	memcpy(field_of(out, f), json_string_value(v), len);
-	field_of(out, f)[len] = '\0';
-	return true;
-}
-
-static bool read_int(const char *whom, const json_t *rec, const char *key,
-		     int64_t *out, struct diag *d)
-{
-	const json_t *v = jget(rec, key);
-
-	if (!v) {
-		diag_addf(d, "%s: missing \"%s\"", whom, key);
-		return false;
-	}
-	if (!json_is_integer(v)) {
-		diag_addf(d, "%s: \"%s\": not an integer", whom, key);
-		return false;
-	}
-	*out = (int64_t)json_integer_value(v);
-	return true;
-}
-
-static bool read_kind(const char *whom, const json_t *rec,
-		      enum usage_kind *out, struct diag *d)
-{
-	const json_t *v = jget(rec, "kind");
-
-	if (!v) {
-		diag_addf(d, "%s: missing \"kind\"", whom);
-		return false;
-	}
-	if (json_is_string(v))
-		for (int k = 0; k < USAGE_KINDS; k++)
-			if (strcmp(json_string_value(v), kind_names[k]) == 0 &&
-			    json_string_length(v) == strlen(kind_names[k])) {
-				*out = (enum usage_kind)k;
-				return true;
-			}
-	diag_addf(d, "%s: \"kind\": not \"pod\", \"job\" or \"claim\"", whom);
-	return false;
-}
-
-/* "rides": optional, a boolean. */
-static bool read_rides(const char *whom, const json_t *rec, struct resv *out,
-		       struct diag *d)
-{
-	const json_t *v = jget(rec, "rides");
-
-	if (!v)
-		return true;
-	if (!json_is_boolean(v)) {
-		diag_addf(d, "%s: \"rides\": not a boolean", whom);
-		return false;
-	}
-	out->rides = json_is_true(v);
-	return true;
-}
-
-static bool read_record(size_t index, const json_t *rec, struct resv *out,
-			struct diag *d)
-{
-	char whom[200];
-
-	who(whom, sizeof(whom), "reservations: record", index, NULL);
-	if (!json_is_object(rec)) {
-		diag_addf(d, "%s: not an object", whom);
-		return false;
-	}
-	memset(out, 0, sizeof(*out));
-	/* The uid first, so that the other messages can name it. */
-	if (!read_string(whom, rec, &string_fields[0], out, d))
-		return false;
-	who(whom, sizeof(whom), "reservations: record", index, out->uid);
-	if (!read_kind(whom, rec, &out->kind, d))
-		return false;
-	for (size_t i = 1; i < sizeof(string_fields) / sizeof(string_fields[0]); i++)
-		if (!read_string(whom, rec, &string_fields[i], out, d))
-			return false;
-	if (!read_int(whom, rec, "perPod", &out->per_pod, d) ||
-	    !read_int(whom, rec, "slots", &out->slots, d) ||
-	    !read_int(whom, rec, "generation", &out->generation, d) ||
-	    !read_int(whom, rec, "at", &out->at_ms, d))
-		return false;
-	return read_rides(whom, rec, out, d) && numbers_ok(whom, out, d);
-}
-
-static int by_uid(const void *a, const void *b)
-{
-	return strcmp(((const struct resv *)a)->uid, ((const struct resv *)b)->uid);
-}
-
-static int by_uid_ptr(const void *a, const void *b)
-{
-	const struct resv *const *x = a, *const *y = b;
-	int c = strcmp((*x)->uid, (*y)->uid);
-
-	/* Equal uids by position, so that a message names the first two. */
-	return c ? c : (*x < *y ? -1 : *x > *y);
-}
-
-/* Sorts doc->items by uid; -1 with a message when two share one. */
-static int sort_unique(struct resv_doc *doc, struct diag *d)
-{
-	const struct resv **order = NULL;
-	int rc = -1;
-
-	if (doc->n < 2)
-		return 0;
-	order = malloc(doc->n * sizeof(*order));
-	if (!order) {
-		diag_addf(d, "reservations: out of memory");
-		return -1;
-	}
-	for (size_t i = 0; i < doc->n; i++)
-		order[i] = &doc->items[i];
-	qsort(order, doc->n, sizeof(*order), by_uid_ptr);
-	for (size_t i = 1; i < doc->n; i++)
-		if (strcmp(order[i - 1]->uid, order[i]->uid) == 0) {
-			diag_addf(d, "reservations: records %zu and %zu have the same uid \"%s\"",
-				  (size_t)(order[i - 1] - doc->items),
-				  (size_t)(order[i] - doc->items), order[i]->uid);
-			goto out;
-		}
-	qsort(doc->items, doc->n, sizeof(*doc->items), by_uid);
-	rc = 0;
-out:
-	free(order);
-	return rc;
-}
-
-/* Finds the text of the document: 1 and *text, 0 when there is none, -1
- * with a message when the ConfigMap is not what it should be. */
-static int document_text(const json_t *cm, const json_t **text, struct diag *d)
-{
-	const json_t *data, *v;
-
-	if (!cm)
-		return 0;
-	if (!json_is_object(cm)) {
-		diag_addf(d, "reservations: the ConfigMap is not a JSON object");
-		return -1;
-	}
-	data = jget(cm, "data");
-	if (!data)
-		return 0;
-	if (!json_is_object(data)) {
-		diag_addf(d, "reservations: the ConfigMap's data is not an object");
-		return -1;
-	}
-	v = jget(data, RESV_DATA_KEY);
-	if (!v)
-		return 0;
-	if (!json_is_string(v)) {
-		diag_addf(d, "reservations: data." RESV_DATA_KEY " is not a string");
-		return -1;
-	}
-	*text = v;
-	return 1;
-}
-
-int resv_doc_parse(const json_t *configmap, struct resv_doc *out,
-		   struct diag *d)
-{
-	const json_t *text = NULL;
-	json_t *arr = NULL;
-	char err[256];
-	size_t n;
-	int rc;
-
-	resv_doc_init(out);
-	rc = document_text(configmap, &text, d);
-	if (rc <= 0)
-		return rc;
-	rc = -1;
-	arr = jsonfast_parse(json_string_value(text), json_string_length(text),
-			     err, sizeof(err));
-	if (!arr) {
-		diag_addf(d, "reservations: not JSON: %s", err);
-		goto out;
-	}
-	if (!json_is_array(arr)) {
-		diag_addf(d, "reservations: not a JSON array");
-		goto out;
-	}
-	n = json_array_size(arr);
-	if (n > RESV_MAX) {
-		diag_addf(d, "reservations: %zu records, more than %d", n, RESV_MAX);
-		goto out;
-	}
-	if (n) {
-		out->items = malloc(n * sizeof(*out->items));
-		if (!out->items) {
-			diag_addf(d, "reservations: out of memory");
-			goto out;
-		}
-		out->cap = n;
-	}
-	for (size_t i = 0; i < n; i++, out->n++)
-		if (!read_record(i, json_array_get(arr, i), &out->items[i], d))
-			goto out;
-	if (sort_unique(out, d) < 0)
-		goto out;
-	rc = 0;
-out:
-	json_decref(arr);
-	if (rc < 0)
-		resv_doc_release(out);
-	return rc;
-}
-
-/* ---- encoding ----------------------------------------------------------- */
-
-static void add_int(struct strbuf *sb, const char *key, int64_t v)
-{
-	char num[TEXT_DECIMAL_MAX + 1];
-	const char *s = text_int(num, v);
-
-	strbuf_add(sb, ",\"", 2);
-	strbuf_add(sb, key, strlen(key));
-	strbuf_add(sb, "\":", 2);
-	strbuf_add(sb, s, strlen(s));
-}
-
-static void add_string(struct strbuf *sb, const char *key, const char *s,
-		       bool null_if_empty)
-{
-	strbuf_add(sb, "\"", 1);
-	strbuf_add(sb, key, strlen(key));
-	strbuf_add(sb, "\":", 2);
-	if (null_if_empty && !s[0])
-		strbuf_add(sb, "null", 4);
-	else
-		jsonout_string(sb, s, strlen(s));
-}
-
-/* One record, members in the order of the header's example. */
-static void add_record(struct strbuf *sb, const struct resv *r)
-{
-	strbuf_add(sb, "{", 1);
-	add_string(sb, "uid", r->uid, false);
-	strbuf_add(sb, ",", 1);
-	add_string(sb, "kind", kind_names[r->kind], false);
-	strbuf_add(sb, ",", 1);
-	add_string(sb, "namespace", r->namespace, false);
-	strbuf_add(sb, ",", 1);
-	add_string(sb, "name", r->name, false);
-	strbuf_add(sb, ",", 1);
-	add_string(sb, "tenant", r->tenant, false);
-	strbuf_add(sb, ",", 1);
-	add_string(sb, "flavor", r->flavor, false);
-	add_int(sb, "perPod", r->per_pod);
-	add_int(sb, "slots", r->slots);
-	strbuf_add(sb, ",", 1);
-	add_string(sb, "ownerJob", r->owner_job, true);
-	add_int(sb, "generation", r->generation);
-	strbuf_add(sb, ",", 1);
-	add_string(sb, "replica", r->replica, false);
-	add_int(sb, "at", r->at_ms);
-	if (r->rides)
-		strbuf_add(sb, ",\"rides\":true", 13);
-	strbuf_add(sb, "}", 1);
-}
-
-char *resv_doc_encode(const struct resv_doc *doc, size_t *len)
-{
-	struct strbuf sb;
-
-	strbuf_init(&sb, RESV_TEXT_MAX);
-	strbuf_add(&sb, "[", 1);
-	for (size_t i = 0; i < doc->n; i++) {
-		if (i)
-			strbuf_add(&sb, ",", 1);
-		add_record(&sb, &doc->items[i]);
-	}
-	strbuf_add(&sb, "]", 1);
-	if (strbuf_failed(&sb)) {
-		strbuf_release(&sb);
-		return NULL;
-	}
-	return strbuf_take(&sb, len);
-}
-
-int resv_doc_write(const struct resv_doc *doc, json_t *configmap)
-{
-	json_t *data, *value = NULL;
-	char *text = NULL;
-	size_t len = 0;
-	int rc = -1;
-
-	if (!json_is_object(configmap))
-		return -1;
-	data = jget(configmap, "data");
-	if (data && !json_is_object(data))
-		return -1;
-	text = resv_doc_encode(doc, &len);
-	if (!text)
-		goto out;
-	value = json_stringn(text, len);
-	if (!value)
-		goto out;
-	if (!data) {
-		data = json_object();
-		if (!data || json_object_set_new(configmap, "data", data) < 0)
-			goto out;
-	}
-	rc = json_object_set(data, RESV_DATA_KEY, value);
-out:
-	json_decref(value);
-	free(text);
-	return rc < 0 ? -1 : 0;
+	return resv_numbers_ok(whom, r, d);
 }
 
 /* ---- records ------------------------------------------------------------ */
 
-static bool copy_field(const char *whom, const struct field *f,
+static bool copy_field(const char *whom, const struct resv_field *f,
 		       const char *s, struct resv *out, struct diag *d)
 {
 	size_t len;
 
 	s = s ? s : "";
 	len = strlen(s);
-	if (!string_ok(whom, f, s, len, d))
+	if (!resv_string_ok(whom, f, s, len, d))
 		return false;
 	memcpy(field_of(out, f), s, len + 1);
 	return true;
@@ -549,14 +192,14 @@ int resv_set(struct resv *out, const struct usage_item *it,
 	else
 		snprintf(whom, sizeof(whom), "reservation");
 	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++)
-		if (!copy_field(whom, &string_fields[i], values[i], out, d))
+		if (!copy_field(whom, &resv_string_fields[i], values[i], out, d))
 			return -1;
 	out->kind = it->kind;
 	out->per_pod = it->per_pod;
 	out->slots = it->slots;
 	out->generation = it->generation;
 	out->at_ms = at_ms;
-	return numbers_ok(whom, out, d) ? 0 : -1;
+	return resv_numbers_ok(whom, out, d) ? 0 : -1;
 }
 
 /* Where uid is, or where it would go: the first record not below it. */
@@ -722,9 +365,9 @@ enum resv_verdict resv_judge(const struct resv *r, const struct resv_sight *s,
 
 bool resv_equal(const struct resv *a, const struct resv *b)
 {
-	for (size_t i = 0; i < sizeof(string_fields) / sizeof(string_fields[0]); i++)
-		if (strcmp(cfield_of(a, &string_fields[i]),
-			   cfield_of(b, &string_fields[i])) != 0)
+	for (size_t i = 0; i < RESV_STRING_FIELDS; i++)
+		if (strcmp(cfield_of(a, &resv_string_fields[i]),
+			   cfield_of(b, &resv_string_fields[i])) != 0)
 			return false;
 	return a->kind == b->kind && a->per_pod == b->per_pod &&
 	       a->slots == b->slots && a->generation == b->generation &&

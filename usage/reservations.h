@@ -1,35 +1,30 @@
 /*
  * reservations: the reservation document of a quota domain, shared between
- * replicas (docs/design/shared-usage-store.md).
+ * replicas (docs/design/shared-usage-store.md), as values.
  *
  * Quota admitted at /validate but not yet shown by the API watch is a
  * reservation.  The reservations of one quota domain (a cohort, or a
- * tenant in none) live in one ConfigMap in gpugate's namespace, under
- * data.reservations, as a JSON array of records:
+ * tenant in none) are one document of records (struct resv), which every
+ * replica reads and writes by compare-and-swap: the shared usage backend
+ * (usage/shared-backend.h) decides on it, through a store injected into
+ * it.  gpugate serve keeps each document in a ConfigMap, as JSON
+ * (kube/reservations-json.h encodes and decodes it, kube/shared-io.h is
+ * the store).
  *
- *   {"uid":"…","kind":"pod|job|claim","namespace":"…","name":"…",
- *    "tenant":"…","flavor":"…","perPod":1,"slots":1,"ownerJob":"…"|null,
- *    "generation":1,"replica":"gpugate-7d9…","at":1764680000123,
- *    "rides":true}      (rides: only when true, issue #26)
+ * This module is the document's model: the rules of a record, the
+ * operations a replica's decision and the leader's clean-up need, what a
+ * record counts for, and the name of a domain's document.  It does no I/O,
+ * knows no JSON and keeps no state.
  *
- * This module is that document as values: decoding, encoding, the
- * operations a replica's decision and the leader's clean-up need, and the
- * name of a domain's ConfigMap.  It does no I/O and keeps no state: the
- * backend reads and writes the ConfigMap with kube_cas_update()
- * (kube/client.h), parsing it and writing it back in its mutate callback.
- *
- * Fail closed: a document that does not decode is an error with one
- * precise line in the diagnostics, never a partial read (a record dropped
- * in silence would be quota handed out twice); the caller then denies what
- * needs quota.  So nothing this module writes is refused when read back:
- * resv_doc_add() holds a record to the rules resv_doc_parse() reads by.
+ * Fail closed: nothing this module adds to a document is refused when read
+ * back: resv_doc_add() holds a record to the rules the decoder reads by
+ * (resv_string_ok(), resv_numbers_ok()).
  */
-#ifndef GPUGATE_RESERVATIONS_H
-#define GPUGATE_RESERVATIONS_H
+#ifndef GPUGATE_USAGE_RESERVATIONS_H
+#define GPUGATE_USAGE_RESERVATIONS_H
 
 #include "usage/usage.h"
 
-#include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,9 +50,6 @@ struct diag;
  * valid policy can be granted more), so perPod x slots, and the sum of
  * RESV_MAX records, never overflow. */
 #define RESV_UNITS_MAX 1000000
-
-/* The key of the ConfigMap's data that holds the document. */
-#define RESV_DATA_KEY "reservations"
 
 /*
  * One reservation.  Strings are NUL-terminated inside their arrays; every
@@ -102,44 +94,44 @@ struct resv_doc {
 void resv_doc_init(struct resv_doc *doc);
 void resv_doc_release(struct resv_doc *doc);
 
-/* ---- decoding and encoding ---------------------------------------------- */
+/* ---- the rules of a record --------------------------------------------- */
+
+/* The name of a kind in the document ("pod", "job", "claim"); NULL for
+ * none of them. */
+const char *resv_kind_name(enum usage_kind kind);
+
+/* A string member of a record: its key in the document, where it is in a
+ * struct resv, its longest length in bytes and whether it may be "" (only
+ * ownerJob, null in the document). */
+struct resv_field {
+	const char *key;
+	size_t off, max;
+	bool may_be_empty;
+};
+
+/* The string members, in this order: uid (first: the decoder reads it
+ * before the rest, to name the record), namespace, name, tenant, flavor,
+ * ownerJob, replica. */
+#define RESV_STRING_FIELDS 7
+extern const struct resv_field resv_string_fields[RESV_STRING_FIELDS];
 
 /*
- * Reads data.reservations of a ConfigMap into *out (initialised here;
- * release it whatever the result).  NULL (the ConfigMap does not exist),
- * a ConfigMap without data, or data without the key: an empty document,
- * 0.  Else the value must be a string holding a JSON array (strict:
- * codec/jsonfast.h, duplicate keys refused) of at most RESV_MAX records,
- * each an object with every member above, of the right type, strings
- * within their limits and without NUL bytes, numbers in range, uids
- * unique.  Members it does not know are ignored (a newer replica may add
- * some during a rolling upgrade; resv_doc_write() does not keep them).
+ * Whether s[0, len) may be the value of f: within f->max bytes, not empty
+ * unless f may be, UTF-8 without NUL or control characters.  false with
+ * one line in d naming whom and the key, e.g.
  *
- * Returns 0, or -1 with *out empty and one line in d, e.g.
- *
- *   "reservations: not JSON: unexpected character 'x' (line 1, column 2)"
- *   "reservations: record 4: \"slots\": must be an integer from 1 to 1000000"
- *   "reservations: record 7 (uid \"u1\"): missing \"tenant\""
- *   "reservations: records 2 and 5 have the same uid \"u1\""
- *   "reservations: 3001 records, more than 3000"
- *
- * (records are counted from 0, in the order of the document).
+ *   "reservations: record 4 (uid \"u1\"): \"name\": longer than 253 bytes"
  */
-int resv_doc_parse(const json_t *configmap, struct resv_doc *out,
-		   struct diag *d);
+bool resv_string_ok(const char *whom, const struct resv_field *f,
+		    const char *s, size_t len, struct diag *d);
 
 /*
- * Sets configmap's data.reservations to the document, compact, records by
- * uid, members in the order above (ownerJob null when ""), creating data
- * when absent; nothing else of the ConfigMap is touched.  Returns 0, or -1
- * when configmap (or its data) is not an object or memory ran out (the
- * ConfigMap is then unchanged).
+ * Whether the kind and the numbers of r are a record's (its strings are
+ * checked by resv_string_ok()): a known kind, perPod and slots 1 to
+ * RESV_UNITS_MAX, slots 1 but for a Job, generation and at non-negative,
+ * rides only for a pod with an ownerJob.  false with one line in d.
  */
-int resv_doc_write(const struct resv_doc *doc, json_t *configmap);
-
-/* The document's text alone (what resv_doc_write() stores), NUL-terminated,
- * the caller's to free(); NULL when memory ran out. */
-char *resv_doc_encode(const struct resv_doc *doc, size_t *len);
+bool resv_numbers_ok(const char *whom, const struct resv *r, struct diag *d);
 
 /* ---- records ------------------------------------------------------------ */
 
@@ -163,7 +155,7 @@ const struct resv *resv_doc_find(const struct resv_doc *doc, const char *uid);
  * admission: the last one counts).  Returns 0 when added, 1 when replaced,
  * -1 with one line in d when the document holds RESV_MAX records already
  * ("reservations: 3000 pending in this quota domain, the most it holds")
- * or r is not a valid record (resv_doc_parse() would refuse it: e.g. an
+ * or r is not a valid record (the decoder would refuse it: e.g. an
  * unterminated or empty string, slots 0), -2 when memory ran out.  The
  * document is unchanged on failure.
  */
@@ -273,14 +265,15 @@ int64_t resv_doc_sum(const struct resv_doc *doc, const char *tenant,
 		     bool (*counted)(void *ctx, const struct resv *r),
 		     void *ctx);
 
-/* ---- the ConfigMap of a domain ------------------------------------------ */
+/* ---- the name of a domain ----------------------------------------------- */
 
 /* Room for any domain name, NUL included. */
 #define RESV_DOMAIN_NAME_SIZE 254
 
 /*
- * The name of the ConfigMap of a quota domain: "gpugate-usage-c-<cohort>"
- * when cohort is not NULL, else "gpugate-usage-t-<tenant>".  Always a valid
+ * The name of the document of a quota domain (gpugate serve's ConfigMap
+ * of it): "gpugate-usage-c-<cohort>" when cohort is not NULL, else
+ * "gpugate-usage-t-<tenant>".  Always a valid
  * object name (an RFC 1123 subdomain of at most 253 bytes, as the
  * apiserver checks it), and two different domains never get the same
  * name:

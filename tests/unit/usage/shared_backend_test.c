@@ -5,8 +5,8 @@
 #include "base/diag.h"
 #include "policy/decide.h"
 #include "tests/unit/test_policy.h"
-#include "kube/reservations.h"
-#include "kube/shared.h"
+#include "usage/reservations.h"
+#include "usage/shared-backend.h"
 #include "usage/usage.h"
 
 #include <criterion/criterion.h>

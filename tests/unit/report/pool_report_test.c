@@ -1,0 +1,410 @@
+/*
+ * report/pool-report.c: the pool at a glance (GET /pool, `gpugate pool`):
+ * per flavor its nodes, capacity, allocated, free and the excluded nodes
+ * with why; per tenant and flavor its use, nominal quota, what it borrows
+ * and what it lends; as JSON and as the two tables of the terminal.
+ */
+#include "base/strbuf.h"
+#include "policy/policy.h"
+#include "policy/pool.h"
+#include "report/pool-report.h"
+#include "tests/unit/test_policy.h"
+#include "usage/inventory.h"
+#include "usage/usage.h"
+
+#include <criterion/criterion.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - name: h100\n"
+	"    resource: nvidia.com/gpu\n"
+	"    sharing: exclusive\n"
+	"    nodeSelector: [\"nvidia.com/gpu.product=H100\"]\n"
+	"    tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]\n"
+	"    gpusPerNode: 8\n"
+	"  - {name: l4, resource: nvidia.com/gpu.shared, sharing: time-slicing,\n"
+	"     gpusPerNode: 8}\n"
+	"  - {name: a100, resource: nvidia.com/gpu, sharing: exclusive,\n"
+	"     nodeSelector: [\"nvidia.com/gpu.product=A100\"], gpusPerNode: 8}\n"
+	"  - {name: b200, resource: nvidia.com/gpu, sharing: exclusive,\n"
+	"     nodeSelector: [\"nvidia.com/gpu.product=B200\"], gpusPerNode: 8}\n"
+	"classes: []\n"
+	"tenants:\n"
+	"  - {name: research, namespaces: [research], cohort: ml,\n"
+	"     quota: [{flavor: h100, nominal: 16, lendingLimit: 3},\n"
+	"             {flavor: l4, nominal: 4}]}\n"
+	"  - {name: vision, namespaces: [vision], cohort: ml,\n"
+	"     quota: [{flavor: h100, nominal: 8}]}\n"
+	"  - {name: prod, namespaces: [prod], cohort: ml,\n"
+	"     quota: [{flavor: h100, nominal: 4}]}\n"
+	"  - {name: solo, namespaces: [solo], quota: [{flavor: h100, nominal: 2}]}\n"
+	"health:\n"
+	"  taints: [\"gpu-health\"]\n";
+
+static struct policy *P;
+static struct inventory *I;
+static struct usage_store *U;
+
+static void setup(void)
+{
+	P = test_policy(policy_yaml);
+	I = inventory_new();
+	U = usage_memory_new(&(struct usage_memory_config){0});
+	cr_assert_not_null(I);
+	cr_assert_not_null(U);
+}
+
+static void teardown(void)
+{
+	usage_free(U);
+	inventory_free(I);
+	policy_free(P);
+}
+
+TestSuite(pool_report, .init = setup, .fini = teardown);
+
+/* ---- the cluster ------------------------------------------------------------ */
+
+enum shape { OK, CORDONED, SICK, NOT_READY, UNTOLERATED };
+
+/* A Node with cap and alloc units of res, labelled product (NULL: none),
+ * as shape says; an H100 node carries the GPU taint h100 tolerates. */
+static void put_node(const char *name, const char *product, const char *res,
+		     int64_t cap, int64_t alloc, enum shape shape)
+{
+	bool h100 = product && strcmp(product, "H100") == 0;
+	struct pool_label label = {"nvidia.com/gpu.product", product};
+	struct pool_resource r = {res, cap, alloc, 0};
+	struct pool_condition ready = {"Ready", shape == NOT_READY ? "False" : "True", ""};
+	struct pool_taint taints[] = {
+		{"nvidia.com/gpu", "present", "NoSchedule"},
+		{shape == SICK ? "gpu-health" : "dedicated",
+		 shape == SICK ? "fatal" : "infra", "NoSchedule"},
+	};
+	struct pool_node n = {
+		.name = name,
+		.labels = &label,
+		.n_labels = product ? 1 : 0,
+		.resources = &r,
+		.n_resources = res ? 1 : 0,
+		.taints = h100 ? taints : taints + 1,
+		.n_taints = (h100 ? 1 : 0) + (shape == SICK || shape == UNTOLERATED),
+		.conditions = &ready,
+		.n_conditions = 1,
+		.ready = shape != NOT_READY,
+		.unschedulable = shape == CORDONED,
+	};
+
+	cr_assert_eq(inventory_node_put(I, &n), 0);
+}
+
+static void put_pod(const char *uid, const char *node, const char *res, int64_t units)
+{
+	struct inventory_ask ask = {res, units};
+	struct inventory_placement pl = {uid, node, &ask, 1, NULL};
+
+	cr_assert_eq(inventory_pod_put(I, &pl), 0);
+}
+
+/*
+ * h100: gpu-a and gpu-b usable (gpu-b lost 2 devices), gpu-c cordoned,
+ * gpu-d quarantined by a health taint, gpu-e NotReady, gpu-f tainted; l4:
+ * l4-1 usable, l4-2 tainted (l4 tolerates nothing); a100: one node, empty;
+ * b200: none; and a node without GPUs.
+ */
+static void cluster(void)
+{
+	inventory_relist_begin(I, INVENTORY_NODES);
+	put_node("gpu-a", "H100", "nvidia.com/gpu", 8, 8, OK);
+	put_node("gpu-b", "H100", "nvidia.com/gpu", 8, 6, OK);
+	put_node("gpu-c", "H100", "nvidia.com/gpu", 8, 8, CORDONED);
+	put_node("gpu-d", "H100", "nvidia.com/gpu", 8, 8, SICK);
+	put_node("gpu-e", "H100", "nvidia.com/gpu", 8, 8, NOT_READY);
+	put_node("gpu-f", "H100", "nvidia.com/gpu", 8, 8, UNTOLERATED);
+	put_node("l4-1", NULL, "nvidia.com/gpu.shared", 4, 4, OK);
+	put_node("l4-2", NULL, "nvidia.com/gpu.shared", 4, 4, UNTOLERATED);
+	put_node("a100-1", "A100", "nvidia.com/gpu", 8, 8, OK);
+	put_node("cpu-1", NULL, NULL, 0, 0, OK);
+	inventory_relist_end(I, INVENTORY_NODES);
+	inventory_relist_begin(I, INVENTORY_PODS);
+	put_pod("p1", "gpu-a", "nvidia.com/gpu", 3);
+	put_pod("p2", "gpu-b", "nvidia.com/gpu", 2);
+	put_pod("p3", "gpu-c", "nvidia.com/gpu", 8); /* excluded: not counted */
+	put_pod("p4", "l4-1", "nvidia.com/gpu.shared", 1);
+	inventory_relist_end(I, INVENTORY_PODS);
+}
+
+static void uses(const char *tenant, const char *flavor, int64_t units)
+{
+	char uid[64];
+	struct usage_item it = {.uid = uid, .kind = USAGE_PODS, .namespace = tenant,
+				.name = uid, .tenant = tenant, .flavor = flavor,
+				.per_pod = units, .slots = 1, .units = units,
+				.active = true};
+
+	snprintf(uid, sizeof(uid), "%s-%s", tenant, flavor);
+	usage_observe(U, &it);
+}
+
+/*
+ * The cohort ml borrows 8 h100 (prod uses 12 of its 4); research, first in
+ * policy order, lends 3 (its lendingLimit, of 6 unused), vision the other
+ * 5 (of 6 unused).  solo borrows 3 outside every cohort: nobody lends.
+ */
+static void usage(void)
+{
+	uses("research", "h100", 10);
+	uses("research", "l4", 1);
+	uses("vision", "h100", 2);
+	uses("prod", "h100", 12);
+	uses("solo", "h100", 5);
+}
+
+/* The report as text. */
+static char *text_of(const json_t *report)
+{
+	struct strbuf sb;
+
+	strbuf_init(&sb, 1 << 20);
+	cr_assert_eq(pool_report_text(report, &sb), 0);
+	return strbuf_take(&sb, NULL);
+}
+
+/* The tenants' table of usage(). */
+#define TENANTS_TEXT                                                              \
+	"\n"                                                                       \
+	"TENANT               FLAVOR                 USED  NOMINAL  BORROWED   LENT\n" \
+	"research             h100                     10       16         0      3\n" \
+	"research             l4                        1        4         0      0\n" \
+	"vision               h100                      2        8         0      5\n" \
+	"prod                 h100                     12        4         8      0\n" \
+	"solo                 h100                      5        2         3      0\n"
+
+/* ---- tests ------------------------------------------------------------------- */
+
+Test(pool_report, the_text_has_a_line_per_flavor_and_per_tenant_quota)
+{
+	json_t *r;
+	char *text;
+
+	cluster();
+	usage();
+	r = pool_report(P, I, U);
+	cr_assert_not_null(r);
+	text = text_of(r);
+	cr_expect_str_eq(text,
+			 "FLAVOR               NODES USABLE CAPACITY ALLOCATED  FREE "
+			 "LARGEST-FREE  EXCLUDED\n"
+			 "h100                     6      2       48         5     9"
+			 "            5  gpu-c (cordoned), gpu-d (taint "
+			 "gpu-health=fatal:NoSchedule), gpu-e (NotReady), ...\n"
+			 "l4                       2      1        8         1     3"
+			 "            3  l4-2 (taint dedicated=infra:NoSchedule)\n"
+			 "a100                     1      1        8         0     8"
+			 "            8  -\n"
+			 "b200                     0      0        0         0     0"
+			 "            0  -\n" TENANTS_TEXT);
+	free(text);
+	json_decref(r);
+}
+
+static const json_t *flavor(const json_t *r, size_t i, const char *name)
+{
+	const json_t *f = json_array_get(json_object_get(r, "flavors"), i);
+
+	cr_assert_not_null(f);
+	cr_assert_str_eq(json_string_value(json_object_get(f, "name")), name);
+	return f;
+}
+
+static long long num(const json_t *o, const char *key)
+{
+	const json_t *v = json_object_get(o, key);
+
+	cr_assert(json_is_integer(v), "%s is not an integer", key);
+	return (long long)json_integer_value(v);
+}
+
+static const char *str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	cr_assert_not_null(s, "%s is not a string", key);
+	return s;
+}
+
+Test(pool_report, the_json_counts_each_flavor_s_nodes_by_state)
+{
+	static const struct {
+		const char *name, *state, *why;
+		long long capacity, allocatable, allocated, free;
+	} h100_nodes[] = {
+		{"gpu-a", "usable", NULL, 8, 8, 3, 5},
+		{"gpu-b", "usable", NULL, 8, 6, 2, 4},
+		{"gpu-c", "cordoned", "spec.unschedulable", 8, 8, 8, 0},
+		{"gpu-d", "health", "taint gpu-health=fatal:NoSchedule", 8, 8, 0, 8},
+		{"gpu-e", "NotReady", "Ready=False", 8, 8, 0, 8},
+		{"gpu-f", "tainted", "taint dedicated=infra:NoSchedule", 8, 8, 0, 8},
+	};
+	const json_t *f, *states, *list;
+	json_t *r;
+
+	cluster();
+	r = pool_report(P, I, U);
+	cr_assert_not_null(r);
+	cr_expect(json_is_true(json_object_get(r, "synced")));
+	cr_expect_eq(json_array_size(json_object_get(r, "flavors")), 4);
+	f = flavor(r, 0, "h100");
+	cr_expect_str_eq(str(f, "resource"), "nvidia.com/gpu");
+	cr_expect_str_eq(str(f, "sharing"), "exclusive");
+	cr_expect_eq(num(f, "nodes"), 6);
+	cr_expect_eq(num(f, "usable"), 2);
+	states = json_object_get(f, "states");
+	cr_expect_eq(json_object_size(states), 5);
+	cr_expect_eq(num(states, "usable"), 2);
+	cr_expect_eq(num(states, "health"), 1);
+	cr_expect_eq(num(states, "NotReady"), 1);
+	cr_expect_eq(num(states, "cordoned"), 1);
+	cr_expect_eq(num(states, "tainted"), 1);
+	cr_expect_eq(num(f, "capacity"), 48);
+	cr_expect_eq(num(f, "allocatable"), 14);
+	cr_expect_eq(num(f, "allocated"), 5);
+	cr_expect_eq(num(f, "free"), 9);
+	cr_expect_eq(num(f, "largestFree"), 5);
+	cr_expect_str_eq(str(f, "largestFreeNode"), "gpu-a");
+	cr_expect_eq(num(f, "excludedUnits"), 32);
+	list = json_object_get(f, "nodeList");
+	cr_assert_eq(json_array_size(list), 6);
+	for (size_t i = 0; i < 6; i++) {
+		const json_t *n = json_array_get(list, i);
+
+		cr_expect_str_eq(str(n, "name"), h100_nodes[i].name);
+		cr_expect_str_eq(str(n, "state"), h100_nodes[i].state);
+		if (h100_nodes[i].why)
+			cr_expect_str_eq(str(n, "why"), h100_nodes[i].why);
+		else
+			cr_expect_null(json_object_get(n, "why"), "%s", h100_nodes[i].name);
+		cr_expect_eq(num(n, "capacity"), h100_nodes[i].capacity);
+		cr_expect_eq(num(n, "allocatable"), h100_nodes[i].allocatable);
+		cr_expect_eq(num(n, "allocated"), h100_nodes[i].allocated, "%s",
+			     h100_nodes[i].name);
+		cr_expect_eq(num(n, "free"), h100_nodes[i].free, "%s", h100_nodes[i].name);
+	}
+	f = flavor(r, 1, "l4");
+	cr_expect_str_eq(str(f, "sharing"), "time-slicing");
+	cr_expect_eq(num(f, "excludedUnits"), 4);
+	cr_expect_str_eq(str(f, "largestFreeNode"), "l4-1");
+	/* A flavor without nodes: no largest free node at all. */
+	f = flavor(r, 3, "b200");
+	cr_expect_eq(num(f, "nodes"), 0);
+	cr_expect_eq(json_array_size(json_object_get(f, "nodeList")), 0);
+	cr_expect_null(json_object_get(f, "largestFreeNode"));
+	json_decref(r);
+}
+
+Test(pool_report, tenants_say_what_each_uses_borrows_and_lends)
+{
+	static const struct {
+		const char *tenant, *cohort, *flavor;
+		long long used, nominal, borrowed, lent;
+	} want[] = {
+		{"research", "ml", "h100", 10, 16, 0, 3},
+		{"research", "ml", "l4", 1, 4, 0, 0},
+		{"vision", "ml", "h100", 2, 8, 0, 5},
+		{"prod", "ml", "h100", 12, 4, 8, 0},
+		{"solo", NULL, "h100", 5, 2, 3, 0},
+	};
+	json_t *r, *alone;
+	const json_t *tenants;
+	size_t k = 0;
+
+	usage();
+	r = pool_report(P, NULL, U);
+	cr_assert_not_null(r);
+	tenants = json_object_get(r, "tenants");
+	cr_assert_eq(json_array_size(tenants), 4);
+	for (size_t t = 0; t < 4; t++) {
+		const json_t *x = json_array_get(tenants, t);
+		const json_t *qs = json_object_get(x, "quota");
+
+		for (size_t i = 0; i < json_array_size(qs); i++, k++) {
+			const json_t *q = json_array_get(qs, i);
+
+			cr_assert_lt(k, 5);
+			cr_expect_str_eq(str(x, "name"), want[k].tenant);
+			if (want[k].cohort)
+				cr_expect_str_eq(str(x, "cohort"), want[k].cohort);
+			else
+				cr_expect_null(json_object_get(x, "cohort"));
+			cr_expect_str_eq(str(q, "flavor"), want[k].flavor);
+			cr_expect_eq(num(q, "used"), want[k].used, "%s", want[k].tenant);
+			cr_expect_eq(num(q, "nominal"), want[k].nominal);
+			cr_expect_eq(num(q, "borrowed"), want[k].borrowed, "%s",
+				     want[k].tenant);
+			cr_expect_eq(num(q, "lent"), want[k].lent, "%s", want[k].tenant);
+		}
+	}
+	cr_expect_eq(k, 5);
+	/* The tenants alone are the report's. */
+	alone = pool_report_tenants(P, U);
+	cr_assert_not_null(alone);
+	cr_expect(json_equal(alone, tenants));
+	json_decref(alone);
+	json_decref(r);
+}
+
+Test(pool_report, before_nodes_and_pods_are_listed_the_pool_is_not_known)
+{
+	json_t *r;
+	char *text;
+
+	usage();
+	/* No inventory (no API), then one that has listed Nodes only. */
+	for (int i = 0; i < 2; i++) {
+		if (i == 1) {
+			inventory_relist_begin(I, INVENTORY_NODES);
+			put_node("gpu-a", "H100", "nvidia.com/gpu", 8, 8, OK);
+			inventory_relist_end(I, INVENTORY_NODES);
+		}
+		r = pool_report(P, i ? I : NULL, U);
+		cr_assert_not_null(r);
+		cr_expect(json_is_false(json_object_get(r, "synced")));
+		cr_expect_eq(json_array_size(json_object_get(r, "flavors")), 0);
+		text = text_of(r);
+		cr_expect_str_eq(text, "the pool is not known yet (Nodes and Pods not "
+				       "listed)\n" TENANTS_TEXT);
+		free(text);
+		json_decref(r);
+	}
+}
+
+Test(pool_report, without_usage_every_tenant_uses_nothing)
+{
+	json_t *r = pool_report(P, NULL, NULL);
+	char *text;
+
+	cr_assert_not_null(r);
+	text = text_of(r);
+	cr_expect_str_eq(text,
+			 "the pool is not known yet (Nodes and Pods not listed)\n"
+			 "\n"
+			 "TENANT               FLAVOR                 USED  NOMINAL  "
+			 "BORROWED   LENT\n"
+			 "research             h100                      0       16"
+			 "         0      0\n"
+			 "research             l4                        0        4"
+			 "         0      0\n"
+			 "vision               h100                      0        8"
+			 "         0      0\n"
+			 "prod                 h100                      0        4"
+			 "         0      0\n"
+			 "solo                 h100                      0        2"
+			 "         0      0\n");
+	free(text);
+	json_decref(r);
+}
