@@ -1,6 +1,6 @@
 /*
  * hash: FNV-1a (64-bit), the one string hash of the tree: the hash maps
- * (base/strmap.c) and the gang id (policy/decide.c) use it.  Not for
+ * (base/strmap.c) and the gang id (policy/decide-plan.c) use it.  Not for
  * anything an attacker may choose to collide against a secret: it is
  * neither keyed nor cryptographic.
  */

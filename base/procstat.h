@@ -1,7 +1,7 @@
 /*
  * procstat: the standard process_* metrics of Prometheus client libraries
  * on Linux, parsed from the text of /proc files.  Pure: the caller reads
- * the files (webhook/process.c, at scrape time only) and hands the text
+ * the files (metrics/process.c, at scrape time only) and hands the text
  * over; tests hand fixture text.
  *
  * What each value is, as client_golang and the Python client define it:

@@ -1,7 +1,7 @@
 /*
  * gpugate classes: the classes of a policy as users see them (a table,
  * JSON or YAML), all of them or those one tenant can use.  Each class is
- * the object webhook/classes.h makes, the spec of its GPUClass object in
+ * the object report/classes.h makes, the spec of its GPUClass object in
  * the cluster: the command and `kubectl get gpuclasses` say the same.
  */
 #include "base/diag.h"

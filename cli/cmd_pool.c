@@ -2,8 +2,8 @@
  * gpugate pool: the pool at a glance, from the cluster, once — per flavor
  * its nodes (usable, or why excluded), capacity, allocated, free and the
  * largest free on one node; per tenant used, nominal, borrowed and lent.
- * The same report as GET /pool of gpugate serve (webhook/pool-report.h),
- * read through the same feed (webhook/snapshot.h).
+ * The same report as GET /pool of gpugate serve (report/pool-report.h),
+ * read through the same feed (report/snapshot.h).
  */
 #include "base/diag.h"
 #include "base/log.h"

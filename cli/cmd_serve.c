@@ -1,6 +1,6 @@
 /*
  * gpugate serve: the flags, turned into a struct daemon_config; the daemon
- * (webhook/daemon.c) does the rest.
+ * (daemon/daemon.c) does the rest.
  */
 #include "base/log.h"
 #include "base/version.h"

@@ -1,4 +1,4 @@
-/* claim-sync: the checkpoint claims gpugate creates (webhook/claim-sync.h). */
+/* claim-sync: the checkpoint claims gpugate creates (controllers/claim-sync.h). */
 #include "controllers/claim-sync.h"
 
 #include "base/diag.h"

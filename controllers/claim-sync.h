@@ -5,7 +5,7 @@
  *
  * A thread of gpugate serve (API mode), beside admission and never inside
  * it: an admission never waits for a claim (one that is missing is not
- * mounted, policy/decide.c).  Every interval_s, and at once when the policy
+ * mounted, policy/decide-plan.c).  Every interval_s, and at once when the policy
  * is swapped (holder_generation()), while `leading` says so (the Lease of
  * several replicas: one replica writes), with checkpoint.claim.create on,
  * it lists the Namespaces and, in each active one that belongs to a tenant,

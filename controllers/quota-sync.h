@@ -1,14 +1,14 @@
 /*
  * quota-sync: the GPUQuota objects of the cluster kept equal to what each
  * tenant uses of its quota, so that a team reads it with `kubectl get
- * gpuquota -n NS` (manifests/crd-gpuquotas.yaml, webhook/quotas.h;
+ * gpuquota -n NS` (manifests/crd-gpuquotas.yaml, report/quotas.h;
  * docs/operations.md, "GPUQuota objects").
  *
  * A thread of gpugate serve (API mode, every --usage-store).  Every
  * interval_ms (2 s) while `leading` says so (the Lease of several
  * replicas: one replica writes) and once `synced` says the usage was
  * listed, it computes the objects wanted (quotas_wanted_new(): the pool
- * report's tenant numbers, webhook/pool-report.h, and the pods waiting for
+ * report's tenant numbers, report/pool-report.h, and the pods waiting for
  * a node, usage/inventory.h) and writes only those whose status changed
  * since it last listed or wrote them (quotas_plan_make()): many admissions
  * in 2 s are one write, no change is no write.  It lists the objects

@@ -1,5 +1,5 @@
 /*
- * The reclaimer's round, in the order of webhook/reclaimer.h: collect the
+ * The reclaimer's round, in the order of controllers/reclaimer.h: collect the
  * observed workloads, then per cohort and flavor pick, signal, release or
  * abandon; then resume.  Decisions are policy/quota.c and policy/reclaim.c
  * (pure); this file is the reading and the writing.

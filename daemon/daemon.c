@@ -1,6 +1,6 @@
 /*
  * daemon: load the policy and certificate, serve HTTPS, reload both when
- * they change on disk, stop gracefully (webhook/daemon.h).
+ * they change on disk, stop gracefully (daemon/daemon.h).
  *
  * daemon_run() blocks the signals in every thread and takes them on the
  * calling thread with sigtimedwait(), which also ticks once a second to
@@ -408,7 +408,7 @@ static bool memory_gate(void *ctx, char *why, size_t size)
 	return st == GATE_OPEN;
 }
 
-/* The pool at a glance (webhook/pool-report.h): JSON. */
+/* The pool at a glance (report/pool-report.h): JSON. */
 static void route_pool(void *ctx, const struct http_request *req,
 		       struct http_reply *out)
 {

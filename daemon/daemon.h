@@ -64,13 +64,13 @@ struct daemon_config {
 	const char *namespace;       /* NULL: "gpugate" */
 	const char *identity;        /* this replica; NULL: the host name */
 	/* API mode: an Event saying why a GPU pod waits for a node, once it
-	 * waited this long (webhook/waiter.h); 0: none. */
+	 * waited this long (controllers/waiter.h); 0: none. */
 	unsigned waiting_after_s;
-	/* API mode: do not keep the GPUClass objects (webhook/class-sync.h)
+	/* API mode: do not keep the GPUClass objects (controllers/class-sync.h)
 	 * equal to the policy's classes. */
 	bool no_gpuclasses;
 	/* API mode: do not keep a GPUQuota object per tenant namespace
-	 * (webhook/quota-sync.h) saying what the tenant uses. */
+	 * (controllers/quota-sync.h) saying what the tenant uses. */
 	bool no_gpuquotas;
 };
 

@@ -3,7 +3,7 @@
  * epoll.  One thread of the server's accepts and hands each connection to
  * libmicrohttpd, which spreads them evenly over the workers (server.c,
  * "accepting").  The server knows no endpoint: the caller gives it a table
- * of routes (gpugate's is built in webhook/daemon.c).
+ * of routes (gpugate's is built in daemon/daemon.c).
  *
  * Routes.  A request is matched by its exact path, the query string
  * ignored ("/mutate?timeout=10s" is "/mutate"), and its method; a GET

@@ -97,7 +97,7 @@ struct metrics_state {
 	long long cert_not_after;
 	/* gpugate_ready: what /readyz answers (1: 200). */
 	bool ready;
-	/* process_* (webhook/process.h), when not NULL. */
+	/* process_* (metrics/process.h), when not NULL. */
 	const struct procstat *process;
 	/* gpugate_http_worker_requests_total: requests begun on each server
 	 * worker, in the order the workers first served; none when 0. */

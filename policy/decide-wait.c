@@ -10,7 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
-/* ---- why a pod waits (webhook/waiter.c) -------------------------------- */
+/* ---- why a pod waits (controllers/waiter.c) -------------------------------- */
 
 void decide_waiting(const struct policy *p, const struct policy_flavor *f,
 		    int64_t per_pod, const struct pool_check *pc,

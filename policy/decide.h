@@ -48,7 +48,7 @@
  * (and removes when it admits them). */
 #define KUEUE_ADMISSION_GATE "kueue.x-k8s.io/admission"
 #define CHECKPOINT_VOLUME "gpugate-checkpoint"
-/* The checkpoint signal (SPEC section 6): the reclaimer (webhook/reclaimer.h)
+/* The checkpoint signal (SPEC section 6): the reclaimer (controllers/reclaimer.h)
  * writes STAMP_CHECKPOINT_REQUESTED (an RFC 3339 UTC time) on a victim's pods; a
  * downward API volume shows it inside the containers as the file
  * SIGNAL_FILE, which is empty until then.  The workload answers with

@@ -187,7 +187,7 @@ struct policy_settings {
 };
 
 /*
- * checkpoint.claim: the claims gpugate keeps (webhook/claim-sync.h).  With
+ * checkpoint.claim: the claims gpugate keeps (controllers/claim-sync.h).  With
  * create, the Lease holder creates claim_name in every namespace of a
  * tenant where it is missing, labelled app.kubernetes.io/managed-by=gpugate;
  * it never changes or deletes a claim.
@@ -304,7 +304,7 @@ size_t policy_claim_name(const char *tmpl, const char *tenant, const char *ns,
 /*
  * The checkpoint claim of tenant t's workloads in namespace ns, the one
  * rule admission (which mounts it) and the claim controller (which creates
- * it, webhook/claim-sync.h) share: checkpoint.claimName filled in, written
+ * it, controllers/claim-sync.h) share: checkpoint.claimName filled in, written
  * to out (size > 253).  POLICY_CLAIM_OK: out is a valid claim name; else
  * out is "" and the status says why there is none.
  */

@@ -248,7 +248,7 @@ int pool_report_text(const json_t *report, struct strbuf *out)
 					strbuf_addf(out, ", ...");
 					break;
 				}
-				/* As admission words it (policy/decide.c): the
+				/* As admission words it (policy/decide-pool.c): the
 				 * signal for health and taints, else the state. */
 				strbuf_addf(out, "%s%s (%s)", shown > 1 ? ", " : "",
 					    text(n, "name"),

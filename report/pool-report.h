@@ -24,7 +24,7 @@ json_t *pool_report(const struct policy *p, struct inventory *inv,
 		    struct usage_store *u);
 
 /* The report's "tenants" alone (what GPUQuota objects say,
- * webhook/quotas.h): NULL when out of memory. */
+ * report/quotas.h): NULL when out of memory. */
 json_t *pool_report_tenants(const struct policy *p, struct usage_store *u);
 
 /* The report as two tables for a terminal.  -1 when out of memory. */

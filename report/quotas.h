@@ -3,7 +3,7 @@
  * NS` (manifests/crd-gpuquotas.yaml; docs/users.md, "How much of my quota
  * do I use?").  Pure: the GPUQuota objects wanted for a policy and its
  * usage, and the plan that makes the cluster's objects match them
- * (webhook/quota-sync.h writes it).
+ * (controllers/quota-sync.h writes it).
  *
  * One object per namespace of a tenant (each namespace of the cluster that
  * policy_tenant_for_namespace() gives a tenant, globs included), named

@@ -53,7 +53,7 @@ void snapshot_release(struct snapshot *s);
 
 /*
  * What a tenant may read when the cluster's lists are forbidden: the
- * GPUQuota objects of namespace ns (webhook/quotas.h), their items into
+ * GPUQuota objects of namespace ns (report/quotas.h), their items into
  * *items (a new reference, maybe empty).  -1 with a message saying why
  * they cannot be read either.
  */

@@ -41,7 +41,7 @@ struct inventory_ask {
  * A pod that waits for a node: not bound, not Succeeded or Failed, not
  * being deleted, and asking for a flavor's units (the charge rule's
  * tenant, flavor and per-pod count).  Why it waits is the waiter's to say
- * (webhook/waiter.h).
+ * (controllers/waiter.h).
  */
 struct inventory_waiting {
 	const char *uid, *namespace, *name;

@@ -5,7 +5,7 @@
  * admission: a preemptible workload gets the checkpoint volume, a claim
  * named by the policy (checkpoint.claimName, "{tenant}-checkpoints"), and
  * its pods do not start while that claim is missing, or (several pods on
- * several nodes) cannot all mount it.  policy/decide.c warns then.
+ * several nodes) cannot all mount it.  policy/decide-plan.c warns then.
  *
  * Thread-safe (one mutex); a lookup is a hash probe.
  */

@@ -31,7 +31,7 @@ struct usage_store;
  * Whether this replica may decide quota now: false with one line in why
  * (size bytes), which the denial quotes ("cannot reserve quota for tenant
  * T now (WHY)").  gpugate serve with --usage-store memory refuses while
- * another replica may be deciding too (webhook/daemon.c).  Any thread.
+ * another replica may be deciding too (daemon/daemon.c).  Any thread.
  */
 struct handler_quota_gate {
 	bool (*open)(void *ctx, char *why, size_t size);

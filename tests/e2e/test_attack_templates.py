@@ -189,7 +189,7 @@ def test_kubectl_apply_can_change_a_deployments_gpus(kubectl, quota, clean, file
     limits; a later kubectl apply that changes only gpugate.io/gpus keeps
     that limit (it is not in last-applied-configuration).  gpugate takes a
     count the update leaves as it was on a template it mapped as its own,
-    and rewrites it (policy/decide.c count_is_gpugates)."""
+    and rewrites it (policy/decide-class.c count_is_gpugates)."""
     assert t.apply_file(files / "d.yaml", paused("serve", 2, 2)).rc == 0
     r = t.apply_file(files / "d.yaml", paused("serve", 2, 1))
     assert (r.rc, r.out) == (0, "deployment.apps/serve configured\n"), r

@@ -1,7 +1,7 @@
 /*
  * libFuzzer driver for the policy loader: policy/schema.c (libcyaml and the
  * shape checker), policy/validate.c, policy/model.c and the lookups, then a
- * few admissions under the parsed policy (policy/decide.c, webhook/apply.c).
+ * few admissions under the parsed policy (policy/decide*.c, webhook/apply.c).
  *
  * Input: a policy file.  policy_parse() must either
  *

@@ -1,6 +1,6 @@
 /*
  * libFuzzer driver for the request path: webhook/review.c (decode and
- * encode), webhook/facts.c, policy/decide.c, policy/quota.c, webhook/apply.c
+ * encode), webhook/facts.c, policy/decide*.c, policy/quota.c, webhook/apply.c
  * and webhook/patch.c, joined by webhook/handler.c as the server joins them.
  *
  * Input: an HTTP request body.  With the example policy

@@ -3,7 +3,7 @@
 Every /mutate patch is applied with the strict RFC 6902 applier
 (jsonpatch_strict) to the object that was sent, as the apiserver does, and
 the result goes to /validate the way the apiserver chains the webhooks.
-Every user-facing message is asserted verbatim (texts: policy/decide.c).
+Every user-facing message is asserted verbatim (texts: policy/decide*.c).
 
 Tests that look at quota positions ("2/32 in use") or reserve quota use a
 server of their own (fresh_server), so that they do not depend on what other

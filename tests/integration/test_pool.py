@@ -1,6 +1,6 @@
 """The pool (issue #16) over the fake API: gpugate serve --kubeconfig lists
 and watches the Nodes and the Pods bound to them (usage/inventory.c), and
-admission says what the pool says (policy/decide.c decide_pool): a request
+admission says what the pool says (policy/decide-pool.c decide_pool): a request
 that no usable node of its flavor could ever hold is denied at /mutate
 (naming the largest node and the excluded ones, and why); at /validate an
 admitted request is told when there is no room now (fragmentation, a gang

@@ -1,5 +1,5 @@
 /*
- * webhook/claim-sync.c: the checkpoint claim gpugate creates, and
+ * controllers/claim-sync.c: the checkpoint claim gpugate creates, and
  * policy_checkpoint_claim(), the one rule for its name that admission and
  * the controller share.
  */

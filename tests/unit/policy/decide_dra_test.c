@@ -1,6 +1,6 @@
 /*
- * The decision for DRA ResourceClaims and ResourceClaimTemplates (the DRA
- * section of policy/decide.c): every rule and every message, verbatim.
+ * The decision for DRA ResourceClaims and ResourceClaimTemplates
+ * (policy/decide-dra.c): every rule and every message, verbatim.
  * Claims are written as JSON and turned into facts by webhook/facts.c, as
  * in decide_test.c; what a claim holds is tests/unit/policy/dra_test.c.
  */

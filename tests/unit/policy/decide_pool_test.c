@@ -1,5 +1,5 @@
 /*
- * The pool at admission and why a pod waits (policy/decide.c decide_pool,
+ * The pool at admission and why a pod waits (policy/decide-pool.c decide_pool,
  * decide_waiting): the texts users read, asserted verbatim.  The pool is
  * built from plain node values (policy/pool.h); workloads come as JSON
  * through webhook/facts.c.

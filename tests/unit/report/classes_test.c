@@ -1,5 +1,5 @@
 /*
- * webhook/classes.c: a class as users see it (`gpugate classes -o json`,
+ * report/classes.c: a class as users see it (`gpugate classes -o json`,
  * the spec of its GPUClass object) and the plan that makes the cluster's
  * GPUClass objects match the policy.
  */

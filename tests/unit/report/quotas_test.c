@@ -1,5 +1,5 @@
 /*
- * webhook/quotas.c: the GPUQuota objects a tenant's team reads, from the
+ * report/quotas.c: the GPUQuota objects a tenant's team reads, from the
  * pool report's numbers, and the plan that decides what to write.
  */
 #include "policy/policy.h"

@@ -1,5 +1,5 @@
 /*
- * webhook/snapshot.c: the message of a 403 to the lists `gpugate pool` and
+ * report/snapshot.c: the message of a 403 to the lists `gpugate pool` and
  * `gpugate explain --kubeconfig` need (docs/users.md lists it).
  */
 #include "report/snapshot.h"
