@@ -67,13 +67,6 @@ int class_sync_plan(const struct policy *p, const json_t *list, struct classes_p
 	return 0;
 }
 
-unsigned class_sync_retry_s(unsigned failed_before, unsigned retry_s)
-{
-	unsigned wait = 2u << (failed_before < 4 ? failed_before : 4);
-
-	return wait < retry_s ? wait : retry_s;
-}
-
 /* The API's answer to the list of the owned objects, or NULL (logged). */
 static json_t *list_owned(struct class_sync *s)
 {
@@ -227,7 +220,7 @@ static unsigned turn(void *arg)
 		/* Retried after 2, 4, 8, 16 s, then every retry_s (a CRD
 		 * just created answers 429 for a moment), or at once on
 		 * a new policy. */
-		s->next_at = now + class_sync_retry_s(s->failures, s->cfg.retry_s);
+		s->next_at = now + worker_retry_s(s->failures, s->cfg.retry_s);
 		s->failures++;
 		s->synced = true;
 	}

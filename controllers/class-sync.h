@@ -67,12 +67,9 @@ void class_sync_stop(struct class_sync *s);
  * (classes_plan_release() it), or -1 with the error logged in err: "the
  * list of gpuclasses has no items", "out of memory".
  *
- * class_sync_retry_s(): the seconds before the next try after a failed
- * sync, failed_before syncs having failed in a row before it: 2, 4, 8,
- * 16, 32, never more than retry_s.
+ * A failed sync is tried again after worker_retry_s(failures, retry_s).
  */
 int class_sync_plan(const struct policy *p, const json_t *list, struct classes_plan *out,
 		    char *err, size_t size);
-unsigned class_sync_retry_s(unsigned failed_before, unsigned retry_s);
 
 #endif

@@ -328,11 +328,11 @@ static unsigned turn(void *arg)
 		s->next_at = now + s->cfg.interval_ms;
 	} else {
 		/* 2, 4, 8, 16 s, then every 30 s; list again first. */
-		unsigned wait = 2u << (s->failures < 4 ? s->failures : 4);
+		unsigned wait = worker_retry_s(s->failures, 30);
 
 		s->failures++;
 		forget(s);
-		s->next_at = now + (int64_t)(wait < 30 ? wait : 30) * 1000;
+		s->next_at = now + (int64_t)wait * 1000;
 	}
 	return 0; /* the next turn waits for next_at */
 }

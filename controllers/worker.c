@@ -66,3 +66,10 @@ void worker_recovered(struct worker *w)
 {
 	w->last_error = 0;
 }
+
+unsigned worker_retry_s(unsigned failed_before, unsigned cap_s)
+{
+	unsigned wait = 2u << (failed_before < 4 ? failed_before : 4);
+
+	return wait < cap_s ? wait : cap_s;
+}

@@ -76,4 +76,9 @@ void worker_failed(struct worker *w, const char *what, const char *text);
 /* The last write went through: the next error is logged again. */
 void worker_recovered(struct worker *w);
 
+/* The seconds before the next try of a round that failed, failed_before
+ * rounds having failed in a row before it: 2, 4, 8, 16, 32, never more
+ * than cap_s (a CRD just created answers 429 for a moment). */
+unsigned worker_retry_s(unsigned failed_before, unsigned cap_s);
+
 #endif

@@ -2,9 +2,10 @@
  * controllers/class-sync.c: which GPUClass objects a sync creates,
  * replaces and deletes given the policy and the API's list of the owned
  * ones (class_sync_plan()), and when it tries again after a failure
- * (class_sync_retry_s()).
+ * (worker_retry_s()).
  */
 #include "controllers/class-sync.h"
+#include "controllers/worker.h"
 #include "policy/policy.h"
 #include "report/classes.h"
 #include "tests/unit/test_policy.h"
@@ -120,8 +121,8 @@ Test(class_sync, retried_after_2_4_8_16_then_every_retry_s)
 	const unsigned want[] = {2, 4, 8, 16, 30, 30, 30};
 
 	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++)
-		cr_expect_eq(class_sync_retry_s(i, 30), want[i], "after %u: %u", i,
-			     class_sync_retry_s(i, 30));
-	cr_expect_eq(class_sync_retry_s(4, 300), 32, "capped by retry_s only");
-	cr_expect_eq(class_sync_retry_s(0, 1), 1);
+		cr_expect_eq(worker_retry_s(i, 30), want[i], "after %u: %u", i,
+			     worker_retry_s(i, 30));
+	cr_expect_eq(worker_retry_s(4, 300), 32, "capped by retry_s only");
+	cr_expect_eq(worker_retry_s(0, 1), 1);
 }
