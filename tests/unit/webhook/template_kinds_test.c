@@ -14,11 +14,11 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "policy/kinds.h"
-#include "policy/policy.h"
 #include "webhook/facts.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
 #include "webhook/review.h"
+#include "tests/unit/test_policy.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -171,21 +171,6 @@ Test(template_kinds, every_template_row_is_read_by_its_row)
 	}
 }
 
-static struct holder *example_policy(void)
-{
-	struct policy *p = NULL;
-	struct diag d;
-	struct holder *h;
-
-	log_set_level(LOG_ERROR);
-	diag_init(&d);
-	cr_assert_eq(policy_load("policy/examples/gpu-cluster.yaml", &p, &d), 0, "%s",
-		     diag_text(&d));
-	h = holder_new(p);
-	cr_assert_not_null(h);
-	return h;
-}
-
 /* The JSON Patch of /mutate's answer to object of row k; NULL when none
  * (caller frees). */
 static json_t *mutate(struct handler *h, const struct kind_def *k, json_t *obj)
@@ -236,10 +221,15 @@ static const json_t *op_at(const json_t *patch, const char *path)
  * template_owner's kind is left to that controller's template. */
 Test(template_kinds, every_template_row_is_mapped_where_its_row_says)
 {
-	struct holder *policy = example_policy();
-	struct handler h = {.policy = policy};
+	struct holder *policy;
+	struct handler h;
 	size_t n_rows;
 	const struct kind_def *all = kinds_all(&n_rows);
+
+	log_set_level(LOG_ERROR);
+	policy = holder_new(test_policy_file("policy/examples/gpu-cluster.yaml"));
+	cr_assert_not_null(policy);
+	h = (struct handler){.policy = policy};
 
 	for (const struct kind_def *k = all; k < all + n_rows; k++) {
 		if (k->wl != WL_TEMPLATE)
