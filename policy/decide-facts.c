@@ -14,9 +14,9 @@
 
 /* ---- facts helpers ---------------------------------------------------- */
 
-const char *decide_template_kind_name(const struct workload *wl)
+const char *decide_kind_name(const struct workload *wl)
 {
-	return kinds_of_template(wl->template_kind)->kind;
+	return wl->def->kind;
 }
 
 const char *decide_label(const struct workload *wl, const char *key)

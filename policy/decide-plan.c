@@ -8,6 +8,7 @@
 
 #include "base/hash.h"
 #include "base/text.h"
+#include "policy/kinds.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -189,7 +190,7 @@ static void check_checkpoint_claim(struct ctx *c)
 	const struct workload *wl = c->wl;
 	struct plan *pl = &c->out->plan;
 	int64_t pods = wl->kind == WL_JOB ? wl->parallelism
-		       : wl->kind == WL_TEMPLATE ? (wl->template_kind == WL_DAEMONSET
+		       : wl->kind == WL_TEMPLATE ? (wl->def->pods == KIND_PODS_PER_NODE
 							    ? 2 /* one per node */
 							    : wl->replicas)
 					       : 1;
@@ -336,7 +337,8 @@ void decide_template_ceiling(struct ctx *c)
 {
 	const struct workload *wl = c->wl;
 	const struct decision *out = c->out;
-	const char *kind = decide_template_kind_name(wl);
+	const char *kind = decide_kind_name(wl);
+	bool gang = wl->def->pods == KIND_PODS_JOB; /* a CronJob's: a Job's */
 	char ceiling[200], who[96];
 	struct quota_result q;
 	int64_t per_pod = out->count, pods = wl->replicas;
@@ -367,9 +369,9 @@ void decide_template_ceiling(struct ctx *c)
 		decide_violate(c, RULES_QUOTA,
 			"%s can never run %s: needs %" PRId64 " %s (%" PRId64 " %s x %"
 			PRId64 "), tenant \"%s\" may hold at most %" PRId64 " (%s)",
-			who, wl->template_kind == WL_CRONJOB ? "a whole Job" : "all its replicas",
+			who, gang ? "a whole Job" : "all its replicas",
 			q.requested, out->flavor->name, pods,
-			wl->template_kind == WL_CRONJOB ? "pods" : "replicas", per_pod,
+			gang ? "pods" : "replicas", per_pod,
 			out->tenant->name, q.ceiling, ceiling);
 }
 
@@ -411,9 +413,9 @@ static const char *template_pods(const struct workload *wl, char *buf, size_t si
 	char digits[TEXT_DECIMAL_MAX + 1];
 	const char *n = text_int(digits, wl->replicas);
 
-	if (wl->template_kind == WL_DAEMONSET)
+	if (wl->def->pods == KIND_PODS_PER_NODE)
 		snprintf(buf, size, "1 pod per node x ");
-	else if (wl->template_kind == WL_CRONJOB)
+	else if (wl->def->pods == KIND_PODS_JOB)
 		snprintf(buf, size, "Jobs of %s %s x ", n, wl->replicas == 1 ? "pod" : "pods");
 	else
 		snprintf(buf, size, "%s %s x ", n, wl->replicas == 1 ? "pod" : "pods");
@@ -436,7 +438,7 @@ void decide_position_text(const struct ctx *c, char *buf, size_t size)
 			 c->wl->kind == WL_JOB && c->wl->job_suspended
 				 ? "suspended: quota is checked when it is resumed"
 			 : c->wl->kind == WL_TEMPLATE
-				 ? (c->wl->template_kind == WL_CRONJOB
+				 ? (c->wl->def->pods == KIND_PODS_JOB
 					    ? "each Job is charged when it is created"
 					    : "each pod is charged when it is created")
 				 : "not charged");

@@ -6,6 +6,7 @@
 #include "policy/decide-int.h"
 
 #include "base/text.h"
+#include "policy/kinds.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -166,10 +167,11 @@ void decide_template_pool(struct ctx *c)
 	const struct workload *wl = c->wl;
 	struct decision *out = c->out;
 	const struct policy_flavor *f = out->flavor;
-	const char *kind = decide_template_kind_name(wl);
-	bool cron = wl->template_kind == WL_CRONJOB;
-	int64_t per_pod = out->count, pods = cron && wl->replicas > 1 ? wl->replicas : 1;
-	const char *topo = cron && pods > 1 && out->cls &&
+	const char *kind = decide_kind_name(wl);
+	/* A CronJob's pods are a Job's: a gang. */
+	bool gang = wl->def->pods == KIND_PODS_JOB;
+	int64_t per_pod = out->count, pods = gang && wl->replicas > 1 ? wl->replicas : 1;
+	const char *topo = gang && pods > 1 && out->cls &&
 					   out->cls->topology_mode == POLICY_TOPOLOGY_REQUIRED
 				   ? out->cls->topology_key
 				   : NULL;
@@ -204,7 +206,7 @@ void decide_template_pool(struct ctx *c)
 				who, f->name, pc.fit.fit_empty, pods, per_pod, f->resource, ex);
 		return;
 	}
-	if (cron || wl->template_kind == WL_DAEMONSET || wl->replicas <= 1 ||
+	if (gang || wl->def->pods == KIND_PODS_PER_NODE || wl->replicas <= 1 ||
 	    c->in->phase != DECIDE_VALIDATE || pc.fit.verdict == POOL_NONE_USABLE ||
 	    pc.fit.verdict == POOL_UNKNOWN)
 		return;

@@ -52,7 +52,7 @@ static const char *class_of(struct ctx *c)
 		decide_violate(c, RULES_CLASS_CONFLICT,
 			"the %s asks for class \"%.63s\" but its pod template asks "
 			"for class \"%.63s\"; use one",
-			wl->kind == WL_JOB ? "Job" : decide_template_kind_name(wl), job, pod);
+			decide_kind_name(wl), job, pod);
 		return NULL;
 	}
 	return pod ? pod : job;

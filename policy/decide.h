@@ -326,9 +326,9 @@ const char *decide_pool_topology(const struct decision *out);
 void decide_pool_check(const struct decide_input *in, const struct decision *out,
 		       struct pool_check *pc);
 
-/* "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet" or "CronJob": the
- * kind of a WL_TEMPLATE workload. */
-const char *decide_template_kind_name(const struct workload *wl);
+/* The kind of a Job or a WL_TEMPLATE workload, as its row names it
+ * ("Deployment"). */
+const char *decide_kind_name(const struct workload *wl);
 bool decide_pool_denies(const struct decide_input *in, const struct decision *out,
 			const struct pool_check *pc);
 

@@ -69,27 +69,30 @@ static const char *const NO_PATH[] = {NULL};
 static const char *const SPEC_TEMPLATE[] = {"spec", "template", NULL};
 static const char *const CRON_TEMPLATE[] = {"spec", "jobTemplate", "spec", "template", NULL};
 
+/* The Deployment's row below: a ReplicaSet's template_owner. */
+#define DEPLOYMENT (&KINDS[2])
+
 static const struct kind_def KINDS[] = {
-	{"", "v1", "Pod", "pods", "v1", WL_POD, 0, NO_PATH, KIND_PODS_ONE, true, POD_HOOKS},
-	{"batch", "v1", "Job", "jobs", "batch/v1", WL_JOB, 0, SPEC_TEMPLATE,
-	 KIND_PODS_PARALLELISM, true, JOB_HOOKS},
-	{"apps", "v1", "Deployment", "deployments", "apps/v1", WL_TEMPLATE, WL_DEPLOYMENT,
-	 SPEC_TEMPLATE, KIND_PODS_REPLICAS, false, SCALED_HOOKS},
-	{"apps", "v1", "StatefulSet", "statefulsets", "apps/v1", WL_TEMPLATE, WL_STATEFULSET,
-	 SPEC_TEMPLATE, KIND_PODS_REPLICAS, false, SCALED_HOOKS},
-	{"apps", "v1", "ReplicaSet", "replicasets", "apps/v1", WL_TEMPLATE, WL_REPLICASET,
-	 SPEC_TEMPLATE, KIND_PODS_REPLICAS, false, SCALED_HOOKS},
-	{"apps", "v1", "DaemonSet", "daemonsets", "apps/v1", WL_TEMPLATE, WL_DAEMONSET,
-	 SPEC_TEMPLATE, KIND_PODS_PER_NODE, false, TEMPLATE_HOOKS},
-	{"batch", "v1", "CronJob", "cronjobs", "batch/v1", WL_TEMPLATE, WL_CRONJOB,
-	 CRON_TEMPLATE, KIND_PODS_JOB, false, TEMPLATE_HOOKS},
+	{"", "v1", "Pod", "pods", "v1", WL_POD, NO_PATH, KIND_PODS_ONE, true, POD_HOOKS, NULL},
+	{"batch", "v1", "Job", "jobs", "batch/v1", WL_JOB, SPEC_TEMPLATE, KIND_PODS_PARALLELISM,
+	 true, JOB_HOOKS, NULL},
+	{"apps", "v1", "Deployment", "deployments", "apps/v1", WL_TEMPLATE, SPEC_TEMPLATE,
+	 KIND_PODS_REPLICAS, false, SCALED_HOOKS, NULL},
+	{"apps", "v1", "StatefulSet", "statefulsets", "apps/v1", WL_TEMPLATE, SPEC_TEMPLATE,
+	 KIND_PODS_REPLICAS, false, SCALED_HOOKS, NULL},
+	{"apps", "v1", "ReplicaSet", "replicasets", "apps/v1", WL_TEMPLATE, SPEC_TEMPLATE,
+	 KIND_PODS_REPLICAS, false, SCALED_HOOKS, DEPLOYMENT},
+	{"apps", "v1", "DaemonSet", "daemonsets", "apps/v1", WL_TEMPLATE, SPEC_TEMPLATE,
+	 KIND_PODS_PER_NODE, false, TEMPLATE_HOOKS, NULL},
+	{"batch", "v1", "CronJob", "cronjobs", "batch/v1", WL_TEMPLATE, CRON_TEMPLATE,
+	 KIND_PODS_JOB, false, TEMPLATE_HOOKS, NULL},
 	/* DRA: with matchPolicy Equivalent the apiserver converts v1beta1 and
 	 * v1beta2 objects to v1 for the webhook. */
 	{"resource.k8s.io", "v1", "ResourceClaim", "resourceclaims", "resource.k8s.io/v1",
-	 WL_CLAIM, 0, NULL, KIND_PODS_NONE, true, CLAIM_HOOKS},
+	 WL_CLAIM, NULL, KIND_PODS_NONE, true, CLAIM_HOOKS, NULL},
 	{"resource.k8s.io", "v1", "ResourceClaimTemplate", "resourceclaimtemplates",
-	 "resource.k8s.io/v1", WL_CLAIM_TEMPLATE, 0, NULL, KIND_PODS_NONE, false,
-	 CLAIM_TEMPLATE_HOOKS},
+	 "resource.k8s.io/v1", WL_CLAIM_TEMPLATE, NULL, KIND_PODS_NONE, false,
+	 CLAIM_TEMPLATE_HOOKS, NULL},
 };
 
 #define N_KINDS (sizeof(KINDS) / sizeof(KINDS[0]))
@@ -119,27 +122,12 @@ const struct kind_def *kinds_by_api(const char *api_version, const char *kind)
 	return NULL;
 }
 
-const struct kind_def *kinds_of(enum wl_kind wl, enum wl_template tmpl)
-{
-	for (size_t i = 0; i < N_KINDS; i++)
-		if (KINDS[i].wl == wl && (wl != WL_TEMPLATE || KINDS[i].tmpl == tmpl))
-			return &KINDS[i];
-	return NULL;
-}
-
 const struct kind_def *kinds_template(const char *kind)
 {
 	for (size_t i = 0; kind && i < N_KINDS; i++)
 		if (KINDS[i].wl == WL_TEMPLATE && strcmp(KINDS[i].kind, kind) == 0)
 			return &KINDS[i];
 	return NULL;
-}
-
-const struct kind_def *kinds_of_template(enum wl_template t)
-{
-	const struct kind_def *k = kinds_of(WL_TEMPLATE, t);
-
-	return k ? k : &KINDS[2]; /* unreachable: every enum wl_template has its row */
 }
 
 const struct kind_def *kinds_scaled(const char *group, const char *resource)

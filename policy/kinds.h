@@ -4,14 +4,17 @@
  * Every place that needs to know a kind reads this table: the review codec
  * (which kind a request is), the handler (the object's apiVersion, the
  * parent of a scale), the facts (where the pod template sits, how its pods
- * are counted, a pod's controlling Job), the plan applier (where it writes),
- * the decision's texts, and `make test`, which holds the webhook rules of
- * manifests/webhooks.yaml and of the chart to the rows' hooks
- * (tests/unit/webhook/rules_test.c).
+ * are counted, a pod's controlling Job, a template's controller), the plan
+ * applier (where it writes), the decision (through struct workload's def:
+ * the kind's name in its texts, how its pods are counted), and `make test`,
+ * which holds the webhook rules of manifests/webhooks.yaml and of the chart
+ * to the rows' hooks (tests/unit/webhook/webhook_rules_test.c).  No code
+ * but this table names a pod-template kind (scripts/check-house.py).
  *
  * Adding a kind whose pods are charged one by one (a controller with a pod
  * template, like LeaderWorkerSet) is a row here and its resources in the
- * webhook rules; docs/internals.md, "How to add a workload kind", says the
+ * webhook rules (and RBAC for a scale); docs/internals.md, "How to add a
+ * kind, a controller, a backend, a rule" ("A workload kind"), says the
  * rest.
  */
 #ifndef GPUGATE_KINDS_H
@@ -22,13 +25,20 @@
 
 #include "policy/workload.h"
 
-/* How many pods a kind runs at once, as the decision counts them. */
+/* How many pods a kind runs at once, as the decision counts them (for a
+ * template kind: webhook/facts.c, template_facts(), into struct workload's
+ * replicas; policy/decide-plan.c and decide-pool.c, its texts and pool). */
 enum kind_pods {
 	KIND_PODS_ONE,         /* a Pod: itself */
 	KIND_PODS_PARALLELISM, /* a Job: its gang (parallelism, completions) */
-	KIND_PODS_REPLICAS,    /* spec.replicas pods of its template */
-	KIND_PODS_PER_NODE,    /* a DaemonSet: one pod per matching node */
-	KIND_PODS_JOB,         /* a CronJob: the pods of one Job at a time */
+	KIND_PODS_REPLICAS,    /* spec.replicas pods of its template, not a gang */
+	/* A DaemonSet: one pod per matching node; how many is not known at
+	 * admission (replicas 0). */
+	KIND_PODS_PER_NODE,
+	/* A CronJob: the pods of one Job at a time, min(parallelism,
+	 * completions) of the Job template's spec beside the pod template: a
+	 * gang, as a Job's; each Job is charged when it is created. */
+	KIND_PODS_JOB,
 	KIND_PODS_NONE,        /* a ResourceClaim or template: no pods */
 };
 
@@ -69,7 +79,6 @@ struct kind_def {
 	const char *resource; /* its plural resource name: "deployments" */
 	const char *api_version; /* apiVersion of its objects: "apps/v1" */
 	enum wl_kind wl;      /* how the decision judges it */
-	enum wl_template tmpl; /* which controller, when wl is WL_TEMPLATE */
 	/* Where its pod template sits, as object members from the object
 	 * itself, NULL-terminated: {"spec", "template", NULL}; an empty list
 	 * for a Pod (the object is the pod); NULL for a kind without pods. */
@@ -81,6 +90,13 @@ struct kind_def {
 	bool holds_quota;
 	/* The webhooks it is registered for, ended by {NULL}. */
 	const struct kind_hook *hooks;
+	/* A WL_TEMPLATE kind whose objects are made, template and all, by a
+	 * controller of another template kind, the row named here (a
+	 * ReplicaSet's, by a Deployment): such an object, controlled by one of
+	 * those (its controller ownerReference), has its template judged at
+	 * the controller and is not changed (struct workload's
+	 * template_owned).  NULL for every other kind. */
+	const struct kind_def *template_owner;
 };
 
 /* Every kind, in a fixed order; *n is the number of rows. */
@@ -95,16 +111,9 @@ const struct kind_def *kinds_find(const char *group, const char *version,
  * ownerReference names its owner), or NULL. */
 const struct kind_def *kinds_by_api(const char *api_version, const char *kind);
 
-/* The row a workload's kind (and for WL_TEMPLATE its controller) names, or
- * NULL for WL_OTHER. */
-const struct kind_def *kinds_of(enum wl_kind wl, enum wl_template tmpl);
-
 /* The row of a pod-template controller, by its kind name alone ("CronJob"),
  * or NULL.  Names are unique among the WL_TEMPLATE rows. */
 const struct kind_def *kinds_template(const char *kind);
-
-/* The row of a WL_TEMPLATE controller, by its enum; never NULL. */
-const struct kind_def *kinds_of_template(enum wl_template t);
 
 /* The row of the resource a scale subresource names (group, "deployments"),
  * or NULL when that kind has no scale gpugate judges (no "scale" hook). */

@@ -20,19 +20,14 @@ enum wl_kind {
 	WL_JOB,
 	WL_CLAIM,          /* resource.k8s.io/v1 ResourceClaim (DRA) */
 	WL_CLAIM_TEMPLATE, /* resource.k8s.io/v1 ResourceClaimTemplate */
-	/* A controller with a pod template (enum wl_template): judged and
-	 * mapped at the door; its pods are charged one by one. */
+	/* A controller with a pod template (Deployment, CronJob, ...: its
+	 * row, struct workload's def, says which): judged and mapped at the
+	 * door; its pods are charged one by one. */
 	WL_TEMPLATE,
 };
 
-/* The controllers of WL_TEMPLATE. */
-enum wl_template {
-	WL_DEPLOYMENT,  /* apps/v1: spec.replicas pods of spec.template */
-	WL_STATEFULSET, /* apps/v1: the same */
-	WL_REPLICASET,  /* apps/v1: the same */
-	WL_DAEMONSET,   /* apps/v1: one pod per matching node */
-	WL_CRONJOB,     /* batch/v1: Jobs of spec.jobTemplate */
-};
+/* A row of the table of kinds (policy/kinds.h). */
+struct kind_def;
 
 enum wl_op {
 	WL_CREATE,
@@ -171,6 +166,10 @@ struct wl_pod {
 
 struct workload {
 	enum wl_kind kind;
+	/* The kind's row of the table (policy/kinds.h; def->wl is kind): its
+	 * name, where its pod template sits, how its pods are counted.  Set
+	 * with kind for every kind but WL_OTHER, where it is NULL. */
+	const struct kind_def *def;
 	enum wl_op op;
 	bool dry_run;
 	const char *request_uid;
@@ -197,11 +196,13 @@ struct workload {
 	bool has_disruption_rule;  /* an Ignore rule on DisruptionTarget */
 
 	/* WL_TEMPLATE only. */
-	enum wl_template template_kind;
-	/* The pods it runs at once: spec.replicas (1 when absent); a CronJob,
-	 * its Job's min(parallelism, completions); a DaemonSet, 0 (one per node: not known). */
+	/* The pods it runs at once, as def->pods counts them: spec.replicas
+	 * (1 when absent); a CronJob (KIND_PODS_JOB), its Job's
+	 * min(parallelism, completions); a DaemonSet (KIND_PODS_PER_NODE), 0
+	 * (one per node: not known). */
 	int64_t replicas;
-	/* A ReplicaSet that a Deployment controls: the Deployment's template,
+	/* Controlled by an object of the kind def->template_owner names (a
+	 * ReplicaSet by a Deployment): its template is the controller's,
 	 * judged there, and not to be changed (the Deployment controller
 	 * finds its ReplicaSets by comparing templates). */
 	bool template_owned;

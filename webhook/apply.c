@@ -559,7 +559,7 @@ int apply_plan(json_t *object, const struct workload *wl,
 	       const struct plan *pl, const struct policy *p, struct diag *d)
 {
 	struct ap a = {.d = d};
-	const struct kind_def *k = kinds_of(wl->kind, wl->template_kind);
+	const struct kind_def *k = wl->def;
 	json_t *meta, *pod_meta, *spec, *tmpl = object, *gpu_ct = NULL;
 	bool owner;
 
@@ -701,7 +701,7 @@ static void own_pod_spec(struct cow *w, json_t *spec)
 
 json_t *apply_copy(const json_t *object, const struct workload *wl)
 {
-	const struct kind_def *k = kinds_of(wl->kind, wl->template_kind);
+	const struct kind_def *k = wl->def;
 	struct cow w = {.oom = false};
 	json_t *root = json_copy((json_t *)object), *tmpl = root;
 

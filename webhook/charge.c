@@ -4,6 +4,7 @@
 #include "base/diag.h"
 #include "base/text.h"
 #include "policy/decide.h"
+#include "policy/kinds.h"
 #include "policy/charge.h"
 #include "policy/policy.h"
 #include "policy/workload.h"
@@ -14,16 +15,16 @@
 
 #include <string.h>
 
-/* The facts' kind of what the feed lists as kind. */
-static enum wl_kind wl_kind_of(enum usage_kind kind)
+/* The row of what the feed lists as kind. */
+static const struct kind_def *row_of(enum usage_kind kind)
 {
 	switch (kind) {
 	case USAGE_JOBS:
-		return WL_JOB;
+		return kinds_find("batch", "v1", "Job");
 	case USAGE_CLAIMS:
-		return WL_CLAIM;
+		return kinds_find("resource.k8s.io", "v1", "ResourceClaim");
 	default:
-		return WL_POD;
+		return kinds_find("", "v1", "Pod");
 	}
 }
 
@@ -73,7 +74,8 @@ int charge_item_with(const struct policy *p, const json_t *obj,
 {
 	const json_t *meta = json_object_get(obj, "metadata");
 	const char *uid = json_string_value(json_object_get(meta, "uid"));
-	struct workload wl = {.kind = wl_kind_of(kind), .op = WL_CREATE};
+	const struct kind_def *def = row_of(kind);
+	struct workload wl = {.kind = def->wl, .def = def, .op = WL_CREATE};
 	struct charge ch;
 	struct diag d;
 

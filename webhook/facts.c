@@ -551,7 +551,7 @@ static const json_t *template_holder(struct fx *x, const json_t *object,
 static void template_facts(struct fx *x, const json_t *object, const json_t *meta,
 			   struct workload *wl)
 {
-	const struct kind_def *k = kinds_of_template(wl->template_kind);
+	const struct kind_def *k = wl->def;
 	const json_t *holder, *tmpl, *refs, *r;
 	char hpath[64], path[80];
 	const char *last;
@@ -585,7 +585,7 @@ static void template_facts(struct fx *x, const json_t *object, const json_t *met
 	}
 	/* A ReplicaSet a Deployment controls: its template is the
 	 * Deployment's, judged there. */
-	if (wl->template_kind != WL_REPLICASET)
+	if (!k->template_owner)
 		return;
 	refs = member(x, meta, "ownerReferences", JSON_ARRAY, "metadata");
 	json_array_foreach(refs, i, r) {
@@ -594,7 +594,7 @@ static void template_facts(struct fx *x, const json_t *object, const json_t *met
 				     json_string_value(jget(r, "kind")));
 
 		if (json_is_true(jget(r, "controller")) && owner &&
-		    owner->wl == WL_TEMPLATE && owner->tmpl == WL_DEPLOYMENT)
+		    owner == k->template_owner)
 			wl->template_owned = true;
 	}
 }
@@ -703,7 +703,7 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 	} else if (wl->kind == WL_JOB) {
 		char hpath[64], path[80], mpath[96], spath[96];
 		const char *last;
-		const json_t *holder = template_holder(&x, object, kinds_of(WL_JOB, 0), hpath,
+		const json_t *holder = template_holder(&x, object, wl->def, hpath,
 						       sizeof(hpath), &last);
 		const json_t *tmpl = member(&x, holder, last, JSON_OBJECT, hpath);
 		const json_t *tmeta, *tspec;
@@ -725,7 +725,7 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		const struct kind_def *own = kinds_template(json_string_value(jget(object, "kind")));
 
 		if (own)
-			wl->template_kind = own->tmpl;
+			wl->def = own;
 		template_facts(&x, object, meta, wl);
 	}
 	return x.failed ? -1 : 0;

@@ -22,9 +22,9 @@ struct diag;
 
 /*
  * Fills the object-derived fields of wl (kind must already be set to
- * WL_POD, WL_JOB, WL_CLAIM, WL_CLAIM_TEMPLATE or WL_TEMPLATE, and for
- * WL_TEMPLATE template_kind too, which the object's own `kind` replaces;
- * request fields are left as they are).  Returns 0, or -1 with one message naming the field
+ * WL_POD, WL_JOB, WL_CLAIM, WL_CLAIM_TEMPLATE or WL_TEMPLATE, and def to
+ * its row, which for WL_TEMPLATE the object's own `kind` replaces; request
+ * fields are left as they are).  Returns 0, or -1 with one message naming the field
  * ("spec.containers[1].env is not a list",
  * "spec.devices.requests[0].exactly.count is not a whole number of at
  * least 1").

@@ -70,8 +70,7 @@ static int extract(const struct review *rv, const json_t *obj,
 	char first[400];
 
 	ev->wl.kind = rv->kind;
-	if (rv->kind == WL_TEMPLATE)
-		ev->wl.template_kind = rv->def->tmpl;
+	ev->wl.def = rv->def;
 	ev->wl.op = rv->op;
 	ev->wl.dry_run = rv->dry_run;
 	ev->wl.request_uid = rv->uid;
@@ -224,9 +223,9 @@ static bool scale_facts(const json_t *object, const struct review *rv, const cha
 	struct diag d;
 	char first[400];
 
-	ev->wl = (struct workload){.kind = WL_TEMPLATE, .op = WL_UPDATE,
-				   .namespace = rv->namespace, .name = rv->name, .uid = ""};
-	ev->wl.template_kind = kinds_template(kind)->tmpl;
+	ev->wl = (struct workload){.kind = WL_TEMPLATE, .def = kinds_template(kind),
+				   .op = WL_UPDATE, .namespace = rv->namespace,
+				   .name = rv->name, .uid = ""};
 	diag_init(&d);
 	if (facts_extract(object, &ev->wl, &ev->arena, &d) < 0) {
 		diag_first(&d, first, sizeof(first));

@@ -5,6 +5,7 @@
 #include "base/text.h"
 #include "policy/charge.h"
 #include "policy/k8s.h"
+#include "policy/kinds.h"
 #include "policy/policy.h"
 #include "policy/workload.h"
 #include "webhook/facts.h"
@@ -230,7 +231,8 @@ int pod_placement(const struct policy *p, const json_t *obj, struct arena *a,
 	const char *phase = json_string_value(
 		json_object_get(json_object_get(obj, "status"), "phase"));
 	bool done = charge_pod_terminal(phase);
-	struct workload wl = {.kind = WL_POD, .op = WL_CREATE};
+	struct workload wl = {.kind = WL_POD, .def = kinds_find("", "v1", "Pod"),
+			      .op = WL_CREATE};
 	struct inventory_ask *asks;
 	size_t max = 0, n = 0;
 	struct diag d;
@@ -298,7 +300,8 @@ int pod_run(const struct policy *p, const json_t *obj, struct arena *a,
 	const json_t *meta = json_object_get(obj, "metadata");
 	const json_t *status = json_object_get(obj, "status");
 	const char *phase = json_string_value(json_object_get(status, "phase"));
-	struct workload wl = {.kind = WL_POD, .op = WL_CREATE};
+	struct workload wl = {.kind = WL_POD, .def = kinds_find("", "v1", "Pod"),
+			      .op = WL_CREATE};
 	struct charge ch;
 	struct diag d;
 

@@ -16,3 +16,13 @@ struct policy *test_policy(const char *yaml)
 		     diag_text(&d));
 	return p;
 }
+
+struct policy *test_policy_file(const char *path)
+{
+	struct policy *p = NULL;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(policy_load(path, &p, &d), 0, "%s: %s", path, diag_text(&d));
+	return p;
+}

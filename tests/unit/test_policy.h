@@ -10,4 +10,7 @@ struct policy;
  * with gpugate's message, when it does not parse.  policy_free() it. */
 struct policy *test_policy(const char *yaml);
 
+/* The same of the policy file at path ("policy/examples/gpu-cluster.yaml"). */
+struct policy *test_policy_file(const char *path);
+
 #endif

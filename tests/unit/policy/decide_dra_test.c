@@ -6,6 +6,7 @@
  */
 #include "base/arena.h"
 #include "base/diag.h"
+#include "policy/kinds.h"
 #include "policy/decide.h"
 #include "webhook/facts.h"
 #include "tests/unit/test_policy.h"
@@ -97,7 +98,9 @@ static void run(struct run *r, const char *kind, const char *ns,
 	cr_assert_not_null(r->obj, "%s: %s", err.text, json);
 	arena_init(&r->arena);
 	memset(&r->wl, 0, sizeof(r->wl));
-	r->wl.kind = tmpl ? WL_CLAIM_TEMPLATE : WL_CLAIM;
+	r->wl.def = kinds_find("resource.k8s.io", "v1",
+			       tmpl ? "ResourceClaimTemplate" : "ResourceClaim");
+	r->wl.kind = r->wl.def->wl;
 	r->wl.op = WL_CREATE;
 	r->wl.namespace = ns;
 	r->wl.name = "c";
@@ -461,7 +464,8 @@ Test(decide_dra, malformed_device_requests_are_bad_input)
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		char json[1024], want[256];
-		struct workload wl = {.kind = WL_CLAIM};
+		struct workload wl = {.kind = WL_CLAIM,
+				      .def = kinds_find("resource.k8s.io", "v1", "ResourceClaim")};
 		struct arena a;
 		struct diag d;
 		json_t *obj;

@@ -6,6 +6,7 @@
  */
 #include "base/arena.h"
 #include "base/diag.h"
+#include "policy/kinds.h"
 #include "policy/decide.h"
 #include "policy/pool.h"
 #include "webhook/apply.h"
@@ -109,6 +110,7 @@ static void prepare(struct run *r, const char *ns, json_t *obj, bool job)
 	arena_init(&r->arena);
 	memset(&r->wl, 0, sizeof(r->wl));
 	r->wl.kind = job ? WL_JOB : WL_POD;
+	r->wl.def = job ? kinds_find("batch", "v1", "Job") : kinds_find("", "v1", "Pod");
 	r->wl.op = WL_CREATE;
 	r->wl.namespace = ns;
 	r->wl.name = r->wl.uid = "";
@@ -348,6 +350,8 @@ static void run_template(struct run *r, const char *ns, const char *json,
 		arena_init(&r->arena);
 		memset(&r->wl, 0, sizeof(r->wl));
 		r->wl.kind = WL_TEMPLATE;
+		r->wl.def = kinds_template(json_string_value(json_object_get(obj, "kind")));
+		cr_assert_not_null(r->wl.def);
 		r->wl.op = WL_CREATE;
 		r->wl.namespace = ns;
 		r->wl.name = "";
@@ -596,6 +600,7 @@ Test(decide_pool, the_pool_is_asked_through_the_pool_source_for_pods_and_jobs)
 
 	/* A Job of a class with a topology: the gang, in one domain. */
 	wl.kind = WL_JOB;
+	wl.def = kinds_find("batch", "v1", "Job");
 	dec = claim(4, 8);
 	dec.cls = policy_class_find(P, "big");
 	decide_pool_check(&in, &dec, &pc);
@@ -606,6 +611,7 @@ Test(decide_pool, the_pool_is_asked_through_the_pool_source_for_pods_and_jobs)
 
 	/* Nothing the pool weighs: not asked. */
 	wl.kind = WL_POD;
+	wl.def = kinds_find("", "v1", "Pod");
 	dec = claim(1, 8);
 	dec.claim.owner_job_uid = "job-uid";
 	decide_pool_check(&in, &dec, &pc);
@@ -615,6 +621,7 @@ Test(decide_pool, the_pool_is_asked_through_the_pool_source_for_pods_and_jobs)
 	decide_pool_check(&in, &dec, &pc);
 	cr_assert_not(pc.known, "no claim");
 	wl.kind = WL_CLAIM;
+	wl.def = kinds_find("resource.k8s.io", "v1", "ResourceClaim");
 	dec = claim(1, 8);
 	decide_pool_check(&in, &dec, &pc);
 	cr_assert_not(pc.known, "a ResourceClaim has no node yet");

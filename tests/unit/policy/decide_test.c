@@ -159,19 +159,18 @@ static void run_obj(struct run *r, const char *ns, json_t *obj,
 {
 	struct diag d;
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
-	const struct kind_def *tmpl = kinds_template(kind);
+	const struct kind_def *def = !kind ? NULL
+				     : strcmp(kind, "Job") == 0 ? kinds_find("batch", "v1", "Job")
+				     : strcmp(kind, "Pod") == 0 ? kinds_find("", "v1", "Pod")
+								: kinds_template(kind);
 	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = phase,
 				  .priorities = run_prios, .pvcs = run_pvcs};
 
 	arena_init(&r->arena);
 	r->obj = obj;
 	memset(&r->wl, 0, sizeof(r->wl));
-	r->wl.kind = kind && strcmp(kind, "Job") == 0 ? WL_JOB
-		     : kind && strcmp(kind, "Pod") == 0 ? WL_POD
-		     : tmpl ? WL_TEMPLATE
-			    : WL_OTHER;
-	if (tmpl)
-		r->wl.template_kind = tmpl->tmpl;
+	r->wl.def = def;
+	r->wl.kind = def ? def->wl : WL_OTHER;
 	r->wl.op = WL_CREATE;
 	r->wl.namespace = ns;
 	r->wl.name = "";
@@ -885,6 +884,7 @@ static void run_ephemeral(struct run *r, const char *ns, const char *json)
 	cr_assert_not_null(r->obj, "bad test JSON: %s: %s", e.text, json);
 	memset(&r->wl, 0, sizeof(r->wl));
 	r->wl.kind = WL_POD;
+	r->wl.def = kinds_find("", "v1", "Pod");
 	r->wl.op = WL_UPDATE;
 	r->wl.namespace = ns;
 	diag_init(&d);

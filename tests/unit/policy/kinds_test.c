@@ -21,10 +21,8 @@ Test(kinds, every_lookup_finds_every_row)
 
 		cr_expect_eq(kinds_find(k->group, k->version, k->kind), k, "%s", k->kind);
 		cr_expect_eq(kinds_by_api(k->api_version, k->kind), k, "%s", k->kind);
-		cr_expect_eq(kinds_of(k->wl, k->tmpl), k, "%s", k->kind);
 		if (k->wl == WL_TEMPLATE) {
 			cr_expect_eq(kinds_template(k->kind), k, "%s", k->kind);
-			cr_expect_eq(kinds_of_template(k->tmpl), k, "%s", k->kind);
 		} else {
 			cr_expect_null(kinds_template(k->kind), "%s", k->kind);
 		}
@@ -45,7 +43,6 @@ Test(kinds, what_is_not_admitted_is_not_found)
 	cr_expect_null(kinds_by_api("apps/v1", "Job"));
 	cr_expect_null(kinds_by_api(NULL, "Job"));
 	cr_expect_null(kinds_by_api("batch/v1", NULL));
-	cr_expect_null(kinds_of(WL_OTHER, WL_DEPLOYMENT));
 	cr_expect_null(kinds_template("Job"));
 	cr_expect_null(kinds_template("Pod"));
 	cr_expect_null(kinds_template(NULL));
@@ -76,33 +73,33 @@ Test(kinds, the_known_rows)
 	cr_expect(!cron->holds_quota);
 	cr_expect_null(claim->pod_template);
 	cr_expect_eq(kinds_scaled("apps", "statefulsets"), kinds_template("StatefulSet"));
-	cr_expect_eq(kinds_of_template(WL_DAEMONSET)->pods, KIND_PODS_PER_NODE);
+	cr_expect_eq(kinds_template("DaemonSet")->pods, KIND_PODS_PER_NODE);
+	/* A ReplicaSet a Deployment controls is judged at its Deployment. */
+	cr_expect_eq(kinds_template("ReplicaSet")->template_owner, kinds_template("Deployment"));
+	cr_expect_null(kinds_template("Deployment")->template_owner);
 	cr_expect_str_eq(kinds_hook(pod, "validate.gpugate.io", "ephemeralcontainers")
 				 ->webhook->path, "/validate");
 	cr_expect_null(kinds_hook(job, NULL, "ephemeralcontainers"));
 	cr_expect_eq(kinds_hook(pod, "mutate.gpugate.io", "")->ops, KIND_CREATE);
 }
 
-/* Every enum wl_kind but WL_OTHER has a row, WL_TEMPLATE one per
- * controller; every enum wl_template (WL_DEPLOYMENT .. WL_CRONJOB, the
- * last) has its row, and no row names a controller past the last. */
+/* Every enum wl_kind but WL_OTHER has a row (WL_TEMPLATE several), and no
+ * row is WL_OTHER. */
 Test(kinds, every_enum_has_its_row)
 {
 	size_t n;
 	const struct kind_def *all = kinds_all(&n);
-	const enum wl_kind kinds[] = {WL_POD, WL_JOB, WL_CLAIM, WL_CLAIM_TEMPLATE};
+	const enum wl_kind kinds[] = {WL_POD, WL_JOB, WL_CLAIM, WL_CLAIM_TEMPLATE, WL_TEMPLATE};
 
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		cr_expect_not_null(kinds_of(kinds[i], 0), "wl_kind %d", kinds[i]);
-	for (int t = WL_DEPLOYMENT; t <= WL_CRONJOB; t++) {
-		const struct kind_def *k = kinds_of(WL_TEMPLATE, (enum wl_template)t);
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		bool found = false;
 
-		cr_expect(k && k->wl == WL_TEMPLATE && (int)k->tmpl == t, "wl_template %d", t);
+		for (size_t j = 0; j < n; j++)
+			found = found || all[j].wl == kinds[i];
+		cr_expect(found, "wl_kind %d", kinds[i]);
 	}
 	for (size_t i = 0; i < n; i++)
-		cr_expect(all[i].wl != WL_OTHER && (all[i].wl != WL_TEMPLATE ||
-						    all[i].tmpl <= WL_CRONJOB),
-			  "%s", all[i].kind);
+		cr_expect_neq(all[i].wl, WL_OTHER, "%s", all[i].kind);
 }
 
 Test(kinds, rows_are_unique)
@@ -123,8 +120,7 @@ Test(kinds, rows_are_unique)
 			cr_expect(a->wl == WL_TEMPLATE || a->wl != b->wl, "%s and %s", a->kind,
 				  b->kind);
 			cr_expect(a->wl != WL_TEMPLATE || b->wl != WL_TEMPLATE ||
-				  (a->tmpl != b->tmpl && strcmp(a->kind, b->kind) != 0),
-				  "%s and %s", a->kind, b->kind);
+				  strcmp(a->kind, b->kind) != 0, "%s and %s", a->kind, b->kind);
 		}
 }
 
@@ -151,6 +147,11 @@ Test(kinds, each_row_agrees_with_itself)
 			cr_expect_str_eq(k->pod_template[m - 1], "template", "%s", k->kind);
 		cr_expect_eq(k->wl == WL_TEMPLATE, k->pod_template && m > 0 && !k->holds_quota,
 			     "%s", k->kind);
+		/* A template's owner is another template kind, not owned. */
+		cr_expect(!k->template_owner ||
+			  (k->wl == WL_TEMPLATE && k->template_owner->wl == WL_TEMPLATE &&
+			   k->template_owner != k && !k->template_owner->template_owner),
+			  "%s", k->kind);
 		cr_expect_not_null(k->hooks, "%s", k->kind);
 		cr_expect_not_null(k->hooks->webhook, "%s has no webhook", k->kind);
 		for (const struct kind_hook *h = k->hooks; h && h->webhook; h++) {

@@ -5,6 +5,7 @@
  */
 #include "base/arena.h"
 #include "base/diag.h"
+#include "policy/kinds.h"
 #include "codec/jsonmem.h"
 #include "policy/decide.h"
 #include "webhook/apply.h"
@@ -50,7 +51,9 @@ static json_t *mutate(const char *ns, const json_t *obj, const char *name)
 	struct diag d;
 
 	arena_init(&a);
-	wl.kind = strcmp(kind, "Job") == 0 ? WL_JOB : WL_POD;
+	wl.def = strcmp(kind, "Job") == 0 ? kinds_find("batch", "v1", "Job")
+					  : kinds_find("", "v1", "Pod");
+	wl.kind = wl.def->wl;
 	wl.op = WL_CREATE;
 	wl.namespace = ns;
 	wl.name = name;

@@ -6,6 +6,7 @@
  */
 #include "base/arena.h"
 #include "base/diag.h"
+#include "policy/kinds.h"
 #include "webhook/facts.h"
 
 #include <criterion/criterion.h>
@@ -30,6 +31,7 @@ static void extract(struct got *g, enum wl_kind kind, const char *json)
 	g->obj = json_loads(json, 0, &e);
 	cr_assert_not_null(g->obj, "bad test JSON: %s", e.text);
 	g->wl.kind = kind;
+	g->wl.def = kind == WL_JOB ? kinds_find("batch", "v1", "Job") : kinds_find("", "v1", "Pod");
 	g->rc = facts_extract(g->obj, &g->wl, &g->arena, &g->d);
 }
 

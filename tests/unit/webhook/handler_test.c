@@ -8,6 +8,7 @@
 #include "policy/policy.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
+#include "tests/unit/test_policy.h"
 
 #include <criterion/criterion.h>
 #include <jansson.h>
@@ -114,15 +115,10 @@ static void debug_admit(struct handler *h, enum handler_endpoint ep,
 
 static struct holder *example_policy(void)
 {
-	struct policy *p = NULL;
-	struct diag d;
 	struct holder *h;
 
 	log_set_level(LOG_ERROR);
-	diag_init(&d);
-	cr_assert_eq(policy_load("policy/examples/gpu-cluster.yaml", &p, &d), 0, "%s",
-		     diag_text(&d));
-	h = holder_new(p);
+	h = holder_new(test_policy_file("policy/examples/gpu-cluster.yaml"));
 	cr_assert_not_null(h);
 	return h;
 }
