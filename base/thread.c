@@ -1,3 +1,5 @@
+/* thread: one looping thread, its turns, sleeps, wake-ups and stop
+ * (base/thread.h). */
 #include "base/thread.h"
 
 #include "base/diag.h"
