@@ -25,6 +25,7 @@
 #ifndef GPUGATE_DECIDE_H
 #define GPUGATE_DECIDE_H
 
+#include "policy/gang.h"
 #include "policy/policy.h"
 #include "policy/quota.h"
 #include "policy/workload.h"
@@ -116,6 +117,9 @@ struct decide_input {
 	/* Which flavor's node a pod's spec.nodeName is; NULL: no node is
 	 * known (such a pod is then judged by what it selects alone). */
 	const struct decide_node_source *nodes;
+	/* What the cluster serves for gang start (GANG_SERVES_* of
+	 * policy/gang.h); 0: nothing is known. */
+	unsigned gang_served;
 };
 
 /*
@@ -194,6 +198,15 @@ struct plan {
 	const char *topology_key;
 	char gang[24];               /* "" when not part of a gang */
 	bool remove_gang;            /* a bare pod: drop a user-set gang label */
+	/* Gang start (policy/gang.h): a Job's route (stamped on the Job and
+	 * its template as STAMP_GANG_ROUTE), its gang's pods, and whether
+	 * route workload writes the topology constraint (topology_key);
+	 * GANG_NONE: nothing is written.  A pod of a Job on route gates
+	 * gets GANG_GATE when it lacks it (gang_gate). */
+	enum gang_route gang_route;
+	int64_t gang_pods;
+	bool gang_topology;
+	bool gang_gate;
 
 	/* Stamps. */
 	const char *tenant;

@@ -234,6 +234,7 @@ static void build_classes(struct builder *b)
 		}
 		c->priority_class_name = dup(b, s->priorityClassName);
 		c->preemptible = s->preemptible;
+		c->gang = s->gang;
 		if (c->name)
 			put(b, &p->class_by_name, c->name, i);
 	}
@@ -420,6 +421,10 @@ static void build_settings(struct builder *b)
 	out->mode = s ? (enum policy_mode)s->mode : POLICY_MODE_ENFORCE;
 	out->admission_warnings = s ? (enum policy_admission_warnings)s->admissionWarnings
 				    : POLICY_WARNINGS_PROBLEMS;
+	out->gang_start = s ? (enum policy_gang_start)s->gangStart : POLICY_GANG_AUTO;
+	out->gang_timeout_seconds = s && s->gangTimeoutSeconds
+					    ? *s->gangTimeoutSeconds
+					    : POLICY_GANG_TIMEOUT_DEFAULT;
 	build_gpu_device_classes(b, s);
 	build_exemptions(b, s);
 }

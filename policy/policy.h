@@ -129,6 +129,9 @@ struct policy_class {
 	const char *topology_key;         /* NULL when no topology rule */
 	const char *priority_class_name;  /* NULL when absent */
 	bool preemptible;
+	/* gang: a Job of it starts all or nothing (SPEC section 9,
+	 * policy/gang.h). */
+	bool gang;
 };
 
 /* No limit, for borrowing_limit and lending_limit. */
@@ -167,6 +170,17 @@ struct policy_tenant {
 	size_t n_quota;
 };
 
+/* settings.gangStart (SPEC section 9): auto takes the first route the
+ * cluster serves; the others force one (podgroup is route 2); off: none. */
+enum policy_gang_start {
+	POLICY_GANG_AUTO,
+	POLICY_GANG_WORKLOAD,
+	POLICY_GANG_PODGROUP,
+	POLICY_GANG_GATES,
+	POLICY_GANG_OFF,
+};
+#define POLICY_GANG_TIMEOUT_DEFAULT 300
+
 struct policy_settings {
 	const char *class_label;
 	const char *gpus_label;
@@ -184,6 +198,11 @@ struct policy_settings {
 	size_t n_exempt_namespaces;
 	const char *const *exempt_service_accounts;
 	size_t n_exempt_service_accounts;
+	/* gangStart: which route gang start takes (SPEC section 9). */
+	enum policy_gang_start gang_start;
+	/* gangTimeoutSeconds: a gang released by route gates whose pods are
+	 * not all running after this long is gated again. */
+	int64_t gang_timeout_seconds;
 };
 
 /*

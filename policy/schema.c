@@ -54,6 +54,11 @@ static const cyaml_strval_t reclaim_strings[] = {
 static const cyaml_strval_t raw_strings[] = {
 	{"reject", 0}, {"allow", 1},
 };
+static const cyaml_strval_t gang_start_strings[] = {
+	{"auto", 0}, {"workload", 1}, {"podgroup", 2}, {"gates", 3},
+	{"off", 4}, /* enum policy_gang_start */
+};
+
 static const cyaml_strval_t admission_warnings_strings[] = {
 	{"problems", 0}, {"all", 1}, /* enum policy_admission_warnings */
 };
@@ -114,6 +119,11 @@ static const cyaml_schema_field_t settings_fields[] = {
 	/* Present, even empty ({}): exactly what it lists. */
 	CYAML_FIELD_MAPPING_PTR("exemptions", CYAML_FLAG_OPTIONAL,
 				struct src_settings, exemptions, exemptions_fields),
+	CYAML_FIELD_ENUM("gangStart", CYAML_FLAG_OPTIONAL, struct src_settings,
+			 gangStart, gang_start_strings,
+			 CYAML_ARRAY_LEN(gang_start_strings)),
+	CYAML_FIELD_INT_PTR("gangTimeoutSeconds", CYAML_FLAG_OPTIONAL,
+			    struct src_settings, gangTimeoutSeconds),
 	CYAML_FIELD_END,
 };
 
@@ -195,6 +205,7 @@ static const cyaml_schema_field_t class_fields[] = {
 			       NAME_MAX_LEN),
 	CYAML_FIELD_BOOL("preemptible", CYAML_FLAG_OPTIONAL, struct src_class,
 			 preemptible),
+	CYAML_FIELD_BOOL("gang", CYAML_FLAG_OPTIONAL, struct src_class, gang),
 	CYAML_FIELD_END,
 };
 static const cyaml_schema_value_t class_entry = {

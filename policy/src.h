@@ -68,6 +68,7 @@ struct src_class {
 	struct src_topology *topology;
 	char *priorityClassName;
 	bool preemptible;
+	bool gang;
 };
 
 struct src_quota {
@@ -114,6 +115,8 @@ struct src_settings {
 	char **gpuDeviceClassNames;
 	unsigned gpuDeviceClassNames_count;
 	struct src_exemptions *exemptions; /* NULL: the default list */
+	int gangStart;                 /* enum policy_gang_start */
+	int64_t *gangTimeoutSeconds;
 };
 
 struct src_checkpoint_claim {

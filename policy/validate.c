@@ -153,6 +153,13 @@ static void check_settings(struct vctx *v)
 		   s->gpusLabel ? s->gpusLabel : "gpugate.io/gpus") == 0)
 		err(v, srcpos_line(v->pos, "settings.gpusLabel"),
 		    "settings: classLabel and gpusLabel must be different keys");
+	if (s->gangTimeoutSeconds &&
+	    (*s->gangTimeoutSeconds < 10 ||
+	     *s->gangTimeoutSeconds > POLICY_MAX_GRACE_SECONDS))
+		err(v, srcpos_line(v->pos, "settings.gangTimeoutSeconds"),
+		    "settings: gangTimeoutSeconds %" PRId64
+		    " must be between 10 and %d",
+		    *s->gangTimeoutSeconds, POLICY_MAX_GRACE_SECONDS);
 	check_gpu_device_classes(v, s);
 }
 

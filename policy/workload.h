@@ -162,6 +162,10 @@ struct wl_pod {
 	/* spec.serviceAccountName (else the deprecated spec.serviceAccount);
 	 * NULL when absent: "default". */
 	const char *service_account;
+	/* spec.schedulerName; NULL when absent (the default scheduler). */
+	const char *scheduler_name;
+	/* spec.schedulingGroup.podGroupName; NULL when absent. */
+	const char *pod_group_name;
 };
 
 struct workload {
@@ -194,6 +198,11 @@ struct workload {
 	bool job_suspended;        /* spec.suspend: its pods are gone */
 	size_t n_failure_rules;    /* spec.podFailurePolicy.rules */
 	bool has_disruption_rule;  /* an Ignore rule on DisruptionTarget */
+	/* spec.scheduling (workload-aware scheduling, policy/gang.h): present
+	 * at all; its schedulingPolicy is gang; gang.minCount (0: absent). */
+	bool has_scheduling;
+	bool scheduling_gang;
+	int64_t gang_min_count;
 
 	/* WL_TEMPLATE only. */
 	/* The pods it runs at once, as def->pods counts them: spec.replicas
