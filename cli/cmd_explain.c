@@ -72,6 +72,9 @@ struct run {
 	/* --kubeconfig without the right to list the cluster: usage is what
 	 * the GPUQuota objects of this namespace say; else NULL. */
 	const char *quota_ns;
+	/* What the cluster serves for gang start (policy/gang.h): without
+	 * --kubeconfig, gpugate's own controller only (route gates). */
+	unsigned gang_served;
 	json_t *results;              /* -o json|yaml */
 	unsigned count[V_N];
 	int status;                   /* the highest exit status so far */
@@ -298,6 +301,25 @@ static bool warns(const struct decision *dec, const char *text)
  * prints when a phase (this one, or later, the /validate that follows; NULL
  * when none) carries it, else under the phase.
  */
+static void print_gang(const struct run *run, const struct decision *dec)
+{
+	static const char *const starts[] = {
+		[POLICY_GANG_AUTO] = "auto", [POLICY_GANG_WORKLOAD] = "workload",
+		[POLICY_GANG_PODGROUP] = "podgroup", [POLICY_GANG_GATES] = "gates",
+		[POLICY_GANG_OFF] = "off",
+	};
+	const char *why = strstr(dec->plan.decision, "; gang start ");
+
+	printf("gang start %s (settings.gangStart %s; %s)\n",
+	       dec->plan.gang_route != GANG_NONE ? gang_route_name(dec->plan.gang_route)
+	       : why				 ? why + strlen("; gang start ")
+						 : "none",
+	       starts[policy_settings(run->p)->gang_start],
+	       run->gang_served & GANG_SERVES_KNOWN
+		       ? "routes the cluster serves asked"
+		       : "the cluster not asked: gpugate's own gate");
+}
+
 static void print_decision(const char *phase, const struct evaluation *ev,
 			   const struct evaluation *later)
 {
@@ -354,6 +376,8 @@ static void print_mapping(const struct run *run, const struct outcome *oc)
 		       : run->usage  ? "the cluster's usage"
 				     : "empty usage",
 		       run->quota_ns ? run->quota_ns : "");
+	if (dec->allowed && dec->cls->gang && oc->mut.wl.kind == WL_JOB)
+		print_gang(run, dec);
 	/* The checkpoint plan is made only for what is admitted. */
 	if (dec->allowed)
 		printf("preempt    %s%s\n",
@@ -363,6 +387,7 @@ static void print_mapping(const struct run *run, const struct outcome *oc)
 		       dec->plan.no_volume ? ", without the checkpoint volume" : "");
 }
 
+/* How a Job of a gang class starts (SPEC section 9). */
 static void print_patch(const json_t *patch)
 {
 	size_t i;
@@ -636,6 +661,7 @@ static void explain_object(struct run *run, const char *source, size_t doc,
 
 	evaluation_init(&oc.mut);
 	evaluation_init(&oc.val);
+	oc.mut.gang_served = oc.val.gang_served = run->gang_served;
 	oc.obj = obj;
 	oc.api = json_string_value(json_object_get(obj, "apiVersion"));
 	oc.kind = json_string_value(json_object_get(obj, "kind"));
@@ -810,7 +836,7 @@ static int quota_fallback(const struct kube_config *kube, const char *ns,
 int cmd_explain(const struct args_call *call, int argc, char **argv)
 {
 	const char *policy_path = NULL, *kubeconfig = NULL;
-	struct run run = {.status = EXPLAIN_ADMITTED};
+	struct run run = {.status = EXPLAIN_ADMITTED, .gang_served = GANG_SERVES_CONTROLLER};
 	struct kube_config kube = {0};
 	struct holder *holder = NULL;
 	struct snapshot snap = {0};

@@ -77,6 +77,11 @@ struct daemon {
 	atomic_int gate_state;            /* what memory_gate last logged */
 	char identity[254];
 	char namespace[64];
+	/* Gang start: what the cluster serves (the gang-probe controller
+	 * writes it, the webhook reads it) and who gpugate is to the
+	 * apiserver ("": not known). */
+	_Atomic unsigned gang_served;
+	char self_user[256];
 	struct timespec last_prune;
 	struct watched policy_file, cert_file, key_file;
 	struct holder *holder;
@@ -103,6 +108,43 @@ static bool changed(struct watched *w)
 	w->st = st;
 	w->known = true;
 	return diff;
+}
+
+/*
+ * Who gpugate is to the apiserver (a SelfSubjectReview, which every
+ * authenticated user may create): only gpugate takes its gang gate off a
+ * pod (policy/decide-gang.c).  Not known (logged): only a ServiceAccount
+ * of gpugate's namespace may.
+ */
+static void whoami(struct daemon *dm)
+{
+	static const char review[] =
+		"{\"apiVersion\":\"authentication.k8s.io/v1\","
+		"\"kind\":\"SelfSubjectReview\"}";
+	json_t *body = json_loads(review, 0, NULL), *out = NULL;
+	struct kube *k;
+	struct diag d;
+	const char *u;
+	int st = -1;
+
+	diag_init(&d);
+	k = kube_new(&dm->kube, &d);
+	if (k && body)
+		st = kube_create(k, "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+				 body, 5000, &out, &d);
+	u = json_string_value(json_object_get(
+		json_object_get(json_object_get(out, "status"), "userInfo"), "username"));
+	if (u && strlen(u) < sizeof(dm->self_user)) {
+		snprintf(dm->self_user, sizeof(dm->self_user), "%s", u);
+		log_event(LOG_INFO, "msg=\"gpugate acts as\" user=\"%s\"", u);
+	} else {
+		log_event(LOG_WARN, "msg=\"who gpugate is not known\" status=%d "
+				    "detail=\"only ServiceAccounts of gpugate's namespace "
+				    "may release gang gates\"", st);
+	}
+	json_decref(out);
+	json_decref(body);
+	kube_free(k);
 }
 
 /* ---- the certificate pair ---------------------------------------------- */
@@ -647,6 +689,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		fc.run = pod_run_cb;
 		if (feed_start(&fc, &dm->feed, d) < 0)
 			goto fail;
+		whoami(dm);
 		if (start_controllers(dm, d) < 0)
 			goto fail;
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
@@ -665,6 +708,9 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	dm->handler.inventory = dm->inventory;
 	dm->handler.priorities = dm->priorities;
 	dm->handler.pvcs = dm->pvcs;
+	dm->handler.gang_served = &dm->gang_served;
+	dm->handler.self_user = dm->self_user[0] ? dm->self_user : NULL;
+	dm->handler.self_namespace = dm->namespace[0] ? dm->namespace : NULL;
 	if (dm->parents) {
 		dm->parent_source = (struct handler_parents){parents_get, dm->parents};
 		dm->handler.parents = &dm->parent_source;

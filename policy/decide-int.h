@@ -128,6 +128,22 @@ void decide_add_success(struct ctx *c, char *head, const char *tail);
  * says of what it admits. */
 void decide_finish(struct ctx *c);
 
+/* ---- decide-gang.c ----------------------------------------------------- */
+
+/*
+ * The gang-start route of Job wl of class cls (policy/gang.h), with
+ * served what the cluster serves; gang_id is the Job's gang id.  GANG_NONE
+ * with why ("none (one pod)", "left to scheduler X", ...) or why "" when
+ * the class has no gang.
+ */
+enum gang_route decide_gang_route(const struct policy *p, const struct policy_class *cls,
+				  const struct workload *wl, unsigned served,
+				  const char *gang_id, char *why, size_t size);
+/* The gang part of the plan at /mutate (a Job's route; a pod's gate). */
+void decide_gang_plan(struct ctx *c);
+/* /validate: what would start part of a gang early.  True when final. */
+bool decide_gang_guard(struct ctx *c);
+
 /* ---- decide.c ---------------------------------------------------------- */
 
 /* The usage store could not decide: denied in every mode (rule "quota"). */

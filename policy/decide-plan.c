@@ -541,6 +541,7 @@ static void plan_mapping(struct ctx *c)
 			 " for tenant ", c->out->tenant->name, "; ", pos, NULL);
 
 	text_clean(pl->decision);
+	decide_gang_plan(c);
 	/* A Job's pod carries its Job's decision from the template: the Job
 	 * holds the quota, the pod is not judged again. */
 	pl->keep_decision =

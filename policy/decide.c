@@ -210,6 +210,9 @@ static void judge(struct ctx *c)
 	struct decision *out = c->out;
 	const char *class_name, *raw = NULL;
 
+	if (c->in->phase == DECIDE_VALIDATE && wl->op == WL_CREATE &&
+	    decide_gang_guard(c))
+		return;
 	class_name = class_of(c);
 	if (out->violation) {
 		/* class-conflict: nothing to map */
@@ -326,6 +329,8 @@ static void decide_update(struct ctx *c)
 	check_stamps_unchanged(c);
 	if (!out->violation && wl->kind == WL_POD)
 		check_controller_uid_unchanged(c);
+	if (!out->violation)
+		decide_gang_guard(c);
 	/* Where a pod may run can change after its creation: tolerations may
 	 * be added to any pod, and a gated pod's nodeSelector and affinity
 	 * set before its gates are removed.  It is held to the security rules

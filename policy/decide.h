@@ -120,6 +120,11 @@ struct decide_input {
 	/* What the cluster serves for gang start (GANG_SERVES_* of
 	 * policy/gang.h); 0: nothing is known. */
 	unsigned gang_served;
+	/* Who gpugate is to the apiserver (its username; NULL: not known)
+	 * and its namespace (NULL: not known): only gpugate takes its gang
+	 * gate off a pod. */
+	const char *self_user;
+	const char *self_namespace;
 };
 
 /*

@@ -20,6 +20,17 @@ const char *gang_route_name(enum gang_route r)
 		       : "none";
 }
 
+enum gang_route gang_auto_route(unsigned served)
+{
+	if (served & GANG_SERVES_JOB_SCHEDULING)
+		return GANG_WORKLOAD;
+	if ((served & GANG_SERVES_PODGROUP) && (served & GANG_SERVES_CONTROLLER))
+		return GANG_PODGROUP;
+	if (served & GANG_SERVES_CONTROLLER)
+		return GANG_GATES;
+	return GANG_NONE;
+}
+
 bool gang_route_parse(const char *s, enum gang_route *out)
 {
 	for (size_t i = 0; s && i < sizeof(route_names) / sizeof(route_names[0]); i++)

@@ -67,4 +67,9 @@ enum {
 	GANG_SERVES_CONTROLLER = 1u << 4,
 };
 
+/* The route settings.gangStart auto takes with what is served: workload
+ * when the Job field is kept, else podgroup when it is served and gpugate
+ * runs its controller, else gates when it does, else none. */
+enum gang_route gang_auto_route(unsigned served);
+
 #endif

@@ -88,6 +88,10 @@ static const struct rules_row table[RULES__COUNT] = {
 				  "a ResourceClaim asks for a count of GPU devices, "
 				  "not all of a class",
 				  USERS, "gpus-through-dra-resourceclaims"},
+	[RULES_GANG] = {"gang",
+			"a gang starts all at once: its gate, its minCount and "
+			"its route are gpugate's, and its pods do not name a node",
+			USERS, "gang-start-all-or-nothing"},
 };
 
 const struct rules_row *rules_row(enum rules_id r)

@@ -177,6 +177,8 @@ struct workload {
 	enum wl_op op;
 	bool dry_run;
 	const char *request_uid;
+	/* request.userInfo.username: who asks; NULL when absent. */
+	const char *user;
 	const char *namespace;
 	const char *name;          /* "" on CREATE with generateName */
 	const char *uid;           /* metadata.uid; "" at /mutate on CREATE */

@@ -555,6 +555,56 @@ static void failure_rule(struct ap *a, json_t *job_spec)
 		   NULL));
 }
 
+/*
+ * Gang start (policy/gang.h): the route stamp on the Job and its
+ * template, and what the route writes, each only where absent (the
+ * decision already left alone a Job someone else starts); a Job's pod on
+ * route gates gets the gate its template gave it.
+ */
+static void map_gang(struct ap *a, json_t *object, json_t *meta, json_t *pod_meta,
+		     json_t *spec, const struct plan *pl)
+{
+	const char *route = gang_route_name(pl->gang_route);
+	json_t *job_spec = jget(object, "spec"), *gates, *item;
+	size_t i;
+
+	if (pl->gang_gate || pl->gang_route == GANG_GATES) {
+		gates = ensure_array(a, spec, "schedulingGates");
+		json_array_foreach(gates, i, item)
+			if (json_is_string(jget(item, "name")) &&
+			    strcmp(json_string_value(jget(item, "name")), GANG_GATE) == 0)
+				break;
+		if (gates && i == json_array_size(gates))
+			append(a, gates, obj("name", json_string(GANG_GATE), NULL));
+	}
+	if (pl->gang_route == GANG_NONE)
+		return;
+	set_string(a, ensure_object(a, meta, "annotations"), STAMP_GANG_ROUTE, route);
+	set_string(a, ensure_object(a, pod_meta, "annotations"), STAMP_GANG_ROUTE, route);
+	if (pl->gang_route == GANG_PODGROUP &&
+	    !jget(jget(spec, "schedulingGroup"), "podGroupName"))
+		set_string(a, ensure_object(a, spec, "schedulingGroup"), "podGroupName",
+			   pl->gang);
+	if (pl->gang_route == GANG_WORKLOAD && json_is_object(job_spec) &&
+	    !jget(job_spec, "scheduling")) {
+		json_t *sch = obj("schedulingPolicy",
+				  obj("gang", obj("minCount", json_integer(pl->gang_pods),
+						  NULL),
+				      NULL),
+				  NULL);
+
+		if (sch && pl->gang_topology && pl->topology_key &&
+		    json_object_set_new(sch, "schedulingConstraints",
+					obj("topology",
+					    list_of(obj("key", json_string(pl->topology_key),
+							NULL)),
+					    NULL)) < 0)
+			oom(a);
+		if (!sch || json_object_set_new(job_spec, "scheduling", sch) < 0)
+			oom(a);
+	}
+}
+
 int apply_plan(json_t *object, const struct workload *wl,
 	       const struct plan *pl, const struct policy *p, struct diag *d)
 {
@@ -618,6 +668,8 @@ int apply_plan(json_t *object, const struct workload *wl,
 	}
 	if (pl->topology != POLICY_TOPOLOGY_NONE)
 		map_topology(&a, spec, pl);
+	if (pl->gang_route != GANG_NONE || pl->gang_gate)
+		map_gang(&a, object, meta, pod_meta, spec, pl);
 	if (pl->checkpoint)
 		checkpoint(&a, spec, gpu_ct, pl, p);
 	else if (pl->cap_grace)
@@ -678,6 +730,8 @@ static void own_pod_spec(struct cow *w, json_t *spec)
 	own(w, spec, "nodeSelector");
 	own(w, spec, "tolerations");
 	own(w, spec, "volumes");
+	own(w, spec, "schedulingGates");
+	own(w, spec, "schedulingGroup");
 	aff = own(w, spec, "affinity");
 	pa = own(w, aff, "podAffinity");
 	own(w, pa, "requiredDuringSchedulingIgnoredDuringExecution");

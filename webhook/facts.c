@@ -470,6 +470,9 @@ static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 		pod->service_account = string(x, spec, "serviceAccount", spath);
 	tolerations(x, spec, pod);
 	scheduling_gates(x, spec, pod);
+	pod->scheduler_name = string(x, spec, "schedulerName", spath);
+	pod->pod_group_name = json_string_value(
+		jget(jget(spec, "schedulingGroup"), "podGroupName"));
 }
 
 static void owner_job(struct fx *x, const json_t *meta, struct workload *wl)
@@ -599,6 +602,26 @@ static void template_facts(struct fx *x, const json_t *object, const json_t *met
 	}
 }
 
+/* spec.scheduling (workload-aware scheduling, policy/gang.h): read
+ * leniently; the apiserver validated it (a minCount that is not a
+ * positive number reads as absent). */
+static void job_scheduling(const json_t *spec, struct workload *wl)
+{
+	const json_t *sch = jget(spec, "scheduling");
+	const json_t *gang, *min;
+
+	if (!sch || json_is_null(sch))
+		return;
+	wl->has_scheduling = true;
+	gang = jget(jget(sch, "schedulingPolicy"), "gang");
+	if (!gang || json_is_null(gang))
+		return;
+	wl->scheduling_gang = true;
+	min = jget(gang, "minCount");
+	if (json_is_integer(min) && json_integer_value(min) > 0)
+		wl->gang_min_count = json_integer_value(min);
+}
+
 static void job_facts(struct fx *x, const json_t *spec, const json_t *status,
 		      struct workload *wl)
 {
@@ -625,6 +648,7 @@ static void job_facts(struct fx *x, const json_t *spec, const json_t *status,
 		}
 	}
 	wl->job_suspended = spec && json_is_true(jget(spec, "suspend"));
+	job_scheduling(spec, wl);
 	pfp = member(x, spec, "podFailurePolicy", JSON_OBJECT, "spec");
 	rules = member(x, pfp, "rules", JSON_ARRAY, "spec.podFailurePolicy");
 	if (rules) {

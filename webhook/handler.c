@@ -74,6 +74,7 @@ static int extract(const struct review *rv, const json_t *obj,
 	ev->wl.op = rv->op;
 	ev->wl.dry_run = rv->dry_run;
 	ev->wl.request_uid = rv->uid;
+	ev->wl.user = rv->user;
 	ev->wl.namespace = rv->namespace;
 	ev->wl.name = rv->name;
 	ev->wl.uid = "";
@@ -323,6 +324,9 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		.pvcs = ev->pvcs,
 		.pool = inv ? &pool : NULL,
 		.nodes = inv ? &nodes : NULL,
+		.gang_served = ev->gang_served,
+		.self_user = ev->self_user,
+		.self_namespace = ev->self_namespace,
 	};
 	bool debug = is_ephemeral_update(rv, ep);
 	bool status = is_status_update(rv, ep);
@@ -556,6 +560,9 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 		pvcs_view(h->pvcs, &claims);
 		ev.pvcs = &claims;
 	}
+	ev.gang_served = h->gang_served ? *h->gang_served : 0;
+	ev.self_user = h->self_user;
+	ev.self_namespace = h->self_namespace;
 	if ((h->read_all ? review_decode_all : review_decode)(body, len, &rv, err,
 							   sizeof(err)) < 0) {
 		snprintf(msg, sizeof(msg), "gpugate: bad request: %s", err);

@@ -52,6 +52,11 @@ struct evaluation {
 	char parent_error[256];
 	/* In: may this replica decide quota (NULL: always)? */
 	const struct handler_quota_gate *quota_gate;
+	/* In: gang start (decide_input's gang_served, self_user,
+	 * self_namespace; 0 and NULL: nothing known). */
+	unsigned gang_served;
+	const char *self_user;
+	const char *self_namespace;
 	struct arena arena;       /* the workload's arrays */
 	struct workload wl;
 	struct workload old;      /* UPDATE: the object before */
@@ -110,6 +115,13 @@ struct handler {
 	const struct handler_parents *parents;
 	/* May this replica decide quota now?  NULL: always. */
 	const struct handler_quota_gate *quota_gate;
+	/* Gang start (policy/gang.h): what the cluster serves, as the probe
+	 * (controllers/gang-probe.h) last found it (NULL: nothing known);
+	 * who gpugate is to the apiserver (its username, NULL: not known)
+	 * and its namespace: only gpugate takes its gang gate off a pod. */
+	const _Atomic unsigned *gang_served;
+	const char *self_user;
+	const char *self_namespace;
 	/* Build the whole review, even the parts no rule reads
 	 * (review_decode_all()): for tests that compare the two. */
 	bool read_all;

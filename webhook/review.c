@@ -41,7 +41,7 @@ static const struct kind_def *kind_of(const json_t *gvk)
 /*
  * What gpugate never reads is checked to be JSON but not built, and left
  * out of its object: the objects' managedFields, about a third of a review,
- * in small objects; the request's userInfo, options and resource
+ * in small objects; the request's userInfo (but its username), options and resource
  * descriptions (request.kind is what says what the object is; a scale
  * subresource request, which needs request.resource to know what it
  * scales, is decoded again whole: it is rare and small); and, in a
@@ -67,14 +67,15 @@ static const struct kind_def *kind_of(const json_t *gvk)
 	spec "/volumes/[]/projected|configMap|secret|emptyDir|"                  \
 	     "persistentVolumeClaim|csi|ephemeral|nfs|image",                    \
 	spec "/dnsPolicy|dnsConfig|"                                             \
-	     "automountServiceAccountToken|schedulerName|enableServiceLinks|"    \
+	     "automountServiceAccountToken|enableServiceLinks|"                  \
 	     "imagePullSecrets|readinessGates|topologySpreadConstraints|"        \
 	     "hostAliases|securityContext|hostname|subdomain|"                   \
 	     "resourceClaims|os"
 
 static const char *const unread[] = {
 	"request/object|oldObject/metadata/managedFields",
-	"request/userInfo|options|resource|requestKind|requestResource",
+	"request/userInfo/uid|groups|extra",
+	"request/options|resource|requestKind|requestResource",
 	UNREAD_POD_SPEC("request/object|oldObject/spec"),
 	UNREAD_POD_SPEC("request/object|oldObject/spec/template/spec"),
 	NULL,
@@ -187,6 +188,7 @@ static int decode(const char *body, size_t len, struct review *rv,
 		rv->resource_group = str_or_empty(res, "group");
 		rv->resource = str_or_empty(res, "resource");
 	}
+	rv->user = json_string_value(jget(jget(req, "userInfo"), "username"));
 	dry = jget(req, "dryRun");
 	rv->dry_run = dry && json_is_true(dry);
 	rv->object = jget(req, "object");

@@ -37,6 +37,7 @@ struct review {
 	const char *resource_group;
 	const char *resource;
 	bool dry_run;
+	const char *user;        /* request.userInfo.username, NULL when absent */
 	json_t *object;          /* borrowed from root; NULL when absent */
 	json_t *old_object;      /* borrowed from root; NULL when absent */
 };

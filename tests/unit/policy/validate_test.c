@@ -383,6 +383,15 @@ static struct bad_case bad_cases[] = {
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\ncheckpoint:\n"
 	 "  timeoutSeconds: 0\n",
 	 "t.yaml:6: checkpoint: timeoutSeconds 0 must be between 1 and 86400\n"},
+	{"gang settings",
+	 "version: 1\nsettings:\n  gangStart: later\n  gangTimeoutSeconds: 5\n"
+	 "flavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:3: settings.gangStart: \"later\" is not one of: auto, workload, "
+	 "podgroup, gates, off\n"},
+	{"gang timeout",
+	 "version: 1\nsettings:\n  gangTimeoutSeconds: 5\n"
+	 "flavors: []\nclasses: []\ntenants: []\n",
+	 "t.yaml:3: settings: gangTimeoutSeconds 5 must be between 10 and 86400\n"},
 	{"second quota entry",
 	 HEAD "tenants:\n  - name: t\n    namespaces: [a]\n"
 	      "    quota:\n      - {flavor: h100, nominal: 4}\n"
