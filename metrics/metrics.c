@@ -56,6 +56,8 @@ struct metrics {
 	uint64_t reclaims[METRICS__RECLAIMS];
 	double reclaim_wait_sum;
 	uint64_t reclaim_waits;
+	/* The route auto picks, + 1 (0: never pushed). */
+	atomic_int gang_route;
 };
 
 static const char *const endpoint_names[] = {"mutate", "validate"};
@@ -194,6 +196,29 @@ void metrics_reclaim_released(struct metrics *m, bool reported, double wait_seco
 	m->reclaim_wait_sum += wait_seconds;
 	m->reclaim_waits++;
 	pthread_mutex_unlock(&m->reclaims_mu);
+}
+
+void metrics_gang_route(struct metrics *m, enum gang_route r)
+{
+	if (m)
+		atomic_store(&m->gang_route, (int)r + 1);
+}
+
+static void render_gang_route(struct strbuf *sb, struct metrics *m)
+{
+	static const enum gang_route routes[] = {GANG_WORKLOAD, GANG_PODGROUP,
+						 GANG_GATES};
+	int now = atomic_load(&m->gang_route);
+
+	if (!now)
+		return;
+	strbuf_addf(sb, "# HELP gpugate_gang_route The route of gang start that "
+			"settings.gangStart auto picks from what the cluster "
+			"serves (1), the others 0.\n"
+			"# TYPE gpugate_gang_route gauge\n");
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		strbuf_addf(sb, "gpugate_gang_route{route=\"%s\"} %d\n",
+			    gang_route_name(routes[i]), (int)routes[i] + 1 == now);
 }
 
 static uint64_t load(atomic_uint_fast64_t *v)
@@ -505,6 +530,7 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 		    (unsigned long long)load(&m->policy_reloads[0]),
 		    (unsigned long long)load(&m->cert_reloads[1]),
 		    (unsigned long long)load(&m->cert_reloads[0]));
+	render_gang_route(&sb, m);
 	if (st) {
 		render_state(&sb, m, st);
 		if (st->workers)

@@ -15,6 +15,8 @@
 #ifndef GPUGATE_METRICS_H
 #define GPUGATE_METRICS_H
 
+#include "policy/gang.h"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -69,6 +71,15 @@ void metrics_reclaim(struct metrics *m, enum metrics_reclaim step);
  * wait_seconds (from its checkpoint request; 0 when unknown) observed,
  * all at once (a scrape sees none or all of it). */
 void metrics_reclaim_released(struct metrics *m, bool reported, double wait_seconds);
+
+/*
+ * gpugate_gang_route{route}: 1 for the route settings.gangStart auto picks
+ * now (policy/gang.h, gang_auto_route(); GANG_NONE: none), 0 for the
+ * others (workload, podgroup, gates).  Pushed by the gang-start probe
+ * (controllers/gang-probe.h) as it learns what the cluster serves; the
+ * family is written once pushed.  Any thread; m NULL: nothing.
+ */
+void metrics_gang_route(struct metrics *m, enum gang_route r);
 
 struct inventory;
 struct meter;

@@ -233,3 +233,36 @@ Test(metrics, reclaims_pushed_by_the_reclaimer)
 	free(text);
 	metrics_free(m);
 }
+
+/* The gang-start probe pushes the route auto picks; written once pushed,
+ * one line per route, 1 for the one picked. */
+Test(metrics, the_gang_route_pushed_by_the_probe)
+{
+	struct metrics *m = metrics_new();
+	char *text = render(m, NULL);
+
+	cr_assert_null(strstr(text, "gpugate_gang_route"), "no probe: no lines");
+	free(text);
+	metrics_gang_route(NULL, GANG_GATES); /* no sink: a no-op */
+	metrics_gang_route(m, GANG_GATES);
+	text = render(m, NULL);
+	cr_assert(strstr(text, "# TYPE gpugate_gang_route gauge\n"
+			       "gpugate_gang_route{route=\"workload\"} 0\n"
+			       "gpugate_gang_route{route=\"podgroup\"} 0\n"
+			       "gpugate_gang_route{route=\"gates\"} 1\n"),
+		  "%s", text);
+	free(text);
+	metrics_gang_route(m, GANG_WORKLOAD);
+	text = render(m, NULL);
+	cr_assert(strstr(text, "gpugate_gang_route{route=\"workload\"} 1\n"
+			       "gpugate_gang_route{route=\"podgroup\"} 0\n"
+			       "gpugate_gang_route{route=\"gates\"} 0\n"));
+	free(text);
+	metrics_gang_route(m, GANG_NONE);
+	text = render(m, NULL);
+	cr_assert(strstr(text, "gpugate_gang_route{route=\"workload\"} 0\n"
+			       "gpugate_gang_route{route=\"podgroup\"} 0\n"
+			       "gpugate_gang_route{route=\"gates\"} 0\n"));
+	free(text);
+	metrics_free(m);
+}
