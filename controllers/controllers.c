@@ -4,6 +4,8 @@
 #include "base/diag.h"
 #include "controllers/claim-sync.h"
 #include "controllers/class-sync.h"
+#include "controllers/gang-groups.h"
+#include "controllers/gang-probe.h"
 #include "controllers/quota-sync.h"
 #include "controllers/reclaimer.h"
 #include "controllers/waiter.h"
@@ -132,6 +134,47 @@ static void claim_sync_row_stop(void *c)
 	claim_sync_stop(c);
 }
 
+/* Every replica: its webhook reads the answer. */
+static int gang_probe_row_start(const struct controller_deps *deps, void **out,
+				struct diag *d)
+{
+	struct gang_probe *p = NULL;
+	struct gang_probe_config c = {
+		.kube = deps->kube, .policy = deps->policy, .metrics = deps->metrics,
+		.namespace = deps->namespace, .served = deps->gang_served,
+	};
+	int rc = gang_probe_start(&c, &p, d);
+
+	*out = p;
+	return rc;
+}
+
+static void gang_probe_row_stop(void *c)
+{
+	gang_probe_stop(c);
+}
+
+/* Idle while the cluster serves no PodGroup or no class is a gang. */
+static int gang_groups_row_start(const struct controller_deps *deps, void **out,
+				 struct diag *d)
+{
+	struct gang_groups *g = NULL;
+	struct gang_groups_config c = {
+		.kube = deps->kube, .policy = deps->policy,
+		.served = deps->gang_served, .identity = deps->identity,
+		.leading = deps->leading, .leading_ctx = deps->ctx,
+	};
+	int rc = gang_groups_start(&c, &g, d);
+
+	*out = g;
+	return rc;
+}
+
+static void gang_groups_row_stop(void *c)
+{
+	gang_groups_stop(c);
+}
+
 const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	{"waiter",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
@@ -151,16 +194,25 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	{"claim-sync",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_PVCS,
 	 true, NULL, claim_sync_row_start, claim_sync_row_stop},
+	{"gang-probe",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_METRICS |
+		 CONTROLLER_NEEDS_NAMESPACE | CONTROLLER_NEEDS_GANG_SERVED,
+	 false, NULL, gang_probe_row_start, gang_probe_row_stop},
+	{"gang-groups",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_IDENTITY |
+		 CONTROLLER_NEEDS_GANG_SERVED,
+	 true, NULL, gang_groups_row_start, gang_groups_row_stop},
 };
 
-_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 5,
+_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 7,
 	       "CONTROLLERS_COUNT rows, no empty one");
 
 /* ---- the walk's helpers ------------------------------------------------ */
 
-static const char *const need_names[] = {"kube",     "policy",   "usage",
-					 "inventory", "pvcs",   "metrics",
-					 "identity", "namespace", "synced"};
+static const char *const need_names[] = {"kube",     "policy",    "usage",
+					 "inventory", "pvcs",    "metrics",
+					 "identity", "namespace", "synced",
+					 "gang-served"};
 
 unsigned controller_missing(const struct controller *c,
 			    const struct controller_deps *deps)
@@ -169,6 +221,7 @@ unsigned controller_missing(const struct controller *c,
 		deps->kube != NULL,      deps->policy != NULL,   deps->usage != NULL,
 		deps->inventory != NULL, deps->pvcs != NULL,     deps->metrics != NULL,
 		deps->identity != NULL,  deps->namespace != NULL, deps->synced != NULL,
+		deps->gang_served != NULL,
 	};
 	unsigned missing = 0;
 

@@ -22,12 +22,19 @@
  *   quota-sync  the GPUQuota objects (controllers/quota-sync.h); off with
  *               --no-gpuquotas
  *   claim-sync  the checkpoint claims (controllers/claim-sync.h)
+ *   gang-probe  what the apiserver serves for gang start, into the bits
+ *               admission reads (controllers/gang-probe.h)
+ *   gang-groups route podgroup's Workload and PodGroup
+ *               (controllers/gang-groups.h)
  *
- * All five write API objects, so all five are leader-only.
+ * All but gang-probe write API objects, so they are leader-only; the
+ * probe writes nothing (its dry runs store nothing) and every replica's
+ * webhook needs its answer.
  */
 #ifndef GPUGATE_CONTROLLERS_H
 #define GPUGATE_CONTROLLERS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -50,6 +57,10 @@ struct controller_deps {
 	struct metrics *metrics;         /* where counters are pushed */
 	const char *identity;            /* this replica (Events' reportingInstance) */
 	const char *namespace;           /* gpugate's own namespace */
+	/* What the cluster serves for gang start (GANG_SERVES_* of
+	 * policy/gang.h): the probe writes it, admission and gang-groups
+	 * read it. */
+	_Atomic unsigned *gang_served;
 	/* This replica leads (holds the Lease); NULL: it is the only one. */
 	bool (*leading)(void *ctx);
 	/* The usage was listed from the API. */
@@ -72,6 +83,7 @@ enum controller_needs {
 	CONTROLLER_NEEDS_IDENTITY = 1u << 6,
 	CONTROLLER_NEEDS_NAMESPACE = 1u << 7,
 	CONTROLLER_NEEDS_SYNCED = 1u << 8,
+	CONTROLLER_NEEDS_GANG_SERVED = 1u << 9,
 };
 
 struct controller {
@@ -87,7 +99,7 @@ struct controller {
 };
 
 /* The rows, in start order. */
-#define CONTROLLERS_COUNT 5
+#define CONTROLLERS_COUNT 7
 extern const struct controller controllers_table[CONTROLLERS_COUNT];
 
 /* The needs of c that deps lacks (0: none): which of its pointers are

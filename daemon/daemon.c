@@ -584,6 +584,7 @@ static int start_controllers(struct daemon *dm, struct diag *d)
 		.kube = &dm->kube, .policy = dm->holder, .usage = dm->usage,
 		.inventory = dm->inventory, .pvcs = dm->pvcs, .metrics = dm->metrics,
 		.identity = dm->identity, .namespace = dm->namespace,
+		.gang_served = &dm->gang_served,
 		.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
 		.synced = is_synced, .ctx = dm,
 		.waiting_after_s = dm->cfg.waiting_after_s,

@@ -11,12 +11,16 @@ Test(controllers, the_rows_in_start_order_and_what_they_need)
 	static const struct {
 		const char *name;
 		const char *needs;
+		bool leader_only;
 	} want[CONTROLLERS_COUNT] = {
-		{"waiter", "kube policy usage inventory identity"},
-		{"reclaimer", "kube policy usage metrics identity namespace"},
-		{"class-sync", "kube policy"},
-		{"quota-sync", "kube policy usage inventory synced"},
-		{"claim-sync", "kube policy pvcs"},
+		{"waiter", "kube policy usage inventory identity", true},
+		{"reclaimer", "kube policy usage metrics identity namespace", true},
+		{"class-sync", "kube policy", true},
+		{"quota-sync", "kube policy usage inventory synced", true},
+		{"claim-sync", "kube policy pvcs", true},
+		/* Writes nothing (dry runs); every replica's webhook reads it. */
+		{"gang-probe", "kube policy metrics namespace gang-served", false},
+		{"gang-groups", "kube policy identity gang-served", true},
 	};
 
 	for (size_t i = 0; i < CONTROLLERS_COUNT; i++) {
@@ -26,7 +30,8 @@ Test(controllers, the_rows_in_start_order_and_what_they_need)
 		controller_needs_text(c->needs, needs, sizeof(needs));
 		cr_expect_str_eq(c->name, want[i].name);
 		cr_expect_str_eq(needs, want[i].needs, "%s", c->name);
-		cr_expect(c->leader_only, "%s writes API objects: the leader's", c->name);
+		cr_expect_eq(c->leader_only, want[i].leader_only,
+			     "%s: only what writes API objects is the leader's", c->name);
 		cr_expect(c->start && c->stop);
 	}
 }
@@ -120,4 +125,7 @@ Test(controllers, the_switches_of_gpugate_serve)
 	deps.no_gpuquotas = true;
 	cr_expect_not(controllers_table[3].on(&deps), "--no-gpuquotas");
 	cr_expect_null(controllers_table[4].on, "claim-sync: always (idle while off)");
+	cr_expect_null(controllers_table[5].on, "gang-probe: always");
+	cr_expect_null(controllers_table[6].on, "gang-groups: always (idle without "
+						"PodGroups or gang classes)");
 }
