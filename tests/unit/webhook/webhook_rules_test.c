@@ -349,9 +349,10 @@ static bool has_string(const json_t *list, const char *s)
 	return false;
 }
 
-/* Whether ClusterRole `role` of docs lets gpugate `verb` the kind's resource. */
-static bool allowed(const struct yamljson_doc *docs, size_t n, const char *role,
-		    const struct kind_def *k, const char *verb)
+/* Whether a `type` (ClusterRole, Role) of docs named `role` (NULL: any)
+ * lets gpugate `verb` the kind's resource. */
+static bool allowed_by(const struct yamljson_doc *docs, size_t n, const char *type,
+		       const char *role, const struct kind_def *k, const char *verb)
 {
 	for (size_t d = 0; d < n; d++) {
 		const json_t *doc = docs[d].value;
@@ -359,8 +360,8 @@ static bool allowed(const struct yamljson_doc *docs, size_t n, const char *role,
 		json_t *rule;
 
 		if (!json_is_string(jget(doc, "kind")) ||
-		    strcmp(json_string_value(jget(doc, "kind")), "ClusterRole") != 0 ||
-		    strcmp(str(jget(jget(doc, "metadata"), "name")), role) != 0)
+		    strcmp(json_string_value(jget(doc, "kind")), type) != 0 ||
+		    (role && strcmp(str(jget(jget(doc, "metadata"), "name")), role) != 0))
 			continue;
 		json_array_foreach(jget(doc, "rules"), i, rule)
 			if (has_string(jget(rule, "apiGroups"), k->group) &&
@@ -369,6 +370,41 @@ static bool allowed(const struct yamljson_doc *docs, size_t n, const char *role,
 				return true;
 	}
 	return false;
+}
+
+/* Whether ClusterRole `role` of docs lets gpugate `verb` the kind's resource. */
+static bool allowed(const struct yamljson_doc *docs, size_t n, const char *role,
+		    const struct kind_def *k, const char *verb)
+{
+	return allowed_by(docs, n, "ClusterRole", role, k, verb);
+}
+
+/* Gang start (controllers/gang-probe.h, controllers/gang-groups.h): the
+ * ClusterRole creates, reads and lists Workloads and PodGroups; a Role (in
+ * gpugate's namespace) lets the probe dry-run a Job create. */
+static void check_gang_rbac(const struct yamljson_doc *docs, size_t n, const char *file,
+			    const char *role, const char *shown, struct strbuf *problems)
+{
+	static const struct kind_def objs[] = {
+		{.group = "scheduling.k8s.io", .version = "v1beta1", .resource = "workloads"},
+		{.group = "scheduling.k8s.io", .version = "v1beta1", .resource = "podgroups"},
+	};
+	static const struct kind_def jobs = {.group = "batch", .version = "v1",
+					     .resource = "jobs"};
+	const char *const verbs[] = {"get", "list", "create"};
+
+	for (size_t i = 0; i < 2; i++)
+		for (size_t v = 0; v < 3; v++)
+			if (!allowed(docs, n, role, &objs[i], verbs[v]))
+				strbuf_addf(problems,
+					    "%s: ClusterRole %s: missing %s on %s/%s %s "
+					    "(gang start, route podgroup)\n",
+					    file, shown, verbs[v], objs[i].group,
+					    objs[i].version, objs[i].resource);
+	if (!allowed_by(docs, n, "Role", NULL, &jobs, "create"))
+		strbuf_addf(problems, "%s: no Role: missing create on batch/v1 jobs (the "
+				      "gang-start probe's dry run)\n",
+			    file);
 }
 
 /* file's ClusterRole `role` (shown as `shown`) against the table: "" when
@@ -405,6 +441,7 @@ static char *check_rbac(const char *file, const char *text, size_t len, const ch
 				    file, shown, k->group, k->group[0] ? "/" : "", k->version,
 				    k->resource, k->kind);
 	}
+	check_gang_rbac(docs, n, file, role, shown, &problems);
 	yamljson_docs_free(docs, n);
 	return strbuf_take(&problems, NULL);
 }
