@@ -19,8 +19,8 @@
 
 /* One request: a start waits for it, but no admission does. */
 #define GROUPS_TIMEOUT_MS 10000u
-/* The Jobs handled in one turn; the rest the next. */
-#define GROUPS_MAX 256u
+/* The Jobs read per page of the list. */
+#define GROUPS_PAGE 100u
 
 struct gang_groups {
 	struct gang_groups_config cfg;
@@ -324,42 +324,90 @@ static bool any_gang_class(const struct policy *p)
 	return false;
 }
 
+/* A continue token into a query: anything but [A-Za-z0-9._~-] as %XX
+ * (real tokens are base64url; the escape is for the odd one).  false when
+ * it does not fit. */
+static bool escape_into(char *out, size_t size, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+			     c == '~' || c == '-';
+
+		if (n + (plain ? 1 : 3) >= size)
+			return false;
+		if (plain) {
+			out[n++] = (char)c;
+		} else {
+			out[n++] = '%';
+			out[n++] = hex[c >> 4];
+			out[n++] = hex[c & 15];
+		}
+	}
+	out[n] = '\0';
+	return true;
+}
+
+/*
+ * One round: the stamped Jobs page by page (GROUPS_PAGE at a time, so that
+ * no answer nears the client's cap however many Jobs gpugate mapped), and
+ * gpugate's PodGroups once, only when a page has a Job that wants objects.
+ */
 static void round_once(struct gang_groups *g, const struct policy *p, unsigned served)
 {
-	struct gang_groups_want *want = NULL;
-	json_t *jobs = NULL, *pgs = NULL;
+	struct gang_groups_want *want = calloc(GROUPS_PAGE, sizeof(*want));
+	json_t *pgs = NULL;
+	char cont[1024] = "", path[1400];
 	struct diag d;
-	long n;
 	int failed = 0;
 
 	diag_init(&d);
-	if (kube_get_json(g->w.kube,
-			  "/apis/batch/v1/jobs?labelSelector=" "gpugate.io%2Fgang"
-			  "&resourceVersion=0",
-			  GROUPS_TIMEOUT_MS, &jobs, &d) != 0)
-		goto fail;
-	want = calloc(GROUPS_MAX, sizeof(*want));
 	if (!want) {
 		diag_addf(&d, "out of memory");
 		goto fail;
 	}
-	/* Only when a Job wants objects: the PodGroups gpugate made. */
-	n = gang_groups_plan(jobs, NULL, p, served, want, GROUPS_MAX);
-	if (n > 0 &&
-	    kube_get_json(g->w.kube,
-			  "/apis/scheduling.k8s.io/v1beta1/podgroups?labelSelector="
-			  GANG_GROUPS_OWNER_LABEL "%3D" GANG_GROUPS_OWNER,
-			  GROUPS_TIMEOUT_MS, &pgs, &d) != 0)
-		goto fail;
-	if (n > 0)
-		n = gang_groups_plan(jobs, pgs, p, served, want, GROUPS_MAX);
-	if (n < 0) {
-		diag_addf(&d, "out of memory");
-		goto fail;
-	}
-	for (long i = 0; i < n && !worker_stopping(&g->w); i++)
-		if (create_for(g, &want[i], &d) < 0)
-			failed = 1; /* the others still go */
+	do {
+		json_t *jobs = NULL;
+		const char *next;
+		long n;
+
+		snprintf(path, sizeof(path),
+			 "/apis/batch/v1/jobs?labelSelector=gpugate.io%%2Fgang&limit=%u%s%s",
+			 GROUPS_PAGE, cont[0] ? "&continue=" : "", cont);
+		if (kube_get_json(g->w.kube, path, GROUPS_TIMEOUT_MS, &jobs, &d) != 0)
+			goto fail;
+		n = gang_groups_plan(jobs, NULL, p, served, want, GROUPS_PAGE);
+		if (n > 0 && !pgs &&
+		    kube_get_json(g->w.kube,
+				  "/apis/scheduling.k8s.io/v1beta1/podgroups?labelSelector="
+				  GANG_GROUPS_OWNER_LABEL "%3D" GANG_GROUPS_OWNER,
+				  GROUPS_TIMEOUT_MS, &pgs, &d) != 0) {
+			json_decref(jobs);
+			goto fail;
+		}
+		if (n > 0)
+			n = gang_groups_plan(jobs, pgs, p, served, want, GROUPS_PAGE);
+		if (n < 0)
+			diag_addf(&d, "out of memory");
+		failed |= n < 0;
+		for (long i = 0; i < n && !worker_stopping(&g->w); i++)
+			if (create_for(g, &want[i], &d) < 0)
+				failed = 1; /* the others still go */
+		next = json_string_value(
+			json_object_get(json_object_get(jobs, "metadata"), "continue"));
+		if (next && next[0] && !escape_into(cont, sizeof(cont), next)) {
+			diag_addf(&d, "GET /apis/batch/v1/jobs: continue token too long");
+			failed = 1;
+			next = NULL;
+		}
+		if (!next || !next[0])
+			cont[0] = '\0';
+		json_decref(jobs);
+	} while (cont[0] && !worker_stopping(&g->w));
 	if (failed)
 		goto fail;
 	worker_recovered(&g->w);
@@ -369,7 +417,6 @@ fail:
 out:
 	free(want);
 	json_decref(pgs);
-	json_decref(jobs);
 }
 
 static unsigned turn(void *arg)
