@@ -13,8 +13,8 @@
  * (else a turn is two loads and nothing else), it lists
  *
  *   the Jobs gpugate stamped with a gang id (labelSelector gpugate.io/gang,
- *   a label /mutate writes on the Job itself; from the apiserver's watch
- *   cache: resourceVersion=0), and, only when one of them is stamped
+ *   a label /mutate writes on the Job itself; annotations cannot be
+ *   selected on), in pages of 100, and, only when one of them is stamped
  *   podgroup and not finished, gpugate's PodGroups (labelSelector
  *   app.kubernetes.io/managed-by=gpugate);
  *
