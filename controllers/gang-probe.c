@@ -149,8 +149,11 @@ unsigned gang_probe_bits(unsigned prev, enum gang_probe_answer podgroup,
  * status of another, -1 none; the first error into why. */
 static long outcome(int rc, long ok, struct diag *d, char *why, size_t size)
 {
-	if (rc != 0 && !why[0])
-		snprintf(why, size, "%s", diag_text(d)[0] ? diag_text(d) : "no answer");
+	if (rc != 0 && !why[0]) {
+		diag_first(d, why, size);
+		if (!why[0])
+			snprintf(why, size, "no answer");
+	}
 	return rc == 0 ? ok : rc;
 }
 
@@ -223,7 +226,9 @@ static void publish(struct gang_probe *p, unsigned bits)
 static bool probe_once(struct gang_probe *p)
 {
 	char why[600] = "";
-	enum gang_probe_answer pg, job, topo = GANG_PROBE_NO;
+	/* Not asked (no podgroups): says nothing, which keeps the bit
+	 * (gang_probe_bits() clears it with the podgroups). */
+	enum gang_probe_answer pg, job, topo = GANG_PROBE_UNKNOWN;
 	unsigned prev = atomic_load(p->cfg.served);
 
 	pg = ask_discovery(p, why, sizeof(why));

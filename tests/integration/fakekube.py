@@ -889,6 +889,9 @@ class FakeKube(_Objects):
         if self._objects_serve(h, u.path):
             return
         if h.command != "GET":
+            # The body is read first: left in the stream it would be read
+            # as the next request of a kept-alive connection.
+            _read_body(h)
             _send_json(h, 405, _status(405, "MethodNotAllowed",
                                        f"{h.command} is not supported here"))
             return
