@@ -235,10 +235,11 @@ static void tell_conflict(struct gang_groups *g, const struct gang_groups_want *
 	if (strmap_get(&g->told, w->uid, NULL))
 		return;
 	snprintf(msg, sizeof(msg),
-		 "gpugate: the %s %s in namespace %s is not this Job's (another "
-		 "controller owns it): its pods wait for a PodGroup that is not "
-		 "theirs and do not start until it is removed",
-		 kind, w->gang, w->namespace);
+		 "gpugate: the %s %s/%s is not this Job's (its controller is "
+		 "another): gpugate does not make the gang's Workload and PodGroup, "
+		 "and the pods, which name PodGroup %s, do not start until that %s "
+		 "is removed",
+		 kind, w->namespace, w->gang, w->gang, kind);
 	if (events_write(g->w.kube, g->cfg.identity,
 			 &(struct events_object){.api_version = "batch/v1", .kind = "Job",
 						 .namespace = w->namespace,
