@@ -114,15 +114,16 @@ enum gang_route decide_gang_route(const struct policy *p, const struct policy_cl
 		r = GANG_GATES;
 		break;
 	default:
-		/* Route workload only where every pod runs at once: a gang
-		 * that loses a pod after some completed never finishes on it
-		 * (docs/design/gang-start.md, Q2). */
+		/* The scheduler's routes only where every pod runs at once:
+		 * their minCount stays the gang's, so the last pods of a Job
+		 * with more completions than parallelism (or a gang that lost
+		 * a pod after some completed) would wait for pods that never
+		 * come (docs/design/gang-start.md, Q2).  Route gates counts
+		 * what is still to run. */
 		r = gang_auto_route(served);
-		if (r == GANG_WORKLOAD && wl->has_completions &&
+		if (r != GANG_GATES && wl->has_completions &&
 		    wl->completions > wl->parallelism)
-			r = route_runs(GANG_PODGROUP, served) ? GANG_PODGROUP
-			    : route_runs(GANG_GATES, served)  ? GANG_GATES
-							      : GANG_NONE;
+			r = route_runs(GANG_GATES, served) ? GANG_GATES : GANG_NONE;
 		break;
 	}
 	if (r == GANG_NONE) {
