@@ -4,6 +4,7 @@
 #include "base/diag.h"
 #include "controllers/claim-sync.h"
 #include "controllers/class-sync.h"
+#include "controllers/gang-start.h"
 #include "controllers/quota-sync.h"
 #include "controllers/reclaimer.h"
 #include "controllers/waiter.h"
@@ -132,6 +133,28 @@ static void claim_sync_row_stop(void *c)
 	claim_sync_stop(c);
 }
 
+/* Route gates of gang start: idle while no gang pod is gated. */
+static int gang_start_row_start(const struct controller_deps *deps, void **out,
+				struct diag *d)
+{
+	struct gang_start *g = NULL;
+	struct gang_start_config c = {
+		.kube = deps->kube, .policy = deps->policy, .inventory = deps->inventory,
+		.metrics = deps->metrics, .identity = deps->identity,
+		.namespace = deps->namespace, .leading = deps->leading,
+		.leading_ctx = deps->ctx,
+	};
+	int rc = gang_start_start(&c, &g, d);
+
+	*out = g;
+	return rc;
+}
+
+static void gang_start_row_stop(void *c)
+{
+	gang_start_stop(c);
+}
+
 const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	{"waiter",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
@@ -151,9 +174,13 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	{"claim-sync",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_PVCS,
 	 true, NULL, claim_sync_row_start, claim_sync_row_stop},
+	{"gang-start",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
+		 CONTROLLER_NEEDS_METRICS | CONTROLLER_NEEDS_NAMESPACE,
+	 true, NULL, gang_start_row_start, gang_start_row_stop},
 };
 
-_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 5,
+_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 6,
 	       "CONTROLLERS_COUNT rows, no empty one");
 
 /* ---- the walk's helpers ------------------------------------------------ */

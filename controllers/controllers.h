@@ -22,8 +22,10 @@
  *   quota-sync  the GPUQuota objects (controllers/quota-sync.h); off with
  *               --no-gpuquotas
  *   claim-sync  the checkpoint claims (controllers/claim-sync.h)
+ *   gang-start  route gates of gang start: the gates of a gang's pods come
+ *               off together (controllers/gang-start.h)
  *
- * All five write API objects, so all five are leader-only.
+ * All six write API objects, so all six are leader-only.
  */
 #ifndef GPUGATE_CONTROLLERS_H
 #define GPUGATE_CONTROLLERS_H
@@ -87,7 +89,7 @@ struct controller {
 };
 
 /* The rows, in start order. */
-#define CONTROLLERS_COUNT 5
+#define CONTROLLERS_COUNT 6
 extern const struct controller controllers_table[CONTROLLERS_COUNT];
 
 /* The needs of c that deps lacks (0: none): which of its pointers are

@@ -81,7 +81,7 @@ void gang_count(const struct gang_job *j, const struct gang_pod *pods, size_t n,
 			out->pending++;
 		if (p->gated && p->other_gate)
 			out->foreign_gate = true;
-		if ((p->bound || !p->gated) && p->domain && p->domain[0]) {
+		if (p->domain && p->domain[0]) {
 			if (!out->domain)
 				out->domain = p->domain;
 			else if (strcmp(out->domain, p->domain) != 0)

@@ -52,7 +52,7 @@ struct gang_pod {
 	bool gated;           /* carries the gate gpugate.io/gang */
 	bool other_gate;      /* carries another scheduling gate (Kueue's) */
 	/* spec.nodeSelector[topology key] (a pod gpugate released with a
-	 * domain carries it), NULL: none. */
+	 * domain carries it, a gated pod its user's), NULL: none. */
 	const char *domain;
 };
 
@@ -67,8 +67,8 @@ struct gang_count {
 			   * yet bound */
 	int64_t running;  /* non-terminal pods Running */
 	bool foreign_gate;/* some gated pod carries another gate too */
-	/* The domain of the gang's released pods (bound or pending), NULL:
-	 * none; split: they name more than one. */
+	/* The domain the gang's pods name (bound, released, or chosen by
+	 * their user), NULL: none; split: they name more than one. */
 	const char *domain;
 	bool split;
 };

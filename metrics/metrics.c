@@ -1,4 +1,5 @@
 #include "metrics/metrics.h"
+#include "metrics/metrics-int.h"
 
 #include "base/procstat.h"
 #include "base/strbuf.h"
@@ -56,6 +57,7 @@ struct metrics {
 	uint64_t reclaims[METRICS__RECLAIMS];
 	double reclaim_wait_sum;
 	uint64_t reclaim_waits;
+	struct metrics_gangs *gangs; /* gang start's (metrics/gangs.c) */
 };
 
 static const char *const endpoint_names[] = {"mutate", "validate"};
@@ -72,8 +74,18 @@ struct metrics *metrics_new(void)
 	if (m) {
 		pthread_mutex_init(&m->denials_mu, NULL);
 		pthread_mutex_init(&m->reclaims_mu, NULL);
+		m->gangs = metrics_gangs_new();
+		if (!m->gangs) {
+			metrics_free(m);
+			return NULL;
+		}
 	}
 	return m;
+}
+
+struct metrics_gangs *metrics_gangs_of(struct metrics *m)
+{
+	return m->gangs;
 }
 
 void metrics_free(struct metrics *m)
@@ -82,6 +94,7 @@ void metrics_free(struct metrics *m)
 		return;
 	pthread_mutex_destroy(&m->denials_mu);
 	pthread_mutex_destroy(&m->reclaims_mu);
+	metrics_gangs_free(m->gangs);
 	free(m->denials);
 	free(m);
 }
@@ -89,7 +102,7 @@ void metrics_free(struct metrics *m)
 /* A label value as written: what the policy validated, clipped, and
  * anything outside [A-Za-z0-9._/-] as '_' (so that no quote or backslash
  * ever needs escaping). */
-static void label_copy(char *dst, size_t size, const char *src)
+void metrics_label_copy(char *dst, size_t size, const char *src)
 {
 	size_t i = 0;
 
@@ -111,9 +124,9 @@ void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
 	struct denial d = {.count = 0};
 	size_t i;
 
-	label_copy(d.tenant, sizeof(d.tenant), tenant && tenant[0] ? tenant : "-");
-	label_copy(d.flavor, sizeof(d.flavor), flavor && flavor[0] ? flavor : "-");
-	label_copy(d.rule, sizeof(d.rule), rule && rule[0] ? rule : "-");
+	metrics_label_copy(d.tenant, sizeof(d.tenant), tenant && tenant[0] ? tenant : "-");
+	metrics_label_copy(d.flavor, sizeof(d.flavor), flavor && flavor[0] ? flavor : "-");
+	metrics_label_copy(d.rule, sizeof(d.rule), rule && rule[0] ? rule : "-");
 	pthread_mutex_lock(&m->denials_mu);
 	if (!m->denials)
 		m->denials = calloc(DENIALS_MAX, sizeof(*m->denials));
@@ -399,6 +412,7 @@ static void render_state(struct strbuf *sb, struct metrics *m,
 			    (unsigned long long)rs[METRICS_RECLAIM_FAILED], wait_sum,
 			    (unsigned long long)waits);
 	}
+	metrics_gangs_render(m->gangs, sb);
 	if (st->api)
 		strbuf_addf(sb, "# HELP gpugate_kube_watch_connected 1 while the "
 				"Pod and Job watches are connected.\n"
@@ -435,8 +449,8 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 	struct strbuf sb;
 
 	strbuf_init(&sb, 64u << 20);
-	label_copy(version, sizeof(version), version_string());
-	label_copy(revision, sizeof(revision), version_revision());
+	metrics_label_copy(version, sizeof(version), version_string());
+	metrics_label_copy(revision, sizeof(revision), version_revision());
 	strbuf_addf(&sb, "# HELP gpugate_build_info The version and source revision "
 			 "of this build (always 1).\n"
 			 "# TYPE gpugate_build_info gauge\n"

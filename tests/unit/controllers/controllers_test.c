@@ -17,6 +17,7 @@ Test(controllers, the_rows_in_start_order_and_what_they_need)
 		{"class-sync", "kube policy"},
 		{"quota-sync", "kube policy usage inventory synced"},
 		{"claim-sync", "kube policy pvcs"},
+		{"gang-start", "kube policy inventory metrics namespace"},
 	};
 
 	for (size_t i = 0; i < CONTROLLERS_COUNT; i++) {
@@ -120,4 +121,6 @@ Test(controllers, the_switches_of_gpugate_serve)
 	deps.no_gpuquotas = true;
 	cr_expect_not(controllers_table[3].on(&deps), "--no-gpuquotas");
 	cr_expect_null(controllers_table[4].on, "claim-sync: always (idle while off)");
+	cr_expect_null(controllers_table[5].on, "gang-start: always (idle while no gang "
+						"pod is gated)");
 }
