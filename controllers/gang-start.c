@@ -645,6 +645,7 @@ static void round_once(struct gang_start *g)
 	struct strmap by_uid, rows_by;
 	struct metrics_gang_waiting *rows = NULL;
 	size_t n_rows = 0, i, left = 0;
+	bool busy;
 	json_t *o, *v;
 	const char *key;
 
@@ -656,12 +657,19 @@ static void round_once(struct gang_start *g)
 	if (!rd.p)
 		goto out;
 	rd.now_ms = g->cfg.now_ms ? g->cfg.now_ms() : wall_ms();
-	if (g->known_empty && !gated_pods_wait(g)) {
+	busy = gated_pods_wait(g);
+	if (g->known_empty && !busy) {
 		metrics_gangs_waiting(g->cfg.metrics, "gates", NULL, 0);
 		goto out;
 	}
 	if (state_load(&rd) < 0)
 		goto out;
+	if (!busy && json_object_size(json_object_get(rd.state, "data")) == 0) {
+		/* Nothing gated, nothing recorded: nothing to list. */
+		g->known_empty = true;
+		metrics_gangs_waiting(g->cfg.metrics, "gates", NULL, 0);
+		goto out;
+	}
 	if (list(&rd, "/apis/batch/v1/jobs?labelSelector=gpugate.io%2Fgang", &rd.jobs) < 0 ||
 	    list(&rd, "/api/v1/pods?labelSelector=gpugate.io%2Fgang", &rd.pods) < 0)
 		goto out;

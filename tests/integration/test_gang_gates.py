@@ -258,15 +258,21 @@ def test_regate_after_the_timeout_by_suspend_and_resume(kube, gang_gate):
     kube.put("jobs", job)
     pods = [gang_pod(job, i) for i in range(3)]
     kube.put("pods", *pods)
-    gang_gate()
+    srv = gang_gate()
     for p in pods:
         poll(lambda p=p: released(kube, p["metadata"]["uid"]), "gate off")
-    # Never Running: after gangTimeoutSeconds (10) the Job is suspended.
+    r = record(kube, "uid-job-g6")["r"]
+    # A restart after the release keeps its time (the record's r).
+    assert srv.terminate() == 0
+    gang_gate()
+    # Never Running: gangTimeoutSeconds (10) after r the Job is suspended.
     poll(lambda: _job(kube, "uid-job-g6")["spec"].get("suspend"), "Job suspended",
          timeout=30 * SLOW)
     rec = record(kube, "uid-job-g6")
     assert rec and rec["n"] == "1" and rec["s"] == "1" and rec["r"] == "0", rec
     poll(lambda: events(kube, "GPUGangRegated"), "GPUGangRegated")
+    suspended_at = time.time()
+    assert suspended_at - int(r) / 1000 < 10 + 4 * ROUND + 5, "timed from the record's r"
     # The Job controller deletes its pods; then gpugate resumes it.
     for p in pods:
         kube.event("pods", "DELETED", pod_now(kube, p["metadata"]["uid"]))
