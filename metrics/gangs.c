@@ -11,8 +11,8 @@
  * GANG_ROWS waiting rows per route and GANG_TENANTS regate tenants (more
  * are counted in the last one, "other").
  */
-#include "metrics/metrics.h"
 #include "metrics/metrics-int.h"
+#include "metrics/metrics.h"
 
 #include "base/strbuf.h"
 
@@ -78,24 +78,20 @@ static int route_index(const char *route)
 	return -1;
 }
 
-void metrics_gangs_on(struct metrics *m)
+void metrics_gangs_set_on(struct metrics_gangs *g)
 {
-	if (!m)
-		return;
-	pthread_mutex_lock(&metrics_gangs_of(m)->mu);
-	metrics_gangs_of(m)->on = true;
-	pthread_mutex_unlock(&metrics_gangs_of(m)->mu);
+	pthread_mutex_lock(&g->mu);
+	g->on = true;
+	pthread_mutex_unlock(&g->mu);
 }
 
-void metrics_gangs_waiting(struct metrics *m, const char *route,
-			   const struct metrics_gang_waiting *rows, size_t n)
+void metrics_gangs_put_waiting(struct metrics_gangs *g, const char *route,
+			       const struct metrics_gang_waiting *rows, size_t n)
 {
-	struct metrics_gangs *g;
 	int r = route_index(route);
 
-	if (!m || r < 0)
+	if (r < 0)
 		return;
-	g = metrics_gangs_of(m);
 	pthread_mutex_lock(&g->mu);
 	g->n_waiting[r] = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -125,15 +121,13 @@ void metrics_gangs_waiting(struct metrics *m, const char *route,
 	pthread_mutex_unlock(&g->mu);
 }
 
-void metrics_gang_started(struct metrics *m, const char *route, double seconds)
+void metrics_gangs_observe(struct metrics_gangs *g, const char *route, double seconds)
 {
-	struct metrics_gangs *g;
 	int r = route_index(route);
 	size_t b = 0;
 
-	if (!m || r < 0)
+	if (r < 0)
 		return;
-	g = metrics_gangs_of(m);
 	if (seconds < 0)
 		seconds = 0;
 	while (b < N_GANG_BUCKETS && seconds > gang_buckets[b])
@@ -146,15 +140,11 @@ void metrics_gang_started(struct metrics *m, const char *route, double seconds)
 	pthread_mutex_unlock(&g->mu);
 }
 
-void metrics_gang_regated(struct metrics *m, const char *tenant)
+void metrics_gangs_count_regate(struct metrics_gangs *g, const char *tenant)
 {
-	struct metrics_gangs *g;
 	char t[64];
 	size_t k;
 
-	if (!m)
-		return;
-	g = metrics_gangs_of(m);
 	metrics_label_copy(t, sizeof(t), tenant && tenant[0] ? tenant : "-");
 	pthread_mutex_lock(&g->mu);
 	for (k = 0; k < g->n_regates; k++)

@@ -83,11 +83,6 @@ struct metrics *metrics_new(void)
 	return m;
 }
 
-struct metrics_gangs *metrics_gangs_of(struct metrics *m)
-{
-	return m->gangs;
-}
-
 void metrics_free(struct metrics *m)
 {
 	if (!m)
@@ -97,25 +92,6 @@ void metrics_free(struct metrics *m)
 	metrics_gangs_free(m->gangs);
 	free(m->denials);
 	free(m);
-}
-
-/* A label value as written: what the policy validated, clipped, and
- * anything outside [A-Za-z0-9._/-] as '_' (so that no quote or backslash
- * ever needs escaping). */
-void metrics_label_copy(char *dst, size_t size, const char *src)
-{
-	size_t i = 0;
-
-	for (; src && src[i] && i + 1 < size; i++) {
-		char c = src[i];
-
-		dst[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-				 (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-				 c == '-' || c == '/'
-			 ? c
-			 : '_';
-	}
-	dst[i] = '\0';
 }
 
 void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
@@ -181,6 +157,31 @@ void metrics_policy_reload(struct metrics *m, bool ok)
 void metrics_cert_reload(struct metrics *m, bool ok)
 {
 	atomic_fetch_add_explicit(&m->cert_reloads[ok], 1, memory_order_relaxed);
+}
+
+void metrics_gangs_on(struct metrics *m)
+{
+	if (m)
+		metrics_gangs_set_on(m->gangs);
+}
+
+void metrics_gangs_waiting(struct metrics *m, const char *route,
+			   const struct metrics_gang_waiting *rows, size_t n)
+{
+	if (m)
+		metrics_gangs_put_waiting(m->gangs, route, rows, n);
+}
+
+void metrics_gang_started(struct metrics *m, const char *route, double seconds)
+{
+	if (m)
+		metrics_gangs_observe(m->gangs, route, seconds);
+}
+
+void metrics_gang_regated(struct metrics *m, const char *tenant)
+{
+	if (m)
+		metrics_gangs_count_regate(m->gangs, tenant);
 }
 
 void metrics_reclaims_on(struct metrics *m)
