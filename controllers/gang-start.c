@@ -493,6 +493,8 @@ static void gang_decide(struct round *rd, struct gang *x, struct strmap *waiting
 	if (charge_item(rd->p, x->job, USAGE_JOBS, &rd->a, &it) == 0 && it.flavor)
 		f = policy_flavor_find(rd->p, it.flavor);
 	x->flavor = f ? f->name : NULL;
+	if (!f || !it.tenant || !it.tenant[0] || !policy_tenant_find(rd->p, it.tenant))
+		return; /* not this policy's (several gpugates, or a reload): left */
 	x->step = gang_next(x->has_rec ? &x->rec : NULL, &j, &c, rd->now_ms,
 			    policy_settings(rd->p)->gang_timeout_seconds);
 	switch (x->step) {
