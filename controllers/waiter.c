@@ -193,6 +193,33 @@ static void said_prune(struct waiter *w)
 	}
 }
 
+/* The waiting pods of each gang that a pod of pods (n) belongs to, every
+ * waiting pod counted, however young (gang id -> count, ids in a). */
+static void count_gangs(struct waiter *w, const struct inventory_waiting *pods, size_t n,
+			int64_t now, struct strmap *gangs, struct arena *a)
+{
+	struct inventory_waiting *all;
+	size_t m, k;
+	bool any = false;
+
+	for (size_t i = 0; i < n && !any; i++)
+		any = waiter_is_gang(&pods[i]);
+	if (!any || !(all = calloc(WAITING_MAX, sizeof(*all))))
+		return;
+	m = inventory_waiting_list(w->cfg.inventory, now, all, WAITING_MAX, a);
+	for (size_t i = 0; i < m; i++) {
+		if (!waiter_is_gang(&all[i]))
+			continue;
+		if (strmap_get(gangs, all[i].gang, &k)) {
+			strmap_del(gangs, all[i].gang, NULL);
+			strmap_put(gangs, all[i].gang, k + 1, NULL);
+		} else {
+			strmap_put(gangs, all[i].gang, 1, NULL);
+		}
+	}
+	free(all);
+}
+
 static void round_once(struct waiter *w)
 {
 	struct inventory_waiting *pods = calloc(WAITING_MAX, sizeof(*pods));
@@ -207,22 +234,10 @@ static void round_once(struct waiter *w)
 	if (!pods)
 		return;
 	arena_init(&a);
-	/* Every waiting pod, so that a gang's are all counted; only those
-	 * that waited `after` are told. */
-	n = inventory_waiting_list(w->cfg.inventory, now, pods, WAITING_MAX, &a);
+	n = inventory_waiting_list(w->cfg.inventory, now - (int64_t)w->cfg.after_s, pods,
+				   WAITING_MAX, &a);
 	strmap_init(&gangs);
-	for (size_t i = 0; i < n; i++) {
-		size_t k;
-
-		if (!waiter_is_gang(&pods[i]))
-			continue;
-		if (strmap_get(&gangs, pods[i].gang, &k)) {
-			strmap_del(&gangs, pods[i].gang, NULL);
-			strmap_put(&gangs, pods[i].gang, k + 1, NULL);
-		} else {
-			strmap_put(&gangs, pods[i].gang, 1, NULL);
-		}
-	}
+	count_gangs(w, pods, n, now, &gangs, &a);
 	p = holder_acquire(w->cfg.policy, &ref);
 	for (size_t i = 0; p && i < n && written < w->cfg.max_per_round; i++) {
 		const struct inventory_waiting *pod = &pods[i];
