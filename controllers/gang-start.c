@@ -485,9 +485,18 @@ static void gang_decide(struct round *rd, struct gang *x, struct strmap *waiting
 		return;
 	x->key = required_key(rd->p, x->job);
 	json_array_foreach(x->pods, i, pod) {
+		struct gang_pod *gp = &pods[np++];
+		const char *node = str(json_object_get(pod, "spec"), "nodeName");
+		char label[256];
 		long at;
 
-		pod_facts(pod, x->key, &pods[np++], &at);
+		pod_facts(pod, x->key, gp, &at);
+		/* Bound without the selector (before gpugate released it): its
+		 * node's domain. */
+		if (x->key && gp->bound && !gp->terminal && !gp->domain && node &&
+		    inventory_node_label(rd->g->cfg.inventory, node, x->key, label,
+					 sizeof(label)))
+			gp->domain = arena_strdup(&rd->a, label);
 	}
 	gang_count(&j, pods, np, &c);
 	if (charge_item(rd->p, x->job, USAGE_JOBS, &rd->a, &it) == 0 && it.flavor)

@@ -571,6 +571,22 @@ static bool member(struct slot *s, const struct policy *p, const struct policy_f
 	return f->index < s->n_member && s->member[f->index];
 }
 
+bool inventory_node_label(struct inventory *inv, const char *node, const char *key,
+			  char *out, size_t size)
+{
+	const char *v = NULL;
+	struct slot *s;
+
+	pthread_mutex_lock(&inv->mu);
+	s = slot_find(inv, node);
+	if (s && s->has_node)
+		v = pool_node_label(&s->node, key);
+	if (v)
+		snprintf(out, size, "%s", v);
+	pthread_mutex_unlock(&inv->mu);
+	return v != NULL;
+}
+
 const struct policy_flavor *inventory_node_flavor(struct inventory *inv,
 						  const struct policy *p,
 						  const char *node)

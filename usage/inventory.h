@@ -122,6 +122,11 @@ void inventory_fit_in(struct inventory *inv, const struct policy *p,
 		      const struct policy_flavor *f, int64_t per_pod, int64_t pods,
 		      const char *topology_key, const char *domain, struct pool_check *out);
 
+/* The label key of Node node into out (size > 0): false when the Node is
+ * not known or has no such label (out untouched). */
+bool inventory_node_label(struct inventory *inv, const char *node, const char *key,
+			  char *out, size_t size);
+
 /*
  * The first flavor of p (in policy order) whose node `node` is, by its
  * labels and resources (pool_node_in_flavor), or NULL when it is no

@@ -252,6 +252,21 @@ def test_a_replacement_is_pinned_to_the_domain_of_its_bound_gang(kube, gang_gate
     assert pod_now(kube, new["metadata"]["uid"])["spec"]["nodeSelector"] == {CLIQUE: "c1"}
 
 
+def test_a_replacement_finds_the_domain_by_its_gangs_nodes(kube, gang_gate):
+    """Pods bound without the selector (before gpugate released them): the
+    domain is their nodes' label."""
+    fleet(kube)
+    job = gang_job("g8")
+    kube.put("jobs", job)
+    for i in range(2):
+        kube.put("pods", gang_pod(job, i, gates=(), node=f"h{3 + i}", phase="Running"))
+    new = gang_pod(job, 2, gen=1)
+    kube.put("pods", new)
+    gang_gate()
+    poll(lambda: released(kube, new["metadata"]["uid"]), "gate off")
+    assert pod_now(kube, new["metadata"]["uid"])["spec"]["nodeSelector"] == {CLIQUE: "c1"}
+
+
 def test_regate_after_the_timeout_by_suspend_and_resume(kube, gang_gate):
     fleet(kube)
     job = gang_job("g6")
