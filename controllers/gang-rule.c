@@ -118,8 +118,12 @@ enum gang_step gang_next(const struct gang_record *rec, const struct gang_job *j
 		return ungated == 0 ? GANG_CLEAR : GANG_SUSPEND;
 	if (c->want > 0 && c->running >= c->want)
 		return rec ? GANG_STARTED : GANG_NOTHING;
-	if (rec && rec->released_ms > 0 && now_ms - rec->released_ms >= timeout_s * 1000)
-		return ungated == 0 ? GANG_RESET : GANG_REGATE;
+	if (rec && rec->released_ms > 0 && now_ms - rec->released_ms >= timeout_s * 1000) {
+		if (ungated == 0)
+			return GANG_RESET;
+		if (!j->kueue)
+			return GANG_REGATE;
+	}
 	if (c->gated == 0)
 		return GANG_NOTHING;
 	if (c->foreign_gate || c->bound + c->gated + c->pending != c->want)

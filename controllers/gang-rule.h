@@ -42,6 +42,10 @@ struct gang_job {
 	int64_t succeeded;    /* status.succeeded */
 	bool suspended;       /* spec.suspend */
 	bool finished;        /* condition Complete or Failed True */
+	/* Kueue holds it (its queue label): a start that does not come is
+	 * Kueue's to handle (waitForPodsReady evicts by suspending), not
+	 * regated by gpugate. */
+	bool kueue;
 };
 
 /* One pod of the Job. */

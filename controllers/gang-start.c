@@ -470,6 +470,8 @@ static void gang_decide(struct round *rd, struct gang *x, struct strmap *waiting
 		.succeeded = num(json_object_get(x->job, "status"), "succeeded", 0),
 		.suspended = json_is_true(json_object_get(spec, "suspend")),
 		.finished = job_finished(x->job),
+		.kueue = str(json_object_get(json_object_get(x->job, "metadata"), "labels"),
+			     KUEUE_QUEUE_LABEL) != NULL,
 	};
 	struct gang_pod *pods = arena_calloc(&rd->a, json_array_size(x->pods) + 1,
 					     sizeof(*pods));

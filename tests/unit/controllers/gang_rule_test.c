@@ -158,6 +158,16 @@ Test(gang_rule, timeout_regates)
 	cr_expect_eq(next(&rec, &JOB3, pods, 3, 1000 + 300000), GANG_REGATE);
 }
 
+Test(gang_rule, a_kueue_held_job_is_not_regated)
+{
+	const struct gang_pod pods[] = {{.bound = true, .running = true}, {.bound = true}};
+	struct gang_record rec = {.released_ms = 1000, .tenant = "t"};
+	struct gang_job j = JOB3;
+
+	j.kueue = true;
+	cr_expect_eq(next(&rec, &j, pods, 2, 1000 + 300000), GANG_NOTHING);
+}
+
 Test(gang_rule, timeout_with_all_pods_gated_again_resets)
 {
 	struct gang_record rec = {.released_ms = 1000, .tenant = "t"};
