@@ -6,6 +6,7 @@
 #include "controllers/class-sync.h"
 #include "controllers/gang-groups.h"
 #include "controllers/gang-probe.h"
+#include "controllers/gang-start.h"
 #include "controllers/quota-sync.h"
 #include "controllers/reclaimer.h"
 #include "controllers/waiter.h"
@@ -175,6 +176,28 @@ static void gang_groups_row_stop(void *c)
 	gang_groups_stop(c);
 }
 
+/* Route gates of gang start: idle while no gang pod is gated. */
+static int gang_start_row_start(const struct controller_deps *deps, void **out,
+				struct diag *d)
+{
+	struct gang_start *g = NULL;
+	struct gang_start_config c = {
+		.kube = deps->kube, .policy = deps->policy, .inventory = deps->inventory,
+		.metrics = deps->metrics, .identity = deps->identity,
+		.namespace = deps->namespace, .leading = deps->leading,
+		.leading_ctx = deps->ctx,
+	};
+	int rc = gang_start_start(&c, &g, d);
+
+	*out = g;
+	return rc;
+}
+
+static void gang_start_row_stop(void *c)
+{
+	gang_start_stop(c);
+}
+
 const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	{"waiter",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
@@ -202,9 +225,13 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_IDENTITY |
 		 CONTROLLER_NEEDS_GANG_SERVED,
 	 true, NULL, gang_groups_row_start, gang_groups_row_stop},
+	{"gang-start",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
+		 CONTROLLER_NEEDS_METRICS | CONTROLLER_NEEDS_NAMESPACE,
+	 true, NULL, gang_start_row_start, gang_start_row_stop},
 };
 
-_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 7,
+_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 8,
 	       "CONTROLLERS_COUNT rows, no empty one");
 
 /* ---- the walk's helpers ------------------------------------------------ */

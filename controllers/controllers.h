@@ -26,6 +26,8 @@
  *               admission reads (controllers/gang-probe.h)
  *   gang-groups route podgroup's Workload and PodGroup
  *               (controllers/gang-groups.h)
+ *   gang-start  route gates of gang start: the gates of a gang's pods come
+ *               off together (controllers/gang-start.h)
  *
  * All but gang-probe write API objects, so they are leader-only; the
  * probe writes nothing (its dry runs store nothing) and every replica's
@@ -99,7 +101,7 @@ struct controller {
 };
 
 /* The rows, in start order. */
-#define CONTROLLERS_COUNT 7
+#define CONTROLLERS_COUNT 8
 extern const struct controller controllers_table[CONTROLLERS_COUNT];
 
 /* The needs of c that deps lacks (0: none): which of its pointers are

@@ -19,6 +19,7 @@
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "controllers/events.h"
+#include "controllers/state-map.h"
 #include "controllers/victims.h"
 #include "controllers/worker.h"
 #include "metrics/metrics.h"
@@ -283,12 +284,6 @@ static void tell_lender(struct round *rd, const struct seen *victim, const char 
 
 /* ---- the state ConfigMap ------------------------------------------------ */
 
-static void state_path(const struct round *rd, char *buf, size_t size, bool object)
-{
-	snprintf(buf, size, "/api/v1/namespaces/%s/configmaps%s", rd->r->namespace,
-		 object ? "/" STATE_NAME : "");
-}
-
 static struct rec *rec_add(struct round *rd, const char *uid, const struct reclaim_record *r)
 {
 	struct rec *x;
@@ -333,17 +328,14 @@ static size_t live_records(const struct round *rd)
  * without them no time is known). */
 static int state_load(struct round *rd)
 {
-	char path[400];
 	json_t *data, *v;
 	const char *key;
 	struct diag d;
 	int rc;
 
-	state_path(rd, path, sizeof(path), true);
 	diag_init(&d);
-	rc = kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &rd->state, &d);
-	if (rc == 404)
-		return 0;
+	rc = state_map_read(rd->r->w.kube, rd->r->namespace, STATE_NAME, WRITE_TIMEOUT_MS,
+			    &rd->state, &d);
 	if (rc != 0) {
 		char q[600];
 
@@ -352,6 +344,8 @@ static int state_load(struct round *rd)
 			  STATE_NAME, log_quote(diag_text(&d), q, sizeof(q)));
 		return -1;
 	}
+	if (!rd->state)
+		return 0;
 	data = json_object_get(rd->state, "data");
 	json_object_foreach(data, key, v) {
 		struct reclaim_record r;
@@ -370,43 +364,24 @@ static int state_load(struct round *rd)
  * created.  0 when there was nothing to write or it was written. */
 static int state_save(struct round *rd)
 {
-	char path[400], text[600];
-	const char *rv = json_string_value(json_object_get(
-		json_object_get(rd->state, "metadata"), "resourceVersion"));
-	json_t *obj, *data;
+	char text[600];
+	json_t *data;
 	struct diag d;
 	int rc;
 
 	if (!rd->dirty)
 		return 0;
 	data = json_object();
-	obj = json_pack("{s:s, s:s, s:{s:s, s:s, s:{s:s}}}", "apiVersion", "v1", "kind",
-			"ConfigMap", "metadata", "name", STATE_NAME, "namespace",
-			rd->r->namespace, "labels", "app.kubernetes.io/managed-by", "gpugate");
-	if (!obj || !data) {
-		json_decref(obj);
-		json_decref(data);
-		return -1;
-	}
-	for (size_t i = 0; i < rd->nrec; i++) {
+	for (size_t i = 0; data && i < rd->nrec; i++) {
 		if (rd->recs[i].gone)
 			continue;
 		if (reclaim_record_format(&rd->recs[i].r, text, sizeof(text)) >= sizeof(text))
 			continue; /* a tenant name of hundreds of bytes: not kept */
 		json_object_set_new(data, rd->recs[i].uid, json_string(text));
 	}
-	json_object_set_new(obj, "data", data);
 	diag_init(&d);
-	if (rd->state && rv) {
-		json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
-				    json_string(rv));
-		state_path(rd, path, sizeof(path), true);
-		rc = kube_replace(rd->r->w.kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
-	} else {
-		state_path(rd, path, sizeof(path), false);
-		rc = kube_create(rd->r->w.kube, path, obj, WRITE_TIMEOUT_MS, NULL, &d);
-	}
-	json_decref(obj);
+	rc = state_map_write(rd->r->w.kube, rd->r->namespace, STATE_NAME, rd->state, data,
+			     WRITE_TIMEOUT_MS, &d);
 	if (rc != 0) {
 		char q[600];
 

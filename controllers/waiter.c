@@ -57,6 +57,77 @@ void waiter_reason(const struct policy *p, const struct policy_flavor *f,
 		       message, size);
 }
 
+bool waiter_is_gang(const struct inventory_waiting *pod)
+{
+	const char *r = pod->gang_route ? pod->gang_route : "";
+
+	return pod->gang && pod->gang[0] &&
+	       (pod->gang_gated || strcmp(r, "workload") == 0 || strcmp(r, "podgroup") == 0);
+}
+
+void waiter_gang_reason(const struct policy *p, const struct policy_flavor *f,
+			struct inventory *inv, struct usage_store *usage,
+			const struct inventory_waiting *pod, int64_t gang_pods,
+			const char *topology_key, char *message, size_t size)
+{
+	const char *route = pod->gang_route && pod->gang_route[0] ? pod->gang_route : "gates";
+	const struct pool_fit *fit;
+	struct pool_check pc;
+	char head[300], shortage[700], domain[400] = "";
+	int64_t k;
+
+	if (gang_pods < 1)
+		gang_pods = 1;
+	snprintf(head, sizeof(head), "waits for its gang %s (route %s)", pod->gang, route);
+	inventory_fit(inv, p, f, pod->per_pod, gang_pods, topology_key, &pc);
+	fit = &pc.fit;
+	if (!pc.known) {
+		snprintf(message, size, "%s: %lld pods; the pool is not known yet", head,
+			 (long long)gang_pods);
+		return;
+	}
+	if (fit->verdict == POOL_FITS) {
+		snprintf(message, size, "%s: all %lld pods fit now; starting", head,
+			 (long long)gang_pods);
+		return;
+	}
+	k = fit->fit_now < gang_pods ? fit->fit_now : gang_pods;
+	if (topology_key && fit->domain)
+		snprintf(domain, sizeof(domain), ", best domain %s=%s", topology_key,
+			 fit->domain);
+	switch (fit->verdict) {
+	case POOL_NOT_NOW:
+		snprintf(shortage, sizeof(shortage), "%lld node%s with %lld %s free",
+			 (long long)(gang_pods - k), gang_pods - k == 1 ? "" : "s",
+			 (long long)pod->per_pod, f->resource);
+		break;
+	case POOL_NEVER_FITS:
+		if (topology_key)
+			snprintf(shortage, sizeof(shortage),
+				 "no %s domain of flavor %s can ever hold its %lld pods of "
+				 "%lld %s (the largest holds %lld)",
+				 topology_key, f->name, (long long)gang_pods,
+				 (long long)pod->per_pod, f->resource, (long long)fit->fit_empty);
+		else
+			snprintf(shortage, sizeof(shortage),
+				 "the usable nodes of flavor %s can hold %lld of its %lld pods "
+				 "of %lld %s, even empty",
+				 f->name, (long long)fit->fit_empty, (long long)gang_pods,
+				 (long long)pod->per_pod, f->resource);
+		break;
+	default: {
+		/* No node of the flavor, or none usable: the one-pod words. */
+		struct inventory_waiting one = *pod;
+
+		one.scheduler = "";
+		waiter_reason(p, f, inv, usage, &one, shortage, sizeof(shortage));
+		break;
+	}
+	}
+	snprintf(message, size, "%s: %lld of %lld pods fit now%s; short: %s", head,
+		 (long long)k, (long long)gang_pods, domain, shortage);
+}
+
 bool waiter_due(uint64_t said, int64_t said_at, uint64_t reason, int64_t now,
 		unsigned repeat_s)
 {
@@ -122,6 +193,33 @@ static void said_prune(struct waiter *w)
 	}
 }
 
+/* The waiting pods of each gang that a pod of pods (n) belongs to, every
+ * waiting pod counted, however young (gang id -> count, ids in a). */
+static void count_gangs(struct waiter *w, const struct inventory_waiting *pods, size_t n,
+			int64_t now, struct strmap *gangs, struct arena *a)
+{
+	struct inventory_waiting *all;
+	size_t m, k;
+	bool any = false;
+
+	for (size_t i = 0; i < n && !any; i++)
+		any = waiter_is_gang(&pods[i]);
+	if (!any || !(all = calloc(WAITING_MAX, sizeof(*all))))
+		return;
+	m = inventory_waiting_list(w->cfg.inventory, now, all, WAITING_MAX, a);
+	for (size_t i = 0; i < m; i++) {
+		if (!waiter_is_gang(&all[i]))
+			continue;
+		if (strmap_get(gangs, all[i].gang, &k)) {
+			strmap_del(gangs, all[i].gang, NULL);
+			strmap_put(gangs, all[i].gang, k + 1, NULL);
+		} else {
+			strmap_put(gangs, all[i].gang, 1, NULL);
+		}
+	}
+	free(all);
+}
+
 static void round_once(struct waiter *w)
 {
 	struct inventory_waiting *pods = calloc(WAITING_MAX, sizeof(*pods));
@@ -129,6 +227,7 @@ static void round_once(struct waiter *w)
 	unsigned written = 0;
 	struct holder_ref *ref;
 	const struct policy *p;
+	struct strmap gangs;
 	struct arena a;
 	size_t n;
 
@@ -137,6 +236,8 @@ static void round_once(struct waiter *w)
 	arena_init(&a);
 	n = inventory_waiting_list(w->cfg.inventory, now - (int64_t)w->cfg.after_s, pods,
 				   WAITING_MAX, &a);
+	strmap_init(&gangs);
+	count_gangs(w, pods, n, now, &gangs, &a);
 	p = holder_acquire(w->cfg.policy, &ref);
 	for (size_t i = 0; p && i < n && written < w->cfg.max_per_round; i++) {
 		const struct inventory_waiting *pod = &pods[i];
@@ -145,10 +246,24 @@ static void round_once(struct waiter *w)
 		uint64_t h;
 		struct said *s;
 
-		if (!f || !pod->since)
+		if (!f || !pod->since || pod->since > now - (int64_t)w->cfg.after_s)
 			continue;
-		waiter_reason(p, f, w->cfg.inventory, w->cfg.usage, pod, message,
-			      sizeof(message));
+		if (waiter_is_gang(pod)) {
+			const struct policy_class *c =
+				pod->class_name[0] ? policy_class_find(p, pod->class_name) : NULL;
+			size_t k = 1;
+
+			strmap_get(&gangs, pod->gang, &k);
+			waiter_gang_reason(p, f, w->cfg.inventory, w->cfg.usage, pod,
+					   (int64_t)k,
+					   c && c->topology_mode == POLICY_TOPOLOGY_REQUIRED
+						   ? c->topology_key
+						   : NULL,
+					   message, sizeof(message));
+		} else {
+			waiter_reason(p, f, w->cfg.inventory, w->cfg.usage, pod, message,
+				      sizeof(message));
+		}
 		s = said_get(w, pod->uid);
 		if (!s)
 			break;
@@ -174,6 +289,7 @@ static void round_once(struct waiter *w)
 			w->said[k]->seen = true;
 	}
 	said_prune(w);
+	strmap_release(&gangs);
 	arena_release(&a);
 	free(pods);
 }

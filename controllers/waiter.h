@@ -69,4 +69,26 @@ void waiter_reason(const struct policy *p, const struct policy_flavor *f,
 bool waiter_due(uint64_t said, int64_t said_at, uint64_t reason, int64_t now,
 		unsigned repeat_s);
 
+/*
+ * A pod of a gang that waits to start all together (SPEC section 9: the
+ * gang label and the gate gpugate.io/gang, or the route workload or
+ * podgroup): waiter_is_gang() says so, and waiter_gang_reason() is what
+ * it is told instead of waiter_reason()'s one-pod reason:
+ *
+ *   waits for its gang <id> (route <r>): <k> of <n> pods fit now, best
+ *   domain <key>=<value>; short: <what>
+ *   waits for its gang <id> (route <r>): all <n> pods fit now; starting
+ *
+ * n is gang_pods, the gang's pods that wait (the round counts them);
+ * topology_key the class's when its topology is required (NULL: none;
+ * then no domain is named); short: the nodes of per_pod units free that
+ * are missing, or why the flavor cannot hold the gang.  Reads inv and
+ * usage under their locks.
+ */
+bool waiter_is_gang(const struct inventory_waiting *pod);
+void waiter_gang_reason(const struct policy *p, const struct policy_flavor *f,
+			struct inventory *inv, struct usage_store *usage,
+			const struct inventory_waiting *pod, int64_t gang_pods,
+			const char *topology_key, char *message, size_t size);
+
 #endif

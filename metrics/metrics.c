@@ -1,4 +1,5 @@
 #include "metrics/metrics.h"
+#include "metrics/metrics-int.h"
 
 #include "base/procstat.h"
 #include "base/strbuf.h"
@@ -58,6 +59,7 @@ struct metrics {
 	uint64_t reclaim_waits;
 	/* The route auto picks, + 1 (0: never pushed). */
 	atomic_int gang_route;
+	struct metrics_gangs *gangs; /* gang start's (metrics/gangs.c) */
 };
 
 static const char *const endpoint_names[] = {"mutate", "validate"};
@@ -74,6 +76,11 @@ struct metrics *metrics_new(void)
 	if (m) {
 		pthread_mutex_init(&m->denials_mu, NULL);
 		pthread_mutex_init(&m->reclaims_mu, NULL);
+		m->gangs = metrics_gangs_new();
+		if (!m->gangs) {
+			metrics_free(m);
+			return NULL;
+		}
 	}
 	return m;
 }
@@ -84,27 +91,9 @@ void metrics_free(struct metrics *m)
 		return;
 	pthread_mutex_destroy(&m->denials_mu);
 	pthread_mutex_destroy(&m->reclaims_mu);
+	metrics_gangs_free(m->gangs);
 	free(m->denials);
 	free(m);
-}
-
-/* A label value as written: what the policy validated, clipped, and
- * anything outside [A-Za-z0-9._/-] as '_' (so that no quote or backslash
- * ever needs escaping). */
-static void label_copy(char *dst, size_t size, const char *src)
-{
-	size_t i = 0;
-
-	for (; src && src[i] && i + 1 < size; i++) {
-		char c = src[i];
-
-		dst[i] = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-				 (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-				 c == '-' || c == '/'
-			 ? c
-			 : '_';
-	}
-	dst[i] = '\0';
 }
 
 void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
@@ -113,9 +102,9 @@ void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
 	struct denial d = {.count = 0};
 	size_t i;
 
-	label_copy(d.tenant, sizeof(d.tenant), tenant && tenant[0] ? tenant : "-");
-	label_copy(d.flavor, sizeof(d.flavor), flavor && flavor[0] ? flavor : "-");
-	label_copy(d.rule, sizeof(d.rule), rule && rule[0] ? rule : "-");
+	metrics_label_copy(d.tenant, sizeof(d.tenant), tenant && tenant[0] ? tenant : "-");
+	metrics_label_copy(d.flavor, sizeof(d.flavor), flavor && flavor[0] ? flavor : "-");
+	metrics_label_copy(d.rule, sizeof(d.rule), rule && rule[0] ? rule : "-");
 	pthread_mutex_lock(&m->denials_mu);
 	if (!m->denials)
 		m->denials = calloc(DENIALS_MAX, sizeof(*m->denials));
@@ -170,6 +159,31 @@ void metrics_policy_reload(struct metrics *m, bool ok)
 void metrics_cert_reload(struct metrics *m, bool ok)
 {
 	atomic_fetch_add_explicit(&m->cert_reloads[ok], 1, memory_order_relaxed);
+}
+
+void metrics_gangs_on(struct metrics *m)
+{
+	if (m)
+		metrics_gangs_set_on(m->gangs);
+}
+
+void metrics_gangs_waiting(struct metrics *m, const char *route,
+			   const struct metrics_gang_waiting *rows, size_t n)
+{
+	if (m)
+		metrics_gangs_put_waiting(m->gangs, route, rows, n);
+}
+
+void metrics_gang_started(struct metrics *m, const char *route, double seconds)
+{
+	if (m)
+		metrics_gangs_observe(m->gangs, route, seconds);
+}
+
+void metrics_gang_regated(struct metrics *m, const char *tenant)
+{
+	if (m)
+		metrics_gangs_count_regate(m->gangs, tenant);
 }
 
 void metrics_reclaims_on(struct metrics *m)
@@ -424,6 +438,7 @@ static void render_state(struct strbuf *sb, struct metrics *m,
 			    (unsigned long long)rs[METRICS_RECLAIM_FAILED], wait_sum,
 			    (unsigned long long)waits);
 	}
+	metrics_gangs_render(m->gangs, sb);
 	if (st->api)
 		strbuf_addf(sb, "# HELP gpugate_kube_watch_connected 1 while the "
 				"Pod and Job watches are connected.\n"
@@ -460,8 +475,8 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 	struct strbuf sb;
 
 	strbuf_init(&sb, 64u << 20);
-	label_copy(version, sizeof(version), version_string());
-	label_copy(revision, sizeof(revision), version_revision());
+	metrics_label_copy(version, sizeof(version), version_string());
+	metrics_label_copy(revision, sizeof(revision), version_revision());
 	strbuf_addf(&sb, "# HELP gpugate_build_info The version and source revision "
 			 "of this build (always 1).\n"
 			 "# TYPE gpugate_build_info gauge\n"

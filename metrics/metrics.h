@@ -81,6 +81,24 @@ void metrics_reclaim_released(struct metrics *m, bool reported, double wait_seco
  */
 void metrics_gang_route(struct metrics *m, enum gang_route r);
 
+/*
+ * Gang start (SPEC section 9; controllers/gang-start.h), written once
+ * metrics_gangs_on() was called (a gang-start controller runs):
+ * gpugate_gangs_waiting{route,tenant,flavor}, replaced whole for one
+ * route ("workload", "podgroup", "gates"; another name is ignored) by
+ * each push; gpugate_gang_start_seconds{route}, one observation a gang;
+ * gpugate_gang_regates_total{tenant}.  Any thread; m NULL: nothing.
+ */
+struct metrics_gang_waiting {
+	const char *tenant, *flavor;
+	uint64_t gangs;
+};
+void metrics_gangs_on(struct metrics *m);
+void metrics_gangs_waiting(struct metrics *m, const char *route,
+			   const struct metrics_gang_waiting *rows, size_t n);
+void metrics_gang_started(struct metrics *m, const char *route, double seconds);
+void metrics_gang_regated(struct metrics *m, const char *tenant);
+
 struct inventory;
 struct meter;
 struct procstat;

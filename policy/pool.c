@@ -239,7 +239,7 @@ struct domain {
  * each that it holds now and when empty.  Returns how many domains went
  * into ds (room for v->n_members), or -1 when out of memory. */
 static long count_domains(const struct pool_view *v, int64_t per_pod,
-			  const char *key, struct domain *ds)
+			  const char *key, const char *only, struct domain *ds)
 {
 	struct strmap index;
 	long n = 0;
@@ -252,7 +252,7 @@ static long count_domains(const struct pool_view *v, int64_t per_pod,
 					: NULL;
 		size_t k;
 
-		if (!d)
+		if (!d || (only && strcmp(d, only) != 0))
 			continue;
 		if (!strmap_get(&index, d, &k)) {
 			k = (size_t)n;
@@ -271,6 +271,12 @@ static long count_domains(const struct pool_view *v, int64_t per_pod,
 
 void pool_fit(const struct pool_view *v, int64_t per_pod, int64_t pods,
 	      const char *topology_key, struct pool_fit *out)
+{
+	pool_fit_in(v, per_pod, pods, topology_key, NULL, out);
+}
+
+void pool_fit_in(const struct pool_view *v, int64_t per_pod, int64_t pods,
+		 const char *topology_key, const char *domain, struct pool_fit *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->per_pod = per_pod;
@@ -295,7 +301,7 @@ void pool_fit(const struct pool_view *v, int64_t per_pod, int64_t pods,
 		}
 	} else {
 		struct domain *ds = calloc(v->n_members ? v->n_members : 1, sizeof(*ds));
-		long n = ds ? count_domains(v, per_pod, topology_key, ds) : -1;
+		long n = ds ? count_domains(v, per_pod, topology_key, domain, ds) : -1;
 
 		if (n < 0) { /* advisory: say nothing rather than guess */
 			free(ds);
@@ -335,8 +341,15 @@ static void copy_name(char *dst, size_t size, const char *src)
 void pool_check_build(const struct pool_view *v, int64_t per_pod, int64_t pods,
 		      const char *topology_key, struct pool_check *out)
 {
+	pool_check_build_in(v, per_pod, pods, topology_key, NULL, out);
+}
+
+void pool_check_build_in(const struct pool_view *v, int64_t per_pod, int64_t pods,
+			 const char *topology_key, const char *domain,
+			 struct pool_check *out)
+{
 	memset(out, 0, sizeof(*out));
-	pool_fit(v, per_pod, pods, topology_key, &out->fit);
+	pool_fit_in(v, per_pod, pods, topology_key, domain, &out->fit);
 	out->known = true;
 	out->n_nodes = v->n_members;
 	out->n_usable = v->n_usable;

@@ -220,6 +220,12 @@ struct pool_check {
  */
 void pool_check_build(const struct pool_view *v, int64_t per_pod, int64_t pods,
 		      const char *topology_key, struct pool_check *out);
+/* The same within one given domain of topology_key (domain not NULL: only
+ * the nodes whose label topology_key has that value count, as when a
+ * gang's first pods are bound there; NULL: every domain, as above). */
+void pool_check_build_in(const struct pool_view *v, int64_t per_pod, int64_t pods,
+			 const char *topology_key, const char *domain,
+			 struct pool_check *out);
 
 /*
  * Whether pods pods of per_pod units each can be placed on v's usable
@@ -229,5 +235,13 @@ void pool_check_build(const struct pool_view *v, int64_t per_pod, int64_t pods,
  */
 void pool_fit(const struct pool_view *v, int64_t per_pod, int64_t pods,
 	      const char *topology_key, struct pool_fit *out);
+/*
+ * pool_fit within one domain: with topology_key and domain not NULL, only
+ * the usable nodes whose label topology_key is domain count (a domain no
+ * usable node has: nothing fits there, never-fits); domain NULL is
+ * pool_fit.  Pure.
+ */
+void pool_fit_in(const struct pool_view *v, int64_t per_pod, int64_t pods,
+		 const char *topology_key, const char *domain, struct pool_fit *out);
 
 #endif

@@ -359,9 +359,13 @@ static int copy_waiting(struct pod *p, const struct inventory_waiting *w)
 	p->wait.tenant = arena_strdup(a, w->tenant ? w->tenant : "");
 	p->wait.flavor = arena_strdup(a, w->flavor ? w->flavor : "");
 	p->wait.scheduler = arena_strdup(a, w->scheduler ? w->scheduler : "");
+	p->wait.gang = arena_strdup(a, w->gang ? w->gang : "");
+	p->wait.gang_route = arena_strdup(a, w->gang_route ? w->gang_route : "");
+	p->wait.class_name = arena_strdup(a, w->class_name ? w->class_name : "");
 	p->waiting = true;
 	return p->wait.uid && p->wait.namespace && p->wait.name && p->wait.tenant &&
-			       p->wait.flavor && p->wait.scheduler
+			       p->wait.flavor && p->wait.scheduler && p->wait.gang &&
+			       p->wait.gang_route && p->wait.class_name
 		       ? 0
 		       : -1;
 }
@@ -466,8 +470,11 @@ size_t inventory_waiting_list(struct inventory *inv, int64_t before,
 		w->tenant = arena_strdup(a, p->wait.tenant);
 		w->flavor = arena_strdup(a, p->wait.flavor);
 		w->scheduler = arena_strdup(a, p->wait.scheduler);
+		w->gang = arena_strdup(a, p->wait.gang);
+		w->gang_route = arena_strdup(a, p->wait.gang_route);
+		w->class_name = arena_strdup(a, p->wait.class_name);
 		if (w->uid && w->namespace && w->name && w->tenant && w->flavor &&
-		    w->scheduler)
+		    w->scheduler && w->gang && w->gang_route && w->class_name)
 			n++;
 	}
 	pthread_mutex_unlock(&inv->mu);
@@ -564,6 +571,22 @@ static bool member(struct slot *s, const struct policy *p, const struct policy_f
 	return f->index < s->n_member && s->member[f->index];
 }
 
+bool inventory_node_label(struct inventory *inv, const char *node, const char *key,
+			  char *out, size_t size)
+{
+	const char *v = NULL;
+	struct slot *s;
+
+	pthread_mutex_lock(&inv->mu);
+	s = slot_find(inv, node);
+	if (s && s->has_node)
+		v = pool_node_label(&s->node, key);
+	if (v)
+		snprintf(out, size, "%s", v);
+	pthread_mutex_unlock(&inv->mu);
+	return v != NULL;
+}
+
 const struct policy_flavor *inventory_node_flavor(struct inventory *inv,
 						  const struct policy *p,
 						  const char *node)
@@ -618,6 +641,13 @@ void inventory_fit(struct inventory *inv, const struct policy *p,
 		   const struct policy_flavor *f, int64_t per_pod, int64_t pods,
 		   const char *topology_key, struct pool_check *out)
 {
+	inventory_fit_in(inv, p, f, per_pod, pods, topology_key, NULL, out);
+}
+
+void inventory_fit_in(struct inventory *inv, const struct policy *p,
+		      const struct policy_flavor *f, int64_t per_pod, int64_t pods,
+		      const char *topology_key, const char *domain, struct pool_check *out)
+{
 	struct pool_view v;
 
 	memset(out, 0, sizeof(*out));
@@ -626,7 +656,7 @@ void inventory_fit(struct inventory *inv, const struct policy *p,
 	 * nothing about its pool. */
 	if (inv->synced[INVENTORY_NODES] && inv->synced[INVENTORY_PODS] &&
 	    inv->n_nodes > 0 && view(inv, p, f, policy_health(p), &v) == 0)
-		pool_check_build(&v, per_pod, pods, topology_key, out);
+		pool_check_build_in(&v, per_pod, pods, topology_key, domain, out);
 	pthread_mutex_unlock(&inv->mu);
 }
 

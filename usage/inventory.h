@@ -51,6 +51,13 @@ struct inventory_waiting {
 	int64_t since;         /* metadata.creationTimestamp, Unix seconds; 0 unknown */
 	const char *scheduler; /* the scheduler's message (condition PodScheduled
 				* False), or "" */
+	/* A pod of a gang (SPEC section 9): its gang id (label
+	 * gpugate.io/gang), its route (annotation gpugate.io/gang-route) and
+	 * its class (the policy's class label), each "" when absent; whether
+	 * it carries the scheduling gate gpugate.io/gang (a gated pod waits
+	 * like any other: unbound, not finished). */
+	const char *gang, *gang_route, *class_name;
+	bool gang_gated;
 };
 
 /* A pod as the inventory needs it (webhook/node-facts.c reads it). */
@@ -109,6 +116,16 @@ size_t inventory_waiting_list(struct inventory *inv, int64_t before,
 void inventory_fit(struct inventory *inv, const struct policy *p,
 		   const struct policy_flavor *f, int64_t per_pod, int64_t pods,
 		   const char *topology_key, struct pool_check *out);
+/* The same within one domain of topology_key (pool_check_build_in; domain
+ * NULL: any). */
+void inventory_fit_in(struct inventory *inv, const struct policy *p,
+		      const struct policy_flavor *f, int64_t per_pod, int64_t pods,
+		      const char *topology_key, const char *domain, struct pool_check *out);
+
+/* The label key of Node node into out (size > 0): false when the Node is
+ * not known or has no such label (out untouched). */
+bool inventory_node_label(struct inventory *inv, const char *node, const char *key,
+			  char *out, size_t size);
 
 /*
  * The first flavor of p (in policy order) whose node `node` is, by its

@@ -4,6 +4,7 @@
 #include "base/diag.h"
 #include "base/text.h"
 #include "policy/charge.h"
+#include "policy/decide.h"
 #include "policy/k8s.h"
 #include "policy/kinds.h"
 #include "policy/policy.h"
@@ -219,7 +220,14 @@ static void waiting_of(const struct policy *p, const json_t *obj,
 		.since = text_unix_time(json_string_value(json_object_get(meta,
 								      "creationTimestamp"))),
 		.scheduler = scheduler_message(json_object_get(obj, "status")),
+		.gang = str(json_object_get(meta, "labels"), STAMP_GANG),
+		.gang_route = str(json_object_get(meta, "annotations"), STAMP_GANG_ROUTE),
+		.class_name = str(json_object_get(meta, "labels"),
+				  policy_settings(p)->class_label),
 	};
+	for (size_t i = 0; i < wl->pod.n_scheduling_gates; i++)
+		if (strcmp(wl->pod.scheduling_gates[i], GANG_GATE) == 0)
+			w->gang_gated = true;
 	if (w->tenant && w->flavor)
 		out->waiting = w;
 }

@@ -81,6 +81,8 @@ from population import Population  # beside this file: on sys.path
 
 TOKEN = "fake-kube-token"
 SELECTOR_KEY = "gpugate.io/tenant"
+# The gang label: the gang-start controller lists Jobs and Pods by it.
+GANG_KEY = "gpugate.io/gang"
 
 
 @dataclass
@@ -239,6 +241,12 @@ _OBJECT_ROUTES = (
 _CALLS = ("populate", "burst", "event", "raw_list", "bookmark", "compact", "expire",
           "drop", "page_size", "fail_lists", "hang_lists", "fail_watches",
           "error_watches", "hang_watches", "open_watches")
+
+# One Pod or Job of the watched store (the gang-start controller patches
+# them), and Events.
+_WATCHED_OBJECT = re.compile(
+    r"^/(api/v1|apis/batch/v1)/namespaces/([^/]+)/(?:pods|jobs)/([^/]+)$")
+_EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
 
 _CONFLICT = ("the object has been modified; please apply your changes to the "
              "latest version and try again")
@@ -635,6 +643,8 @@ class FakeKube(_Objects):
         self._rv = 1000
         self._stopping = False
         self._requests: list[Request] = []
+        self.k8s_events: list[dict] = []           # Events gpugate POSTed
+        self.patches: list[tuple] = []             # (kind, ns, name, type, body)
         self._res = {
             "pods": _Resource("pods", "/api/v1/pods", "PodList", "Pod", "v1"),
             "jobs": _Resource("jobs", "/apis/batch/v1/jobs", "JobList", "Job",
@@ -888,6 +898,8 @@ class FakeKube(_Objects):
             return
         if self._objects_serve(h, u.path):
             return
+        if self._watched_object(h, u.path):
+            return
         if h.command != "GET":
             # The body is read first: left in the stream it would be read
             # as the next request of a kept-alive connection.
@@ -904,6 +916,52 @@ class FakeKube(_Objects):
         else:
             self._list(h, r, query)
 
+    def _watched_object(self, h: _Handler, path: str) -> bool:
+        """GET and PATCH (merge, JSON) of one Pod or Job of the watched
+        store, the change streamed as MODIFIED; POST of an Event (kept in
+        self.k8s_events).  False when path is none of them."""
+        m = _WATCHED_OBJECT.match(path)
+        ev = _EVENTS.match(path)
+        if ev and h.command == "POST":
+            body = _read_body(h) or b"{}"
+            with self._cond:
+                self.k8s_events.append(json.loads(body))
+            _send_json(h, 201, json.loads(body))
+            return True
+        if not m:
+            return False
+        kind = "pods" if m.group(1) == "api/v1" else "jobs"
+        ns, name = m.group(2), m.group(3)
+        body = _read_body(h) or b""
+        with self._cond:
+            r = self._res[kind]
+            cur = next((o for o in r.objects.values()
+                        if o["metadata"].get("namespace") == ns
+                        and o["metadata"]["name"] == name), None)
+            if cur is None:
+                _send_json(h, 404, _status(404, "NotFound", f'{kind} "{name}" not found'))
+                return True
+            if h.command == "GET":
+                _send_json(h, 200, cur)
+                return True
+            if h.command != "PATCH":
+                _send_json(h, 405, _status(405, "MethodNotAllowed", h.command))
+                return True
+            ctype = (h.headers.get("Content-Type") or "").split(";")[0].strip()
+            self.patches.append((kind, ns, name, ctype, json.loads(body)))
+            if ctype == "application/json-patch+json":
+                from jsonpatch_strict import PatchError, apply
+                try:
+                    new = apply(cur, json.loads(body))
+                except PatchError as e:
+                    _send_json(h, 422, _status(422, "Invalid", str(e)))
+                    return True
+            else:
+                new = _merge_patch(cur, json.loads(body))
+            self.event(kind, "MODIFIED", new)
+            _send_json(h, 200, r.objects[new["metadata"]["uid"]])
+        return True
+
     def _held(self, hang) -> bool:
         """With the lock: waits while hang() says so; False when the fake
         is stopping (the request then gets no answer)."""
@@ -914,7 +972,7 @@ class FakeKube(_Objects):
     @staticmethod
     def _labeled_only(query: dict[str, str]) -> bool:
         """True when the request selects gpugate's label; no other selector
-        is served."""
+        is served (but GANG_KEY's, on a list: _page)."""
         sel = query.get("labelSelector")
         assert not sel or sel == SELECTOR_KEY, f"fake kube: unsupported selector {sel!r}"
         return bool(sel)
@@ -938,6 +996,16 @@ class FakeKube(_Objects):
 
     def _page(self, r: _Resource, query: dict[str, str]) -> tuple[int, bytes]:
         """With the lock: one page of the list (status, JSON)."""
+        if query.get("labelSelector") == GANG_KEY:
+            # The gang-start controller's lists (controllers/gang-start.c):
+            # the objects labelled gpugate.io/gang, one page, no population.
+            items = [o for o in r.objects.values()
+                     if GANG_KEY in ((o.get("metadata") or {}).get("labels") or {})]
+            items.sort(key=lambda o: (o["metadata"].get("namespace", ""),
+                                      o["metadata"]["name"]))
+            return 200, json.dumps({"kind": r.list_kind, "apiVersion": r.api_version,
+                                    "metadata": {"resourceVersion": str(self._rv)},
+                                    "items": items}).encode()
         labeled_only = self._labeled_only(query)
         cont = query.get("continue")
         if cont:

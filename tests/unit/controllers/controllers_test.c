@@ -21,6 +21,7 @@ Test(controllers, the_rows_in_start_order_and_what_they_need)
 		/* Writes nothing (dry runs); every replica's webhook reads it. */
 		{"gang-probe", "kube policy metrics namespace gang-served", false},
 		{"gang-groups", "kube policy identity gang-served", true},
+		{"gang-start", "kube policy inventory metrics namespace", true},
 	};
 
 	for (size_t i = 0; i < CONTROLLERS_COUNT; i++) {
@@ -128,4 +129,6 @@ Test(controllers, the_switches_of_gpugate_serve)
 	cr_expect_null(controllers_table[5].on, "gang-probe: always");
 	cr_expect_null(controllers_table[6].on, "gang-groups: always (idle without "
 						"PodGroups or gang classes)");
+	cr_expect_null(controllers_table[7].on, "gang-start: always (idle while no gang "
+						"pod is gated)");
 }

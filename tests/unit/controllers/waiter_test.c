@@ -150,3 +150,107 @@ Test(waiter, the_same_reason_again_only_after_repeat)
 	/* Another reason: at once. */
 	cr_expect(waiter_due(42, 1000, 43, 1001, 600));
 }
+
+/* ---- a pod of a gang (SPEC section 9) ----------------------------------- */
+
+static const struct inventory_waiting GANG_POD = {
+	.uid = "g1", .namespace = "research", .name = "train-0", .tenant = "research",
+	.flavor = "h100", .per_pod = 8, .since = 1000,
+	.scheduler = "Scheduling is blocked due to non-empty scheduling gates",
+	.gang = "g-3f2a1c", .gang_route = "gates", .class_name = "", .gang_gated = true};
+
+static void expect_gang(int64_t pods, const char *key, const char *want)
+{
+	char message[1024];
+
+	memset(message, 'x', sizeof(message));
+	waiter_gang_reason(P, H100, I, NULL, &GANG_POD, pods, key, message, sizeof(message));
+	cr_expect_str_eq(message, want);
+}
+
+Test(waiter, which_pods_are_told_of_their_gang)
+{
+	struct inventory_waiting pod = GANG_POD;
+
+	cr_expect(waiter_is_gang(&pod));
+	pod.gang_gated = false;
+	cr_expect_not(waiter_is_gang(&pod), "released: the scheduler's to say");
+	pod.gang_route = "workload";
+	cr_expect(waiter_is_gang(&pod));
+	pod.gang_route = "podgroup";
+	cr_expect(waiter_is_gang(&pod));
+	pod.gang = "";
+	cr_expect_not(waiter_is_gang(&pod));
+}
+
+Test(waiter, a_gang_that_fits_is_starting)
+{
+	pool(3, false, NULL, 0);
+	expect_gang(3, NULL, "waits for its gang g-3f2a1c (route gates): all 3 pods fit "
+			     "now; starting");
+}
+
+Test(waiter, a_gang_one_node_short)
+{
+	const int64_t bound[] = {8};
+
+	pool(3, false, bound, 1);
+	expect_gang(3, NULL, "waits for its gang g-3f2a1c (route gates): 2 of 3 pods fit "
+			     "now; short: 1 node with 8 nvidia.com/gpu free");
+}
+
+Test(waiter, a_gang_the_flavor_never_holds)
+{
+	pool(2, false, NULL, 0);
+	expect_gang(3, NULL, "waits for its gang g-3f2a1c (route gates): 2 of 3 pods fit "
+			     "now; short: the usable nodes of flavor h100 can hold 2 of its 3 "
+			     "pods of 8 nvidia.com/gpu, even empty");
+}
+
+Test(waiter, a_gang_without_nodes)
+{
+	pool(0, false, NULL, 0);
+	expect_gang(3, NULL, "waits for its gang g-3f2a1c (route gates): 0 of 3 pods fit "
+			     "now; short: no node of flavor h100 is in the cluster");
+}
+
+Test(waiter, a_gang_pool_not_listed_yet)
+{
+	expect_gang(3, NULL, "waits for its gang g-3f2a1c (route gates): 3 pods; the pool "
+			     "is not known yet");
+}
+
+/* Two cliques of 3 nodes, one node of each busy: 4 free, no clique has 3. */
+Test(waiter, a_gang_in_one_domain_names_the_best)
+{
+	struct pool_resource res[] = {{"nvidia.com/gpu", 8, 8, 0}};
+	struct pool_condition cond[] = {{"Ready", "True", ""}};
+
+	inventory_relist_begin(I, INVENTORY_NODES);
+	for (int i = 0; i < 6; i++) {
+		char name[16];
+		struct pool_label labels[] = {{"nvidia.com/gpu.product", "H100"},
+					      {"nvidia.com/gpu.clique", i < 3 ? "c0" : "c1"}};
+		struct pool_node n = {.name = name, .labels = labels, .n_labels = 2,
+				      .resources = res, .n_resources = 1, .conditions = cond,
+				      .n_conditions = 1, .ready = true};
+
+		snprintf(name, sizeof(name), "node-%d", i);
+		cr_assert_eq(inventory_node_put(I, &n), 0);
+	}
+	inventory_relist_end(I, INVENTORY_NODES);
+	inventory_relist_begin(I, INVENTORY_PODS);
+	for (int i = 0; i < 6; i += 3) {
+		char uid[16], node[16];
+		struct inventory_ask ask = {"nvidia.com/gpu", 8};
+		struct inventory_placement pl = {uid, node, &ask, 1, NULL};
+
+		snprintf(uid, sizeof(uid), "blocker-%d", i);
+		snprintf(node, sizeof(node), "node-%d", i);
+		cr_assert_eq(inventory_pod_put(I, &pl), 0);
+	}
+	inventory_relist_end(I, INVENTORY_PODS);
+	expect_gang(3, "nvidia.com/gpu.clique",
+		    "waits for its gang g-3f2a1c (route gates): 2 of 3 pods fit now, best "
+		    "domain nvidia.com/gpu.clique=c0; short: 1 node with 8 nvidia.com/gpu free");
+}

@@ -184,6 +184,52 @@ Test(metrics, process_families_as_client_libraries_name_them)
 	metrics_free(m);
 }
 
+/* Gang start pushes its series (metrics_gang*): written once a gang-start
+ * controller runs; the waiting rows replaced whole per route. */
+Test(metrics, gangs_pushed_by_gang_start)
+{
+	struct metrics *m = metrics_new();
+	char *text = render(m, &(struct metrics_state){.api = true});
+	const struct metrics_gang_waiting rows[] = {
+		{"research", "h100-80gb", 1}, {"research", "h100-80gb", 1},
+		{"vi\"sion", "l4", 3}};
+
+	cr_assert_null(strstr(text, "gpugate_gang"), "no controller: no lines");
+	free(text);
+	metrics_gang_regated(NULL, "x"); /* no sink: a no-op */
+	metrics_gangs_on(m);
+	metrics_gangs_waiting(m, "gates", rows, 3);
+	metrics_gangs_waiting(m, "nonsense", rows, 3);
+	metrics_gang_started(m, "gates", 4.5);
+	metrics_gang_started(m, "gates", 7000);
+	metrics_gang_regated(m, "research");
+	metrics_gang_regated(m, "research");
+	text = render(m, &(struct metrics_state){.api = true});
+	cr_assert(strstr(text, "# TYPE gpugate_gangs_waiting gauge\n"
+			       "gpugate_gangs_waiting{route=\"gates\",tenant=\"research\","
+			       "flavor=\"h100-80gb\"} 2\n"
+			       "gpugate_gangs_waiting{route=\"gates\",tenant=\"vi_sion\","
+			       "flavor=\"l4\"} 3\n# HELP"),
+		  "%s", text);
+	cr_assert(strstr(text, "gpugate_gang_start_seconds_bucket{route=\"gates\",le=\"2\"} 0\n"
+			       "gpugate_gang_start_seconds_bucket{route=\"gates\",le=\"5\"} 1\n"),
+		  "%s", text);
+	cr_assert(strstr(text, "gpugate_gang_start_seconds_bucket{route=\"gates\",le=\"+Inf\"} 2\n"
+			       "gpugate_gang_start_seconds_sum{route=\"gates\"} 7004.500\n"
+			       "gpugate_gang_start_seconds_count{route=\"gates\"} 2\n"),
+		  "%s", text);
+	cr_assert(strstr(text, "gpugate_gang_start_seconds_count{route=\"workload\"} 0\n"));
+	cr_assert(strstr(text, "# TYPE gpugate_gang_regates_total counter\n"
+			       "gpugate_gang_regates_total{tenant=\"research\"} 2\n"),
+		  "%s", text);
+	free(text);
+	metrics_gangs_waiting(m, "gates", NULL, 0);
+	text = render(m, &(struct metrics_state){.api = true});
+	cr_assert_null(strstr(text, "gpugate_gangs_waiting{"), "replaced whole");
+	free(text);
+	metrics_free(m);
+}
+
 /* The reclaimer pushes its steps (metrics_reclaim*); the two families are
  * written once it runs, between the meter and the feed, as before. */
 Test(metrics, reclaims_pushed_by_the_reclaimer)

@@ -307,6 +307,47 @@ Test(pool, a_gang_with_a_required_topology_needs_one_domain)
 	cr_assert_eq(fit.fit_empty, 2);
 }
 
+/* A gang whose first pods are bound in a domain must find its room there
+ * (pool_fit_in), even when another domain has more. */
+Test(pool, a_gang_bound_in_a_domain_fits_only_there)
+{
+	struct h100 x[4];
+	struct pool_member m[4];
+	struct pool_view v;
+	struct pool_fit fit;
+	struct pool_check pc;
+	const struct pool_node *nodes[4];
+	const char *key = "nvidia.com/gpu.clique";
+
+	h100(&x[0], "a0", 8, 8, "A");
+	h100(&x[1], "a1", 8, 0, "A");
+	h100(&x[2], "b0", 8, 0, "B");
+	h100(&x[3], "b1", 8, 0, "B");
+	for (int i = 0; i < 4; i++)
+		nodes[i] = &x[i].node;
+	pool_view_build(nodes, 4, H100, NULL, m, &v);
+
+	pool_fit_in(&v, 8, 2, key, NULL, &fit);
+	cr_assert_eq(fit.verdict, POOL_FITS);
+	cr_assert_str_eq(fit.domain, "B");
+	pool_fit_in(&v, 8, 2, key, "A", &fit);
+	cr_assert_eq(fit.verdict, POOL_NOT_NOW);
+	cr_assert_eq(fit.fit_now, 1);
+	cr_assert_str_eq(fit.domain, "A");
+	cr_assert_eq(fit.n_domains, 1);
+	pool_fit_in(&v, 8, 1, key, "A", &fit);
+	cr_assert_eq(fit.verdict, POOL_FITS);
+	/* A domain no usable node has: nothing fits there. */
+	pool_fit_in(&v, 8, 1, key, "C", &fit);
+	cr_assert_eq(fit.verdict, POOL_NEVER_FITS);
+	cr_assert_null(fit.domain);
+	/* The check names the domain it was asked for. */
+	pool_check_build_in(&v, 8, 1, key, "A", &pc);
+	cr_assert(pc.known);
+	cr_assert_str_eq(pc.domain, "A");
+	cr_assert_eq(pc.fit.domain, pc.domain);
+}
+
 /* ---- health settings from the policy file ------------------------------ */
 
 static bool has_condition(const struct policy_health *h, const char *type,

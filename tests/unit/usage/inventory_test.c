@@ -225,3 +225,21 @@ Test(inventory, many_nodes_and_pods_add_up)
 	}
 	cr_assert_eq(inventory_nodes(I), 0);
 }
+
+/* Where a pod is bound, by a label of its node (gang start pins a gang's
+ * replacement pods to the domain of those already bound). */
+Test(inventory, a_nodes_label)
+{
+	char v[64] = "untouched";
+
+	put_node("h0", 8, true, "c0");
+	put_node("h1", 8, true, NULL);
+	cr_assert(inventory_node_label(I, "h0", "nvidia.com/gpu.clique", v, sizeof(v)));
+	cr_assert_str_eq(v, "c0");
+	strcpy(v, "untouched");
+	cr_assert_not(inventory_node_label(I, "h1", "nvidia.com/gpu.clique", v, sizeof(v)));
+	cr_assert_not(inventory_node_label(I, "nope", "nvidia.com/gpu.clique", v, sizeof(v)));
+	put_pod("p", "h9", 8); /* a slot without its Node */
+	cr_assert_not(inventory_node_label(I, "h9", "nvidia.com/gpu.clique", v, sizeof(v)));
+	cr_assert_str_eq(v, "untouched");
+}

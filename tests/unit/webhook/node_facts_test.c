@@ -478,6 +478,30 @@ Test(node_facts, a_waiting_pod_of_another_flavor_without_times_or_messages)
 	cr_expect_eq(pl.waiting->per_pod, 2);
 	cr_expect_eq(pl.waiting->since, 0, "no creationTimestamp: unknown");
 	cr_expect_str_eq(pl.waiting->scheduler, "");
+	cr_expect_str_eq(pl.waiting->gang, "", "no gang");
+	cr_expect_str_eq(pl.waiting->gang_route, "");
+	cr_expect_not(pl.waiting->gang_gated);
+}
+
+/* A gated gang pod (route gates, SPEC section 9) waits like any other,
+ * with its gang's facts. */
+Test(node_facts, a_gated_gang_pod_waits_with_its_gang)
+{
+	struct inventory_placement pl;
+
+	cr_assert_eq(placement_of(P, POD(",\"labels\":{\"gpugate.io/gang\":\"g-1\","
+					  "\"gpugate.io/class\":\"train\"},"
+					  "\"annotations\":{\"gpugate.io/gang-route\":\"gates\"}",
+					  "\"schedulingGates\":[{\"name\":\"x.io/y\"},"
+					  "{\"name\":\"gpugate.io/gang\"}]," GPUS("8"),
+				      "\"phase\":\"Pending\""),
+				  &pl),
+		     0);
+	cr_assert_not_null(pl.waiting);
+	cr_expect_str_eq(pl.waiting->gang, "g-1");
+	cr_expect_str_eq(pl.waiting->gang_route, "gates");
+	cr_expect_str_eq(pl.waiting->class_name, "train");
+	cr_expect(pl.waiting->gang_gated);
 }
 
 Test(node_facts, an_unbound_pod_does_not_wait_when_deleted_tenantless_gpu_less_or_without_policy)

@@ -1,0 +1,32 @@
+/*
+ * metrics-int: what the files of metrics/ share and nobody else reads
+ * (metrics.c renders, gangs.c keeps the gang-start series, label.c
+ * writes label values).
+ */
+#ifndef GPUGATE_METRICS_INT_H
+#define GPUGATE_METRICS_INT_H
+
+#include <stddef.h>
+
+struct metrics_gangs;
+struct strbuf;
+
+/* A label value as written: clipped, anything outside [A-Za-z0-9._/-] as
+ * '_' (no quote or backslash ever needs escaping). */
+void metrics_label_copy(char *dst, size_t size, const char *src);
+
+/* The gang-start series (metrics/gangs.c): made with the metrics, freed
+ * with them, written by a scrape once metrics_gangs_on() was called. */
+struct metrics_gangs *metrics_gangs_new(void);
+void metrics_gangs_free(struct metrics_gangs *g);
+void metrics_gangs_render(struct metrics_gangs *g, struct strbuf *sb);
+/* What metrics.h's metrics_gangs_on(), metrics_gangs_waiting(),
+ * metrics_gang_started() and metrics_gang_regated() do, on g. */
+struct metrics_gang_waiting;
+void metrics_gangs_set_on(struct metrics_gangs *g);
+void metrics_gangs_put_waiting(struct metrics_gangs *g, const char *route,
+			       const struct metrics_gang_waiting *rows, size_t n);
+void metrics_gangs_observe(struct metrics_gangs *g, const char *route, double seconds);
+void metrics_gangs_count_regate(struct metrics_gangs *g, const char *tenant);
+
+#endif
