@@ -1,6 +1,7 @@
 #include "base/text.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -216,4 +217,40 @@ const char *text_nearest_hint(const struct text_nearest *n, const char *prefix,
 	if (len < 0 || (size_t)len >= size)
 		buf[0] = '\0';
 	return buf;
+}
+
+/* A decimal of at most 18 digits at *s, advanced past it. */
+static bool read_num(const char **s, int64_t *out)
+{
+	int64_t v = 0;
+	int digits = 0;
+
+	while (**s >= '0' && **s <= '9') {
+		if (++digits > 18)
+			return false;
+		v = v * 10 + (**s - '0');
+		(*s)++;
+	}
+	*out = v;
+	return digits > 0;
+}
+
+int text_record_parse(const char *text, const char names[3], int64_t v[3],
+		      const char **tail)
+{
+	const char *s = text;
+
+	if (!s)
+		return -1;
+	for (int i = 0; i < 3; i++) {
+		if (s[0] != names[i] || s[1] != '=')
+			return -1;
+		s += 2;
+		if (!read_num(&s, &v[i]) || *s++ != ' ')
+			return -1;
+	}
+	if (s[0] != 't' || s[1] != '=' || !s[2] || strchr(s + 2, '\n'))
+		return -1;
+	*tail = s + 2;
+	return 0;
 }

@@ -90,4 +90,14 @@ void text_nearest_consider(struct text_nearest *n, const char *name,
 const char *text_nearest_hint(const struct text_nearest *n, const char *prefix,
 			      char *buf, size_t size);
 
+/*
+ * A controller's one-line record "a=N b=N c=N t=TEXT": three whole
+ * numbers of at most 18 digits, named by the three letters of names in
+ * that order, then t= and a non-empty rest without a newline.  The
+ * numbers into v, the rest into *tail (pointing into text).  0, or -1
+ * when text is not such a record.
+ */
+int text_record_parse(const char *text, const char names[3], int64_t v[3],
+		      const char **tail);
+
 #endif

@@ -1,6 +1,7 @@
 /* gang-rule: pure decisions of route gates (controllers/gang-rule.h). */
 #include "controllers/gang-rule.h"
 
+#include "base/text.h"
 #include "policy/pool.h"
 
 #include <stdio.h>
@@ -15,44 +16,16 @@ size_t gang_record_format(const struct gang_record *r, char *buf, size_t size)
 	return n < 0 ? 0 : (size_t)n;
 }
 
-/* A decimal of at most 18 digits at *s, advanced past it. */
-static bool read_num(const char **s, int64_t *out)
-{
-	int64_t v = 0;
-	int digits = 0;
-
-	while (**s >= '0' && **s <= '9') {
-		if (++digits > 18)
-			return false;
-		v = v * 10 + (**s - '0');
-		(*s)++;
-	}
-	*out = v;
-	return digits > 0;
-}
-
 int gang_record_parse(const char *text, struct gang_record *out)
 {
-	static const char fields[] = "rns";
-	const char *s = text;
+	const char *tenant;
 	int64_t v[3];
 
-	if (!s)
-		return -1;
-	for (int i = 0; i < 3; i++) {
-		if (s[0] != fields[i] || s[1] != '=')
-			return -1;
-		s += 2;
-		if (!read_num(&s, &v[i]) || *s++ != ' ')
-			return -1;
-	}
-	if (s[0] != 't' || s[1] != '=' || !s[2] || strchr(s + 2, '\n') ||
-	    strchr(s + 2, ' '))
-		return -1;
-	if (v[2] > 1)
+	if (text_record_parse(text, "rns", v, &tenant) < 0 || strchr(tenant, ' ') ||
+	    v[2] > 1)
 		return -1;
 	*out = (struct gang_record){.released_ms = v[0], .regates = v[1],
-				    .suspended = v[2] == 1, .tenant = s + 2};
+				    .suspended = v[2] == 1, .tenant = tenant};
 	return 0;
 }
 

@@ -17,6 +17,7 @@
  * summed from picked[] itself.
  */
 #include "policy/reclaim.h"
+#include "base/text.h"
 
 #include "policy/policy.h"
 #include "policy/quota.h"
@@ -214,46 +215,18 @@ size_t reclaim_record_format(const struct reclaim_record *r, char *buf, size_t s
 	return n < 0 ? 0 : (size_t)n;
 }
 
-/* A decimal of at most 18 digits at *s, advanced past it. */
-static bool read_ms(const char **s, int64_t *out)
-{
-	int64_t v = 0;
-	int digits = 0;
-
-	while (**s >= '0' && **s <= '9') {
-		if (++digits > 18)
-			return false;
-		v = v * 10 + (**s - '0');
-		(*s)++;
-	}
-	*out = v;
-	return digits > 0;
-}
-
 int reclaim_record_parse(const char *text, struct reclaim_record *out)
 {
-	static const char fields[] = "srj";
 	struct reclaim_record r = {0};
-	const char *s = text;
+	const char *tenant;
 	int64_t v[3];
 
-	if (!s)
-		return -1;
-	for (int i = 0; i < 3; i++) {
-		if (s[0] != fields[i] || s[1] != '=')
-			return -1;
-		s += 2;
-		if (!read_ms(&s, &v[i]) || *s++ != ' ')
-			return -1;
-	}
-	if (s[0] != 't' || s[1] != '=' || !s[2] || strchr(s + 2, '\n'))
-		return -1;
-	if (v[0] <= 0 || v[2] > 1)
+	if (text_record_parse(text, "srj", v, &tenant) < 0 || v[0] <= 0 || v[2] > 1)
 		return -1;
 	r.signalled_ms = v[0];
 	r.released_ms = v[1];
 	r.of_job = v[2] == 1;
-	r.tenant = s + 2;
+	r.tenant = tenant;
 	*out = r;
 	return 0;
 }
