@@ -358,6 +358,38 @@ def log(msg: str) -> None:
     print(f"e2e: {msg}", file=sys.stderr, flush=True)
 
 
+# The two passes of the suite (run.sh): every module runs on a cluster
+# without the workload-aware scheduling gates; the tests marked `was` run
+# again on a GPUGATE_WAS=1 cluster (cluster.sh), so that the second pass
+# costs only what needs it (a module says `pytestmark = pytest.mark.was`).
+PASS_MARKERS = (
+    "was: also run in the second pass, on a GPUGATE_WAS=1 cluster "
+    "(workload-aware scheduling gates on)",
+    "was_only: only in the GPUGATE_WAS=1 pass (needs Job spec.scheduling, "
+    "PodGroup, Workload)",
+    "plain_only: not in the GPUGATE_WAS=1 pass (needs a cluster without the gates)",
+)
+
+
+def was_pass() -> bool:
+    """This pytest process runs the GPUGATE_WAS=1 pass (its cluster gets
+    the gates from the same variable, cluster.sh)."""
+    return os.environ.get("GPUGATE_WAS", "0") == "1"
+
+
+def pass_name() -> str:
+    return "GPUGATE_WAS=1" if was_pass() else "plain"
+
+
+def selected(marker: Callable[[str], Any]) -> bool:
+    """Whether a test with these markers (item.get_closest_marker) runs in
+    this pass."""
+    if was_pass():
+        return ((marker("was") or marker("was_only")) is not None
+                and marker("plain_only") is None)
+    return marker("was_only") is None
+
+
 def gpugate_bin() -> Path:
     b = Path(os.environ.get("GPUGATE_BIN") or ROOT / "build" / "gpugate")
     if not b.is_absolute():
