@@ -47,7 +47,9 @@
 #                                 The scheduler's configuration lists no
 #                                 plugins, so its default profile gains
 #                                 GangScheduling, TopologyPlacementGenerator and
-#                                 PodGroupPodsCount with the gates. `up` checks
+#                                 PodGroupPodsCount with the gates; the
+#                                 podgroup-protection controller runs too
+#                                 (unless GPUGATE_KCM_CONTROLLERS). `up` checks
 #                                 that scheduling.k8s.io/v1beta1 serves
 #                                 podgroups and workloads, and fails saying so
 #                                 otherwise (without them the Job controller,
@@ -101,6 +103,11 @@ if [[ ${GPUGATE_WAS:-0} == 1 ]]; then
         --runtime-config=scheduling.k8s.io/v1beta1=true)
     kcm_extra+=(--feature-gates=GenericWorkload=true,WorkloadWithJob=true)
     scheduler_extra+=(--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true)
+    # PodGroups carry the finalizer scheduling.k8s.io/podgroup-protection,
+    # which only this controller removes: without it a deleted PodGroup
+    # stays Terminating, and so does a Job deleted in the foreground (the
+    # Job controller's PodGroup blocks its owner's deletion).
+    default_controllers+=,podgroup-protection-controller
 elif [[ ${GPUGATE_WAS:-0} != 0 && -n ${GPUGATE_WAS:-} ]]; then
     printf '%s: ERROR: GPUGATE_WAS=%s: want 1 or 0\n' "$prog" "$GPUGATE_WAS" >&2
     exit 2

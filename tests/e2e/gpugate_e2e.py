@@ -348,7 +348,9 @@ REPLICA_STORE_NAMESPACE = "gpugate-e2e"
 # The processes that serve only the namespaces labelled with their name.
 # "defaults": a gpugate with a policy as shipped, of a test of its own
 # (test_checkpoint_claims.py).
-LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults")
+# "gang": the gpugate of test_gang_start.py (its own policy, a class with
+# gang: true).
+LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults", "gang")
 
 ASAN_DEFAULTS = "detect_leaks=1:abort_on_error=0:halt_on_error=1"
 UBSAN_DEFAULTS = "print_stacktrace=1:halt_on_error=0"
@@ -556,6 +558,72 @@ class Kubectl:
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
         ns = ["-n", namespace] if namespace else []
         return self("get", kind, name, *ns, "-o", "json").json()
+
+
+class Watch:
+    """`kubectl get KIND --watch --output-watch-events -o json` in the
+    background: every version of the objects, as the apiserver sent them
+    (ADDED with the object as created, then each MODIFIED), so that a test
+    can tell what an object looked like at a moment it could not poll (a
+    pod created with a scheduling gate that was removed a second later).
+    events: [(type, object)]; stop() ends kubectl (also on `with` exit)."""
+
+    def __init__(self, kubectl: Kubectl, kind: str, namespace: str, *args: str):
+        self.events: list[tuple[str, dict]] = []
+        self._lock = threading.Lock()
+        argv = [kubectl.binary, "--kubeconfig", kubectl.kubeconfig, "get", kind,
+                "-n", namespace, *args, "--watch", "--output-watch-events", "-o", "json"]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL, text=True, env=kubectl.env)
+        self._thread = threading.Thread(target=self._read, name="e2e-watch", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        dec = json.JSONDecoder()
+        buf = ""
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            buf += line
+            while True:
+                buf = buf.lstrip()
+                if not buf:
+                    break
+                try:
+                    obj, end = dec.raw_decode(buf)
+                except ValueError:
+                    break  # an object not whole yet
+                buf = buf[end:]
+                if isinstance(obj, dict) and "object" in obj:
+                    with self._lock:
+                        self.events.append((obj.get("type", ""), obj["object"]))
+
+    def objects(self, uid: str | None = None) -> list[dict]:
+        """Every version seen (of the object UID), in order."""
+        with self._lock:
+            return [o for _, o in self.events
+                    if uid is None or o.get("metadata", {}).get("uid") == uid]
+
+    def first_versions(self) -> dict[str, dict]:
+        """uid -> the first version seen of each object."""
+        out: dict[str, dict] = {}
+        for o in self.objects():
+            out.setdefault(o["metadata"]["uid"], o)
+        return out
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._thread.join(10)
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
 
 
 # ---------------------------------------------------------------------------
@@ -1194,7 +1262,8 @@ def register(kubectl: Kubectl, config_name: str, gate: Gate, policy: str) -> Non
 # A namespace and class each gpugate admits, for probes (dry runs: nothing
 # is reserved).
 PROBES = {"example": ("research", "train-small"), "quota": ("solo", "gpu"),
-          "raw": ("rawgpu", "gpu"), "replicas": ("race", "gpu")}
+          "raw": ("rawgpu", "gpu"), "replicas": ("race", "gpu"),
+          "gang": ("gang-a", "solo")}
 
 
 def wait_webhooks(kubectl: Kubectl, policy: str, timeout: float = 30.0) -> None:
@@ -1912,7 +1981,8 @@ def _cli_up(dir: Path, fleet: bool = False) -> int:
             f.write(f"export {k}={v}\n")
         f.write(f"export GPUGATE_URL={g.url}\nexport GPUGATE_PID={g.pid}\n"
                 f"export GPUGATE_CA={st.certs.ca}\n"
-                f"export GPUGATE_STDERR={g.stderr_path}\n")
+                f"export GPUGATE_STDERR={g.stderr_path}\n"
+                f"export GPUGATE_POLICY={st.example_policy}\n")
     return 0
 
 
