@@ -121,7 +121,7 @@ def live(pods: list[dict]) -> list[dict]:
 
 
 def gates_of(obj: dict) -> list[str]:
-    spec = obj["spec"]["template"]["spec"] if obj["kind"] == "Job" else obj["spec"]
+    spec = obj["spec"]["template"]["spec"] if obj.get("kind") == "Job" else obj["spec"]
     return [g["name"] for g in spec.get("schedulingGates") or []]
 
 
@@ -255,6 +255,15 @@ def start_gate(stack, policy: Path, name: str = GATE) -> Gate:
     g.wait_ready()
     register(stack.kubectl, "gpugate-gang", g, GATE)
     wait_webhooks(stack.kubectl, GATE)
+    # The route of a Job is chosen at its admission from what the probe
+    # last found: give the first probe a moment (gpugate_gang_route says
+    # what auto picks).  Not asserted here: the tests say what is wrong.
+    want = "workload" if stack.cluster.env.get("GPUGATE_WAS") == "1" else "gates"
+    try:
+        wait_until(f'gpugate_gang_route{{route="{want}"}} 1',
+                   lambda: metric(g, "gpugate_gang_route", route=want) == 1, 10, 0.2)
+    except AssertionError as e:
+        print(f"test_gang_start: {e}")
     return g
 
 
@@ -352,7 +361,7 @@ def test_a_gang_waits_whole(stack, kubectl, gang, waiting, was, route):
     d = wait_until("`kubectl describe pod` to say the pod waits for its gang", said, 30, 1)
     gang_id = kubectl.get("job", name, NS)["spec"]["template"]["metadata"]["labels"][GANG]
     assert f"waits for its gang {gang_id} (route gates): 2 of 3 pods fit now" in d, d
-    assert re.search(r"GPUWaiting\s+\S+\s+gpugate\s+waits for its gang", d), d
+    assert re.search(r"Warning GPUWaiting .*? gpugate waits for its gang", d), d
     wait_until(f'gpugate_gangs_waiting{{route="{route}"}} 1',
                lambda: metric(gang, "gpugate_gangs_waiting", route=route, tenant="gang",
                               flavor="h100-80gb") == 1, 15, POLL)
@@ -388,7 +397,8 @@ def test_the_route_is_chosen_and_stamped(stack, kubectl, gang, policy, waiting, 
 
 def test_a_gang_starts_whole(stack, kubectl, gang, fleet, waiting, was, route):
     """The blocker of clique 0 goes: all 3 pods are bound within 20 s, all
-    in clique 0, and gpugate_gang_start_seconds observes the start."""
+    in clique 0; on route gates gpugate_gang_start_seconds observes the
+    start."""
     name = waiting["name"]
     assert not [p for p in pods_of(kubectl, name) if node_of(p)], "bound before the start"
     before = metric(gang, "gpugate_gang_start_seconds_count", route=route) or 0
@@ -396,10 +406,11 @@ def test_a_gang_starts_whole(stack, kubectl, gang, fleet, waiting, was, route):
     delete_blocker(kubectl, "block-0")
     ps = wait_bound(kubectl, name, 3, 20)
     assert sorted(node_of(p) for p in ps) == nodes, ([node_of(p) for p in ps], clique, nodes)
-    wait_until(f"gpugate_gang_start_seconds_count{{route={route}}} to grow",
-               lambda: (metric(gang, "gpugate_gang_start_seconds_count", route=route)
-                        or 0) > before, 20, POLL)
     assert gang.quota_used("gang") == 24
+    if route == "gates":  # from its release to all Running: gpugate released it
+        wait_until(f"gpugate_gang_start_seconds_count{{route={route}}} to grow",
+                   lambda: (metric(gang, "gpugate_gang_start_seconds_count", route=route)
+                            or 0) > before, 20, POLL)
 
 
 # ---------------------------------------------------------------------------
@@ -557,8 +568,10 @@ def test_a_released_gang_not_running_in_time_is_gated_again(stack, kubectl, gang
     """gangTimeoutSeconds 20: one pod of a released gang never starts (the
     KWOK stage holds it Pending on its node).  After 20 s the Job is
     suspended and resumed (not its pods deleted: those would count as
-    failures), its pods recreated gated; the record says n=1; status.failed
-    unchanged.  The recreated pods start (they lack the annotation)."""
+    failures), its pods recreated gated; the record (ConfigMap
+    gpugate-gangs, data[<job uid>], which lives from the release to the
+    start) says n=1; status.failed unchanged.  The recreated pods start
+    (they lack the annotation)."""
     k = kubectl
     create(k, files, gang_job("slow"))
     ps = wait_gated(k, "slow")
@@ -569,8 +582,11 @@ def test_a_released_gang_not_running_in_time_is_gated_again(stack, kubectl, gang
     uid, failed = j["metadata"]["uid"], (j.get("status") or {}).get("failed", 0)
     regates = metric(gang, "gpugate_gang_regates_total", tenant="gang") or 0
 
+    # The record lives from the release to the start: watched, not polled.
     with Watch(k, "pods", NS, "-l", f"{JOB_NAME}=slow") as pods_w, \
-            Watch(k, "jobs", NS, "--field-selector", "metadata.name=slow") as job_w:
+            Watch(k, "jobs", NS, "--field-selector", "metadata.name=slow") as job_w, \
+            Watch(k, "configmaps", HOME, "--field-selector",
+                  f"metadata.name={RECORD}") as rec_w:
         delete_blocker(k, "block-0")
         wait_bound(k, "slow", 3, 20)
         released = time.monotonic()
@@ -592,8 +608,8 @@ def test_a_released_gang_not_running_in_time_is_gated_again(stack, kubectl, gang
     j = k.get("job", "slow", NS)
     assert not j["spec"].get("suspend"), j["spec"]
     assert (j.get("status") or {}).get("failed", 0) == failed, j.get("status")
-    rec = (k.get("configmap", RECORD, HOME).get("data") or {}).get(uid, "")
-    assert re.search(r"(^|\s)n=1(\s|$)", rec), rec
+    records = [(o.get("data") or {}).get(uid, "") for o in rec_w.objects()]
+    assert any(re.search(r"(^|\s)n=1(\s|$)", r) for r in records), records
     assert metric(gang, "gpugate_gang_regates_total", tenant="gang") == regates + 1
     events = k("get", "events", "-n", NS, "--field-selector",
                "involvedObject.kind=Job,involvedObject.name=slow", "-o", "json").json()["items"]
