@@ -673,7 +673,8 @@ def test_a_tenant_cannot_lower_the_gang_min_count(stack, kubectl, gang, blocked,
     tk = stack.tenant_kubectl(NS)
     create(kubectl, files, gang_job("mc"))
     before = kubectl.get("job", "mc", NS)["spec"].get("scheduling")
-    assert before and "gang" in before.get("schedulingPolicy", {}), before
+    assert before and "gang" in before.get("schedulingPolicy", {}), \
+        f"no gang in the Job's spec.scheduling (route workload not taken): {before}"
     r = tk("patch", "job", "mc", "-n", NS, "--type=merge", "-p", json.dumps(
         {"spec": {"scheduling": {"schedulingPolicy": {"gang": {"minCount": 1}}}}}))
     assert r.rc != 0 and VALIDATE in r.err and "minCount" in r.err, r
