@@ -638,20 +638,36 @@ def test_a_tenant_cannot_remove_the_gang_gate(stack, kubectl, gang, blocked, fil
     assert GANG_GATE in gates_of(kubectl.get("pod", name, NS))
 
 
-def test_a_tenant_cannot_bind_a_gang_pod_itself(stack, kubectl, gang, blocked, files):
-    """A pod of the gang's Job (its ownerReference and controller-uid) with
-    spec.nodeName, skipping the scheduler and the gang: denied."""
+@pytest.mark.parametrize("how", ["template", "owner"])
+def test_a_tenant_cannot_bind_a_gang_pod_itself(stack, kubectl, gang, blocked, files, how):
+    """A pod of the gang's Job with spec.nodeName, skipping the scheduler
+    and the gang: denied.  template: the Job's pod template as gpugate
+    stamped it (its labels and annotations, the route among them), less
+    the gate, plus nodeName; owner: a class pod that names the Job as its
+    controller (ownerReference, controller-uid label) and nothing of the
+    template's stamps (design, "What /validate refuses": a pod owned by, or
+    labelled with the controller-uid of, a gang's Job)."""
     tk = stack.tenant_kubectl(NS)
     create(kubectl, files, gang_job("owned"))
     j = kubectl.get("job", "owned", NS)
     uid = j["metadata"]["uid"]
     free = sorted(free_h100_nodes(kubectl))[0]
-    p = pod("owned-extra", NS, "train-large",
-            labels={"batch.kubernetes.io/controller-uid": uid, JOB_NAME: "owned",
-                    GANG: j["spec"]["template"]["metadata"]["labels"][GANG]},
-            nodeName=free, restartPolicy="Never")
-    p["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1", "kind": "Job",
-                                         "name": "owned", "uid": uid, "controller": True}]
+    owner = [{"apiVersion": "batch/v1", "kind": "Job", "name": "owned", "uid": uid,
+              "controller": True}]
+    if how == "template":
+        tmpl = copy.deepcopy(j["spec"]["template"])
+        spec = dict(tmpl["spec"], nodeName=free)
+        spec.pop("schedulingGates", None)
+        p = {"apiVersion": "v1", "kind": "Pod",
+             "metadata": dict(tmpl.get("metadata") or {}, name="owned-extra", namespace=NS,
+                              ownerReferences=owner),
+             "spec": spec}
+        assert annotations(p).get(ROUTE), p["metadata"]  # the stamp is copied
+    else:
+        p = pod("owned-extra", NS, "train-large",
+                labels={"batch.kubernetes.io/controller-uid": uid, JOB_NAME: "owned"},
+                nodeName=free, restartPolicy="Never")
+        p["metadata"]["ownerReferences"] = owner
     r = tk("create", "-f", "-", input=json.dumps(p))
     assert r.rc != 0 and "denied the request: gpugate" in r.err and "nodeName" in r.err, r
     assert kubectl("get", "pod", "owned-extra", "-n", NS).rc != 0
