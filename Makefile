@@ -90,7 +90,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test check-includes check-house print-dirs unit integration valgrind run format clean deps check-examples e2e e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz image image-check chart-check
+.PHONY: all test check-includes check-house print-dirs unit integration valgrind run format clean deps check-examples e2e e2e-plain e2e-was e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz image image-check chart-check
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -187,8 +187,19 @@ valgrind: $(GPUGATE)
 e2e-tools-check:
 	$(Q)tests/e2e/build-tools.sh --check --quiet
 
+# Two passes, a cluster each (tests/e2e/run.sh): "plain" (no gates: the
+# whole suite, gang start by scheduling gates) and "was" (GPUGATE_WAS=1:
+# the workload-aware scheduling gates on, only the tests marked was).
+# E2E_PASSES picks them (make e2e E2E_PASSES=was); E2E_ARGS selects tests
+# in each.
+E2E_PASSES ?= plain was
 e2e: e2e-tools-check $(GPUGATE)
-	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) tests/e2e/run.sh $(E2E_ARGS)
+	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) GPUGATE_E2E_PASSES='$(E2E_PASSES)' \
+	    tests/e2e/run.sh $(E2E_ARGS)
+
+e2e-plain e2e-was: e2e-tools-check $(GPUGATE)
+	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) GPUGATE_E2E_PASSES='$(@:e2e-%=%)' \
+	    tests/e2e/run.sh $(E2E_ARGS)
 
 # The same control plane and a short scripted kubectl session.
 demo: e2e-tools-check $(GPUGATE)

@@ -20,12 +20,40 @@
 #   CLUSTER_DIR KUBECONFIG KUBECTL KUBE_BIN_DIR ETCD_BIN_DIR
 #   APISERVER_URL APISERVER_PORT ETCD_URL CA_CERT CA_KEY CA_BUNDLE_B64
 #   ETCD_PID APISERVER_PID CONTROLLER_MANAGER_PID SCHEDULER_PID KWOK_PID KWOK_BIN_DIR
+#   GPUGATE_WAS (1: the cluster runs the workload-aware scheduling gates)
 #
 # Environment knobs:
 #   GPUGATE_CLUSTER_TIMEOUT   seconds to wait for readiness (default 180)
 #   GPUGATE_STOP_TIMEOUT      seconds between SIGTERM and SIGKILL (default 10)
 #   GPUGATE_KCM_CONTROLLERS   --controllers value for kube-controller-manager
 #   GPUGATE_KEEP_ON_FAILURE=1 leave processes running if `up` fails (debug)
+#   GPUGATE_APISERVER_EXTRA_FLAGS   more kube-apiserver flags, appended to its
+#   GPUGATE_KCM_EXTRA_FLAGS         command line (after the built-in ones, so
+#   GPUGATE_SCHEDULER_EXTRA_FLAGS   a repeated flag wins), and the same for
+#                                 kube-controller-manager and kube-scheduler;
+#                                 split on white space (no quoting), e.g.
+#                                 GPUGATE_APISERVER_EXTRA_FLAGS='--v=4'
+#   GPUGATE_WAS=1                 workload-aware scheduling (gang start's
+#                                 routes workload and podgroup, SPEC section 9,
+#                                 docs/design/gang-start.md "End to end"):
+#       kube-apiserver          --feature-gates=GenericWorkload=true,WorkloadWithJob=true,
+#                                   TopologyAwareWorkloadScheduling=true
+#                               --runtime-config=scheduling.k8s.io/v1beta1=true
+#       kube-controller-manager --feature-gates=GenericWorkload=true,WorkloadWithJob=true
+#       kube-scheduler          --feature-gates=GenericWorkload=true,
+#                                   TopologyAwareWorkloadScheduling=true
+#                                 placed before the *_EXTRA_FLAGS (a repeated
+#                                 --feature-gates sets its own keys on top).
+#                                 The scheduler's configuration lists no
+#                                 plugins, so its default profile gains
+#                                 GangScheduling, TopologyPlacementGenerator and
+#                                 PodGroupPodsCount with the gates; the
+#                                 podgroup-protection controller runs too
+#                                 (unless GPUGATE_KCM_CONTROLLERS). `up` checks
+#                                 that scheduling.k8s.io/v1beta1 serves
+#                                 podgroups and workloads, and fails saying so
+#                                 otherwise (without them the Job controller,
+#                                 WorkloadWithJob on, stalls: no Job gets pods).
 #   plus everything build-tools.sh honours (GPUGATE_TOOLS_DIR, GO, ...).
 #
 # Nodes: none until someone creates them. KWOK (sigs.k8s.io/kwok) manages the
@@ -67,6 +95,30 @@ default_controllers+=,resourceclaim-controller
 # NoExecute taints evict. Not the pod garbage collector: tests bind pods to
 # nodes that do not exist (gpugate_e2e.bind_pod), which it would delete.
 default_controllers+=,node-lifecycle-controller,taint-eviction-controller
+
+# Extra flags per component (GPUGATE_WAS=1 and the *_EXTRA_FLAGS knobs).
+apiserver_extra=() kcm_extra=() scheduler_extra=()
+if [[ ${GPUGATE_WAS:-0} == 1 ]]; then
+    apiserver_extra+=(--feature-gates=GenericWorkload=true,WorkloadWithJob=true,TopologyAwareWorkloadScheduling=true
+        --runtime-config=scheduling.k8s.io/v1beta1=true)
+    kcm_extra+=(--feature-gates=GenericWorkload=true,WorkloadWithJob=true)
+    scheduler_extra+=(--feature-gates=GenericWorkload=true,TopologyAwareWorkloadScheduling=true)
+    # PodGroups carry the finalizer scheduling.k8s.io/podgroup-protection,
+    # which only this controller removes: without it a deleted PodGroup
+    # stays Terminating, and so does a Job deleted in the foreground (the
+    # Job controller's PodGroup blocks its owner's deletion).
+    default_controllers+=,podgroup-protection-controller
+elif [[ ${GPUGATE_WAS:-0} != 0 && -n ${GPUGATE_WAS:-} ]]; then
+    printf '%s: ERROR: GPUGATE_WAS=%s: want 1 or 0\n' "$prog" "$GPUGATE_WAS" >&2
+    exit 2
+fi
+# Split on white space on purpose: flags are single words.
+# shellcheck disable=SC2206
+apiserver_extra+=(${GPUGATE_APISERVER_EXTRA_FLAGS:-})
+# shellcheck disable=SC2206
+kcm_extra+=(${GPUGATE_KCM_EXTRA_FLAGS:-})
+# shellcheck disable=SC2206
+scheduler_extra+=(${GPUGATE_SCHEDULER_EXTRA_FLAGS:-})
 
 timeout_s=${GPUGATE_CLUSTER_TIMEOUT:-180}
 stop_timeout_s=${GPUGATE_STOP_TIMEOUT:-10}
@@ -419,6 +471,10 @@ cmd_up() {
     trap 'exit 130' INT
     trap 'exit 143' TERM
 
+    if ((${#apiserver_extra[@]} + ${#kcm_extra[@]} + ${#scheduler_extra[@]} > 0)); then
+        log "extra flags: kube-apiserver: ${apiserver_extra[*]:-none}; kube-controller-manager: ${kcm_extra[*]:-none}; kube-scheduler: ${scheduler_extra[*]:-none}"
+    fi
+
     # Binaries (no-op in milliseconds once cached).
     local build_out
     build_out=$("$script_dir/build-tools.sh") || die "build-tools.sh failed"
@@ -487,8 +543,21 @@ cmd_up() {
         --requestheader-extra-headers-prefix=X-Remote-Extra- \
         --proxy-client-cert-file="$pki/front-proxy-client.crt" \
         --proxy-client-key-file="$pki/front-proxy-client.key" \
-        --endpoint-reconciler-type=none
+        --endpoint-reconciler-type=none \
+        "${apiserver_extra[@]}"
     wait_for "kube-apiserver /readyz on $apiserver_url" kube-apiserver apiserver_ready
+    if [[ ${GPUGATE_WAS:-0} == 1 ]]; then
+        # Both the gate and the runtime-config are needed: either alone
+        # serves nothing (docs/design/gang-start.md, F5), and the
+        # controller-manager's WorkloadWithJob then stalls every Job.
+        local served
+        served=$(kubectl_ get --raw /apis/scheduling.k8s.io/v1beta1 2>&1) || true
+        if [[ $served != *'"podgroups"'* || $served != *'"workloads"'* ]]; then
+            show_log kube-apiserver
+            die "GPUGATE_WAS=1, but kube-apiserver does not serve podgroups and workloads at scheduling.k8s.io/v1beta1 (flags: ${apiserver_extra[*]}); it answered: ${served:0:300}"
+        fi
+        log "scheduling.k8s.io/v1beta1 serves podgroups, workloads: ok ($(elapsed "$t_start"))"
+    fi
 
     local controllers=${GPUGATE_KCM_CONTROLLERS:-$default_controllers}
     # --use-service-account-credentials=true: every controller acts as its
@@ -507,7 +576,8 @@ cmd_up() {
         --service-account-private-key-file="$pki/sa.key" \
         --root-ca-file="$pki/ca.crt" \
         --kube-api-qps=200 --kube-api-burst=400 \
-        --leader-elect=false
+        --leader-elect=false \
+        "${kcm_extra[@]}"
     # Pods can only be created once the namespace's default ServiceAccount
     # exists (ServiceAccount admission), so that is the real "ready" signal.
     wait_for "ServiceAccount default/default" kube-controller-manager \
@@ -536,7 +606,8 @@ EOF
         --secure-port="$scheduler_port" \
         --cert-dir="$cluster_dir/scheduler-certs" \
         --authentication-kubeconfig="$cluster_dir/kube-scheduler.kubeconfig" \
-        --authorization-kubeconfig="$cluster_dir/kube-scheduler.kubeconfig"
+        --authorization-kubeconfig="$cluster_dir/kube-scheduler.kubeconfig" \
+        "${scheduler_extra[@]}"
     wait_for "kube-scheduler /healthz" kube-scheduler \
         healthz "https://127.0.0.1:$scheduler_port/healthz"
 
@@ -572,6 +643,7 @@ EOF
         printf 'export CONTROLLER_MANAGER_PID=%q\n' "$(pid_of kube-controller-manager)"
         printf 'export SCHEDULER_PID=%q\n' "$(pid_of kube-scheduler)"
         printf 'export KWOK_PID=%q\n' "$(pid_of kwok)"
+        printf 'export GPUGATE_WAS=%q\n' "${GPUGATE_WAS:-0}"
     } >"$cluster_dir/env"
 
     trap - EXIT INT TERM

@@ -31,6 +31,31 @@ sys.path.insert(0, str(HERE))
 import gpugate_e2e as e2e  # noqa: E402
 
 
+def pytest_configure(config):
+    for line in e2e.PASS_MARKERS:
+        config.addinivalue_line("markers", line)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Two passes (run.sh): the plain cluster runs every test but those
+    marked was_only; a GPUGATE_WAS=1 cluster only those marked was, less
+    those marked plain_only.  The others are deselected, not skipped."""
+    keep, drop = [], []
+    for item in items:
+        (keep if e2e.selected(item.get_closest_marker) else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+@pytest.fixture(scope="session")
+def was(stack) -> bool:
+    """The cluster runs the workload-aware scheduling gates (GPUGATE_WAS=1:
+    Job spec.scheduling, PodGroup and Workload served, the scheduler's
+    GangScheduling plugin on)."""
+    return stack.cluster.env.get("GPUGATE_WAS") == "1"
+
+
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
     binary = e2e.gpugate_bin()
@@ -45,10 +70,14 @@ def stack(tmp_path_factory):
     previous = signal.signal(signal.SIGTERM, on_term)
     try:
         st.up()
-    except BaseException:
+    except BaseException as e:
         problems = st.down()
         if problems:
             e2e.log("\n".join(problems))
+        if isinstance(e, Exception):
+            # Once, with cluster.sh's own words (the component that failed
+            # and its log), not again at every test of the session.
+            pytest.exit(f"the e2e stack did not come up ({e2e.pass_name()} pass): {e}", 3)
         raise
     try:
         yield st

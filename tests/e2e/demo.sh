@@ -326,6 +326,93 @@ run "kubectl get job finetune -n research -o jsonpath='{.metadata.annotations.gp
 expect_running research/job:finetune
 run "kubectl get pods -n research -o wide -l 'batch.kubernetes.io/job-name in (eval,finetune)'"
 
+# Gang start (SPEC section 9): on this cluster (no workload-aware
+# scheduling gates) gpugate gates the gang's pods and releases them
+# together once one clique has room for all. The blockers: one small pod
+# on the first node of each clique (h100-80gb-0 and -3), so that either
+# clique has room for 2 of the gang's 3 pods of 8 H100.
+cat >busy.yaml <<'EOF'
+apiVersion: v1
+kind: Pod
+metadata:
+  name: busy-0
+  namespace: research
+  labels:
+    gpugate.io/class: train-small
+spec:
+  nodeSelector: {kubernetes.io/hostname: h100-80gb-0}
+  containers:
+    - name: trainer
+      image: nvcr.io/nvidia/pytorch:24.05-py3
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: busy-1
+  namespace: research
+  labels:
+    gpugate.io/class: train-small
+spec:
+  nodeSelector: {kubernetes.io/hostname: h100-80gb-3}
+  containers:
+    - name: trainer
+      image: nvcr.io/nvidia/pytorch:24.05-py3
+EOF
+sed -e 's/name: pretrain/name: allreduce/' -e 's/^  parallelism: 3$/  parallelism: 3\n  completions: 3/' \
+    job-train.yaml >job-gang.yaml
+reloads() {
+    curl -s --cacert "$GPUGATE_CA" "$GPUGATE_URL/metrics" |
+        awk '/^gpugate_policy_reloads_total\{result="success"\}/ { print $2 }'
+}
+gated_pods() {
+    kubectl get pods -n research -l batch.kubernetes.io/job-name=allreduce \
+        -o jsonpath='{range .items[*]}{.spec.schedulingGates[*].name}{"\n"}{end}' |
+        grep -c '^gpugate.io/gang$'
+}
+# until_ok WHAT CMD...: until CMD succeeds (30 s at most); a failed step
+# (saying WHAT did not happen) otherwise.
+until_ok() {
+    local what=$1 i
+    shift
+    for ((i = 0; i < 100; i++)); do
+        "$@" >/dev/null 2>&1 && return 0
+        sleep 0.3
+    done
+    echo "${red}demo.sh: $what${off}"
+    failures=$((failures + 1))
+}
+reloaded() { (($(reloads) > ${before:-0})); }
+all_gated() { (($(gated_pods) == 3)); }
+says_why() { kubectl describe pod "$1" -n research | grep -q 'waits for its gang'; }
+
+say "7. Gang start: a Job of a gang class starts all or nothing. research's work so far ends:"
+run "kubectl delete jobs,pods --all -n research --wait=false >/dev/null"
+wait_used 0
+say "   The operator makes train-large a gang class (gpugate reloads its policy when it changes):"
+before=$(reloads)
+run "sed -i '/priorityClassName: training/a\\    gang: true' \"\$GPUGATE_POLICY\" && grep -B7 'gang: true' \"\$GPUGATE_POLICY\""
+until_ok "gpugate did not reload its policy" reloaded
+say "   One small pod on the first H100 node of each NVLink clique: either clique has 2 whole nodes free."
+run kubectl apply -f busy.yaml
+expect_running research/busy-0 research/busy-1
+say "   A Job of 3 pods x 8 H100 in one clique: its quota is held whole, but with room for 2 of 3 no pod starts;"
+run "grep -v '^#' job-gang.yaml | grep -E 'kind|name|class|parallelism|completions'"
+run kubectl apply -f job-gang.yaml
+until_ok "the gang's 3 pods are not all gated gpugate.io/gang" all_gated
+say "   its pods wait behind gpugate's scheduling gate:"
+run "kubectl get pods -n research -l batch.kubernetes.io/job-name=allreduce -o custom-columns='NAME:.metadata.name,NODE:.spec.nodeName,GATES:.spec.schedulingGates[*].name'"
+wait_used 26
+run "$metric"
+say "   and kubectl describe says why (gpugate's GPUWaiting event; gpugate looks every 10 s):"
+first=$(kubectl get pods -n research -l batch.kubernetes.io/job-name=allreduce -o jsonpath='{.items[0].metadata.name}')
+until_ok "kubectl describe pod $first does not say that it waits for its gang" says_why "$first"
+run "kubectl describe pod $first -n research | sed -n '/^Events:/,\$p'"
+say "   busy-0 ends: its clique has room for the whole gang, whose pods start together, all in it:"
+run kubectl delete pod busy-0 -n research
+expect_running research/job:allreduce
+run "kubectl get pods -n research -o wide -l batch.kubernetes.io/job-name=allreduce -L gpugate.io/gang"
+run kubectl get nodes h100-80gb-0 h100-80gb-1 h100-80gb-2 -L nvidia.com/gpu.clique
+
 echo
 if ((failures)); then
     echo "${red}demo.sh: $failures step(s) did not do what they should (after $((SECONDS - t0))s)${off}"

@@ -348,7 +348,9 @@ REPLICA_STORE_NAMESPACE = "gpugate-e2e"
 # The processes that serve only the namespaces labelled with their name.
 # "defaults": a gpugate with a policy as shipped, of a test of its own
 # (test_checkpoint_claims.py).
-LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults")
+# "gang": the gpugate of test_gang_start.py (its own policy, a class with
+# gang: true).
+LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults", "gang")
 
 ASAN_DEFAULTS = "detect_leaks=1:abort_on_error=0:halt_on_error=1"
 UBSAN_DEFAULTS = "print_stacktrace=1:halt_on_error=0"
@@ -356,6 +358,38 @@ UBSAN_DEFAULTS = "print_stacktrace=1:halt_on_error=0"
 
 def log(msg: str) -> None:
     print(f"e2e: {msg}", file=sys.stderr, flush=True)
+
+
+# The two passes of the suite (run.sh): every module runs on a cluster
+# without the workload-aware scheduling gates; the tests marked `was` run
+# again on a GPUGATE_WAS=1 cluster (cluster.sh), so that the second pass
+# costs only what needs it (a module says `pytestmark = pytest.mark.was`).
+PASS_MARKERS = (
+    "was: also run in the second pass, on a GPUGATE_WAS=1 cluster "
+    "(workload-aware scheduling gates on)",
+    "was_only: only in the GPUGATE_WAS=1 pass (needs Job spec.scheduling, "
+    "PodGroup, Workload)",
+    "plain_only: not in the GPUGATE_WAS=1 pass (needs a cluster without the gates)",
+)
+
+
+def was_pass() -> bool:
+    """This pytest process runs the GPUGATE_WAS=1 pass (its cluster gets
+    the gates from the same variable, cluster.sh)."""
+    return os.environ.get("GPUGATE_WAS", "0") == "1"
+
+
+def pass_name() -> str:
+    return "GPUGATE_WAS=1" if was_pass() else "plain"
+
+
+def selected(marker: Callable[[str], Any]) -> bool:
+    """Whether a test with these markers (item.get_closest_marker) runs in
+    this pass."""
+    if was_pass():
+        return ((marker("was") or marker("was_only")) is not None
+                and marker("plain_only") is None)
+    return marker("was_only") is None
 
 
 def gpugate_bin() -> Path:
@@ -524,6 +558,72 @@ class Kubectl:
     def get(self, kind: str, name: str, namespace: str | None = None) -> dict:
         ns = ["-n", namespace] if namespace else []
         return self("get", kind, name, *ns, "-o", "json").json()
+
+
+class Watch:
+    """`kubectl get KIND --watch --output-watch-events -o json` in the
+    background: every version of the objects, as the apiserver sent them
+    (ADDED with the object as created, then each MODIFIED), so that a test
+    can tell what an object looked like at a moment it could not poll (a
+    pod created with a scheduling gate that was removed a second later).
+    events: [(type, object)]; stop() ends kubectl (also on `with` exit)."""
+
+    def __init__(self, kubectl: Kubectl, kind: str, namespace: str, *args: str):
+        self.events: list[tuple[str, dict]] = []
+        self._lock = threading.Lock()
+        argv = [kubectl.binary, "--kubeconfig", kubectl.kubeconfig, "get", kind,
+                "-n", namespace, *args, "--watch", "--output-watch-events", "-o", "json"]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     stdin=subprocess.DEVNULL, text=True, env=kubectl.env)
+        self._thread = threading.Thread(target=self._read, name="e2e-watch", daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        dec = json.JSONDecoder()
+        buf = ""
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            buf += line
+            while True:
+                buf = buf.lstrip()
+                if not buf:
+                    break
+                try:
+                    obj, end = dec.raw_decode(buf)
+                except ValueError:
+                    break  # an object not whole yet
+                buf = buf[end:]
+                if isinstance(obj, dict) and "object" in obj:
+                    with self._lock:
+                        self.events.append((obj.get("type", ""), obj["object"]))
+
+    def objects(self, uid: str | None = None) -> list[dict]:
+        """Every version seen (of the object UID), in order."""
+        with self._lock:
+            return [o for _, o in self.events
+                    if uid is None or o.get("metadata", {}).get("uid") == uid]
+
+    def first_versions(self) -> dict[str, dict]:
+        """uid -> the first version seen of each object."""
+        out: dict[str, dict] = {}
+        for o in self.objects():
+            out.setdefault(o["metadata"]["uid"], o)
+        return out
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        self._thread.join(10)
+
+    def __enter__(self) -> "Watch":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
 
 
 # ---------------------------------------------------------------------------
@@ -1162,7 +1262,8 @@ def register(kubectl: Kubectl, config_name: str, gate: Gate, policy: str) -> Non
 # A namespace and class each gpugate admits, for probes (dry runs: nothing
 # is reserved).
 PROBES = {"example": ("research", "train-small"), "quota": ("solo", "gpu"),
-          "raw": ("rawgpu", "gpu"), "replicas": ("race", "gpu")}
+          "raw": ("rawgpu", "gpu"), "replicas": ("race", "gpu"),
+          "gang": ("gang-a", "solo")}
 
 
 def wait_webhooks(kubectl: Kubectl, policy: str, timeout: float = 30.0) -> None:
@@ -1880,7 +1981,8 @@ def _cli_up(dir: Path, fleet: bool = False) -> int:
             f.write(f"export {k}={v}\n")
         f.write(f"export GPUGATE_URL={g.url}\nexport GPUGATE_PID={g.pid}\n"
                 f"export GPUGATE_CA={st.certs.ca}\n"
-                f"export GPUGATE_STDERR={g.stderr_path}\n")
+                f"export GPUGATE_STDERR={g.stderr_path}\n"
+                f"export GPUGATE_POLICY={st.example_policy}\n")
     return 0
 
 
