@@ -199,6 +199,16 @@ static bool gpugate_user(const struct decide_input *in)
 	return strncmp(u, sa, strlen(sa)) == 0;
 }
 
+/* The pod names a class that says gang: made by hand for a Job of it, it
+ * would skip the gang even without the route its template carries. */
+static bool gang_class(const struct ctx *c)
+{
+	const char *name = decide_label(c->wl, policy_settings(c->p)->class_label);
+	const struct policy_class *cls = name ? policy_class_find(c->p, name) : NULL;
+
+	return cls && cls->gang;
+}
+
 static bool has_gate(const struct wl_pod *pod)
 {
 	for (size_t i = 0; i < pod->n_scheduling_gates; i++)
@@ -220,11 +230,12 @@ bool decide_gang_guard(struct ctx *c)
 			"annotation " STAMP_GANG_ROUTE " is set by gpugate and cannot "
 			"be changed or removed (it is \"%.20s\"): it says how the "
 			"gang starts", was);
-	if (wl->kind == WL_POD && route && wl->op == WL_CREATE && wl->pod.node_name)
+	if (wl->kind == WL_POD && wl->op == WL_CREATE && wl->pod.node_name &&
+	    (route || (wl->owner_job && gang_class(c))))
 		return decide_violate(c, RULES_GANG,
-			"a pod of a gang (%s %.63s) cannot name spec.nodeName: its gang "
+			"a pod of a gang (Job %.63s) cannot name spec.nodeName: its gang "
 			"starts all at once through the scheduler; leave nodeName unset",
-			STAMP_GANG_ROUTE, route);
+			wl->owner_job ? wl->owner_job : "?");
 	if (wl->kind == WL_POD && old && has_gate(&old->pod) && !has_gate(&wl->pod) &&
 	    !gpugate_user(c->in))
 		return decide_violate(c, RULES_GANG,

@@ -433,6 +433,21 @@ Test(gang, a_gang_pod_names_no_node_and_gets_its_gate)
 	cr_assert_not(a.allowed);
 	cr_assert(strstr(a.message, "cannot name spec.nodeName"), "%s", a.message);
 	json_decref(a.patched);
+	/* Made by hand for the Job, without the template's route stamp: its
+	 * class says gang. */
+	admit(&e, HANDLER_VALIDATE, "Pod", "CREATE", "alice",
+	      "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"x\","
+	      "\"namespace\":\"research\",\"labels\":{\"gpugate.io/class\":"
+	      "\"train-large\"},\"ownerReferences\":[{\"apiVersion\":\"batch/v1\","
+	      "\"kind\":\"Job\",\"name\":\"t\",\"uid\":\"j-1\",\"controller\":true}]},"
+	      "\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"m\","
+	      "\"image\":\"x\"}]}}",
+	      NULL, &a);
+	cr_assert_not(a.allowed);
+	cr_assert_str_eq(a.message,
+			 "gpugate: a pod of a gang (Job t) cannot name spec.nodeName: its "
+			 "gang starts all at once through the scheduler; leave nodeName unset");
+	json_decref(a.patched);
 	/* A Job's pod made without the gate its template carries gets it. */
 	admit(&e, HANDLER_MUTATE, "Pod", "CREATE", "alice", GATED_POD("", ""), NULL, &a);
 	cr_assert(a.allowed, "%s", a.message);
