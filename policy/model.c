@@ -7,6 +7,7 @@
 
 #include "base/arena.h"
 #include "base/strmap.h"
+#include "policy/health.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
@@ -522,6 +523,11 @@ static const char *const default_health_conditions[] = {
 static const char *const default_health_labels[] = {
 	"dgxc.nvidia.com/nvsentinel-state",
 };
+/* NVSentinel's node-drainer evicts the pods of a node it quarantined; its
+ * state label is on from the quarantine to the recovery. */
+static const char *const default_drained_by[] = {
+	"dgxc.nvidia.com/nvsentinel-state",
+};
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 /* s[0, n) copied into the policy's arena. */
@@ -552,6 +558,44 @@ static const char *const *health_list(struct builder *b, bool defaults,
 	for (unsigned i = 0; i < n_mine; i++)
 		out[(defaults ? n_builtin : 0) + i] = mine[i];
 	return out;
+}
+
+/* "key[=value]" into kv, in the policy's arena (value NULL: none). */
+static void split_signal(struct builder *b, const char *s, struct policy_kv *kv)
+{
+	struct pool_signal sig;
+
+	pool_signal_split(s, false, &sig);
+	kv->key = dupn(b, s, sig.key_len);
+	kv->value = sig.has_value ? dupn(b, sig.value, sig.value_len) : NULL;
+}
+
+/* onUnhealthy, returnAfter, drainedBy (docs/policy.md "The health loop"). */
+static void build_health_loop(struct builder *b, bool defaults)
+{
+	const struct src_health *s = b->src->health;
+	struct policy_health *h = &b->p->health;
+	const char *const *d;
+	struct policy_kv *kv, rl;
+	size_t nd;
+
+	h->on_unhealthy = s ? s->onUnhealthy : HEALTH_ON_CHECKPOINT;
+	if (s && s->returnAfter && s->returnAfter->validationLabel) {
+		split_signal(b, s->returnAfter->validationLabel, &rl);
+		h->return_label_key = rl.key;
+		h->return_label_value = rl.value;
+	}
+	if (s && s->returnAfter && s->returnAfter->settleSeconds)
+		h->return_settle_s = *s->returnAfter->settleSeconds;
+	d = health_list(b, defaults, default_drained_by, COUNT(default_drained_by),
+			s ? s->drainedBy : NULL, s ? s->drainedBy_count : 0, &nd);
+	kv = alloc(b, nd + 1, sizeof(*kv));
+	if (b->oom || !d || !kv)
+		return;
+	for (size_t i = 0; i < nd; i++)
+		split_signal(b, d[i], &kv[i]);
+	h->drained_by = kv;
+	h->n_drained_by = nd;
 }
 
 static void build_health(struct builder *b)
@@ -606,6 +650,7 @@ static void build_health(struct builder *b)
 	h->n_conditions = nc;
 	h->labels = labels;
 	h->n_labels = nl;
+	build_health_loop(b, defaults);
 }
 
 struct policy *model_build(const char *source, const struct src_policy *src)

@@ -271,6 +271,16 @@ struct policy_health {
 	size_t n_conditions;
 	const struct policy_kv *labels; /* key=value */
 	size_t n_labels;
+	/* The loop (policy/health.h, docs/design/health-loop.md). */
+	int on_unhealthy;               /* enum health_on_unhealthy */
+	/* returnAfter: the validation label (key NULL: none; value NULL: any
+	 * value) and the settle time (0: none). */
+	const char *return_label_key;
+	const char *return_label_value;
+	int64_t return_settle_s;
+	/* Labels that say another system drains the node (value NULL: any). */
+	const struct policy_kv *drained_by;
+	size_t n_drained_by;
 };
 
 struct policy;

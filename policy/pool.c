@@ -1,5 +1,6 @@
 #include "policy/pool.h"
 
+#include "policy/health.h"
 #include "policy/policy.h"
 
 #include "base/strmap.h"
@@ -7,12 +8,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 const char *pool_exclusion_name(enum pool_exclusion e)
 {
 	switch (e) {
 	case POOL_USABLE: return "usable";
 	case POOL_HEALTH: return "health";
+	case POOL_VALIDATING: return "validating";
 	case POOL_NOT_READY: return "NotReady";
 	case POOL_CORDONED: return "cordoned";
 	case POOL_TAINTED: return "tainted";
@@ -128,6 +131,28 @@ static void taint_text(const struct pool_taint *t, char *why, size_t size)
 		 t->value, t->effect);
 }
 
+/* Why a node whose signal is gone is still out (pool.h). */
+static void validating_text(const struct pool_node *n, char *why, size_t size)
+{
+	struct health_marks m;
+	char at[32];
+	time_t t;
+	struct tm tm;
+
+	health_marks_read(n, &m);
+	if (!m.has_record) {
+		snprintf(why, size, "taint %s=%s:%s", HEALTH_TAINT,
+			 m.taint_value ? m.taint_value : "", HEALTH_TAINT_EFFECT);
+		return;
+	}
+	t = (time_t)(m.record.cleared_ms / 1000);
+	if (!m.record.cleared_ms || !gmtime_r(&t, &tm) ||
+	    !strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(why, size, "after %s", m.record.why);
+	else
+		snprintf(why, size, "after %s, cleared %s", m.record.why, at);
+}
+
 enum pool_exclusion pool_node_exclusion(const struct pool_node *n,
 					const struct policy_flavor *f,
 					const struct policy_health *h,
@@ -163,6 +188,10 @@ enum pool_exclusion pool_node_exclusion(const struct pool_node *n,
 			return POOL_HEALTH;
 		}
 	}
+	if (health_marked(n)) {
+		validating_text(n, why, size);
+		return POOL_VALIDATING;
+	}
 	if (!n->ready) {
 		snprintf(why, size, "Ready=%s", ready ? ready : "(none)");
 		return POOL_NOT_READY;
@@ -175,7 +204,8 @@ enum pool_exclusion pool_node_exclusion(const struct pool_node *n,
 		const struct pool_taint *t = &n->taints[i];
 
 		if ((strcmp(t->effect, "NoSchedule") == 0 ||
-		     strcmp(t->effect, "NoExecute") == 0) && !tolerated(f, t)) {
+		     strcmp(t->effect, "NoExecute") == 0) && !tolerated(f, t) &&
+		    strcmp(t->key, HEALTH_TAINT) != 0) {
 			taint_text(t, why, size);
 			return POOL_TAINTED;
 		}

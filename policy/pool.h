@@ -11,10 +11,14 @@
  *   health     a taint, condition or label that policy health names
  *              (NVSentinel's quarantine taint, a node-problem-detector
  *              condition, ...): the repair comes first;
+ *   validating its signal is gone but gpugate's marks (policy/health.h)
+ *              are still on: it comes back once health.returnAfter
+ *              says so (the health controller then removes them);
  *   NotReady   its Ready condition is not True;
  *   cordoned   spec.unschedulable;
  *   tainted    a NoSchedule or NoExecute taint that the flavor's
- *              tolerations do not cover.
+ *              tolerations do not cover (gpugate's own health taint is
+ *              never this: it is health or validating).
  *
  * What a node holds: capacity and allocatable of the flavor's resource
  * (a device plugin lowers allocatable when a device turns unhealthy),
@@ -71,17 +75,22 @@ struct pool_node {
 	size_t n_conditions;
 	bool ready;         /* condition Ready is True */
 	bool unschedulable; /* spec.unschedulable */
+	/* gpugate's record (annotation gpugate.io/health, policy/health.h),
+	 * NULL when absent. */
+	const char *health_record;
 };
 
 enum pool_exclusion {
 	POOL_USABLE,
 	POOL_HEALTH,
+	POOL_VALIDATING,
 	POOL_NOT_READY,
 	POOL_CORDONED,
 	POOL_TAINTED,
 };
+#define POOL_EXCLUSIONS (POOL_TAINTED + 1)
 
-/* "usable", "health", "NotReady", "cordoned", "tainted". */
+/* "usable", "health", "validating", "NotReady", "cordoned", "tainted". */
 const char *pool_exclusion_name(enum pool_exclusion e);
 
 
@@ -115,7 +124,9 @@ bool pool_node_in_flavor(const struct pool_node *n, const struct policy_flavor *
  * Why n is excluded for f (POOL_USABLE when it is not), with the signal in
  * why (size > 0; "" when usable): `taint nvsentinel=fatal:NoSchedule`,
  * `condition GpuXidError=True (reason Xid79)`, `label K=V`, `Ready=Unknown`,
- * `taint K=V:NoExecute`.
+ * `taint K=V:NoExecute`; validating: `after condition GpuXidError=True,
+ * cleared 2026-12-05T11:00:00Z` (the record's signal and time) or `taint
+ * gpugate.io/unhealthy=validating:NoSchedule` (a taint without a record).
  */
 enum pool_exclusion pool_node_exclusion(const struct pool_node *n,
 					const struct policy_flavor *f,
@@ -154,7 +165,7 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 /* A flavor at a glance (metrics, the pool report). */
 struct pool_summary {
 	const struct policy_flavor *flavor;
-	size_t nodes[POOL_TAINTED + 1]; /* by enum pool_exclusion */
+	size_t nodes[POOL_EXCLUSIONS]; /* by enum pool_exclusion */
 	int64_t capacity;      /* status.capacity of every node of the flavor */
 	int64_t allocatable, allocated, free, largest_free; /* usable nodes */
 	int64_t excluded;      /* capacity of the excluded nodes */

@@ -59,6 +59,10 @@ static const cyaml_strval_t gang_start_strings[] = {
 	{"off", 4}, /* enum policy_gang_start */
 };
 
+static const cyaml_strval_t on_unhealthy_strings[] = {
+	{"checkpoint", 0}, {"signal", 1}, {"none", 2}, /* enum health_on_unhealthy */
+};
+
 static const cyaml_strval_t admission_warnings_strings[] = {
 	{"problems", 0}, {"all", 1}, /* enum policy_admission_warnings */
 };
@@ -314,6 +318,13 @@ static const cyaml_schema_field_t checkpoint_fields[] = {
 
 /* Health signals: taints, conditions and labels named one per entry. */
 #define HEALTH_SIGNALS_MAX 256
+static const cyaml_schema_field_t return_after_fields[] = {
+	CYAML_FIELD_STRING_PTR("validationLabel", CYAML_FLAG_OPTIONAL,
+			       struct src_return_after, validationLabel, 1, TEXT_MAX_LEN),
+	CYAML_FIELD_INT_PTR("settleSeconds", CYAML_FLAG_OPTIONAL,
+			    struct src_return_after, settleSeconds),
+	CYAML_FIELD_END,
+};
 static const cyaml_schema_field_t health_fields[] = {
 	CYAML_FIELD_BOOL_PTR("defaults", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
 			     struct src_health, defaults),
@@ -325,6 +336,14 @@ static const cyaml_schema_field_t health_fields[] = {
 			     HEALTH_SIGNALS_MAX),
 	CYAML_FIELD_SEQUENCE("labels", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
 			     struct src_health, labels, &text_entry, 0,
+			     HEALTH_SIGNALS_MAX),
+	CYAML_FIELD_ENUM("onUnhealthy", CYAML_FLAG_OPTIONAL, struct src_health,
+			 onUnhealthy, on_unhealthy_strings,
+			 CYAML_ARRAY_LEN(on_unhealthy_strings)),
+	CYAML_FIELD_MAPPING_PTR("returnAfter", CYAML_FLAG_OPTIONAL,
+				struct src_health, returnAfter, return_after_fields),
+	CYAML_FIELD_SEQUENCE("drainedBy", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_health, drainedBy, &text_entry, 0,
 			     HEALTH_SIGNALS_MAX),
 	CYAML_FIELD_END,
 };

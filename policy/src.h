@@ -139,6 +139,11 @@ struct src_checkpoint {
 	unsigned env_count;
 };
 
+struct src_return_after {
+	char *validationLabel;
+	int64_t *settleSeconds;
+};
+
 struct src_health {
 	bool *defaults;
 	char **taints;
@@ -147,6 +152,10 @@ struct src_health {
 	unsigned conditions_count;
 	char **labels;
 	unsigned labels_count;
+	int onUnhealthy;             /* enum health_on_unhealthy */
+	struct src_return_after *returnAfter;
+	char **drainedBy;
+	unsigned drainedBy_count;
 };
 
 struct src_policy {

@@ -1094,6 +1094,8 @@ static void check_exemptions(struct vctx *v)
 }
 #undef LINE
 
+#define HEALTH_SETTLE_MAX_S (7 * 24 * 3600)
+
 static void check_health(struct vctx *v)
 {
 	const struct src_health *h = v->src->health;
@@ -1103,6 +1105,25 @@ static void check_health(struct vctx *v)
 	check_signals(v, "taints", "taint", h->taints, h->taints_count);
 	check_signals(v, "conditions", "condition", h->conditions, h->conditions_count);
 	check_signals(v, "labels", "label", h->labels, h->labels_count);
+	check_signals(v, "drainedBy", "label", h->drainedBy, h->drainedBy_count);
+	if (h->returnAfter) {
+		const struct src_return_after *r = h->returnAfter;
+
+		if (!r->validationLabel && !r->settleSeconds)
+			err(v, srcpos_line(v->pos, "health.returnAfter"),
+			    "health: returnAfter needs validationLabel, settleSeconds or "
+			    "both (without it a node whose signal clears is back at once: "
+			    "omit returnAfter for that)");
+		if (r->validationLabel)
+			check_signal(v, srcpos_line(v->pos, "health.returnAfter.validationLabel"),
+				     "label", r->validationLabel);
+		if (r->settleSeconds &&
+		    (*r->settleSeconds < 0 || *r->settleSeconds > HEALTH_SETTLE_MAX_S))
+			err(v, srcpos_line(v->pos, "health.returnAfter.settleSeconds"),
+			    "health: returnAfter.settleSeconds %" PRId64
+			    " is out of range (0..%d: at most a week)",
+			    *r->settleSeconds, HEALTH_SETTLE_MAX_S);
+	}
 }
 
 int validate_src(const char *file, const struct src_policy *src,

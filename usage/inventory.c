@@ -231,6 +231,8 @@ static int copy_node(struct arena *a, const struct pool_node *n, struct pool_nod
 	out->name = arena_strdup(a, n->name);
 	if (!l || !r || !t || !c || !out->name)
 		return -1;
+	if (n->health_record && !(out->health_record = arena_strdup(a, n->health_record)))
+		return -1;
 	for (size_t i = 0; i < n->n_labels; i++) {
 		l[i].key = arena_strdup(a, n->labels[i].key);
 		l[i].value = arena_strdup(a, n->labels[i].value);

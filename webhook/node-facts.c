@@ -5,6 +5,7 @@
 #include "base/text.h"
 #include "policy/charge.h"
 #include "policy/decide.h"
+#include "policy/health.h"
 #include "policy/k8s.h"
 #include "policy/kinds.h"
 #include "policy/policy.h"
@@ -144,6 +145,8 @@ int node_facts(const json_t *obj, struct arena *a, struct pool_node *out)
 	    (status && !json_is_object(status)) || (unsched && !json_is_boolean(unsched)))
 		return -1;
 	out->unschedulable = json_is_true(unsched);
+	out->health_record = json_string_value(
+		json_object_get(json_object_get(meta, "annotations"), HEALTH_RECORD));
 	if (labels_of(json_object_get(meta, "labels"), a, out) < 0 ||
 	    resources_of(status, a, out) < 0 ||
 	    taints_of(json_object_get(spec, "taints"), a, out) < 0 ||

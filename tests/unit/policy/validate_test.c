@@ -603,7 +603,7 @@ static struct bad_case bad_cases[] = {
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
 	 "  taint: [x]\n",
 	 "t.yaml:6: health: unknown key \"taint\" (expected one of: defaults, "
-	 "taints, conditions, labels)\n"},
+	 "taints, conditions, labels, onUnhealthy, returnAfter, drainedBy)\n"},
 };
 
 ParameterizedTestParameters(validate, rejects)

@@ -265,9 +265,10 @@ Test(pool_report, the_json_counts_each_flavor_s_nodes_by_state)
 	cr_expect_eq(num(f, "nodes"), 6);
 	cr_expect_eq(num(f, "usable"), 2);
 	states = json_object_get(f, "states");
-	cr_expect_eq(json_object_size(states), 5);
+	cr_expect_eq(json_object_size(states), 6);
 	cr_expect_eq(num(states, "usable"), 2);
 	cr_expect_eq(num(states, "health"), 1);
+	cr_expect_eq(num(states, "validating"), 0);
 	cr_expect_eq(num(states, "NotReady"), 1);
 	cr_expect_eq(num(states, "cordoned"), 1);
 	cr_expect_eq(num(states, "tainted"), 1);
