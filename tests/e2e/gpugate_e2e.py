@@ -350,7 +350,9 @@ REPLICA_STORE_NAMESPACE = "gpugate-e2e"
 # (test_checkpoint_claims.py).
 # "gang": the gpugate of test_gang_start.py (its own policy, a class with
 # gang: true).
-LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults", "gang")
+# "health": the gpugate of test_health_loop.py (its own policy and fleet,
+# the only one that runs the health controller: see GATE_ARGS).
+LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults", "gang", "health")
 
 ASAN_DEFAULTS = "detect_leaks=1:abort_on_error=0:halt_on_error=1"
 UBSAN_DEFAULTS = "print_stacktrace=1:halt_on_error=0"
@@ -1263,7 +1265,7 @@ def register(kubectl: Kubectl, config_name: str, gate: Gate, policy: str) -> Non
 # is reserved).
 PROBES = {"example": ("research", "train-small"), "quota": ("solo", "gpu"),
           "raw": ("rawgpu", "gpu"), "replicas": ("race", "gpu"),
-          "gang": ("gang-a", "solo")}
+          "gang": ("gang-a", "solo"), "health": ("health-a", "gpu")}
 
 
 def wait_webhooks(kubectl: Kubectl, policy: str, timeout: float = 30.0) -> None:

@@ -1,0 +1,579 @@
+"""The health loop closed (issue #30 item 6) on a fake GPU fleet of its own.
+
+A gpugate of this module (stack.gates["health"], namespaces labelled
+e2e.gpugate.io/policy=health) serves HEALTH_POLICY: flavor h200-141gb on
+three KWOK nodes made here (h200-141gb-0..2, 8 GPUs each), class `gpu`
+(not preemptible) and class `ckpt` (preemptible), tenant hl (namespace
+health-a), checkpoint.timeoutSeconds 4, and
+health.returnAfter {validationLabel: gpugate.io/validated=true,
+settleSeconds: 2}.  It is the only gpugate of the session that runs the
+health controller (the session's gates run with GATE_ARGS'
+--no-health-marks): gpugate's taint and record on a Node are written by one
+policy, as in a cluster, and the session's gates, for which these nodes are
+of no flavor, would otherwise remove them.  Its own flavor keeps the
+session's gates' reclaimers off these nodes too (a failing node of theirs
+would tell this tenant's pods "no tenant's workload").
+
+What a health system does is done here as the admin: a condition
+GpuXidError=True (NVSentinel's GPU health monitor, a default signal) put on
+the Node through the status subresource, then False, as NVSentinel's
+platform connector writes them; KWOK leaves a condition it does not own
+alone (its node stages patch status.conditions by strategic merge, keyed by
+type: the Ready heartbeat keeps GpuXidError, measured); NVSentinel's state
+label dgxc.nvidia.com/nvsentinel-state=draining (a default signal and the
+default health.drainedBy).  The validation label is what a DCGM diagnostic
+or a remediation would set.
+
+  test_a_failing_node_moves_preemptible_work_and_tells_the_rest
+      a preemptible Job on node A and a non-preemptible pod beside it; A
+      gets GpuXidError: A is tainted gpugate.io/unhealthy=health:NoSchedule
+      with gpugate's record and a GPUNodeUnhealthy Event; the Job and its
+      pod get the checkpoint request and a GPUReclaim Event "node A is
+      failing (...)"; the trainer reports; the Job is suspended (label
+      gpugate.io/reclaimed), resumed by gpugate, and its new pod runs on
+      another node; the non-preemptible pod gets one GPUNodeFailing Event
+      and is neither signalled nor evicted, past the checkpoint timeout.
+  test_a_cleared_node_is_validated_before_it_returns
+      the condition turns False: A stays out, `validating` (taint value,
+      record cleared, GPUNodeValidating, /pool and `gpugate pool`), a pod
+      pinned to A waits on the taint; the settle time alone does not bring
+      it back; the validation label does: marks gone, GPUNodeReturned, the
+      pinned pod runs on A.
+  test_a_node_nvsentinel_drains_gets_one_signal_and_no_eviction
+      NVSentinel's draining label on the node of a preemptible Job: one
+      checkpoint request, and the Job is never suspended nor its pod
+      evicted by gpugate, well past the checkpoint timeout.
+
+Every test ends with the invariant (what the tenant's pods and Jobs hold is
+what gpugate counts); the `scene` fixture empties the namespace and brings
+every node back (signals off, the validation label on until gpugate's
+marks are gone, then off) before and after each test.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from gpugate_e2e import (JOB_NAME, POLICY_LABEL, PREEMPTIBLE, Fleet, Gate, assert_invariant,
+                         force_delete, job, pod, register, terminating,
+                         wait_service_accounts, wait_until, wait_webhooks)
+from test_fleet import HOSTNAME, node_of, phase
+
+pytestmark = pytest.mark.plain_only
+
+NS = "health-a"          # tenant hl
+HOME = "gpugate-health"  # this gpugate's namespace (--namespace: its Leases, reclaim state)
+GATE = "health"          # stack.gates key, the webhook configurations' policy label
+TENANT = "hl"
+FLAVOR = "h200-141gb"
+GPU = "nvidia.com/gpu"
+NODES = [f"{FLAVOR}-{i}" for i in range(3)]
+NOMINAL = 24
+TIMEOUT_S = 4            # checkpoint.timeoutSeconds
+SETTLE_S = 2             # health.returnAfter.settleSeconds
+ROUND_S = 2              # the reclaimer's and the health controller's interval
+POLL = 0.25
+
+TAINT = "gpugate.io/unhealthy"
+RECORD = "gpugate.io/health"
+VALIDATED = ("gpugate.io/validated", "true")
+NVSENTINEL = "dgxc.nvidia.com/nvsentinel-state"
+XID = "GpuXidError"
+REQUESTED = "gpugate.io/checkpoint-requested"
+DONE = "gpugate.io/checkpoint-done"
+RECLAIMED = "gpugate.io/reclaimed"
+
+HEALTH_POLICY = f"""\
+version: 1
+settings:
+  admissionWarnings: all
+  rawGpuRequests: reject
+  mode: enforce
+flavors:
+  - name: {FLAVOR}
+    resource: {GPU}
+    sharing: exclusive
+    nodeSelector: ["nvidia.com/gpu.product=NVIDIA-H200"]
+    tolerations:
+      - {{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}
+    gpusPerNode: 8
+classes:
+  - name: gpu
+    description: 1 to 8 H200, not preemptible
+    flavor: {FLAVOR}
+    gpus: 1
+    maxGpus: 8
+  - name: ckpt
+    description: 1 to 8 H200, preemptible (checkpoints when asked)
+    flavor: {FLAVOR}
+    gpus: 1
+    maxGpus: 8
+    preemptible: true
+tenants:
+  - name: {TENANT}
+    namespaces: [{NS}]
+    quota:
+      - {{flavor: {FLAVOR}, nominal: {NOMINAL}}}
+checkpoint:
+  timeoutSeconds: {TIMEOUT_S}
+  gracePeriodSeconds: 5
+health:
+  # onUnhealthy: checkpoint (the default)
+  returnAfter: {{validationLabel: "{VALIDATED[0]}={VALIDATED[1]}", settleSeconds: {SETTLE_S}}}
+"""
+
+
+# ---------------------------------------------------------------------------
+# the node, as the health systems and gpugate write it
+
+
+def get_node(k, name: str) -> dict:
+    return k.get("node", name)
+
+
+def taint_of(n: dict) -> str | None:
+    """The value of gpugate's taint on node n (None: none)."""
+    for t in n["spec"].get("taints") or []:
+        if t["key"] == TAINT:
+            assert t.get("effect") == "NoSchedule", t
+            return t.get("value", "")
+    return None
+
+
+def record_of(n: dict) -> dict | None:
+    """gpugate's record "o=<ms> c=<ms> n=<N> t=<why>", parsed (None: none)."""
+    text = (n["metadata"].get("annotations") or {}).get(RECORD)
+    if text is None:
+        return None
+    m = re.fullmatch(r"o=(\d+) c=(\d+) n=(\d+) t=(.+)", text)
+    assert m, f"{RECORD} is not o=<ms> c=<ms> n=<N> t=<why>: {text!r}"
+    return {"o": int(m.group(1)), "c": int(m.group(2)), "n": int(m.group(3)),
+            "t": m.group(4)}
+
+
+def marks(k, name: str) -> tuple[str | None, dict | None]:
+    n = get_node(k, name)
+    return taint_of(n), record_of(n)
+
+
+def wait_marks(k, name: str, taint: str | None, what: str, timeout: float = 20.0) -> dict:
+    """Until gpugate's taint on the node has the value TAINT (None: gone,
+    and the record with it); the node."""
+    last = [None]
+
+    def ok():
+        n = get_node(k, name)
+        last[0] = (taint_of(n), (n["metadata"].get("annotations") or {}).get(RECORD))
+        if taint is None:
+            return n if last[0] == (None, None) else None
+        return n if last[0][0] == taint and last[0][1] is not None else None
+    try:
+        return wait_until(what, ok, timeout, POLL)
+    except AssertionError:
+        raise AssertionError(f"{what}: node {name} has taint {TAINT}={last[0][0]!r} and "
+                             f"record {last[0][1]!r} (waited {timeout:.0f}s)") from None
+
+
+def set_condition(k, name: str, status: str, reason: str, message: str) -> None:
+    """As NVSentinel's platform connector writes a health check's result."""
+    k("patch", "node", name, "--subresource=status", "--type=strategic", "-p",
+      json.dumps({"status": {"conditions": [{
+          "type": XID, "status": status, "reason": reason, "message": message,
+          "lastHeartbeatTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+          "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}]}})
+      ).check()
+
+
+def xid_on(k, name: str) -> None:
+    set_condition(k, name, "True", f"{XID}IsNotHealthy",
+                  "GPU 3: XID 79 (GPU has fallen off the bus)")
+
+
+def xid_off(k, name: str) -> None:
+    set_condition(k, name, "False", f"{XID}IsHealthy", "no XID error")
+
+
+def drop_condition(k, name: str) -> None:
+    k("patch", "node", name, "--subresource=status", "--type=strategic", "-p",
+      json.dumps({"status": {"conditions": [{"type": XID, "$patch": "delete"}]}})).check()
+
+
+def node_events(k, name: str, reason: str) -> list[dict]:
+    """gpugate's Events regarding Node NAME (whatever namespace they went
+    to: "default" for a cluster-scoped object)."""
+    items = k("get", "events", "-A", "--field-selector",
+              f"involvedObject.kind=Node,involvedObject.name={name},reason={reason}",
+              "-o", "json").json()["items"]
+    return items
+
+
+def events(k, name: str, reason: str) -> list[dict]:
+    return k("get", "events", "-n", NS, "--field-selector",
+             f"involvedObject.name={name},reason={reason}", "-o", "json").json()["items"]
+
+
+def messages(evs: list[dict]) -> list[str]:
+    return [e.get("message", "") for e in evs]
+
+
+def pool_states(gate: Gate) -> dict[str, str]:
+    status, body = gate.get("/pool")
+    assert status == 200, (status, body)
+    f = next(f for f in json.loads(body)["flavors"] if f["name"] == FLAVOR)
+    return {n["name"]: n["state"] for n in f["nodeList"]}
+
+
+def metric(gate: Gate, name: str, **labels: str) -> float | None:
+    for line in gate.metrics().splitlines():
+        m = re.match(r"^(\w+)(?:\{(.*)\})? (\S+)$", line)
+        if not m or m.group(1) != name:
+            continue
+        have = dict(re.findall(r'(\w+)="((?:[^"\\]|\\.)*)"', m.group(2) or ""))
+        if all(have.get(k) == v for k, v in labels.items()):
+            return float(m.group(3))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# the work
+
+
+def annotations(obj: dict) -> dict:
+    return obj["metadata"].get("annotations") or {}
+
+
+def live_pods(k, job_name: str) -> list[dict]:
+    items = k("get", "pods", "-n", NS, "-l", f"{JOB_NAME}={job_name}", "-o",
+              "json").json()["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")
+            and phase(p) not in ("Succeeded", "Failed")]
+
+
+def wait_job_running(k, job_name: str, timeout: float = 30.0) -> dict:
+    """The Job's one pod once it runs (bound, Running, not being deleted)."""
+    def ok():
+        pods = live_pods(k, job_name)
+        return pods[0] if len(pods) == 1 and phase(pods[0]) == "Running" else None
+    return wait_until(f"the pod of job {NS}/{job_name} to run", ok, timeout, POLL)
+
+
+def create(k, files: Path, obj: dict) -> str:
+    """kubectl apply of a new object; its stderr (gpugate's warnings)."""
+    name = obj["metadata"]["name"]
+    r = k.apply_file(files / f"{name}.yaml", obj)
+    kind = obj["kind"].lower() + (".batch" if obj["kind"] == "Job" else "")
+    assert (r.rc, r.out) == (0, f"{kind}/{name} created\n"), r
+    return r.err
+
+
+def preemptible_job(k, files: Path, name: str, gpus: int) -> dict:
+    """A Job of class ckpt (preemptible), its pod Running: the pod."""
+    create(k, files, job(name, NS, "ckpt", gpus))
+    j = k.get("job", name, NS)
+    assert j["spec"]["template"]["metadata"]["labels"].get(PREEMPTIBLE) == "true", j
+    return wait_job_running(k, name)
+
+
+def wait_signalled(k, job_name: str, timeout: float = 15.0) -> str:
+    """Until the Job and its pod carry the checkpoint request: its time."""
+    def ok():
+        j = k.get("job", job_name, NS)
+        pods = live_pods(k, job_name)
+        if REQUESTED in annotations(j) and pods and all(REQUESTED in annotations(p)
+                                                       for p in pods):
+            return annotations(j)[REQUESTED]
+        return None
+    return wait_until(f"the checkpoint request on job {NS}/{job_name} and its pod", ok,
+                      timeout, POLL)
+
+
+def invariant(k, gate: Gate) -> None:
+    assert_invariant(k, gate, TENANT, [NS], FLAVOR, GPU, NOMINAL)
+
+
+# ---------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture(scope="module")
+def health_gate(stack, tmp_path_factory):
+    """This module's gpugate on its own fleet: namespaces, the 3 nodes
+    (Ready), the gate registered for NS.  Everything removed at the end
+    (the nodes with gpugate's marks on them)."""
+    k = stack.kubectl
+    d = tmp_path_factory.mktemp("health")
+    policy = d / "health-policy.yaml"
+    policy.write_text(HEALTH_POLICY)
+    k.apply({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace",
+         "metadata": {"name": NS, "labels": {POLICY_LABEL: GATE}}},
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOME}}]}).check()
+    fleet = Fleet(k, policy, name="health", nodes={FLAVOR: len(NODES)}, cpu_nodes=0,
+                  clique_size=len(NODES))
+    assert sorted(fleet.by_name) == NODES, sorted(fleet.by_name)
+    try:
+        wait_service_accounts(k, [NS])
+        fleet.create()
+        g = Gate(stack.binary, stack.certs, policy, d / "gpugate",
+                 stack.cluster.env["KUBECONFIG"], name=GATE,
+                 args=["--namespace", HOME, "--no-gpuclasses", "--no-gpuquotas"]).start()
+        stack.gates[GATE] = g
+        g.wait_ready()
+        register(k, "gpugate-health", g, GATE)
+        wait_webhooks(k, GATE)
+        wait_until("the 3 H200 nodes usable for the health gpugate",
+                   lambda: set(pool_states(g).values()) == {"usable"}
+                   and len(pool_states(g)) == 3, 30, POLL)
+        yield g
+    finally:
+        k("delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+          "gpugate-health", "--ignore-not-found")
+        k("delete", "jobs,pods", "--all", "-n", NS, "--wait=false")
+        k("delete", "namespace", NS, HOME, "--wait=false")
+        k("delete", "nodes", "-l", "fleet.gpugate.io/fleet=health", "--wait=false")
+        g = stack.gates.pop(GATE, None)
+        if g is not None:
+            problems = g.stop_and_check()
+            stack.retired.append(g)
+            assert problems == [], problems
+
+
+def empty_namespace(k, gate: Gate) -> None:
+    k("delete", "jobs,pods", "--all", "-n", NS, "--cascade=foreground", "--wait=false",
+      timeout=60).check()
+
+    def gone() -> bool:
+        items = k("get", "jobs,pods", "-n", NS, "-o", "json").json()["items"]
+        force_delete(k, NS, terminating(items))
+        return not items
+    wait_until(f"namespace {NS} to be empty", gone, 60, POLL)
+    gate.wait_used(TENANT, 0, FLAVOR)
+
+
+def bring_back(k) -> None:
+    """Every node without a signal, and without gpugate's marks: the
+    validation label until they are gone (settleSeconds included), then
+    not."""
+    for n in NODES:
+        drop_condition(k, n)
+        k("label", "node", n, f"{NVSENTINEL}-", f"{VALIDATED[0]}={VALIDATED[1]}",
+          "--overwrite").check()
+    for n in NODES:
+        wait_marks(k, n, None, f"gpugate's marks off {n}", 30)
+    for n in NODES:
+        k("label", "node", n, f"{VALIDATED[0]}-").check()
+
+
+@pytest.fixture
+def scene(stack, health_gate):
+    """NS empty, every node back and usable, the Events of NS and of the
+    nodes deleted (so that a test counts its own); the same after the
+    test, pass or fail."""
+    k = stack.kubectl
+    gate = stack.gates[GATE]
+
+    def reset():
+        empty_namespace(k, gate)
+        bring_back(k)
+        wait_until("the 3 H200 nodes usable again",
+                   lambda: set(pool_states(gate).values()) == {"usable"}, 30, POLL)
+        k("delete", "events", "--all", "-n", NS).check()
+        for n in NODES:
+            k("delete", "events", "-A", "--field-selector",
+              f"involvedObject.kind=Node,involvedObject.name={n}").check()
+    reset()
+    yield gate
+    reset()
+
+
+# ---------------------------------------------------------------------------
+# a. and b.: the work on a failing node
+
+
+def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl, scene,
+                                                                 files):
+    k, gate = kubectl, scene
+    trainer = preemptible_job(k, files, "trainer", 4)
+    a = node_of(trainer)
+    assert a in NODES, a
+    # A non-preemptible pod beside it (pinned there by its user).
+    create(k, files, pod("steady", NS, "gpu", 4, nodeSelector={HOSTNAME: a}))
+    wait_until("steady Running on A", lambda: phase(k.get("pod", "steady", NS)) == "Running",
+               30, POLL)
+    invariant(k, gate)
+    signalled_before = metric(gate, "gpugate_reclaims_total", result="signalled") or 0
+
+    xid_on(k, a)
+    failed_at = time.monotonic()
+    # The node: out, tainted, recorded, an Event.
+    n = wait_marks(k, a, "health", f"{a} tainted {TAINT}=health")
+    rec = record_of(n)
+    assert rec["c"] == 0 and rec["n"] == 1 and XID in rec["t"], rec
+    assert pool_states(gate)[a] == "health"
+    unhealthy = wait_until(f"Event GPUNodeUnhealthy on {a}",
+                           lambda: node_events(k, a, "GPUNodeUnhealthy"), 10, POLL)
+    assert len(unhealthy) == 1 and unhealthy[0]["type"] == "Warning", unhealthy
+    assert XID in unhealthy[0]["message"], unhealthy[0]["message"]
+
+    # The preemptible Job: asked to checkpoint, saying why.
+    asked = wait_signalled(k, "trainer")
+    failing = f"node {a} is failing (condition {XID}=True"
+    msgs = messages(events(k, "trainer", "GPUReclaim"))
+    assert any(m.startswith("checkpoint requested: ") and failing in m for m in msgs), msgs
+    assert not k.get("job", "trainer", NS)["spec"].get("suspend"), \
+        "suspended before the report and before the timeout"
+    # The non-preemptible pod: told, once, not asked.
+    told = wait_until("Event GPUNodeFailing on steady",
+                      lambda: events(k, "steady", "GPUNodeFailing"), 10, POLL)
+    assert told[0]["type"] == "Warning" and failing in told[0]["message"], told
+
+    # The trainer reports its checkpoint; the Job is suspended, its pod goes.
+    for p in live_pods(k, "trainer"):
+        k("annotate", "pod", p["metadata"]["name"], "-n", NS,
+          f"{DONE}={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
+          "--overwrite").check()
+
+    def suspended():
+        j = k.get("job", "trainer", NS)
+        return j if j["spec"].get("suspend") and (
+            j["metadata"].get("labels") or {}).get(RECLAIMED) == "true" else None
+    j = wait_until("the Job suspended and labelled reclaimed", suspended, 15, POLL)
+    assert annotations(j)[REQUESTED] == asked, "asked again"
+    msgs = messages(events(k, "trainer", "GPUReclaim"))
+    assert any(m.startswith("checkpointed and suspended") for m in msgs), msgs
+
+    # ... and is resumed by gpugate: its new pod runs elsewhere (gpugate's
+    # taint keeps the scheduler off A).
+    def resumed():
+        j = k.get("job", "trainer", NS)
+        return not j["spec"].get("suspend") and RECLAIMED not in (
+            j["metadata"].get("labels") or {})
+    wait_until("the Job resumed by gpugate", resumed, 20, POLL)
+    moved = wait_job_running(k, "trainer")
+    assert moved["metadata"]["uid"] != trainer["metadata"]["uid"]
+    assert node_of(moved) in NODES and node_of(moved) != a, (node_of(moved), a)
+    assert REQUESTED not in annotations(k.get("job", "trainer", NS))
+
+    # The non-preemptible pod, well past the checkpoint timeout: still
+    # running on A, never asked, told once.
+    rest = failed_at + TIMEOUT_S + 2 * ROUND_S - time.monotonic()
+    if rest > 0:
+        time.sleep(rest)
+    steady = k.get("pod", "steady", NS)
+    assert (phase(steady), node_of(steady)) == ("Running", a), steady["status"]
+    assert not steady["metadata"].get("deletionTimestamp"), "gpugate evicted steady"
+    assert REQUESTED not in annotations(steady), annotations(steady)
+    assert len(events(k, "steady", "GPUNodeFailing")) == 1, messages(
+        events(k, "steady", "GPUNodeFailing"))
+    assert metric(gate, "gpugate_reclaims_total", result="signalled") == signalled_before + 1
+    # A is still out: its signal is on.
+    assert marks(k, a)[0] == "health"
+    invariant(k, gate)
+
+
+# ---------------------------------------------------------------------------
+# c.: back only once validated
+
+
+def test_a_cleared_node_is_validated_before_it_returns(stack, kubectl, scene, files):
+    k, gate = kubectl, scene
+    a = NODES[1]
+    xid_on(k, a)
+    out = record_of(wait_marks(k, a, "health", f"{a} tainted {TAINT}=health"))
+    assert metric(gate, "gpugate_node_out_since_seconds", flavor=FLAVOR, node=a,
+                  state="health") == pytest.approx(out["o"] / 1000, abs=1)
+
+    # The signal clears (NVSentinel writes the check False): A stays out.
+    xid_off(k, a)
+    cleared_at = time.monotonic()
+    n = wait_marks(k, a, "validating", f"{a} tainted {TAINT}=validating")
+    rec = record_of(n)
+    assert rec["o"] == out["o"] and rec["c"] >= rec["o"] and rec["n"] == 1, (out, rec)
+    assert XID in rec["t"], rec
+    ev = wait_until(f"Event GPUNodeValidating on {a}",
+                    lambda: node_events(k, a, "GPUNodeValidating"), 10, POLL)
+    assert len(ev) == 1 and ev[0]["type"] == "Normal", ev
+    assert f"{VALIDATED[0]}={VALIDATED[1]}" in ev[0]["message"], ev[0]["message"]
+    assert pool_states(gate)[a] == "validating"
+    r = subprocess.run([str(stack.binary), "pool", "--policy", str(gate.policy),
+                        "--kubeconfig", stack.cluster.env["KUBECONFIG"], "-o", "json"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r
+    f = next(f for f in json.loads(r.stdout)["flavors"] if f["name"] == FLAVOR)
+    assert {x["name"]: x["state"] for x in f["nodeList"]}[a] == "validating", f
+    assert metric(gate, "gpugate_node_out_since_seconds", flavor=FLAVOR, node=a,
+                  state="validating") is not None
+
+    # New work stays off A: a pod pinned there waits on gpugate's taint.
+    create(k, files, pod("probe", NS, "gpu", 4, nodeSelector={HOSTNAME: a}))
+
+    def unschedulable():
+        p = k.get("pod", "probe", NS)
+        for c in p["status"].get("conditions") or []:
+            if c["type"] == "PodScheduled" and c["status"] == "False":
+                return c.get("reason") == "Unschedulable" and c.get("message")
+        return None
+    why = wait_until("probe Unschedulable", unschedulable, 20, POLL)
+    assert f"{{{TAINT}: validating}}" in why, why
+    # The settle time alone does not bring A back (the label is missing).
+    rest = cleared_at + SETTLE_S + ROUND_S - time.monotonic()
+    if rest > 0:
+        time.sleep(rest)
+    assert marks(k, a)[0] == "validating"
+    assert not node_of(k.get("pod", "probe", NS))
+
+    # Validated: back, and the waiting pod runs there.
+    k("label", "node", a, f"{VALIDATED[0]}={VALIDATED[1]}").check()
+    wait_marks(k, a, None, f"gpugate's marks off {a}")
+    ev = wait_until(f"Event GPUNodeReturned on {a}",
+                    lambda: node_events(k, a, "GPUNodeReturned"), 10, POLL)
+    assert len(ev) == 1 and ev[0]["type"] == "Normal", ev
+    wait_until(f"{a} usable", lambda: pool_states(gate)[a] == "usable", 10, POLL)
+    assert metric(gate, "gpugate_node_out_since_seconds", flavor=FLAVOR, node=a,
+                  state="validating") is None
+    wait_until("probe Running on A", lambda: (lambda p: (phase(p), node_of(p)))(
+        k.get("pod", "probe", NS)) == ("Running", a), 30, POLL)
+    invariant(k, gate)
+
+
+# ---------------------------------------------------------------------------
+# d.: NVSentinel drains the node itself: gpugate only signals
+
+
+def test_a_node_nvsentinel_drains_gets_one_signal_and_no_eviction(stack, kubectl, scene,
+                                                                  files):
+    k, gate = kubectl, scene
+    trainer = preemptible_job(k, files, "drained", 4)
+    a = node_of(trainer)
+    signalled_before = metric(gate, "gpugate_reclaims_total", result="signalled") or 0
+    k("label", "node", a, f"{NVSENTINEL}=draining").check()
+    labelled_at = time.monotonic()
+    wait_marks(k, a, "health", f"{a} tainted {TAINT}=health")
+    asked = wait_signalled(k, "drained")
+    msgs = messages(events(k, "drained", "GPUReclaim"))
+    assert len(msgs) == 1, msgs
+    assert msgs[0].startswith("checkpoint requested: ") and \
+        f"node {a} is failing (label {NVSENTINEL}=draining)" in msgs[0], msgs
+
+    # Well past the checkpoint timeout, a few rounds on: the Job runs on,
+    # asked once, never suspended, its pod never evicted.
+    deadline = labelled_at + TIMEOUT_S + 3 * ROUND_S
+    while time.monotonic() < deadline:
+        j = k.get("job", "drained", NS)
+        assert not j["spec"].get("suspend"), "gpugate suspended a Job NVSentinel drains"
+        assert RECLAIMED not in (j["metadata"].get("labels") or {}), j["metadata"]
+        assert annotations(j).get(REQUESTED) == asked, annotations(j)
+        p = k.get("pod", trainer["metadata"]["name"], NS)
+        assert not p["metadata"].get("deletionTimestamp"), "gpugate evicted the pod"
+        assert phase(p) == "Running", p["status"]
+        time.sleep(0.5)
+    assert len(events(k, "drained", "GPUReclaim")) == 1, messages(
+        events(k, "drained", "GPUReclaim"))
+    assert metric(gate, "gpugate_reclaims_total", result="signalled") == signalled_before + 1
+    invariant(k, gate)
