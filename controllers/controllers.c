@@ -50,7 +50,7 @@ static int reclaimer_row_start(const struct controller_deps *deps, void **out,
 		.kube = deps->kube, .policy = deps->policy, .usage = deps->usage,
 		.identity = deps->identity, .namespace = deps->namespace,
 		.leading = deps->leading, .leading_ctx = deps->ctx,
-		.metrics = deps->metrics,
+		.metrics = deps->metrics, .inventory = deps->inventory,
 	};
 	int rc = reclaimer_start(&c, &r, d);
 

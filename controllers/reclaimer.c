@@ -13,9 +13,12 @@
 #include "base/text.h"
 #include "kube/client.h"
 #include "policy/decide.h"
+#include "policy/health.h"
 #include "policy/policy.h"
+#include "policy/pool.h"
 #include "policy/quota.h"
 #include "policy/reclaim.h"
+#include "usage/inventory.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "controllers/events.h"
@@ -47,6 +50,13 @@
 #define PRUNE_ROUNDS 5
 /* A record of a tenant this policy does not have is dropped after this. */
 #define STALE_MS (7 * 24 * 3600 * 1000LL)
+/* Failing nodes a round looks at, at most (the rest wait for the next). */
+#define BAD_NODES_MAX 64
+/* Pods told of their failing node, remembered at most (then forgotten:
+ * at worst a pod is told twice). */
+#define TOLD_MAX 20000
+/* The label the Job controller puts on a Job's pods: the Job's uid. */
+#define JOB_UID_LABEL "batch.kubernetes.io/controller-uid"
 
 struct reclaimer {
 	struct reclaimer_config cfg;
@@ -59,6 +69,16 @@ struct reclaimer {
 	/* The state held no record when last read or written: while no
 	 * cohort holds more than its quota, a round need not read it. */
 	bool known_empty;
+	/* "<pod uid>@<node>" of the non-preemptible pods told that their
+	 * node fails (GPUNodeFailing), so that they are told once. */
+	struct strmap told;
+};
+
+/* A node out of the pool for health this round (the health loop). */
+struct bad_node {
+	const char *node, *why;     /* into the round's arena */
+	const char *resource;       /* its flavor's resource */
+	const char *drained_by;     /* the drainedBy label that names it, or NULL */
 };
 
 struct rec;
@@ -70,6 +90,11 @@ struct seen {
 	const struct policy_flavor *flavor;
 	struct rec *rec;           /* its record, NULL: none */
 	bool picked;
+	/* The health loop: the failing node one of its pods is on, NULL:
+	 * none; hold: only signalled (drained by another system, or
+	 * health.onUnhealthy signal). */
+	const struct bad_node *bad;
+	bool hold;
 };
 
 /* One record of the state ConfigMap. */
@@ -89,6 +114,7 @@ struct act {
 	struct rec *rec;           /* ACT_SIGNAL: the new record */
 	bool first;                /* the release is new: counted, an Event */
 	bool reported;             /* released on the workload's report */
+	bool health;               /* ACT_ABANDON, ACT_RESUME: for the health loop */
 	int64_t grace_s;           /* ACT_EVICT, ACT_DELETE */
 	const char *ns, *name;     /* ACT_RESUME (arena) */
 };
@@ -110,6 +136,10 @@ struct round {
 	struct act *acts;
 	size_t nact, capact;
 	unsigned budget;           /* ACTIONS_MAX, counted down */
+	struct bad_node *bad;      /* the failing nodes (BAD_NODES_MAX) */
+	size_t n_bad;
+	bool health_on;            /* the pool is known and onUnhealthy is not none */
+	bool bad_partial;          /* a failing node's pods were not all read */
 };
 
 static int64_t wall_ms(void)
@@ -127,7 +157,9 @@ static void collect(void *ctx, const struct usage_workload *w)
 	const struct policy_flavor *f = policy_flavor_find(rd->p, w->flavor);
 	struct seen *s;
 
-	if (!t || !f || !t->cohort || rd->n == rd->cap)
+	/* Every tenant's: the health loop takes workloads of tenants in no
+	 * cohort too (the cohorts' pick looks at their members only). */
+	if (!t || !f || rd->n == rd->cap)
 		return;
 	s = &rd->seen[rd->n];
 	s->w = *w;
@@ -221,6 +253,11 @@ static void purpose(const struct round *rd, const struct seen *s, char *buf, siz
 	struct usage_view uv;
 	size_t lenders = 0;
 
+	if (s->bad) {
+		snprintf(buf, size, "%lld %s off failing node %s (%s)", (long long)s->w.units,
+			 s->flavor->name, s->bad->node, s->bad->why);
+		return;
+	}
 	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
 	for (size_t i = 0; i < policy_tenant_count(rd->p); i++) {
 		const struct policy_tenant *m = policy_tenant_at(rd->p, i);
@@ -267,7 +304,7 @@ static const struct seen *lender_of(const struct round *rd, const struct seen *s
 /* An Event on the lender's workload: what is being done for it. */
 static void tell_lender(struct round *rd, const struct seen *victim, const char *what)
 {
-	const struct seen *l = lender_of(rd, victim);
+	const struct seen *l = victim->bad ? NULL : lender_of(rd, victim);
 	struct events_object o;
 	char msg[700];
 
@@ -512,11 +549,28 @@ static void signal_victim(struct round *rd, struct seen *s, int64_t signalled_ms
 		annotate_pods(rd, w, json_incref(ann));
 	json_decref(ann);
 	metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_SIGNALLED);
-	snprintf(msg, sizeof(msg),
-		 "checkpoint requested: gpugate takes back %s (lent GPUs come back); write "
-		 "the checkpoint and annotate %s=<time>, or it is %s in %lld s",
-		 why, STAMP_CHECKPOINT_DONE, w->kind == USAGE_JOBS ? "suspended" : "evicted",
-		 (long long)policy_checkpoint(rd->p)->timeout_seconds);
+	if (s->bad && s->hold)
+		snprintf(msg, sizeof(msg),
+			 "checkpoint requested: node %s is failing (%s); write the checkpoint "
+			 "now and annotate %s=<time>: %s, gpugate does not suspend or evict "
+			 "it",
+			 s->bad->node, s->bad->why, STAMP_CHECKPOINT_DONE,
+			 s->bad->drained_by ? "another system drains the node" : "by policy");
+	else if (s->bad)
+		snprintf(msg, sizeof(msg),
+			 "checkpoint requested: node %s is failing (%s); write the checkpoint "
+			 "and annotate %s=<time>, or it is %s in %lld s%s",
+			 s->bad->node, s->bad->why, STAMP_CHECKPOINT_DONE,
+			 w->kind == USAGE_JOBS ? "suspended" : "evicted",
+			 (long long)policy_checkpoint(rd->p)->timeout_seconds,
+			 w->kind == USAGE_JOBS ? " and resumed on another node" : "");
+	else
+		snprintf(msg, sizeof(msg),
+			 "checkpoint requested: gpugate takes back %s (lent GPUs come back); "
+			 "write the checkpoint and annotate %s=<time>, or it is %s in %lld s",
+			 why, STAMP_CHECKPOINT_DONE,
+			 w->kind == USAGE_JOBS ? "suspended" : "evicted",
+			 (long long)policy_checkpoint(rd->p)->timeout_seconds);
 	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
 	tell_lender(rd, s, "checkpoint requested of");
@@ -563,6 +617,7 @@ static void released_event(struct round *rd, struct seen *s, bool reported, int 
 	const struct usage_workload *w = &s->w;
 	struct events_object o = object_of(w);
 	char why[300], msg[700];
+	const char *to = s->bad ? "to move" : "to return";
 
 	purpose(rd, s, why, sizeof(why));
 	metrics_reclaim_released(
@@ -570,26 +625,26 @@ static void released_event(struct round *rd, struct seen *s, bool reported, int 
 		s->rec ? (double)(rd->now_ms - s->rec->r.signalled_ms) / 1000.0 : 0.0);
 	if (w->kind == USAGE_JOBS && reported)
 		snprintf(msg, sizeof(msg),
-			 "checkpointed and suspended to return %s; gpugate resumes it when "
+			 "checkpointed and suspended %s %s; gpugate resumes it when "
 			 "it fits again",
-			 why);
+			 to, why);
 	else if (w->kind == USAGE_JOBS)
 		snprintf(msg, sizeof(msg),
-			 "checkpoint not reported within %lld s: suspended to return %s; "
+			 "checkpoint not reported within %lld s: suspended %s %s; "
 			 "gpugate resumes it when it fits again",
-			 (long long)policy_checkpoint(rd->p)->timeout_seconds, why);
+			 (long long)policy_checkpoint(rd->p)->timeout_seconds, to, why);
 	else if (rc == 429)
 		snprintf(msg, sizeof(msg),
-			 "%s: evicting to return %s, but a PodDisruptionBudget allows no "
+			 "%s: evicting %s %s, but a PodDisruptionBudget allows no "
 			 "disruption; gpugate deletes the pod in %lld s if it still does "
 			 "not (reclaim does not honour a tenant's budget longer)",
-			 reported ? "checkpointed" : "checkpoint not reported in time", why,
+			 reported ? "checkpointed" : "checkpoint not reported in time", to, why,
 			 (long long)policy_checkpoint(rd->p)->grace_period_seconds);
 	else
 		snprintf(msg, sizeof(msg),
-			 "%s and evicted to return %s; a bare pod does not come back (run "
+			 "%s and evicted %s %s; a bare pod does not come back (run "
 			 "it as a Job)",
-			 reported ? "checkpointed" : "checkpoint not reported in time", why);
+			 reported ? "checkpointed" : "checkpoint not reported in time", to, why);
 	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
 	tell_lender(rd, s, w->kind == USAGE_JOBS ? "suspended" : "evicted");
@@ -641,11 +696,11 @@ static void delete_pod(struct round *rd, struct act *a)
 	metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_DELETED);
 	purpose(rd, a->s, why, sizeof(why));
 	snprintf(msg, sizeof(msg),
-		 "deleted with a grace period of %lld s to return %s: it was still "
+		 "deleted with a grace period of %lld s %s %s: it was still "
 		 "running %lld s after its release (no controller deleted it, a "
 		 "PodDisruptionBudget refused its eviction, or its grace period was "
 		 "longer than checkpoint.gracePeriodSeconds)",
-		 (long long)a->grace_s, why,
+		 (long long)a->grace_s, a->s->bad ? "to move" : "to return", why,
 		 (long long)policy_checkpoint(rd->p)->grace_period_seconds);
 	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
@@ -653,7 +708,7 @@ static void delete_pod(struct round *rd, struct act *a)
 		  w->namespace, w->name, (long long)a->grace_s);
 }
 
-static void abandon_victim(struct round *rd, struct seen *s)
+static void abandon_victim(struct round *rd, struct seen *s, bool health)
 {
 	const struct usage_workload *w = &s->w;
 	char path[600];
@@ -667,9 +722,10 @@ static void abandon_victim(struct round *rd, struct seen *s)
 		if (w->kind == USAGE_JOBS)
 			annotate_pods(rd, w, json_incref(ann));
 		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_ABANDONED);
-		log_event(LOG_INFO, "msg=\"reclaim abandoned\" workload=%s/%s detail=\"the "
-				    "cohort no longer holds more than its quota\"",
-			  w->namespace, w->name);
+		log_event(LOG_INFO, "msg=\"reclaim abandoned\" workload=%s/%s detail=\"%s\"",
+			  w->namespace, w->name,
+			  health ? "its node is back in the pool, or it left the node"
+				 : "the cohort no longer holds more than its quota");
 	}
 	json_decref(ann);
 }
@@ -690,8 +746,11 @@ static void resume(struct round *rd, struct act *a)
 
 		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_RESUMED);
 		events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Normal",
-			     "resumed: its GPUs fit the quota again; its pods start from "
-			     "the checkpoint volume",
+			     a->health ? "resumed: its pods start again, from the checkpoint "
+					 "volume, away from the failing node (gpugate's taint "
+					 "keeps new pods off it)"
+				       : "resumed: its GPUs fit the quota again; its pods start "
+					 "from the checkpoint volume",
 			     rd->now_ms / 1000);
 		log_event(LOG_INFO, "msg=\"resumed\" job=%s/%s", a->ns, a->name);
 	}
@@ -717,7 +776,7 @@ static void act_run(struct round *rd, struct act *a)
 		delete_pod(rd, a);
 		break;
 	case ACT_ABANDON:
-		abandon_victim(rd, a->s);
+		abandon_victim(rd, a->s, a->health);
 		break;
 	case ACT_RESUME:
 		resume(rd, a);
@@ -829,13 +888,21 @@ static void step_victim(struct round *rd, struct seen *s)
 	bool reported = false;
 	int64_t grace;
 	struct act *a;
+	enum reclaim_step step = reclaim_next(s->rec ? &s->rec->r : NULL, &f, rd->now_ms,
+					      ck->timeout_seconds, ck->grace_period_seconds,
+					      &reported, &grace);
 
-	switch (reclaim_next(s->rec ? &s->rec->r : NULL, &f, rd->now_ms, ck->timeout_seconds,
-			     ck->grace_period_seconds, &reported, &grace)) {
+	/* Held (the health loop: another system drains the node, or policy
+	 * says signal): asked, never released by gpugate. */
+	if (s->hold && s->rec && !s->rec->r.released_ms &&
+	    (step == RECLAIM_SUSPEND || step == RECLAIM_EVICT))
+		step = RECLAIM_WAIT;
+	switch (step) {
 	case RECLAIM_SIGNAL: {
 		/* To the second, as the annotation and the report are. */
 		struct reclaim_record r = {.signalled_ms = rd->now_ms / 1000 * 1000,
-					   .tenant = s->tenant->name};
+					   .tenant = s->tenant->name,
+					   .for_health = s->bad != NULL};
 		struct rec *x = rec_add(rd, s->w.uid, &r);
 
 		if (!x) {
@@ -899,6 +966,8 @@ static void cohort_round(struct round *rd, int cohort, const struct policy_flavo
 	for (size_t k = 0; k < v.n_picked; k++) {
 		struct seen *s = &rd->seen[v.picked[k]];
 
+		if (s->picked)
+			continue; /* the health loop's this round: stepped there */
 		s->picked = true;
 		step_victim(rd, s);
 	}
@@ -938,6 +1007,7 @@ static void resume_round(struct round *rd)
 	struct usage_view uv;
 	struct diag d;
 	size_t i;
+	bool health;
 
 	diag_init(&d);
 	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0)
@@ -973,11 +1043,15 @@ static void resume_round(struct round *rd)
 			arena_release(&a);
 			continue;
 		}
+		health = false;
 		for (size_t k = 0; k < rd->nrec; k++)
-			if (!rd->recs[k].gone && it.uid && strcmp(rd->recs[k].uid, it.uid) == 0)
+			if (!rd->recs[k].gone && it.uid && strcmp(rd->recs[k].uid, it.uid) == 0) {
+				health = health || rd->recs[k].r.for_health;
 				rec_drop(rd, &rd->recs[k]);
+			}
 		ac = act_add(rd, ACT_RESUME, NULL);
 		if (ac) {
+			ac->health = health;
 			ac->ns = arena_strdup(&rd->a, it.namespace);
 			ac->name = arena_strdup(&rd->a, it.name);
 			if (!ac->ns || !ac->name)
@@ -987,6 +1061,193 @@ static void resume_round(struct round *rd)
 		break;
 	}
 	json_decref(list);
+}
+
+/* ---- the health loop (docs/design/health-loop.md) ----------------------- */
+
+struct bad_scan {
+	struct round *rd;
+	const struct policy_health *h;
+};
+
+/* The nodes of each flavor that are out for health, once each. */
+static void bad_scan_view(void *ctx, const struct pool_view *v)
+{
+	struct bad_scan *bs = ctx;
+	struct round *rd = bs->rd;
+
+	for (size_t i = 0; i < v->n_members && rd->n_bad < BAD_NODES_MAX; i++) {
+		const struct pool_member *m = &v->members[i];
+		struct bad_node *b;
+		char by[300];
+		bool known = false;
+
+		if (m->exclusion != POOL_HEALTH)
+			continue;
+		for (size_t k = 0; k < rd->n_bad && !known; k++)
+			known = strcmp(rd->bad[k].node, m->node->name) == 0;
+		if (known)
+			continue;
+		b = &rd->bad[rd->n_bad];
+		b->node = arena_strdup(&rd->a, m->node->name);
+		b->why = arena_strdup(&rd->a, m->why);
+		b->resource = arena_strdup(&rd->a, v->flavor->resource);
+		b->drained_by = health_drained_by_other(bs->h, m->node, by, sizeof(by))
+					? arena_strdup(&rd->a, by)
+					: NULL;
+		if (b->node && b->why && b->resource)
+			rd->n_bad++;
+	}
+}
+
+/* Fills rd->bad: nothing without the pool, or under onUnhealthy none. */
+static void bad_nodes(struct round *rd)
+{
+	struct bad_scan bs = {rd, policy_health(rd->p)};
+
+	rd->n_bad = 0;
+	rd->health_on = rd->r->cfg.inventory && bs.h && bs.h->on_unhealthy != HEALTH_ON_NONE;
+	if (!rd->health_on)
+		return;
+	rd->bad = arena_calloc(&rd->a, BAD_NODES_MAX, sizeof(*rd->bad));
+	if (!rd->bad || inventory_each(rd->r->cfg.inventory, rd->p, bad_scan_view, &bs) < 0)
+		rd->bad_partial = true;
+	if (rd->n_bad == BAD_NODES_MAX)
+		rd->bad_partial = true; /* maybe more */
+}
+
+/* Whether a container list asks for resource (requests or limits). */
+static bool asks_resource(const json_t *containers, const char *resource)
+{
+	const json_t *c;
+	size_t i;
+
+	json_array_foreach(containers, i, c) {
+		const json_t *r = json_object_get(c, "resources");
+
+		if (json_object_get(json_object_get(r, "limits"), resource) ||
+		    json_object_get(json_object_get(r, "requests"), resource))
+			return true;
+	}
+	return false;
+}
+
+/* A Warning Event on a pod that gpugate does not checkpoint, once. */
+static void tell_failing(struct round *rd, const struct bad_node *b, const json_t *meta,
+			 const char *why_not)
+{
+	const char *uid = json_string_value(json_object_get(meta, "uid"));
+	struct events_object o = {"v1", "Pod",
+				  json_string_value(json_object_get(meta, "namespace")),
+				  json_string_value(json_object_get(meta, "name")), uid};
+	struct strmap *told = &rd->r->told;
+	char key[600], msg[800];
+	char *k;
+
+	if (!uid || !o.namespace || !o.name)
+		return;
+	snprintf(key, sizeof(key), "%s@%s", uid, b->node);
+	if (strmap_get(told, key, NULL) || !spend(rd))
+		return;
+	if (told->len >= TOLD_MAX) {
+		size_t pos = 0, v;
+		const char *kk;
+
+		while (strmap_next(told, &pos, &kk, &v))
+			free((char *)(uintptr_t)v);
+		strmap_release(told);
+		strmap_init(told);
+	}
+	if ((k = strdup(key)) && strmap_put(told, k, (size_t)(uintptr_t)k, NULL) != 0)
+		free(k);
+	snprintf(msg, sizeof(msg),
+		 "node %s is failing (%s) and is out of the GPU pool; %s, so gpugate does "
+		 "not checkpoint it: save your work, it may be drained",
+		 b->node, b->why, why_not);
+	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUNodeFailing", "Warning", msg,
+		     rd->now_ms / 1000);
+	log_event(LOG_INFO, "msg=\"told a pod its node fails\" pod=%s/%s node=%s", o.namespace,
+		  o.name, b->node);
+}
+
+/* The pods bound to failing node b: their workloads are the loop's
+ * victims (preemptible) or are told (the others). */
+static void bad_node_round(struct round *rd, const struct bad_node *b)
+{
+	const struct policy_health *h = policy_health(rd->p);
+	char path[600];
+	json_t *list = NULL, *pod;
+	struct diag d;
+	size_t i, idx;
+
+	if (!spend(rd)) {
+		rd->bad_partial = true;
+		return;
+	}
+	snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", b->node);
+	diag_init(&d);
+	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0) {
+		rd->bad_partial = true;
+		return;
+	}
+	json_array_foreach(json_object_get(list, "items"), i, pod) {
+		const json_t *meta = json_object_get(pod, "metadata");
+		const json_t *spec = json_object_get(pod, "spec");
+		const char *phase = json_string_value(
+			json_object_get(json_object_get(pod, "status"), "phase"));
+		const char *job = json_string_value(
+			json_object_get(json_object_get(meta, "labels"), JOB_UID_LABEL));
+		const char *uid = json_string_value(json_object_get(meta, "uid"));
+		struct seen *s = NULL;
+
+		if (!uid || json_object_get(meta, "deletionTimestamp") ||
+		    (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) ||
+		    !(asks_resource(json_object_get(spec, "containers"), b->resource) ||
+		      asks_resource(json_object_get(spec, "initContainers"), b->resource)))
+			continue;
+		if ((job && strmap_get(&rd->seen_by_uid, job, &idx)) ||
+		    strmap_get(&rd->seen_by_uid, uid, &idx))
+			s = &rd->seen[idx];
+		if (!s || !s->w.preemptible) {
+			tell_failing(rd, b, meta,
+				     s ? "it is not preemptible (gpugate.io/preemptible)"
+				       : "it is no tenant's workload");
+			continue;
+		}
+		if (s->picked)
+			continue; /* another of its pods, or another failing node */
+		s->picked = true;
+		s->bad = b;
+		s->hold = b->drained_by || h->on_unhealthy == HEALTH_ON_SIGNAL;
+		step_victim(rd, s);
+	}
+	json_decref(list);
+}
+
+static void health_round(struct round *rd)
+{
+	for (size_t i = 0; i < rd->n_bad; i++)
+		bad_node_round(rd, &rd->bad[i]);
+}
+
+/* The loop's requests whose workload is no longer on a failing node (it
+ * came back, or the pod left) and was not released: taken back. */
+static void health_abandon(struct round *rd)
+{
+	if (rd->bad_partial)
+		return; /* an unread node may still hold them */
+	for (size_t i = 0; i < rd->nrec; i++) {
+		struct rec *x = &rd->recs[i];
+		struct seen *s = x->s;
+		struct act *a;
+
+		if (x->gone || !x->r.for_health || x->r.released_ms || x->r.of_job || !s ||
+		    s->picked)
+			continue;
+		rec_drop(rd, x);
+		if ((a = act_add(rd, ACT_ABANDON, s)))
+			a->health = true;
+	}
 }
 
 /* Whether some cohort holds more than its quota on some flavor. */
@@ -1013,9 +1274,13 @@ static void round_once(struct reclaimer *r)
 	strmap_init(&rd.seen_by_uid);
 	strmap_init(&rd.rec_by_uid);
 	arena_init(&rd.a);
-	if (!rd.p || !policy_cohort_count(rd.p))
+	if (!rd.p)
 		goto out;
 	rd.now_ms = r->cfg.now_ms ? r->cfg.now_ms() : wall_ms();
+	bad_nodes(&rd);
+	/* No cohort and no health loop: nothing to take back or resume. */
+	if (!policy_cohort_count(rd.p) && !rd.health_on && r->known_empty)
+		goto out;
 	rd.cap = WORKLOADS_MAX;
 	rd.seen = calloc(rd.cap, sizeof(*rd.seen));
 	rd.recs = calloc(RECORDS_MAX, sizeof(*rd.recs));
@@ -1025,15 +1290,19 @@ static void round_once(struct reclaimer *r)
 	for (size_t i = 0; i < rd.n; i++)
 		if (strmap_put(&rd.seen_by_uid, rd.seen[i].w.uid, i, NULL) < 0)
 			goto out;
-	if (r->known_empty && !any_deficit(&rd))
+	if (r->known_empty && !rd.n_bad && !any_deficit(&rd))
 		goto resume; /* nothing recorded, nothing to take back */
 	if (state_load(&rd) < 0)
 		goto out;
 	rd.loaded = true;
 	state_prune(&rd);
+	/* The health loop first: a workload on a failing node is its victim
+	 * before any cohort's (the cohorts' pick counts it as signalled). */
+	health_round(&rd);
 	for (size_t c = 0; c < policy_cohort_count(rd.p); c++)
 		for (size_t f = 0; f < policy_flavor_count(rd.p); f++)
 			cohort_round(&rd, (int)c, policy_flavor_at(rd.p, f));
+	health_abandon(&rd);
 	released_pods(&rd);
 resume:
 	resume_round(&rd);
@@ -1084,6 +1353,7 @@ int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
 	snprintf(r->namespace, sizeof(r->namespace), "%s",
 		 cfg->namespace && cfg->namespace[0] ? cfg->namespace : "gpugate");
 	strmap_init(&r->misses);
+	strmap_init(&r->told);
 	if (worker_start(&r->w,
 			 &(struct worker_config){.name = "reclaimer", .kube = cfg->kube,
 						 .turn = turn, .arg = r,
@@ -1093,6 +1363,7 @@ int reclaimer_start(const struct reclaimer_config *cfg, struct reclaimer **out,
 						 .leading_ctx = cfg->leading_ctx},
 			 d) < 0) {
 		strmap_release(&r->misses);
+		strmap_release(&r->told);
 		free(r);
 		return -1;
 	}
@@ -1114,6 +1385,10 @@ void reclaimer_stop(struct reclaimer *r)
 		while (strmap_next(&r->misses, &pos, &key, &v))
 			free((void *)(uintptr_t)v);
 		strmap_release(&r->misses);
+		pos = 0;
+		while (strmap_next(&r->told, &pos, &key, &v))
+			free((void *)(uintptr_t)v);
+		strmap_release(&r->told);
 	}
 	free(r);
 }

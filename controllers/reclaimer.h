@@ -29,6 +29,16 @@
  *             cohort holds no more than its quota and its gang fits again
  *             (the resume goes through admission like any other).
  *
+ * The health loop (docs/design/health-loop.md) adds victims of its own,
+ * before the cohorts': every preemptible workload with a pod on a node
+ * that is out of the pool for `health` is signalled the same way, and,
+ * under health.onUnhealthy checkpoint, released the same way, so that it
+ * resumes on another node (gpugate's taint keeps it off the failing one).
+ * Where another system drains the node (health.drainedBy: NVSentinel),
+ * or under onUnhealthy signal, it is only signalled.  A non-preemptible
+ * pod there gets a GPUNodeFailing Event, once per pod and node.  When the
+ * node comes back before the release, the request is taken back.
+ *
  * The times (signalled, released) are gpugate's own, in the ConfigMap
  * gpugate-reclaim of its namespace, written before each step is taken:
  * a tenant editing its objects cannot restart a timeout, and a restart or
@@ -42,6 +52,7 @@
 
 struct diag;
 struct holder;
+struct inventory;
 struct kube_config;
 struct metrics;
 struct usage_store;
@@ -68,6 +79,10 @@ struct reclaimer_config {
 	 * gpugate_checkpoint_wait_seconds, shown once it started; NULL:
 	 * not counted. */
 	struct metrics *metrics;
+	/* The pool (nodes and their health): with it, the workloads on a
+	 * node out of the pool for health are taken too (the health loop,
+	 * docs/design/health-loop.md); NULL: lent quota only. */
+	struct inventory *inventory;
 };
 
 struct reclaimer;

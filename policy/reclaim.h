@@ -134,6 +134,9 @@ struct reclaim_record {
 	int64_t signalled_ms; /* > 0 in a valid record */
 	int64_t released_ms;  /* 0: not yet */
 	bool of_job;          /* a pod recorded when its Job was suspended */
+	/* Taken for the health loop (its pods are on a failing node,
+	 * docs/design/health-loop.md), not for a cohort's lent quota. */
+	bool for_health;
 	/* The victim's tenant: only a gpugate whose policy has it drops the
 	 * record when the workload is gone (several gpugates, or a policy
 	 * that changed, share one ConfigMap).  Not empty; _parse points it
@@ -142,8 +145,9 @@ struct reclaim_record {
 };
 
 /*
- * "s=<ms> r=<ms> j=<0|1> t=<tenant>", the record's text in the ConfigMap
- * (the tenant is the rest of the text).  _format writes it to buf, like
+ * "s=<ms> r=<ms> j=<0..3> t=<tenant>", the record's text in the ConfigMap
+ * (the tenant is the rest of the text); j holds the flags, 1 of_job and 2
+ * for_health (records written before the health loop have j 0 or 1).  _format writes it to buf, like
  * snprintf: returns the length it needs, and a text cut short when buf
  * is too small.  _parse reads it back: 0, or -1 for any other text (a
  * missing or repeated field, a field it does not know, the fields s, r, j
