@@ -516,8 +516,11 @@ def test_a_cleared_node_is_validated_before_it_returns(stack, kubectl, scene, fi
     a = NODES[1]
     xid_on(k, a)
     out = record_of(wait_marks(k, a, "health", f"{a} tainted {TAINT}=health"))
-    assert metric(gate, "gpugate_node_out_since_seconds", flavor=FLAVOR, node=a,
-                  state="health") == pytest.approx(out["o"] / 1000, abs=1)
+    # The gauges read the marks from gpugate's Node watch: a moment after.
+    since = wait_until("gpugate_node_out_since_seconds{state=health}", lambda: metric(
+        gate, "gpugate_node_out_since_seconds", flavor=FLAVOR, node=a, state="health"), 10,
+        POLL)
+    assert since == pytest.approx(out["o"] / 1000, abs=1), (since, out)
 
     # The signal clears (NVSentinel writes the check False): A stays out.
     xid_off(k, a)
@@ -530,7 +533,8 @@ def test_a_cleared_node_is_validated_before_it_returns(stack, kubectl, scene, fi
                     lambda: node_events(k, a, "GPUNodeValidating"), 10, POLL)
     assert len(ev) == 1 and ev[0]["type"] == "Normal", ev
     assert f"{VALIDATED[0]}={VALIDATED[1]}" in ev[0]["message"], ev[0]["message"]
-    assert pool_states(gate)[a] == "validating"
+    wait_until(f"/pool: {a} validating", lambda: pool_states(gate)[a] == "validating", 10,
+               POLL)
     r = subprocess.run([str(stack.binary), "pool", "--policy", str(gate.policy),
                         "--kubeconfig", stack.cluster.env["KUBECONFIG"], "-o", "json"],
                        capture_output=True, text=True, timeout=60)
