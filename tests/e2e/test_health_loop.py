@@ -224,6 +224,23 @@ def messages(evs: list[dict]) -> list[str]:
     return [e.get("message", "") for e in evs]
 
 
+def wait_event(k, name: str, prefix: str, reason: str = "GPUReclaim") -> list[str]:
+    """Until NAME has an Event of REASON whose message starts with PREFIX
+    (gpugate writes it just after the change it tells of): the messages of
+    its Events of that reason."""
+    last: list = [[]]
+
+    def ok():
+        last[0] = messages(events(k, name, reason))
+        return any(m.startswith(prefix) for m in last[0])
+    try:
+        wait_until(f"Event {reason} '{prefix}...' on {name}", ok, 10, POLL)
+    except AssertionError:
+        raise AssertionError(f"no Event {reason} '{prefix}...' on {NS}/{name}: "
+                             f"{last[0]}") from None
+    return last[0]
+
+
 def pool_states(gate: Gate) -> dict[str, str]:
     status, body = gate.get("/pool")
     assert status == 200, (status, body)
@@ -430,7 +447,7 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
     # The preemptible Job: asked to checkpoint, saying why.
     asked = wait_signalled(k, "trainer")
     failing = f"node {a} is failing (condition {XID}=True"
-    msgs = messages(events(k, "trainer", "GPUReclaim"))
+    msgs = wait_event(k, "trainer", "checkpoint requested: ")
     assert any(m.startswith("checkpoint requested: ") and failing in m for m in msgs), msgs
     if time.monotonic() - failed_at < TIMEOUT_S - 1:  # not asserted on a slow machine
         assert not k.get("job", "trainer", NS)["spec"].get("suspend"), \
@@ -438,7 +455,7 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
     # The preemptible pod: asked too.
     wait_until("the checkpoint request on loner",
                lambda: REQUESTED in annotations(k.get("pod", "loner", NS)), 10, POLL)
-    msgs = messages(events(k, "loner", "GPUReclaim"))
+    msgs = wait_event(k, "loner", "checkpoint requested: ")
     assert any(m.startswith("checkpoint requested: ") and failing in m for m in msgs), msgs
     # The non-preemptible pod: told, not asked.
     told = wait_until("Event GPUNodeFailing on steady",
@@ -457,8 +474,7 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
             j["metadata"].get("labels") or {}).get(RECLAIMED) == "true" else None
     j = wait_until("the Job suspended and labelled reclaimed", suspended, 15, POLL)
     assert annotations(j)[REQUESTED] == asked, "asked again"
-    msgs = messages(events(k, "trainer", "GPUReclaim"))
-    assert any(m.startswith("checkpointed and suspended") for m in msgs), msgs
+    wait_event(k, "trainer", "checkpointed and suspended")
 
     # ... and is resumed by gpugate: its new pod runs elsewhere (gpugate's
     # taint keeps the scheduler off A).
@@ -471,6 +487,7 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
     assert moved["metadata"]["uid"] != trainer["metadata"]["uid"]
     assert node_of(moved) in NODES and node_of(moved) != a, (node_of(moved), a)
     assert REQUESTED not in annotations(k.get("job", "trainer", NS))
+    wait_event(k, "trainer", "resumed")
     resumes = [e for e in events(k, "trainer", "GPUReclaim")
                if e.get("message", "").startswith("resumed")]
     assert len(resumes) == 1 and resumes[0]["type"] == "Normal", messages(
@@ -485,7 +502,7 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
                TIMEOUT_S + 4 * ROUND_S + 10, POLL)
     waited = time.monotonic() - failed_at
     assert waited >= TIMEOUT_S - 1, f"loner evicted {waited:.1f} s after A failed"
-    msgs = messages(events(k, "loner", "GPUReclaim"))
+    msgs = wait_event(k, "loner", "checkpoint not reported in time")
     assert any(m.startswith("checkpoint not reported in time") and "evicted" in m
                for m in msgs), msgs
 
@@ -594,7 +611,7 @@ def test_a_node_nvsentinel_drains_gets_one_signal_and_no_eviction(stack, kubectl
     labelled_at = time.monotonic()
     wait_marks(k, a, "health", f"{a} tainted {TAINT}=health")
     asked = wait_signalled(k, "drained")
-    msgs = messages(events(k, "drained", "GPUReclaim"))
+    msgs = wait_event(k, "drained", "checkpoint requested: ")
     assert len(msgs) == 1, msgs
     assert msgs[0].startswith("checkpoint requested: ") and \
         f"node {a} is failing (label {NVSENTINEL}=draining)" in msgs[0], msgs
