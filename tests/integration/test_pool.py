@@ -290,8 +290,8 @@ def test_never_fits_cordoned_and_untolerated_taints(pool_gate, kube):
         ("h100-5", "NotReady", "Ready=Unknown"),
         ("h100-6", "NotReady", "Ready=(none)"),
     ]
-    assert f["states"] == {"usable": 2, "health": 0, "NotReady": 2, "cordoned": 1,
-                           "tainted": 2}
+    assert f["states"] == {"usable": 2, "health": 0, "validating": 0, "NotReady": 2,
+                           "cordoned": 1, "tainted": 2}
 
 
 def test_warn_mode_tenant_gets_the_denial_as_a_warning(pool_gate, kube, custom_policy):
@@ -878,7 +878,7 @@ def test_pool_json(pool_gate, kube):
     assert h100 == {
         "name": "h100-80gb", "resource": "nvidia.com/gpu", "sharing": "exclusive",
         "nodes": 4, "usable": 2,
-        "states": {"usable": 2, "health": 1, "NotReady": 0, "cordoned": 1, "tainted": 0},
+        "states": {"usable": 2, "health": 1, "validating": 0, "NotReady": 0, "cordoned": 1, "tainted": 0},
         "capacity": 32, "allocatable": 15, "allocated": 14, "free": 1, "largestFree": 1,
         "largestFreeNode": "h100-1", "excludedUnits": 16,
         "nodeList": [
@@ -894,7 +894,7 @@ def test_pool_json(pool_gate, kube):
     assert mig1 == {
         "name": "a100-1g.10gb", "resource": "nvidia.com/mig-1g.10gb", "sharing": "mig",
         "nodes": 2, "usable": 2,
-        "states": {"usable": 2, "health": 0, "NotReady": 0, "cordoned": 0, "tainted": 0},
+        "states": {"usable": 2, "health": 0, "validating": 0, "NotReady": 0, "cordoned": 0, "tainted": 0},
         "capacity": 84, "allocatable": 84, "allocated": 7, "free": 77, "largestFree": 56,
         "largestFreeNode": "a100-0", "excludedUnits": 0,
         "nodeList": [
@@ -907,7 +907,7 @@ def test_pool_json(pool_gate, kube):
     assert l4 == {
         "name": "l4-shared", "resource": "nvidia.com/gpu.shared", "sharing": "time-slicing",
         "nodes": 1, "usable": 0,
-        "states": {"usable": 0, "health": 0, "NotReady": 1, "cordoned": 0, "tainted": 0},
+        "states": {"usable": 0, "health": 0, "validating": 0, "NotReady": 1, "cordoned": 0, "tainted": 0},
         "capacity": 16, "allocatable": 0, "allocated": 0, "free": 0, "largestFree": 0,
         "excludedUnits": 16,
         "nodeList": [{"name": "l4-0", "state": "NotReady", "why": "Ready=False",
@@ -939,10 +939,11 @@ def test_pool_metrics(pool_gate, kube):
         text = c.get("/metrics").text
     lines = [ln for ln in text.splitlines() if ln.startswith("gpugate_pool_")]
     want = ["gpugate_pool_synced 1"]
-    nodes = {"h100-80gb": (2, 1, 0, 1, 0), "a100-1g.10gb": (2, 0, 0, 0, 0),
-             "a100-3g.40gb": (2, 0, 0, 0, 0), "l4-shared": (0, 0, 1, 0, 0)}
+    nodes = {"h100-80gb": (2, 1, 0, 0, 1, 0), "a100-1g.10gb": (2, 0, 0, 0, 0, 0),
+             "a100-3g.40gb": (2, 0, 0, 0, 0, 0), "l4-shared": (0, 0, 0, 1, 0, 0)}
     for f, counts in nodes.items():
-        for state, n in zip(("usable", "health", "NotReady", "cordoned", "tainted"), counts):
+        for state, n in zip(("usable", "health", "validating", "NotReady", "cordoned",
+                             "tainted"), counts):
             want.append(f'gpugate_pool_nodes{{flavor="{f}",state="{state}"}} {n}')
     gauges = {"capacity": (32, 84, 24, 16), "allocatable": (15, 84, 24, 0),
               "allocated": (14, 7, 0, 0), "free": (1, 77, 24, 0),
