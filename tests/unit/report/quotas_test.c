@@ -245,3 +245,29 @@ Test(quotas, text_table_and_usage_from_the_objects)
 	usage_free(u);
 	policy_free(p);
 }
+
+/* With the pool known, each flavor says how much of its nominal quota
+ * the usable nodes back now (policy/capacity.h), and the column says what
+ * is not backed. */
+Test(quotas, status_says_what_of_the_nominal_is_not_backed)
+{
+	json_t *tr = json_pack("{s:s, s:[{s:s, s:i, s:i, s:i, s:i, s:i, s:i}, "
+			       "{s:s, s:i, s:i, s:i, s:i, s:i, s:i}]}",
+			       "name", "research", "quota", "flavor", "h100", "used", 8,
+			       "nominal", 32, "borrowed", 0, "lent", 0, "backed", 24,
+			       "notBacked", 8, "flavor", "l4", "used", 0, "nominal", 8,
+			       "borrowed", 0, "lent", 0, "backed", 8, "notBacked", 0);
+	json_t *st;
+
+	cr_assert_not_null(tr);
+	st = quotas_status_new(tr, NULL, "t");
+	expect_json(st, "{\"flavors\":[{\"backed\":24,\"borrowed\":0,\"flavor\":"
+			"\"h100\",\"lent\":0,\"nominal\":32,\"notBacked\":8,"
+			"\"used\":8,\"waitingGPUs\":0,\"waitingPods\":0},"
+			"{\"backed\":8,\"borrowed\":0,\"flavor\":\"l4\",\"lent\":0,"
+			"\"nominal\":8,\"notBacked\":0,\"used\":0,\"waitingGPUs\":0,"
+			"\"waitingPods\":0}],\"tenant\":\"research\",\"updated\":\"t\","
+			"\"used\":\"h100 8/32 (8 not backed), l4 0/8\",\"waiting\":0}");
+	json_decref(st);
+	json_decref(tr);
+}
