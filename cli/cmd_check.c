@@ -10,6 +10,7 @@
 #include "policy/pool.h"
 #include "policy/quota.h"
 #include "usage/inventory.h"
+#include "usage/usage.h"
 #include "webhook/holder.h"
 #include "report/snapshot.h"
 
@@ -39,9 +40,10 @@ void cmd_check_usage(FILE *out)
 	      "  --kubeconfig FILE  also hold each valid policy against that cluster:\n"
 	      "                     per flavor, the tenants' nominal quota summed\n"
 	      "                     against what its usable nodes offer (their\n"
-	      "                     allocatable); over-commitment, and a flavor no\n"
-	      "                     node serves, are warnings (FILE: warning: ...),\n"
-	      "                     not errors\n"
+	      "                     allocatable); over-commitment (with the tenants\n"
+	      "                     whose nominal quota is not backed now), and a\n"
+	      "                     flavor no node serves, are warnings (FILE:\n"
+	      "                     warning: ...), not errors\n"
 	      "\n"
 	      "Exit status: 0 all files valid, 1 some file invalid, 2 usage error.\n"
 	      "With --kubeconfig, also 1 when the cluster could not be read.\n",
@@ -109,8 +111,9 @@ out:
 /*
  * The policy held against the cluster: one line per flavor on stdout
  * (unless quiet), a warning on stderr where the nominal quota is more
- * than the usable nodes offer, or no node serves the flavor.  Returns 0,
- * or 1 when the cluster could not be read.
+ * than the usable nodes offer (with the tenants whose nominal is not
+ * backed now), or no node serves the flavor (cluster_check_capacity()).
+ * Returns 0, or 1 when the cluster could not be read.
  */
 static int against_cluster(struct policy *p, const struct kube_config *kube, bool quiet)
 {
@@ -119,10 +122,11 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 	struct pool_summary *v = calloc(cap + 1, sizeof(*v));
 	long n = 0;
 	struct snapshot snap;
-	struct diag d;
+	struct diag d, w;
 	int rc = 1;
 
 	diag_init(&d);
+	diag_init(&w);
 	if (!h || !v) {
 		fprintf(stderr, "gpugate check: out of memory\n");
 		goto out;
@@ -136,6 +140,14 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 		fprintf(stderr, "gpugate check: out of memory\n");
 		snapshot_release(&snap);
 		goto out;
+	}
+	{
+		struct usage_names names;
+		struct usage_view view;
+
+		/* What the workloads hold now: the tenants it leaves short. */
+		usage_names_view(&names, p, snap.usage, &view);
+		cluster_check_capacity(p, v, (size_t)n, &view, &w);
 	}
 	snapshot_release(&snap);
 	for (long i = 0; i < n; i++) {
@@ -152,21 +164,9 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 			       PRId64 "\n",
 			       f->name, nodes, nodes == 1 ? "" : "s", s->nodes[POOL_USABLE],
 			       s->allocatable, f->resource, s->allocated, nominal);
-		if (!nodes)
-			fprintf(stderr, "%s: warning: flavor %s: no node of the cluster "
-					"carries its node labels and offers %s\n",
-				policy_source(p), f->name, f->resource);
-		else if (nominal > s->allocatable)
-			fprintf(stderr, "%s: warning: flavor %s: the tenants' nominal quota "
-					"sums to %" PRId64 ", the usable nodes offer %" PRId64
-					" %s: over-committed by %" PRId64 " (%" PRId64 " %%)%s\n",
-				policy_source(p), f->name, nominal, s->allocatable,
-				f->resource, nominal - s->allocatable,
-				s->allocatable ? (nominal - s->allocatable) * 100 / s->allocatable
-					       : 100,
-				s->nodes[POOL_USABLE] < nodes ? " (excluded nodes not counted)"
-							      : "");
 	}
+	if (diag_count(&w))
+		fputs(diag_text(&w), stderr);
 	priority_classes(p, kube);
 	rc = 0;
 out:

@@ -131,7 +131,7 @@ static int list_owned(struct quota_sync *s)
 /* The objects wanted now, or NULL when out of memory. */
 static json_t *wanted_now(struct quota_sync *s, const struct policy *p)
 {
-	json_t *tenants = pool_report_tenants(p, s->cfg.usage), *waiting = json_object();
+	json_t *tenants = pool_report_tenants(p, s->cfg.inventory, s->cfg.usage), *waiting = json_object();
 	json_t *out = NULL;
 	char when[40];
 

@@ -4,8 +4,10 @@
 #include "base/procstat.h"
 #include "base/strbuf.h"
 #include "base/version.h"
+#include "policy/capacity.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
+#include "policy/quota.h"
 #include "usage/inventory.h"
 #include "usage/meter.h"
 #include "usage/usage.h"
@@ -277,6 +279,61 @@ static void pool_gauge(struct strbuf *sb, const struct summaries *s, const char 
 			    (long long)*(const int64_t *)((const char *)&s->v[i] + off));
 }
 
+/*
+ * Effective capacity (policy/capacity.h) of each flavor of the summaries:
+ * usable, promised and unbacked units, and per tenant with a quota entry
+ * for the flavor what of its nominal is not backed (0 while no node of
+ * the flavor was seen: unknown is never unbacked).
+ */
+static void render_capacity(struct strbuf *sb, const struct metrics_state *st,
+			    const struct summaries *s)
+{
+	static const char *const names[] = {"usable", "promised", "unbacked"};
+	static const char *const helps[] = {
+		"Allocatable units of the flavor's usable nodes: what backs its "
+		"quota now.",
+		"The tenants' nominal quotas of the flavor, summed: what the policy "
+		"promises.",
+		"Promised minus usable, when more is promised than the usable nodes "
+		"hold (0 when no node of the flavor was ever seen).",
+	};
+	size_t nt = policy_tenant_count(st->policy), n;
+	struct capacity_flavor *cf = calloc(s->n + 1, sizeof(*cf));
+	struct capacity_tenant *ct = calloc(nt + 1, sizeof(*ct));
+	struct usage_names un;
+	struct usage_view view;
+
+	if (!cf || !ct)
+		goto out;
+	usage_names_view(&un, st->policy, st->usage, &view);
+	for (size_t i = 0; i < s->n; i++)
+		capacity_of(st->policy, s->v[i].flavor, &s->v[i], &view, &cf[i], NULL, NULL);
+	for (size_t k = 0; k < 3; k++) {
+		strbuf_addf(sb, "# HELP gpugate_capacity_%s %s\n# TYPE gpugate_capacity_%s "
+				"gauge\n",
+			    names[k], helps[k], names[k]);
+		for (size_t i = 0; i < s->n; i++)
+			strbuf_addf(sb, "gpugate_capacity_%s{flavor=\"%s\"} %" PRId64 "\n",
+				    names[k], s->v[i].flavor->name,
+				    k == 0 ? cf[i].usable
+					   : k == 1 ? cf[i].promised : cf[i].unbacked);
+	}
+	strbuf_addf(sb, "# HELP gpugate_tenant_unbacked Units of the tenant's nominal "
+			"quota of the flavor it could not get now, even with every free "
+			"usable unit and every unit its cohort borrows.\n"
+			"# TYPE gpugate_tenant_unbacked gauge\n");
+	for (size_t i = 0; i < s->n; i++) {
+		capacity_of(st->policy, s->v[i].flavor, &s->v[i], &view, &cf[i], ct, &n);
+		for (size_t t = 0; t < n; t++)
+			strbuf_addf(sb, "gpugate_tenant_unbacked{tenant=\"%s\",flavor=\"%s\"} "
+					"%" PRId64 "\n",
+				    ct[t].tenant->name, s->v[i].flavor->name, ct[t].short_by);
+	}
+out:
+	free(cf);
+	free(ct);
+}
+
 static void render_pool(struct strbuf *sb, const struct metrics_state *st)
 {
 	struct summaries s = {.cap = policy_flavor_count(st->policy)};
@@ -331,6 +388,7 @@ static void render_pool(struct strbuf *sb, const struct metrics_state *st)
 		   "Capacity of the excluded nodes (health, NotReady, cordoned, "
 		   "tainted).",
 		   offsetof(struct pool_summary, excluded));
+	render_capacity(sb, st, &s);
 	free(s.v);
 }
 

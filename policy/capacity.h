@@ -17,10 +17,19 @@
  *   unbacked  = max(0, promised - usable): quota the pool cannot back.
  * Per tenant t with a nominal quota N of f, using U of it now (usage view,
  * what gpugate counts), with F = free units of f's usable nodes
- * (pool_summary.free):
- *   short(t)  = max(0, (N - min(U, N)) - F): the part of its nominal quota
- *               t could not get now even if every free usable unit went to
- *               it.  t's nominal is "not backed now" when short(t) > 0.
+ * (pool_summary.free) and B = what the other members of t's cohort hold
+ * of f beyond their own nominal quota (0 outside a cohort; at most
+ * pool_summary.allocated, the units held on usable nodes):
+ *   short(t)  = max(0, (N - min(U, N)) - F - B): the part of its nominal
+ *               quota t could not get now even if every free usable unit
+ *               went to it and every borrowed unit came back to it
+ *               (reclaimWithinCohort, or the borrowers ending: a unit lent
+ *               out still backs the lender's quota).  t's nominal is "not
+ *               backed now" when short(t) > 0; N - short(t) of it is
+ *               backed.
+ * Without B, a cohort that lends as designed would read as short on a
+ * pool that has every node: short(t) > 0 means a node is missing (or
+ * something outside the tenants holds the units), never just lending.
  * A flavor whose nodes gpugate has never seen (pool_summary.nodes all 0
  * and capacity 0: an autoscaler may add them, or the pool is not known)
  * is reported as unknown, never as unbacked.
@@ -55,6 +64,7 @@ struct capacity_flavor {
 struct capacity_tenant {
 	const struct policy_tenant *tenant;
 	int64_t nominal, used;
+	int64_t reclaimable; /* B above; 0 when the flavor is !known */
 	int64_t short_by;    /* short(t) above; 0 when the flavor is !known */
 };
 

@@ -2,9 +2,14 @@
 #include "policy/cluster-check.h"
 
 #include "base/diag.h"
+#include "policy/capacity.h"
 #include "policy/policy.h"
+#include "policy/pool.h"
 
+#include <inttypes.h>
 #include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool listed(const char *name, const char *const *names, size_t n)
@@ -33,5 +38,83 @@ unsigned cluster_check_priority_classes(const struct policy *p,
 			  policy_source(p), c->name, c->priority_class_name);
 		found++;
 	}
+	return found;
+}
+
+static size_t nodes_of(const struct pool_summary *s)
+{
+	size_t n = 0;
+
+	for (int e = POOL_USABLE; e <= POOL_TAINTED; e++)
+		n += s->nodes[e];
+	return n;
+}
+
+/* "; not backed now: tenant T S of its nominal N, ..." into out. */
+static void short_tenants(const struct capacity_tenant *t, size_t n, char *out,
+			  size_t size)
+{
+	size_t len = 0, named = 0, more = 0;
+
+	out[0] = '\0';
+	for (size_t i = 0; i < n; i++) {
+		int k;
+
+		if (t[i].short_by <= 0)
+			continue;
+		if (named == CLUSTER_CHECK_MAX_NAMED) {
+			more++;
+			continue;
+		}
+		k = snprintf(out + len, size - len,
+			     "%s tenant %s %" PRId64 " of its nominal %" PRId64,
+			     named ? "," : "; not backed now:", t[i].tenant->name,
+			     t[i].short_by, t[i].nominal);
+		if (k < 0 || (size_t)k >= size - len)
+			break;
+		len += (size_t)k;
+		named++;
+	}
+	if (more && len < size)
+		snprintf(out + len, size - len, ", and %zu more", more);
+}
+
+unsigned cluster_check_capacity(const struct policy *p, const struct pool_summary *s,
+				size_t n, const struct usage_view *u, struct diag *w)
+{
+	size_t nt = policy_tenant_count(p);
+	struct capacity_tenant *t = calloc(nt + 1, sizeof(*t));
+	unsigned found = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct policy_flavor *f = s[i].flavor;
+		struct capacity_flavor c;
+		char tenants[1024];
+		size_t k = 0;
+
+		capacity_of(p, f, &s[i], u, &c, t, t ? &k : NULL);
+		if (!c.known) {
+			diag_addf(w, "%s: warning: flavor %s: no node of the cluster "
+				     "carries its node labels and offers %s",
+				  policy_source(p), f->name, f->resource);
+			found++;
+			continue;
+		}
+		if (!c.unbacked)
+			continue;
+		short_tenants(t, k, tenants, sizeof(tenants));
+		diag_addf(w, "%s: warning: flavor %s: the tenants' nominal quota sums to "
+			     "%" PRId64 ", the usable nodes offer %" PRId64 " %s: "
+			     "over-committed by %" PRId64 " (%" PRId64 " %%)%s%s%s",
+			  policy_source(p), f->name, c.promised, c.usable, f->resource,
+			  c.unbacked, c.usable ? c.unbacked * 100 / c.usable : 100,
+			  s[i].nodes[POOL_USABLE] < nodes_of(&s[i])
+				  ? " (excluded nodes not counted)"
+				  : "",
+			  tenants,
+			  tenants[0] ? " (docs/quota.md, \"Effective capacity\")" : "");
+		found++;
+	}
+	free(t);
 	return found;
 }

@@ -11,6 +11,8 @@
 
 struct diag;
 struct policy;
+struct pool_summary;
+struct usage_view;
 
 /*
  * One warning line in w for each class whose priorityClassName is not
@@ -25,5 +27,25 @@ struct policy;
 unsigned cluster_check_priority_classes(const struct policy *p,
 					const char *const *names, size_t n,
 					struct diag *w);
+
+/*
+ * The effective capacity (policy/capacity.h) of the n flavors summarised
+ * in s (the cluster's pool) under usage u (NULL: nothing used): one
+ * warning line in w for each flavor no node of the cluster serves, and
+ * for each whose nominal quotas sum to more than its usable nodes hold
+ * (their allocatable), naming the tenants whose nominal quota is not
+ * backed now (at most CLUSTER_CHECK_MAX_NAMED, then how many more).
+ * Returns how many were found.
+ *
+ *   FILE: warning: flavor F: no node of the cluster carries its node
+ *   labels and offers R
+ *   FILE: warning: flavor F: the tenants' nominal quota sums to 64, the
+ *   usable nodes offer 48 R: over-committed by 16 (33 %) (excluded nodes
+ *   not counted); not backed now: tenant research 8 of its nominal 32
+ *   (docs/quota.md, "Effective capacity")
+ */
+#define CLUSTER_CHECK_MAX_NAMED 8
+unsigned cluster_check_capacity(const struct policy *p, const struct pool_summary *s,
+				size_t n, const struct usage_view *u, struct diag *w);
 
 #endif

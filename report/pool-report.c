@@ -1,8 +1,10 @@
 #include "report/pool-report.h"
 
 #include "base/strbuf.h"
+#include "policy/capacity.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
+#include "policy/quota.h"
 #include "usage/inventory.h"
 #include "usage/usage.h"
 
@@ -83,18 +85,111 @@ static void flavor_json(void *ctx, const struct pool_view *v)
 		b->oom = true;
 }
 
+/* The pool's summaries (policy order), when inv has listed Nodes and
+ * Pods: what effective capacity is computed from. */
+struct pool_caps {
+	struct pool_summary *s; /* NULL: the pool is not known */
+	size_t n;
+	struct usage_names names;
+	struct usage_view view;
+};
+
+static void caps_init(struct pool_caps *c, const struct policy *p,
+		      struct inventory *inv, struct usage_store *u, bool *oom)
+{
+	size_t cap = policy_flavor_count(p);
+	long n;
+
+	memset(c, 0, sizeof(*c));
+	usage_names_view(&c->names, p, u, &c->view);
+	if (!inv || !inventory_synced(inv))
+		return;
+	c->s = calloc(cap + 1, sizeof(*c->s));
+	n = c->s ? inventory_summaries(inv, p, c->s, cap) : -1;
+	if (n < 0) {
+		free(c->s);
+		c->s = NULL;
+		*oom = true;
+		return;
+	}
+	c->n = (size_t)n;
+}
+
+static const struct pool_summary *caps_summary(const struct pool_caps *c,
+					       const struct policy_flavor *f)
+{
+	for (size_t i = 0; i < c->n; i++)
+		if (c->s[i].flavor == f)
+			return &c->s[i];
+	return NULL;
+}
+
+/* "effective" of flavor f (pool known): capacity_of() as JSON. */
+static json_t *effective_json(const struct policy *p, const struct pool_caps *c,
+			      const struct policy_flavor *f, bool *oom)
+{
+	size_t nt = policy_tenant_count(p), n = 0;
+	struct capacity_tenant *ct = calloc(nt + 1, sizeof(*ct));
+	struct capacity_flavor cf;
+	json_t *e = json_object(), *ts = json_array();
+
+	if (!ct || !e || !ts) {
+		free(ct);
+		json_decref(e);
+		json_decref(ts);
+		*oom = true;
+		return NULL;
+	}
+	capacity_of(p, f, caps_summary(c, f), &c->view, &cf, ct, &n);
+	add(e, "known", json_boolean(cf.known), oom);
+	add(e, "usable", json_integer(cf.usable), oom);
+	add(e, "promised", json_integer(cf.promised), oom);
+	add(e, "unbacked", json_integer(cf.unbacked), oom);
+	for (size_t i = 0; i < n; i++) {
+		json_t *t = json_pack("{s:s, s:I, s:I, s:I, s:I}", "tenant",
+				      ct[i].tenant->name, "nominal",
+				      (json_int_t)ct[i].nominal, "used",
+				      (json_int_t)ct[i].used, "reclaimable",
+				      (json_int_t)ct[i].reclaimable, "short",
+				      (json_int_t)ct[i].short_by);
+
+		if (!t || json_array_append_new(ts, t) < 0)
+			*oom = true;
+	}
+	add(e, "tenants", ts, oom);
+	free(ct);
+	return e;
+}
+
 /* Per tenant and flavor: used, nominal, borrowed (used above nominal) and
  * lent (the cohort's borrowing attributed to lenders in policy order). */
-static json_t *tenants_json(const struct policy *p, struct usage_store *u, bool *oom)
+static json_t *tenants_json(const struct policy *p, const struct pool_caps *caps,
+			    struct usage_store *u, bool *oom)
 {
 	size_t nt = policy_tenant_count(p), nf = policy_flavor_count(p);
 	int64_t *used = calloc(nt * nf + 1, sizeof(*used));
 	int64_t *lent = calloc(nt * nf + 1, sizeof(*lent));
+	int64_t *shortby = calloc(nt * nf + 1, sizeof(*shortby));
+	struct capacity_tenant *ct = calloc(nt + 1, sizeof(*ct));
 	json_t *out = json_array();
 
-	if (!used || !lent || !out) {
+	if (!used || !lent || !shortby || !ct || !out) {
 		*oom = true;
 		goto done;
+	}
+	/* What the pool backs of each nominal quota: -1 where not known. */
+	for (size_t f = 0; f < nf; f++) {
+		const struct policy_flavor *fl = policy_flavor_at(p, f);
+		struct capacity_flavor cf;
+		size_t n = 0;
+
+		for (size_t t = 0; t < nt; t++)
+			shortby[t * nf + f] = -1;
+		if (!caps->s)
+			continue;
+		capacity_of(p, fl, caps_summary(caps, fl), &caps->view, &cf, ct, &n);
+		for (size_t i = 0; i < n && cf.known; i++)
+			shortby[ct[i].tenant->index * nf + f] = ct[i].short_by;
 	}
 	for (size_t t = 0; t < nt; t++)
 		for (size_t f = 0; f < nf; f++)
@@ -160,6 +255,10 @@ static json_t *tenants_json(const struct policy *p, struct usage_store *u, bool 
 								? used[k] - q->nominal
 								: 0), oom);
 			add(e, "lent", json_integer(lent[k]), oom);
+			if (shortby[k] >= 0) {
+				add(e, "backed", json_integer(q->nominal - shortby[k]), oom);
+				add(e, "notBacked", json_integer(shortby[k]), oom);
+			}
 			if (json_array_append_new(qs, e) < 0)
 				*oom = true;
 		}
@@ -170,14 +269,21 @@ static json_t *tenants_json(const struct policy *p, struct usage_store *u, bool 
 done:
 	free(used);
 	free(lent);
+	free(shortby);
+	free(ct);
 	return out;
 }
 
-json_t *pool_report_tenants(const struct policy *p, struct usage_store *u)
+json_t *pool_report_tenants(const struct policy *p, struct inventory *inv,
+			    struct usage_store *u)
 {
 	bool oom = false;
-	json_t *t = tenants_json(p, u, &oom);
+	struct pool_caps caps;
+	json_t *t;
 
+	caps_init(&caps, p, inv, u, &oom);
+	t = tenants_json(p, &caps, u, &oom);
+	free(caps.s);
 	if (oom) {
 		json_decref(t);
 		return NULL;
@@ -189,8 +295,10 @@ json_t *pool_report(const struct policy *p, struct inventory *inv,
 		    struct usage_store *u)
 {
 	struct build b = {.flavors = json_array()};
-	json_t *r = json_object();
+	json_t *r = json_object(), *f;
 	bool synced = inv && inventory_synced(inv);
+	struct pool_caps caps;
+	size_t i;
 
 	if (!r || !b.flavors) {
 		json_decref(r);
@@ -200,8 +308,18 @@ json_t *pool_report(const struct policy *p, struct inventory *inv,
 	add(r, "synced", json_boolean(synced), &b.oom);
 	if (synced && inventory_each(inv, p, flavor_json, &b) < 0)
 		b.oom = true;
+	/* Outside the inventory's lock: the usage store has its own. */
+	caps_init(&caps, p, synced ? inv : NULL, u, &b.oom);
+	json_array_foreach(b.flavors, i, f) {
+		const struct policy_flavor *fl = policy_flavor_find(
+			p, json_string_value(json_object_get(f, "name")));
+
+		if (fl && caps.s)
+			add(f, "effective", effective_json(p, &caps, fl, &b.oom), &b.oom);
+	}
 	add(r, "flavors", b.flavors, &b.oom);
-	add(r, "tenants", tenants_json(p, u, &b.oom), &b.oom);
+	add(r, "tenants", tenants_json(p, &caps, u, &b.oom), &b.oom);
+	free(caps.s);
 	if (b.oom) {
 		json_decref(r);
 		return NULL;
@@ -219,6 +337,55 @@ static const char *text(const json_t *o, const char *key)
 	const char *s = json_string_value(json_object_get(o, key));
 
 	return s ? s : "-";
+}
+
+/* Per flavor that promises quota, what backs it (policy/capacity.h),
+ * and the tenants whose nominal is not backed now. */
+static void effective_text(const json_t *flavors, struct strbuf *out)
+{
+	const json_t *f, *e, *t;
+	size_t i, k;
+	bool first = true;
+
+	json_array_foreach(flavors, i, f) {
+		long long excluded = num(f, "excludedUnits");
+
+		e = json_object_get(f, "effective");
+		if (!e || num(e, "promised") <= 0)
+			continue;
+		strbuf_addf(out, "%s%s: effective: ", first ? "\n" : "", text(f, "name"));
+		first = false;
+		if (!json_is_true(json_object_get(e, "known"))) {
+			strbuf_addf(out, "%lld promised, no node of the flavor seen: not "
+					 "known\n",
+				    num(e, "promised"));
+			continue;
+		}
+		if (num(e, "unbacked") > 0)
+			strbuf_addf(out, "%lld of %lld promised usable", num(e, "usable"),
+				    num(e, "promised"));
+		else
+			strbuf_addf(out, "%lld usable back the %lld promised",
+				    num(e, "usable"), num(e, "promised"));
+		if (excluded > 0)
+			strbuf_addf(out, " (%lld on excluded nodes)", excluded);
+		if (num(e, "unbacked") > 0)
+			strbuf_addf(out, ": %lld not backed", num(e, "unbacked"));
+		strbuf_addf(out, "\n");
+		json_array_foreach(json_object_get(e, "tenants"), k, t) {
+			if (num(t, "short") <= 0)
+				continue;
+			strbuf_addf(out, "  tenant %s: nominal %lld, holds %lld, %lld free "
+					 "now",
+				    text(t, "tenant"), num(t, "nominal"), num(t, "used"),
+				    num(f, "free"));
+			if (num(t, "reclaimable") > 0)
+				strbuf_addf(out, ", %lld borrowed by its cohort",
+					    num(t, "reclaimable"));
+			strbuf_addf(out, ": %lld of its nominal not backed\n",
+				    num(t, "short"));
+		}
+	}
 }
 
 int pool_report_text(const json_t *report, struct strbuf *out)
@@ -260,6 +427,7 @@ int pool_report_text(const json_t *report, struct strbuf *out)
 			}
 			strbuf_addf(out, "%s\n", shown ? "" : "-");
 		}
+		effective_text(flavors, out);
 	}
 	strbuf_addf(out, "\n%-20s %-20s %6s %8s %9s %6s\n", "TENANT", "FLAVOR", "USED",
 		    "NOMINAL", "BORROWED", "LENT");

@@ -1,8 +1,11 @@
 /*
  * pool-report: the pool at a glance (GET /pool, `gpugate pool`): per flavor
  * its nodes (usable, or why excluded), capacity, allocated, free and the
- * largest free on one node, node by node; per tenant and flavor what it
- * uses, its nominal quota, what it borrows and what it lends.
+ * largest free on one node, node by node, and its effective capacity
+ * (policy/capacity.h: what the usable nodes hold against the nominal
+ * quotas promised, and the tenants whose nominal is not backed now); per
+ * tenant and flavor what it uses, its nominal quota, what it borrows and
+ * what it lends, and how much of that nominal the pool backs now.
  *
  * "lent" is an attribution: Kueue-style cohorts do not record who lends to
  * whom, so the units the cohort's members borrow are attributed to the
@@ -24,8 +27,10 @@ json_t *pool_report(const struct policy *p, struct inventory *inv,
 		    struct usage_store *u);
 
 /* The report's "tenants" alone (what GPUQuota objects say,
- * report/quotas.h): NULL when out of memory. */
-json_t *pool_report_tenants(const struct policy *p, struct usage_store *u);
+ * report/quotas.h): NULL when out of memory.  inv NULL or not synced: no
+ * "backed" and "notBacked" (policy/capacity.h). */
+json_t *pool_report_tenants(const struct policy *p, struct inventory *inv,
+			    struct usage_store *u);
 
 /* The report as two tables for a terminal.  -1 when out of memory. */
 int pool_report_text(const json_t *report, struct strbuf *out);

@@ -60,17 +60,22 @@ json_t *quotas_status_new(const json_t *tenant_report, const json_t *waiting,
 		const char *flavor = json_string_value(json_object_get(q, "flavor"));
 		const json_t *fw = flavor ? json_object_get(w, flavor) : NULL;
 		int64_t b = num(q, "borrowed"), l = num(q, "lent");
+		const json_t *nb = json_object_get(q, "notBacked");
+		json_t *e;
 
 		if (!flavor)
 			continue;
-		rc |= json_array_append_new(
-			flavors,
-			json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "flavor", flavor,
-				  "nominal", (json_int_t)num(q, "nominal"), "used",
-				  (json_int_t)num(q, "used"), "borrowed", (json_int_t)b,
-				  "lent", (json_int_t)l, "waitingPods",
-				  (json_int_t)num(fw, "pods"), "waitingGPUs",
-				  (json_int_t)num(fw, "gpus")));
+		e = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I}", "flavor", flavor,
+			      "nominal", (json_int_t)num(q, "nominal"), "used",
+			      (json_int_t)num(q, "used"), "borrowed", (json_int_t)b, "lent",
+			      (json_int_t)l, "waitingPods", (json_int_t)num(fw, "pods"),
+			      "waitingGPUs", (json_int_t)num(fw, "gpus"));
+		/* Only when the pool is known (policy/capacity.h). */
+		if (e && json_is_integer(nb)) {
+			rc |= set(e, "backed", json_integer(num(q, "backed")));
+			rc |= set(e, "notBacked", json_integer(num(q, "notBacked")));
+		}
+		rc |= json_array_append_new(flavors, e);
 		pods_waiting += num(fw, "pods");
 		strbuf_addf(&used, "%s%s %lld/%lld", i ? ", " : "", flavor,
 			    (long long)num(q, "used"), (long long)num(q, "nominal"));
@@ -78,6 +83,9 @@ json_t *quotas_status_new(const json_t *tenant_report, const json_t *waiting,
 			strbuf_addf(&used, " (+%lld borrowed)", (long long)b);
 		if (l > 0)
 			strbuf_addf(&used, " (%lld lent)", (long long)l);
+		if (num(q, "notBacked") > 0)
+			strbuf_addf(&used, " (%lld not backed)",
+				    (long long)num(q, "notBacked"));
 	}
 	if (strbuf_failed(&used))
 		goto fail;

@@ -43,12 +43,15 @@ int quotas_waiting_add(json_t *acc, const char *tenant, const char *flavor,
  * The status of a tenant's GPUQuota objects, keys in this order:
  *   tenant, cohort (when in one),
  *   flavors [{flavor, nominal, used, borrowed, lent, waitingPods,
- *             waitingGPUs}] (the tenant's quota entries, file order),
- *   used      "h100 12/32 (+4 borrowed), l4 0/8 (2 lent)": the column
+ *             waitingGPUs, backed, notBacked}] (the tenant's quota
+ *             entries, file order; backed and notBacked only when the
+ *             report entry has them: the pool is known, policy/capacity.h),
+ *   used      "h100 12/32 (+4 borrowed), l4 0/8 (2 lent) (8 not backed)":
+ *             the column
  *   waiting   waiting pods, all flavors: the column
  *   updated   the now given (RFC 3339)
  * tenant_report: one entry of pool_report_tenants() (name, cohort, quota
- * [{flavor, used, nominal, borrowed, lent}]); waiting: as
+ * [{flavor, used, nominal, borrowed, lent[, backed, notBacked]}]); waiting: as
  * quotas_waiting_add() fills it, or NULL.  NULL when out of memory.
  */
 json_t *quotas_status_new(const json_t *tenant_report, const json_t *waiting,

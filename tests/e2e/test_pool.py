@@ -354,6 +354,11 @@ a100-1g.10gb             2      2      112         2   110           56  -
 a100-3g.40gb             2      2       32         0    32           16  -
 l4-shared                4      4       64         0    64           16  -
 
+h100-80gb: effective: 40 of 48 promised usable (8 on excluded nodes): 8 not backed
+a100-1g.10gb: effective: 112 usable back the 112 promised
+a100-3g.40gb: effective: 32 usable back the 32 promised
+l4-shared: effective: 64 usable back the 32 promised
+
 TENANT               FLAVOR                 USED  NOMINAL  BORROWED   LENT
 research             h100-80gb                 8       32         0      0
 research             l4-shared                 0        8         0      0

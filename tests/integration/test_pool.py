@@ -254,8 +254,9 @@ def test_never_fits_names_the_largest_and_each_exclusion(pool_gate, kube):
         f"h100-3 (label {NVSENTINEL}=quarantined), h100-4 (NotReady)")), v
     assert used(srv) == 1, "the denied pod reserved nothing"
     tenant = next(t for t in get_pool(srv)["tenants"] if t["name"] == "research")
+    # 5 usable units: research holds 1 of its 32, 5 free: 26 not backed
     assert tenant["quota"][0] == {"flavor": "h100-80gb", "used": 1, "nominal": 32,
-                                  "borrowed": 0, "lent": 0}
+                                  "borrowed": 0, "lent": 0, "backed": 6, "notBacked": 26}
 
 
 def test_never_fits_cordoned_and_untolerated_taints(pool_gate, kube):
@@ -290,8 +291,8 @@ def test_never_fits_cordoned_and_untolerated_taints(pool_gate, kube):
         ("h100-5", "NotReady", "Ready=Unknown"),
         ("h100-6", "NotReady", "Ready=(none)"),
     ]
-    assert f["states"] == {"usable": 2, "health": 0, "NotReady": 2, "cordoned": 1,
-                           "tainted": 2}
+    assert f["states"] == {"usable": 2, "health": 0, "validating": 0, "NotReady": 2,
+                           "cordoned": 1, "tainted": 2}
 
 
 def test_warn_mode_tenant_gets_the_denial_as_a_warning(pool_gate, kube, custom_policy):
@@ -875,10 +876,34 @@ def test_pool_json(pool_gate, kube):
         f["nodeList"].sort(key=lambda n: n["name"])
     h100, mig1, mig3, l4 = p["flavors"]
     assert p["synced"] is True
+    # Effective capacity (policy/capacity.h): h100 promises 32 + 16, its
+    # usable nodes hold 15, 1 free; research holds more than its nominal,
+    # product 1 of 16: 15 to go, 1 free, 1 research borrows: 13 short.
+    effective = {f["name"]: f.pop("effective") for f in p["flavors"]}
+    assert effective == {
+        "h100-80gb": {"known": True, "usable": 15, "promised": 48, "unbacked": 33,
+                      "tenants": [
+                          {"tenant": "research", "nominal": 32, "used": 33,
+                           "reclaimable": 0, "short": 0},
+                          {"tenant": "product", "nominal": 16, "used": 1,
+                           "reclaimable": 1, "short": 13}]},
+        "a100-1g.10gb": {"known": True, "usable": 84, "promised": 112, "unbacked": 28,
+                         "tenants": [{"tenant": "product", "nominal": 112, "used": 7,
+                                      "reclaimable": 0, "short": 28}]},
+        "a100-3g.40gb": {"known": True, "usable": 24, "promised": 32, "unbacked": 8,
+                         "tenants": [{"tenant": "product", "nominal": 32, "used": 0,
+                                      "reclaimable": 0, "short": 8}]},
+        "l4-shared": {"known": True, "usable": 0, "promised": 32, "unbacked": 32,
+                      "tenants": [
+                          {"tenant": "research", "nominal": 8, "used": 0,
+                           "reclaimable": 0, "short": 8},
+                          {"tenant": "sandbox", "nominal": 24, "used": 0,
+                           "reclaimable": 0, "short": 24}]}}
     assert h100 == {
         "name": "h100-80gb", "resource": "nvidia.com/gpu", "sharing": "exclusive",
         "nodes": 4, "usable": 2,
-        "states": {"usable": 2, "health": 1, "NotReady": 0, "cordoned": 1, "tainted": 0},
+        "states": {"usable": 2, "health": 1, "validating": 0, "NotReady": 0, "cordoned": 1,
+                   "tainted": 0},
         "capacity": 32, "allocatable": 15, "allocated": 14, "free": 1, "largestFree": 1,
         "largestFreeNode": "h100-1", "excludedUnits": 16,
         "nodeList": [
@@ -894,7 +919,8 @@ def test_pool_json(pool_gate, kube):
     assert mig1 == {
         "name": "a100-1g.10gb", "resource": "nvidia.com/mig-1g.10gb", "sharing": "mig",
         "nodes": 2, "usable": 2,
-        "states": {"usable": 2, "health": 0, "NotReady": 0, "cordoned": 0, "tainted": 0},
+        "states": {"usable": 2, "health": 0, "validating": 0, "NotReady": 0, "cordoned": 0,
+                   "tainted": 0},
         "capacity": 84, "allocatable": 84, "allocated": 7, "free": 77, "largestFree": 56,
         "largestFreeNode": "a100-0", "excludedUnits": 0,
         "nodeList": [
@@ -907,7 +933,8 @@ def test_pool_json(pool_gate, kube):
     assert l4 == {
         "name": "l4-shared", "resource": "nvidia.com/gpu.shared", "sharing": "time-slicing",
         "nodes": 1, "usable": 0,
-        "states": {"usable": 0, "health": 0, "NotReady": 1, "cordoned": 0, "tainted": 0},
+        "states": {"usable": 0, "health": 0, "validating": 0, "NotReady": 1, "cordoned": 0,
+                   "tainted": 0},
         "capacity": 16, "allocatable": 0, "allocated": 0, "free": 0, "largestFree": 0,
         "excludedUnits": 16,
         "nodeList": [{"name": "l4-0", "state": "NotReady", "why": "Ready=False",
@@ -915,16 +942,23 @@ def test_pool_json(pool_gate, kube):
     # Quota counts every pod that is not Succeeded or Failed, bound or not:
     # research 8 + 3 + 4 + 8 + 2 + 8 = 33, one borrowed from product, which
     # lends it (its nominal 16, lending limit 8).
+    # With the pool known, each says how much of its nominal is backed.
     assert p["tenants"] == [
         {"name": "research", "cohort": "lab", "quota": [
-            {"flavor": "h100-80gb", "used": 33, "nominal": 32, "borrowed": 1, "lent": 0},
-            {"flavor": "l4-shared", "used": 0, "nominal": 8, "borrowed": 0, "lent": 0}]},
+            {"flavor": "h100-80gb", "used": 33, "nominal": 32, "borrowed": 1, "lent": 0,
+             "backed": 32, "notBacked": 0},
+            {"flavor": "l4-shared", "used": 0, "nominal": 8, "borrowed": 0, "lent": 0,
+             "backed": 0, "notBacked": 8}]},
         {"name": "product", "cohort": "lab", "quota": [
-            {"flavor": "a100-1g.10gb", "used": 7, "nominal": 112, "borrowed": 0, "lent": 0},
-            {"flavor": "a100-3g.40gb", "used": 0, "nominal": 32, "borrowed": 0, "lent": 0},
-            {"flavor": "h100-80gb", "used": 1, "nominal": 16, "borrowed": 0, "lent": 1}]},
+            {"flavor": "a100-1g.10gb", "used": 7, "nominal": 112, "borrowed": 0, "lent": 0,
+             "backed": 84, "notBacked": 28},
+            {"flavor": "a100-3g.40gb", "used": 0, "nominal": 32, "borrowed": 0, "lent": 0,
+             "backed": 24, "notBacked": 8},
+            {"flavor": "h100-80gb", "used": 1, "nominal": 16, "borrowed": 0, "lent": 1,
+             "backed": 3, "notBacked": 13}]},
         {"name": "sandbox", "quota": [
-            {"flavor": "l4-shared", "used": 0, "nominal": 24, "borrowed": 0, "lent": 0}]}]
+            {"flavor": "l4-shared", "used": 0, "nominal": 24, "borrowed": 0, "lent": 0,
+             "backed": 0, "notBacked": 24}]}]
     # The node the ghost pod names joins: its 8 are allocated at once.
     kube.event("nodes", "ADDED", api_node("h100-9"))
     f = wait_pool(srv, lambda f: f["nodes"] == 5, "h100-9")
@@ -939,10 +973,11 @@ def test_pool_metrics(pool_gate, kube):
         text = c.get("/metrics").text
     lines = [ln for ln in text.splitlines() if ln.startswith("gpugate_pool_")]
     want = ["gpugate_pool_synced 1"]
-    nodes = {"h100-80gb": (2, 1, 0, 1, 0), "a100-1g.10gb": (2, 0, 0, 0, 0),
-             "a100-3g.40gb": (2, 0, 0, 0, 0), "l4-shared": (0, 0, 1, 0, 0)}
+    nodes = {"h100-80gb": (2, 1, 0, 0, 1, 0), "a100-1g.10gb": (2, 0, 0, 0, 0, 0),
+             "a100-3g.40gb": (2, 0, 0, 0, 0, 0), "l4-shared": (0, 0, 0, 1, 0, 0)}
     for f, counts in nodes.items():
-        for state, n in zip(("usable", "health", "NotReady", "cordoned", "tainted"), counts):
+        for state, n in zip(("usable", "health", "validating", "NotReady", "cordoned",
+                             "tainted"), counts):
             want.append(f'gpugate_pool_nodes{{flavor="{f}",state="{state}"}} {n}')
     gauges = {"capacity": (32, 84, 24, 16), "allocatable": (15, 84, 24, 0),
               "allocated": (14, 7, 0, 0), "free": (1, 77, 24, 0),
@@ -955,6 +990,58 @@ def test_pool_metrics(pool_gate, kube):
               "free_units", "largest_free_units", "excluded_units", "synced"):
         assert f"# TYPE gpugate_pool_{g} gauge\n" in text
         assert re.search(rf"^# HELP gpugate_pool_{g} \S", text, re.M)
+
+
+def test_effective_capacity_shrinks_with_the_usable_nodes(pool_gate, kube, gpugate_bin):
+    """Effective capacity (policy/capacity.h): six H100 nodes hold the 48
+    the example policy promises (research 32, product 16); research holds
+    8.  Three nodes cordoned: 24 usable, 24 not backed, and research,
+    with 24 of its nominal to go and 16 free, is 8 short; /pool, the
+    metrics and `gpugate pool` say so, and say it no more once they are
+    back."""
+    kube.put("nodes", *[api_node(f"h100-{i}") for i in range(6)])
+    kube.put("pods", bound_pod("a", "h100-0", 8))
+    srv = pool_gate()
+    e = flavor(srv)["effective"]
+    assert (e["usable"], e["promised"], e["unbacked"]) == (48, 48, 0)
+    assert [t["short"] for t in e["tenants"]] == [0, 0]
+    for i in (1, 2, 3):
+        kube.event("nodes", "MODIFIED", api_node(f"h100-{i}", unschedulable=True))
+    f = wait_pool(srv, lambda f: f["usable"] == 3, "three nodes cordoned")
+    assert f["effective"] == {
+        "known": True, "usable": 24, "promised": 48, "unbacked": 24,
+        "tenants": [{"tenant": "research", "nominal": 32, "used": 8, "reclaimable": 0,
+                     "short": 8},
+                    {"tenant": "product", "nominal": 16, "used": 0, "reclaimable": 0,
+                     "short": 0}]}
+    with srv.client() as c:
+        m = metrics(c)
+    assert m['gpugate_capacity_usable{flavor="h100-80gb"}'] == 24
+    assert m['gpugate_capacity_promised{flavor="h100-80gb"}'] == 48
+    assert m['gpugate_capacity_unbacked{flavor="h100-80gb"}'] == 24
+    assert m['gpugate_tenant_unbacked{tenant="research",flavor="h100-80gb"}'] == 8
+    assert m['gpugate_tenant_unbacked{tenant="product",flavor="h100-80gb"}'] == 0
+    assert m['gpugate_tenant_unbacked{tenant="sandbox",flavor="l4-shared"}'] == 0
+    assert not any(k.startswith('gpugate_tenant_unbacked{tenant="sandbox",flavor="h100')
+                   for k in m), "no quota entry, no series"
+    r = gpugate_pool(gpugate_bin, "--policy", str(EXAMPLE_POLICY),
+                     "--kubeconfig", str(kube.kubeconfig))
+    assert r.returncode == 0, r
+    assert ("h100-80gb: effective: 24 of 48 promised usable (24 on excluded nodes): "
+            "24 not backed\n"
+            "  tenant research: nominal 32, holds 8, 16 free now: 8 of its nominal not "
+            "backed\n") in r.stdout, r.stdout
+    r = subprocess.run([str(gpugate_bin), "check", "-q", "--kubeconfig", str(kube.kubeconfig),
+                        str(EXAMPLE_POLICY)], capture_output=True, text=True, timeout=60 * SLOW)
+    assert (r.returncode, r.stdout) == (0, ""), r
+    assert (f"{EXAMPLE_POLICY}: warning: flavor h100-80gb: the tenants' nominal quota sums "
+            "to 48, the usable nodes offer 24 nvidia.com/gpu: over-committed by 24 (100 %) "
+            "(excluded nodes not counted); not backed now: tenant research 8 of its nominal "
+            '32 (docs/quota.md, "Effective capacity")\n') in r.stderr, r.stderr
+    for i in (1, 2, 3):
+        kube.event("nodes", "MODIFIED", api_node(f"h100-{i}"))
+    f = wait_pool(srv, lambda f: f["usable"] == 6, "the nodes back")
+    assert (f["effective"]["unbacked"], f["effective"]["tenants"][0]["short"]) == (0, 0)
 
 
 def test_no_pool_without_an_api(fresh_server):
@@ -994,6 +1081,16 @@ h100-80gb                4      2       32        14     1            1  h100-2 
 a100-1g.10gb             2      2       84         7    77           56  -
 a100-3g.40gb             2      2       24         0    24           16  -
 l4-shared                1      0       16         0     0            0  l4-0 (NotReady)
+
+h100-80gb: effective: 15 of 48 promised usable (16 on excluded nodes): 33 not backed
+  tenant product: nominal 16, holds 1, 1 free now, 1 borrowed by its cohort: 13 of its nominal not backed
+a100-1g.10gb: effective: 84 of 112 promised usable: 28 not backed
+  tenant product: nominal 112, holds 7, 77 free now: 28 of its nominal not backed
+a100-3g.40gb: effective: 24 of 32 promised usable: 8 not backed
+  tenant product: nominal 32, holds 0, 24 free now: 8 of its nominal not backed
+l4-shared: effective: 0 of 32 promised usable (16 on excluded nodes): 32 not backed
+  tenant research: nominal 8, holds 0, 0 free now: 8 of its nominal not backed
+  tenant sandbox: nominal 24, holds 0, 0 free now: 24 of its nominal not backed
 
 TENANT               FLAVOR                 USED  NOMINAL  BORROWED   LENT
 research             h100-80gb                33       32         1      0

@@ -5,6 +5,8 @@
 #include "base/strbuf.h"
 #include "policy/policy.h"
 #include "metrics/metrics.h"
+#include "usage/inventory.h"
+#include "usage/usage.h"
 
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -310,5 +312,82 @@ Test(metrics, the_gang_route_pushed_by_the_probe)
 			       "gpugate_gang_route{route=\"podgroup\"} 0\n"
 			       "gpugate_gang_route{route=\"gates\"} 0\n"));
 	free(text);
+	metrics_free(m);
+}
+
+/* Effective capacity (policy/capacity.h) from the inventory's summaries:
+ * two h100 nodes of 8, one cordoned; tenant a (nominal 10) holds 2, b
+ * (nominal 12) nothing; 6 free.  l4 has no node: unknown, unbacked 0, no
+ * tenant series. */
+Test(metrics, effective_capacity_from_the_inventory)
+{
+	static const char yaml[] =
+		"version: 1\n"
+		"flavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, "
+		"gpusPerNode: 8}\n"
+		"  - {name: l4, resource: nvidia.com/gpu.shared, sharing: time-slicing, "
+		"gpusPerNode: 8}\n"
+		"classes: []\n"
+		"tenants:\n"
+		"  - {name: a, namespaces: [a], quota: [{flavor: h100, nominal: 10}, "
+		"{flavor: l4, nominal: 4}]}\n"
+		"  - {name: b, namespaces: [b], quota: [{flavor: h100, nominal: 12}]}\n"
+		"  - {name: c, namespaces: [c], quota: [{flavor: l4, nominal: 4}]}\n";
+	struct metrics *m = metrics_new();
+	struct inventory *inv = inventory_new();
+	struct usage_store *u = usage_memory_new(&(struct usage_memory_config){0});
+	struct pool_resource r = {"nvidia.com/gpu", 8, 8, 0};
+	struct pool_condition ready = {"Ready", "True", ""};
+	struct pool_node n = {.name = "n1", .resources = &r, .n_resources = 1,
+			      .conditions = &ready, .n_conditions = 1, .ready = true};
+	struct inventory_ask ask = {"nvidia.com/gpu", 2};
+	struct inventory_placement pl = {"p1", "n1", &ask, 1, NULL};
+	struct policy *p = NULL;
+	struct diag d;
+	char *text;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", yaml, strlen(yaml), &p, &d), 0, "%s",
+		     diag_text(&d));
+	cr_assert(inv && u);
+	usage_observe(u, &(struct usage_item){.uid = "p1", .kind = USAGE_PODS,
+					      .namespace = "a", .name = "p1",
+					      .tenant = "a", .flavor = "h100",
+					      .per_pod = 2, .slots = 1, .units = 2,
+					      .active = true});
+	inventory_relist_begin(inv, INVENTORY_NODES);
+	cr_assert_eq(inventory_node_put(inv, &n), 0);
+	n.name = "n2";
+	n.unschedulable = true;
+	cr_assert_eq(inventory_node_put(inv, &n), 0);
+	inventory_relist_end(inv, INVENTORY_NODES);
+	inventory_relist_begin(inv, INVENTORY_PODS);
+	cr_assert_eq(inventory_pod_put(inv, &pl), 0);
+	inventory_relist_end(inv, INVENTORY_PODS);
+	text = render(m, &(struct metrics_state){.policy = p, .usage = u,
+						 .inventory = inv, .api = true});
+	cr_expect(strstr(text, "# TYPE gpugate_capacity_usable gauge\n"
+			       "gpugate_capacity_usable{flavor=\"h100\"} 8\n"
+			       "gpugate_capacity_usable{flavor=\"l4\"} 0\n"),
+		  "%s", text);
+	cr_expect(strstr(text, "gpugate_capacity_promised{flavor=\"h100\"} 22\n"
+			       "gpugate_capacity_promised{flavor=\"l4\"} 8\n"));
+	cr_expect(strstr(text, "gpugate_capacity_unbacked{flavor=\"h100\"} 14\n"
+			       "gpugate_capacity_unbacked{flavor=\"l4\"} 0\n"));
+	/* a: 10 - 2 - 6 free = 2; b: 12 - 6 = 6; l4 has no node: 0; b has
+	 * no l4 quota: no series */
+	cr_expect(strstr(text, "# TYPE gpugate_tenant_unbacked gauge\n"
+			       "gpugate_tenant_unbacked{tenant=\"a\",flavor=\"h100\"} 2\n"
+			       "gpugate_tenant_unbacked{tenant=\"b\",flavor=\"h100\"} 6\n"
+			       "gpugate_tenant_unbacked{tenant=\"a\",flavor=\"l4\"} 0\n"
+			       "gpugate_tenant_unbacked{tenant=\"c\",flavor=\"l4\"} 0\n"
+			       "# HELP"),
+		  "%s", text);
+	cr_expect_null(strstr(text, "gpugate_tenant_unbacked{tenant=\"b\",flavor=\"l4\""));
+	free(text);
+	usage_free(u);
+	inventory_free(inv);
+	policy_free(p);
 	metrics_free(m);
 }

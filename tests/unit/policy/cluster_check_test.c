@@ -2,9 +2,12 @@
 #include "base/diag.h"
 #include "policy/cluster-check.h"
 #include "policy/policy.h"
+#include "policy/pool.h"
+#include "policy/quota.h"
 #include "tests/unit/test_policy.h"
 
 #include <criterion/criterion.h>
+#include <stdint.h>
 
 static const char POLICY[] =
 	"version: 1\n"
@@ -55,5 +58,87 @@ Test(cluster_check, nothing_to_say_when_every_priority_class_exists)
 	cr_assert_eq(diag_count(&w), 0);
 	cr_assert_eq(cluster_check_priority_classes(p, NULL, 0, &w), 3,
 		     "a cluster without any: all three named");
+	policy_free(p);
+}
+
+/* ---- effective capacity ------------------------------------------------- */
+
+static const char CAPACITY[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+	"  - {name: a100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8,\n"
+	"     nodeSelector: [\"p=A100\"]}\n"
+	"  - {name: l4, resource: nvidia.com/gpu.shared, sharing: time-slicing, gpusPerNode: 8,\n"
+	"     nodeSelector: [\"p=L4\"]}\n"
+	"classes: []\n"
+	"tenants:\n"
+	"  - {name: research, namespaces: [research],\n"
+	"     quota: [{flavor: h100, nominal: 32}, {flavor: a100, nominal: 8}, {flavor: l4, nominal: 8}]}\n"
+	"  - {name: prod, namespaces: [prod], quota: [{flavor: h100, nominal: 32}]}\n";
+
+static int64_t used_h100[2];
+
+static int64_t used_fn(const void *ctx, unsigned t, unsigned f)
+{
+	(void)ctx;
+	return f == 0 ? used_h100[t] : 0;
+}
+
+Test(cluster_check, capacity_warns_per_flavor_not_backed_with_the_tenants_short)
+{
+	const struct usage_view u = {NULL, used_fn};
+	struct policy *p = test_policy(CAPACITY);
+	struct pool_summary s[3] = {{0}};
+	struct diag w;
+
+	/* h100: 8 nodes, 2 cordoned: 48 usable of 64 promised; research
+	 * holds 8, prod 24: 16 free, research 8 short. */
+	s[0].flavor = policy_flavor_find(p, "h100");
+	s[0].nodes[POOL_USABLE] = 6;
+	s[0].nodes[POOL_CORDONED] = 2;
+	s[0].capacity = 64;
+	s[0].allocatable = 48;
+	s[0].allocated = 32;
+	s[0].free = 16;
+	s[0].excluded = 16;
+	/* a100: no node */
+	s[1].flavor = policy_flavor_find(p, "a100");
+	/* l4: one usable node of 8, all it is promised */
+	s[2].flavor = policy_flavor_find(p, "l4");
+	s[2].nodes[POOL_USABLE] = 1;
+	s[2].capacity = s[2].allocatable = s[2].free = 8;
+	used_h100[0] = 8;
+	used_h100[1] = 24;
+	diag_init(&w);
+	cr_assert_eq(cluster_check_capacity(p, s, 3, &u, &w), 2);
+	cr_assert_str_eq(diag_text(&w),
+			 "t.yaml: warning: flavor h100: the tenants' nominal quota sums to "
+			 "64, the usable nodes offer 48 nvidia.com/gpu: over-committed by "
+			 "16 (33 %) (excluded nodes not counted); not backed now: tenant "
+			 "research 8 of its nominal 32 (docs/quota.md, \"Effective "
+			 "capacity\")\n"
+			 "t.yaml: warning: flavor a100: no node of the cluster carries its "
+			 "node labels and offers nvidia.com/gpu\n");
+	/* nothing used: both nominals fit the 48 free on their own, the
+	 * flavor is still over-committed */
+	diag_init(&w);
+	s[0].allocated = 0;
+	s[0].free = 48;
+	cr_assert_eq(cluster_check_capacity(p, s, 1, NULL, &w), 1);
+	cr_assert_str_eq(diag_text(&w),
+			 "t.yaml: warning: flavor h100: the tenants' nominal quota sums to "
+			 "64, the usable nodes offer 48 nvidia.com/gpu: over-committed by "
+			 "16 (33 %) (excluded nodes not counted)\n");
+	/* every node back: nothing to say */
+	diag_init(&w);
+	s[0].nodes[POOL_USABLE] = 8;
+	s[0].nodes[POOL_CORDONED] = 0;
+	s[0].allocatable = 64;
+	s[0].free = 32;
+	s[0].allocated = 32;
+	s[0].excluded = 0;
+	cr_assert_eq(cluster_check_capacity(p, s, 1, &u, &w), 0);
+	cr_assert_eq(diag_count(&w), 0);
 	policy_free(p);
 }

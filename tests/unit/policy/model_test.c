@@ -372,3 +372,43 @@ Test(model, free_null_is_a_no_op)
 {
 	policy_free(NULL);
 }
+
+/* health.onUnhealthy, returnAfter, drainedBy (the health loop). */
+Test(model, the_health_loop_keys_and_their_defaults)
+{
+	static const char base[] = "version: 1\nflavors: []\nclasses: []\ntenants: []\n";
+	struct policy *p = parse(base);
+	const struct policy_health *h = policy_health(p);
+
+	cr_expect_eq(h->on_unhealthy, 0, "checkpoint");
+	cr_expect_null(h->return_label_key);
+	cr_expect_eq(h->return_settle_s, 0);
+	cr_assert_eq(h->n_drained_by, 1);
+	cr_expect_str_eq(h->drained_by[0].key, "dgxc.nvidia.com/nvsentinel-state");
+	cr_expect_null(h->drained_by[0].value);
+	policy_free(p);
+
+	p = parse("version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
+		  "  onUnhealthy: signal\n"
+		  "  returnAfter: {validationLabel: \"example.com/diag=pass\", "
+		  "settleSeconds: 600}\n"
+		  "  drainedBy: [\"example.com/drain\"]\n");
+	h = policy_health(p);
+	cr_expect_eq(h->on_unhealthy, 1, "signal");
+	cr_expect_str_eq(h->return_label_key, "example.com/diag");
+	cr_expect_str_eq(h->return_label_value, "pass");
+	cr_expect_eq(h->return_settle_s, 600);
+	cr_assert_eq(h->n_drained_by, 2, "the default and the file's");
+	cr_expect_str_eq(h->drained_by[1].key, "example.com/drain");
+	policy_free(p);
+
+	p = parse("version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
+		  "  defaults: false\n  onUnhealthy: none\n"
+		  "  returnAfter: {validationLabel: \"example.com/diag\"}\n");
+	h = policy_health(p);
+	cr_expect_eq(h->on_unhealthy, 2, "none");
+	cr_expect_str_eq(h->return_label_key, "example.com/diag");
+	cr_expect_null(h->return_label_value, "any value");
+	cr_expect_eq(h->n_drained_by, 0);
+	policy_free(p);
+}

@@ -433,3 +433,47 @@ Test(pool, health_entries_add_to_the_defaults_or_replace_them)
 	cr_assert_str_eq(h->conditions[0].type, "GpuXidError");
 	policy_free(p);
 }
+
+/* The health loop (policy/health.h): a node whose signal is gone but that
+ * still carries gpugate's record or taint is out as validating, before
+ * NotReady and cordoned; gpugate's taint is never `tainted`. */
+Test(pool, gpugate_marks_keep_a_node_out_as_validating)
+{
+	struct h100 a;
+	char why[160];
+	struct pool_taint t[] = {{"nvidia.com/gpu", "present", "NoSchedule"},
+				 {"gpugate.io/unhealthy", "validating", "NoSchedule"}};
+	struct pool_condition xid[] = {{"Ready", "True", ""},
+				       {"GpuXidError", "True", "Xid79"}};
+	const struct policy_health *h = policy_health(P);
+
+	h100(&a, "a", 8, 0, NULL);
+	a.node.taints = t;
+	a.node.n_taints = 2;
+	cr_assert_eq(pool_node_exclusion(&a.node, H100, h, why, sizeof(why)), POOL_VALIDATING);
+	cr_assert_str_eq(why, "taint gpugate.io/unhealthy=validating:NoSchedule");
+	a.node.health_record = "o=1764892800000 c=1764896400000 n=2 t=condition GpuXidError=True";
+	cr_assert_eq(pool_node_exclusion(&a.node, H100, h, why, sizeof(why)), POOL_VALIDATING);
+	cr_assert_str_eq(why, "after condition GpuXidError=True, cleared 2025-12-05T01:00:00Z");
+	/* The record alone (the taint taken off by hand) still holds it. */
+	a.node.n_taints = 1;
+	cr_assert_eq(pool_node_exclusion(&a.node, H100, h, why, sizeof(why)), POOL_VALIDATING);
+	/* A signal on again: health first. */
+	a.node.conditions = xid;
+	a.node.n_conditions = 2;
+	cr_assert_eq(pool_node_exclusion(&a.node, H100, h, why, sizeof(why)), POOL_HEALTH);
+	/* A record that does not parse, and no taint: not gpugate's mark. */
+	a.node.conditions = READY;
+	a.node.n_conditions = 1;
+	a.node.health_record = "o=0 c=0 n=1 t=x";
+	cr_assert_eq(pool_node_exclusion(&a.node, H100, h, why, sizeof(why)), POOL_USABLE);
+	/* gpugate's taint on a NotReady node: validating comes first. */
+	a.node.n_taints = 2;
+	a.node.ready = false;
+	cr_assert_eq(pool_node_exclusion(&a.node, H100, h, why, sizeof(why)), POOL_VALIDATING);
+	/* Never `tainted`, though the flavor does not tolerate it. */
+	t[1].key = "other.io/unhealthy";
+	a.node.ready = true;
+	cr_assert_eq(pool_node_exclusion(&a.node, H100, h, why, sizeof(why)), POOL_TAINTED);
+	cr_assert_str_eq(pool_exclusion_name(POOL_VALIDATING), "validating");
+}

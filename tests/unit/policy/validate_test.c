@@ -599,6 +599,22 @@ static struct bad_case bad_cases[] = {
 	 "t.yaml:17: health: label \"repair=in progress\": \"in progress\" is "
 	 "not a valid label value\n"
 	 "t.yaml:18: health: label \"/x\": \"/x\" is not a valid label key\n"},
+	{"an empty returnAfter",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
+	 "  returnAfter: {}\n",
+	 "t.yaml:6: health: returnAfter needs validationLabel, settleSeconds or both "
+	 "(without it a node whose signal clears is back at once: omit returnAfter "
+	 "for that)\n"},
+	{"a settle time over a week, a bad validation label",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
+	 "  returnAfter:\n    validationLabel: \"a b=c\"\n    settleSeconds: 604801\n",
+	 "t.yaml:7: health: label \"a b=c\": \"a b\" is not a valid label key\n"
+	 "t.yaml:8: health: returnAfter.settleSeconds 604801 is out of range "
+	 "(0..604800: at most a week)\n"},
+	{"a drainedBy label twice",
+	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
+	 "  drainedBy: [x, x]\n",
+	 "t.yaml:6: health: label \"x\" is listed twice\n"},
 	{"an unknown health key",
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
 	 "  taint: [x]\n",

@@ -208,7 +208,12 @@ Test(pool_report, the_text_has_a_line_per_flavor_and_per_tenant_quota)
 			 "a100                     1      1        8         0     8"
 			 "            8  -\n"
 			 "b200                     0      0        0         0     0"
-			 "            0  -\n" TENANTS_TEXT);
+			 "            0  -\n"
+			 "\n"
+			 "h100: effective: 14 of 30 promised usable (32 on excluded "
+			 "nodes): 16 not backed\n"
+			 "l4: effective: 4 usable back the 4 promised (4 on excluded "
+			 "nodes)\n" TENANTS_TEXT);
 	free(text);
 	json_decref(r);
 }
@@ -352,7 +357,7 @@ Test(pool_report, tenants_say_what_each_uses_borrows_and_lends)
 	}
 	cr_expect_eq(k, 5);
 	/* The tenants alone are the report's. */
-	alone = pool_report_tenants(P, U);
+	alone = pool_report_tenants(P, NULL, U);
 	cr_assert_not_null(alone);
 	cr_expect(json_equal(alone, tenants));
 	json_decref(alone);
@@ -407,5 +412,91 @@ Test(pool_report, without_usage_every_tenant_uses_nothing)
 			 "solo                 h100                      0        2"
 			 "         0      0\n");
 	free(text);
+	json_decref(r);
+}
+
+/*
+ * Effective capacity (policy/capacity.h): h100 promises 30 (16 + 8 + 4 +
+ * 2), its usable nodes hold 14, 9 of them free.  With research holding 0
+ * of its 16, 7 of its nominal are not backed; once the cohort borrows (prod
+ * holds 12 of its 4), those 8 back research's nominal too.
+ */
+Test(pool_report, effective_capacity_per_flavor_and_the_tenants_short)
+{
+	const json_t *f, *e, *t;
+	json_t *r;
+	char *text;
+
+	cluster();
+	r = pool_report(P, I, U);
+	cr_assert_not_null(r);
+	f = flavor(r, 0, "h100");
+	e = json_object_get(f, "effective");
+	cr_assert_not_null(e);
+	cr_expect(json_is_true(json_object_get(e, "known")));
+	cr_expect_eq(num(e, "usable"), 14);
+	cr_expect_eq(num(e, "promised"), 30);
+	cr_expect_eq(num(e, "unbacked"), 16);
+	cr_assert_eq(json_array_size(json_object_get(e, "tenants")), 4);
+	t = json_array_get(json_object_get(e, "tenants"), 0);
+	cr_expect_str_eq(str(t, "tenant"), "research");
+	cr_expect_eq(num(t, "nominal"), 16);
+	cr_expect_eq(num(t, "used"), 0);
+	cr_expect_eq(num(t, "reclaimable"), 0);
+	cr_expect_eq(num(t, "short"), 7);
+	t = json_array_get(json_object_get(e, "tenants"), 1);
+	cr_expect_str_eq(str(t, "tenant"), "vision");
+	cr_expect_eq(num(t, "short"), 0);
+	/* a flavor nobody has quota of: nothing promised, nothing unbacked */
+	e = json_object_get(flavor(r, 2, "a100"), "effective");
+	cr_expect_eq(num(e, "promised"), 0);
+	cr_expect_eq(num(e, "unbacked"), 0);
+	cr_expect_eq(json_array_size(json_object_get(e, "tenants")), 0);
+	/* b200 has no node: not known, never unbacked */
+	e = json_object_get(flavor(r, 3, "b200"), "effective");
+	cr_expect(json_is_false(json_object_get(e, "known")));
+	cr_expect_eq(num(e, "unbacked"), 0);
+	/* the tenants say how much of their nominal is backed */
+	t = json_array_get(json_object_get(json_array_get(json_object_get(r, "tenants"),
+							  0),
+					   "quota"),
+			   0);
+	cr_expect_eq(num(t, "backed"), 9);
+	cr_expect_eq(num(t, "notBacked"), 7);
+	text = text_of(r);
+	cr_expect(strstr(text, "h100: effective: 14 of 30 promised usable (32 on "
+			       "excluded nodes): 16 not backed\n"
+			       "  tenant research: nominal 16, holds 0, 9 free now: 7 "
+			       "of its nominal not backed\n"
+			       "l4: effective:"),
+		  "%s", text);
+	free(text);
+	json_decref(r);
+	/* prod borrows 8 beyond its nominal: they back research's */
+	uses("prod", "h100", 12);
+	r = pool_report(P, I, U);
+	cr_assert_not_null(r);
+	t = json_array_get(json_object_get(json_object_get(flavor(r, 0, "h100"),
+							   "effective"),
+					   "tenants"),
+			   0);
+	cr_expect_eq(num(t, "reclaimable"), 5); /* at most what the usable nodes hold */
+	cr_expect_eq(num(t, "short"), 2);
+	text = text_of(r);
+	cr_expect(strstr(text, "  tenant research: nominal 16, holds 0, 9 free now, 5 "
+			       "borrowed by its cohort: 2 of its nominal not backed\n"),
+		  "%s", text);
+	free(text);
+	json_decref(r);
+	/* without the pool: no backed numbers */
+	r = pool_report_tenants(P, NULL, U);
+	cr_assert_not_null(r);
+	t = json_array_get(json_object_get(json_array_get(r, 0), "quota"), 0);
+	cr_expect_null(json_object_get(t, "backed"));
+	cr_expect_null(json_object_get(t, "notBacked"));
+	json_decref(r);
+	r = pool_report_tenants(P, I, U);
+	t = json_array_get(json_object_get(json_array_get(r, 0), "quota"), 0);
+	cr_expect_eq(num(t, "notBacked"), 2);
 	json_decref(r);
 }

@@ -59,7 +59,7 @@ Test(quotas, status_from_the_pool_numbers_with_waiting_pods)
 {
 	struct policy *p = test_policy(POLICY);
 	struct usage_store *u = store_with("prod", "h100", 12);
-	json_t *tenants = pool_report_tenants(p, u), *waiting = json_object();
+	json_t *tenants = pool_report_tenants(p, NULL, u), *waiting = json_object();
 	json_t *st;
 
 	cr_assert_not_null(tenants);
@@ -88,7 +88,7 @@ Test(quotas, status_from_the_pool_numbers_with_waiting_pods)
 Test(quotas, one_object_per_namespace_of_a_tenant_named_after_it)
 {
 	struct policy *p = test_policy(POLICY);
-	json_t *tenants = pool_report_tenants(p, NULL);
+	json_t *tenants = pool_report_tenants(p, NULL, NULL);
 	json_t *wanted = quotas_wanted_new(p, tenants, NULL, NULL, "t");
 	json_t *o;
 
@@ -140,7 +140,7 @@ static json_t *known_of(const json_t *wanted, const char *key, const char *rv)
 Test(quotas, plan_writes_only_what_changed)
 {
 	struct policy *p = test_policy(POLICY);
-	json_t *tenants = pool_report_tenants(p, NULL);
+	json_t *tenants = pool_report_tenants(p, NULL, NULL);
 	json_t *before = quotas_wanted_new(p, tenants, NULL, NULL, "2026-12-05T03:00:00Z");
 	json_t *known = json_array(), *after, *stale;
 	struct usage_store *u = store_with("prod", "h100", 3);
@@ -154,7 +154,7 @@ Test(quotas, plan_writes_only_what_changed)
 	json_array_append_new(known, stale);
 	json_decref(tenants);
 	/* a later time alone is no change; prod's usage is */
-	tenants = pool_report_tenants(p, u);
+	tenants = pool_report_tenants(p, NULL, u);
 	after = quotas_wanted_new(p, tenants, NULL, NULL, "2026-12-05T03:00:09Z");
 	cr_assert_eq(quotas_plan_make(after, known, &pl), 0);
 	cr_expect_eq(pl.unchanged, 1); /* research/research */
@@ -210,7 +210,7 @@ Test(quotas, text_table_and_usage_from_the_objects)
 {
 	struct policy *p = test_policy(POLICY);
 	struct usage_store *u = store_with("prod", "h100", 12);
-	json_t *tenants = pool_report_tenants(p, u);
+	json_t *tenants = pool_report_tenants(p, NULL, u);
 	json_t *wanted = quotas_wanted_new(p, tenants, NULL, NULL, "2026-12-05T03:00:00Z");
 	json_t *items = json_array();
 	struct usage_store *back = usage_memory_new(&(struct usage_memory_config){0});
@@ -244,4 +244,30 @@ Test(quotas, text_table_and_usage_from_the_objects)
 	json_decref(tenants);
 	usage_free(u);
 	policy_free(p);
+}
+
+/* With the pool known, each flavor says how much of its nominal quota
+ * the usable nodes back now (policy/capacity.h), and the column says what
+ * is not backed. */
+Test(quotas, status_says_what_of_the_nominal_is_not_backed)
+{
+	json_t *tr = json_pack("{s:s, s:[{s:s, s:i, s:i, s:i, s:i, s:i, s:i}, "
+			       "{s:s, s:i, s:i, s:i, s:i, s:i, s:i}]}",
+			       "name", "research", "quota", "flavor", "h100", "used", 8,
+			       "nominal", 32, "borrowed", 0, "lent", 0, "backed", 24,
+			       "notBacked", 8, "flavor", "l4", "used", 0, "nominal", 8,
+			       "borrowed", 0, "lent", 0, "backed", 8, "notBacked", 0);
+	json_t *st;
+
+	cr_assert_not_null(tr);
+	st = quotas_status_new(tr, NULL, "t");
+	expect_json(st, "{\"flavors\":[{\"backed\":24,\"borrowed\":0,\"flavor\":"
+			"\"h100\",\"lent\":0,\"nominal\":32,\"notBacked\":8,"
+			"\"used\":8,\"waitingGPUs\":0,\"waitingPods\":0},"
+			"{\"backed\":8,\"borrowed\":0,\"flavor\":\"l4\",\"lent\":0,"
+			"\"nominal\":8,\"notBacked\":0,\"used\":0,\"waitingGPUs\":0,"
+			"\"waitingPods\":0}],\"tenant\":\"research\",\"updated\":\"t\","
+			"\"used\":\"h100 8/32 (8 not backed), l4 0/8\",\"waiting\":0}");
+	json_decref(st);
+	json_decref(tr);
 }
