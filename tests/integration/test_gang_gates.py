@@ -143,6 +143,14 @@ def record(kube, job_uid: str) -> dict | None:
     return dict(f.split("=", 1) for f in text.split(" "))
 
 
+def set_record(kube, job_uid: str, rec: dict) -> None:
+    """Writes gpugate's record of a Job (as a restart will read it)."""
+    with kube._cond:
+        cm = kube._objects[("configmaps", NS, STATE)]
+        cm["data"][job_uid] = " ".join(f"{k}={v}" for k, v in rec.items())
+        cm["metadata"]["resourceVersion"] = str(kube._next_rv())
+
+
 def events(kube, reason: str) -> list[dict]:
     with kube._cond:
         return [e for e in kube.k8s_events if e.get("reason") == reason]
@@ -300,9 +308,15 @@ def test_regate_after_the_timeout_by_suspend_and_resume(kube, gang_gate):
     srv = gang_gate()
     for p in pods:
         poll(lambda p=p: released(kube, p["metadata"]["uid"]), "gate off")
-    r = record(kube, "uid-job-g6")["r"]
-    # A restart after the release keeps its time (the record's r).
+    rec = record(kube, "uid-job-g6")
+    assert int(rec["r"]) > 0 and rec["s"] == "0", rec
+    # A restart after the release keeps its time (the record's r).  It is
+    # down for the timeout: instead of 10 s, r is moved 10 s back while
+    # it is down (the release as if 10 s earlier).
     assert srv.terminate() == 0
+    r = int(rec["r"]) - 10_000
+    set_record(kube, "uid-job-g6", {**rec, "r": str(r)})
+    restarted = time.time()
     gang_gate()
     # Never Running: gangTimeoutSeconds (10) after r the Job is suspended.
     poll(lambda: _job(kube, "uid-job-g6")["spec"].get("suspend"), "Job suspended",
@@ -312,7 +326,9 @@ def test_regate_after_the_timeout_by_suspend_and_resume(kube, gang_gate):
     poll(lambda: events(kube, "GPUGangRegated"), "GPUGangRegated")
     suspended_at = time.time()
     # The timeout, then the restart and a few rounds: 13 s of slack.
-    assert suspended_at - int(r) / 1000 < 10 + 13, "timed from the record's r"
+    assert suspended_at - r / 1000 < 10 + 13, "timed from the record's r"
+    # Sooner than a timeout counted from the restart.
+    assert suspended_at < restarted + 10, "timed from the record's r, not the restart"
     # The Job controller deletes its pods; then gpugate resumes it.
     for p in pods:
         kube.event("pods", "DELETED", pod_now(kube, p["metadata"]["uid"]))
