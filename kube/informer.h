@@ -131,9 +131,9 @@ bool informer_synced(struct informer *inf);
  * optional informer's path is not served. */
 bool informer_connected(struct informer *inf);
 
-/* Asks the thread to stop and returns at once: callers that stop several
- * informers cancel them all, then stop each, and wait about a second in
- * all. */
+/* Asks the thread to stop, cuts its watch's connection (kube_interrupt())
+ * and returns at once: callers that stop several informers cancel them
+ * all, then stop each. */
 void informer_cancel(struct informer *inf);
 
 /* Stops the thread (within about a second), waits for it and frees inf.
