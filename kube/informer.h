@@ -14,7 +14,7 @@
  * is such an ERROR did not open, as far as the backoff goes.  A watch
  * counts as connected once the server answered it 200 (before its first
  * event), until it ends.  Stopping interrupts a list, a watch or a backoff
- * within about a second.
+ * within about a second (informer_cancel(): at once, the connection cut).
  *
  * The informer keeps no objects: it tells the caller what it sees, and a
  * relist tells it that the objects of the list between relist begin and
