@@ -132,6 +132,30 @@ static int parse_count(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
+/*
+ * Tests only, in no --help and no doc but tests/integration/README.md:
+ * $GPUGATE_TEST_ROUND_MS, the ms between the rounds of the controllers
+ * that take it (daemon_config.round_ms), so that an integration test
+ * waits a few rounds of 200 ms, not of 2 s.  Said at start when set.
+ */
+static int test_round_ms(unsigned *out)
+{
+	const char *v = getenv("GPUGATE_TEST_ROUND_MS");
+	char q[128];
+
+	if (!v || !v[0])
+		return 0;
+	if (parse_count(v, 10, 60000, out) < 0) {
+		log_event(LOG_ERROR, "msg=\"not starting\" error=\"GPUGATE_TEST_ROUND_MS "
+				     "must be 10..60000 (ms)\" value=\"%s\"",
+			  log_quote(v, q, sizeof(q)));
+		return -1;
+	}
+	log_event(LOG_WARN, "msg=\"a test setting: controller rounds every %u ms\" "
+			    "env=GPUGATE_TEST_ROUND_MS", *out);
+	return 0;
+}
+
 /* A bad command line (cli/args.h words it): one log line, in --log-format
  * like every other. */
 void cmd_serve_report(const char *msg)
@@ -337,6 +361,8 @@ int cmd_serve(const struct args_call *call, int argc, char **argv)
 		cfg.namespace = getenv("POD_NAMESPACE");
 	if (!cfg.identity)
 		cfg.identity = getenv("POD_NAME");
+	if (test_round_ms(&cfg.round_ms) < 0)
+		return ARGS_USAGE_ERROR;
 	if (parse_listen(listen, host, sizeof(host), &cfg.port) < 0)
 		return args_usage_error(args.cmd, "--listen must be HOST:PORT (e.g. 0.0.0.0:8443 or "
 				   "[::]:8443)");

@@ -185,7 +185,7 @@ static int gang_start_row_start(const struct controller_deps *deps, void **out,
 		.kube = deps->kube, .policy = deps->policy, .inventory = deps->inventory,
 		.metrics = deps->metrics, .identity = deps->identity,
 		.namespace = deps->namespace, .leading = deps->leading,
-		.leading_ctx = deps->ctx,
+		.leading_ctx = deps->ctx, .interval_ms = deps->round_ms,
 	};
 	int rc = gang_start_start(&c, &g, d);
 

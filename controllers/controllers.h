@@ -72,6 +72,9 @@ struct controller_deps {
 	unsigned waiting_after_s;        /* --waiting-reasons-after; 0: off */
 	bool no_gpuclasses;              /* --no-gpuclasses */
 	bool no_gpuquotas;               /* --no-gpuquotas */
+	/* Tests only (daemon_config.round_ms): between the rounds of the
+	 * controllers that take it; 0: each its own interval. */
+	unsigned round_ms;
 };
 
 /* What a row's start takes from the deps (besides the switches). */
