@@ -15,6 +15,7 @@ Test(controllers, the_rows_in_start_order_and_what_they_need)
 	} want[CONTROLLERS_COUNT] = {
 		{"waiter", "kube policy usage inventory identity", true},
 		{"reclaimer", "kube policy usage metrics identity namespace", true},
+		{"health", "kube policy inventory metrics", true},
 		{"class-sync", "kube policy", true},
 		{"quota-sync", "kube policy usage inventory synced", true},
 		{"claim-sync", "kube policy pvcs", true},
