@@ -83,12 +83,14 @@ static const char *str(const json_t *o, const char *k)
 
 void health_why_clean(const char *why, char *out, size_t size)
 {
+	const char *src = why && why[0] ? why : "unknown";
+
 	if (!size)
 		return;
-	snprintf(out, size, "%s", why && why[0] ? why : "unknown");
+	snprintf(out, size, "%s", src);
 	text_clean(out); /* control characters (a newline) become spaces */
-	if (size > 3)
-		text_clip(out, size - 1);
+	if (strlen(src) >= size && strlen(out) > 4)
+		text_clip(out, strlen(out) - 1); /* cut: say so */
 }
 
 json_t *health_patch_build(const json_t *node, const char *taint_value,
