@@ -216,3 +216,29 @@ def test_taint_put_back_signal_again_and_by_hand(kube, health_gate):
     assert others(kube, "h0") == [GPU_TAINT, OTHER]
     ev = poll(lambda: node_events(kube, "GPUNodeReturned", "h0"), "GPUNodeReturned")
     assert "taken as validated" in ev[0]["message"], ev
+
+
+def test_refused_is_said_once_counted_and_the_pool_still_excludes(kube, health_gate):
+    """Without nodes patch (403), nothing is written, the refusal is logged
+    once for the node and counted each time; the node is out of gpugate's
+    pool all the same."""
+    kube.fault(method="PATCH", path="/api/v1/nodes/h0", status=403, reason="Forbidden",
+               message='nodes "h0" is forbidden: User "system:serviceaccount:gpugate:'
+                       'gpugate" cannot patch resource "nodes" in API group "" at the '
+                       'cluster scope')
+    kube.put("nodes", api_node("h0", conditions=[condition("GpuXidError", reason="Xid79")]))
+    srv = health_gate()
+    with srv.client() as c:
+        poll(lambda: metrics(c).get('gpugate_health_steps_total{step="failed"}', 0) >= 2,
+             "two refusals counted")
+        m = metrics(c)
+    assert m['gpugate_health_steps_total{step="mark_out"}'] == 0
+    assert marks(kube, "h0") == (None, None)
+    assert not node_events(kube, "GPUNodeUnhealthy", "h0")
+    assert pool_node(srv, "h0")["state"] == "health"
+    log = srv.stderr_path.read_text()
+    said = [ln for ln in log.splitlines() if "node health marks not written" in ln]
+    assert len(said) == 1, said
+    assert "node=h0" in said[0] and "status=403" in said[0] and "nodes patch" in said[0]
+    kube.clear_faults()
+    poll(lambda: marks(kube, "h0")[0] == "health", "written once allowed")

@@ -120,16 +120,18 @@ Test(controllers, the_switches_of_gpugate_serve)
 	deps.waiting_after_s = 60;
 	cr_expect(controllers_table[0].on(&deps));
 	cr_expect_null(controllers_table[1].on, "the reclaimer: always");
-	cr_expect(controllers_table[2].on(&deps));
-	deps.no_gpuclasses = true;
-	cr_expect_not(controllers_table[2].on(&deps), "--no-gpuclasses");
+	cr_expect_null(controllers_table[2].on, "health: always (idle until the pool is "
+						"synced)");
 	cr_expect(controllers_table[3].on(&deps));
+	deps.no_gpuclasses = true;
+	cr_expect_not(controllers_table[3].on(&deps), "--no-gpuclasses");
+	cr_expect(controllers_table[4].on(&deps));
 	deps.no_gpuquotas = true;
-	cr_expect_not(controllers_table[3].on(&deps), "--no-gpuquotas");
-	cr_expect_null(controllers_table[4].on, "claim-sync: always (idle while off)");
-	cr_expect_null(controllers_table[5].on, "gang-probe: always");
-	cr_expect_null(controllers_table[6].on, "gang-groups: always (idle without "
+	cr_expect_not(controllers_table[4].on(&deps), "--no-gpuquotas");
+	cr_expect_null(controllers_table[5].on, "claim-sync: always (idle while off)");
+	cr_expect_null(controllers_table[6].on, "gang-probe: always");
+	cr_expect_null(controllers_table[7].on, "gang-groups: always (idle without "
 						"PodGroups or gang classes)");
-	cr_expect_null(controllers_table[7].on, "gang-start: always (idle while no gang "
+	cr_expect_null(controllers_table[8].on, "gang-start: always (idle while no gang "
 						"pod is gated)");
 }
