@@ -64,6 +64,11 @@ static void reclaimer_row_stop(void *c)
 	reclaimer_stop(c);
 }
 
+static bool health_on(const struct controller_deps *deps)
+{
+	return !deps->no_node_health;
+}
+
 /* The node side of the health loop: idle until the inventory is synced. */
 static int health_row_start(const struct controller_deps *deps, void **out,
 			    struct diag *d)
@@ -234,7 +239,7 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	{"health",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
 		 CONTROLLER_NEEDS_METRICS,
-	 true, NULL, health_row_start, health_row_stop},
+	 true, health_on, health_row_start, health_row_stop},
 	{"class-sync", CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY, true,
 	 class_sync_on, class_sync_row_start, class_sync_row_stop},
 	{"quota-sync",

@@ -17,6 +17,8 @@
  *   waiter      why a pod waits, as an Event (controllers/waiter.h); on
  *               with --waiting-reasons-after
  *   reclaimer   lent GPUs come back (controllers/reclaimer.h)
+ *   health      gpugate's taint and record on a node out for health
+ *               (controllers/health.h); off with --no-node-health
  *   class-sync  the GPUClass objects (controllers/class-sync.h); off with
  *               --no-gpuclasses
  *   quota-sync  the GPUQuota objects (controllers/quota-sync.h); off with
@@ -72,6 +74,7 @@ struct controller_deps {
 	unsigned waiting_after_s;        /* --waiting-reasons-after; 0: off */
 	bool no_gpuclasses;              /* --no-gpuclasses */
 	bool no_gpuquotas;               /* --no-gpuquotas */
+	bool no_node_health;             /* --no-node-health */
 };
 
 /* What a row's start takes from the deps (besides the switches). */

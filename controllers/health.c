@@ -45,9 +45,11 @@ struct item {
 	char name[254];
 	char flavor[64];          /* "" : no node of any flavor */
 	enum health_node_step step;
-	/* What the inventory showed, to check the Node read is no newer. */
+	/* What the inventory showed, to check the Node read is no newer: the
+	 * record's hash (any length: a hand-written one too) and the taint's
+	 * value (63 bytes at most, by the API's validation). */
 	bool has_record_text, has_taint;
-	char record_text[WHY_MAX + 96];
+	size_t record_hash;
 	char taint_value[64];
 	/* The record, parsed (has_record), its why in rec_why. */
 	bool has_record;
@@ -180,7 +182,7 @@ static void collect(void *ctx, const struct pool_node *n, const struct policy_fl
 	copy(x->flavor, sizeof(x->flavor), f ? f->name : NULL);
 	x->step = step;
 	x->has_record_text = n->health_record != NULL;
-	copy(x->record_text, sizeof(x->record_text), n->health_record);
+	x->record_hash = n->health_record ? strmap_hash(n->health_record) : 0;
 	x->has_taint = m.taint_value != NULL;
 	copy(x->taint_value, sizeof(x->taint_value), m.taint_value);
 	if (m.has_record) {
@@ -237,7 +239,7 @@ static bool same_marks(const struct item *x, const json_t *node)
 			taint = str(t, "value") ? str(t, "value") : "";
 			break;
 		}
-	if ((rec != NULL) != x->has_record_text || (rec && strcmp(rec, x->record_text) != 0))
+	if ((rec != NULL) != x->has_record_text || (rec && strmap_hash(rec) != x->record_hash))
 		return false;
 	return (taint != NULL) == x->has_taint && (!taint || strcmp(taint, x->taint_value) == 0);
 }
@@ -337,7 +339,7 @@ static const char *marks_of(const struct round *rd, const struct item *x, char *
 static void tell(struct round *rd, const json_t *node, const struct item *x,
 		 const char *rec_text)
 {
-	char msg[1024], dur[32];
+	char msg[1024], dur[32], q[400];
 	struct health_record r;
 
 	switch (x->step) {
@@ -346,13 +348,12 @@ static void tell(struct round *rd, const json_t *node, const struct item *x,
 			r.times = 1;
 		snprintf(msg, sizeof(msg),
 			 "out of the GPU pool for flavor %s: %s; taint %s=%s:%s keeps new work "
-			 "off until it is validated%s",
-			 x->flavor, x->why, HEALTH_TAINT, HEALTH_TAINT_OUT, HEALTH_TAINT_EFFECT,
-			 r.times > 1 ? " (out again before it came back)" : "");
+			 "off until it is validated",
+			 x->flavor, x->why, HEALTH_TAINT, HEALTH_TAINT_OUT, HEALTH_TAINT_EFFECT);
 		event(rd, node, x, "GPUNodeUnhealthy", "Warning", msg);
 		log_event(LOG_WARN, "msg=\"node out of the pool for health\" node=%s flavor=%s "
 				    "why=\"%s\" times=%lld",
-			  x->name, x->flavor, x->why, (long long)r.times);
+			  x->name, x->flavor, log_quote(x->why, q, sizeof(q)), (long long)r.times);
 		break;
 	case HEALTH_VALIDATE:
 		snprintf(msg, sizeof(msg), "health signal gone (was %s); validating: %s%s",
@@ -360,7 +361,7 @@ static void tell(struct round *rd, const json_t *node, const struct item *x,
 			 x->wait);
 		event(rd, node, x, "GPUNodeValidating", "Normal", msg);
 		log_event(LOG_INFO, "msg=\"node validating\" node=%s flavor=%s waits=\"%s\"",
-			  x->name, x->flavor, x->wait);
+			  x->name, x->flavor, log_quote(x->wait, q, sizeof(q)));
 		break;
 	case HEALTH_RETURN:
 		if (!x->flavor[0])

@@ -72,6 +72,9 @@ struct daemon_config {
 	/* API mode: do not keep a GPUQuota object per tenant namespace
 	 * (controllers/quota-sync.h) saying what the tenant uses. */
 	bool no_gpuquotas;
+	/* API mode: do not mark nodes out for health (controllers/health.h):
+	 * another gpugate of the cluster does. */
+	bool no_node_health;
 };
 
 struct daemon;

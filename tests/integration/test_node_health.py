@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import time
+
 import pytest
 
 from conftest import EXAMPLE_POLICY, metrics, poll
@@ -42,8 +44,9 @@ def health_policy(tmp_path) -> Path:
 @pytest.fixture
 def health_gate(kube, fresh_server, health_policy):
     """gpugate serve on the fake, once its pool is synced."""
-    def start():
-        srv = fresh_server(health_policy, extra_args=("--kubeconfig", str(kube.kubeconfig)))
+    def start(*extra: str):
+        srv = fresh_server(health_policy, extra_args=("--kubeconfig", str(kube.kubeconfig),
+                                                      *extra))
         with srv.client() as c:
             poll(lambda: c.get("/readyz").status == 200, "/readyz 200")
             poll(lambda: metrics(c).get("gpugate_pool_synced") == 1, "gpugate_pool_synced 1")
@@ -242,3 +245,17 @@ def test_refused_is_said_once_counted_and_the_pool_still_excludes(kube, health_g
     assert "node=h0" in said[0] and "status=403" in said[0] and "nodes patch" in said[0]
     kube.clear_faults()
     poll(lambda: marks(kube, "h0")[0] == "health", "written once allowed")
+
+
+def test_no_node_health_writes_nothing(kube, health_gate):
+    """--no-node-health (another gpugate of the cluster marks the nodes):
+    no write to any Node for a few rounds, and the node is out of the pool
+    all the same."""
+    kube.put("nodes", api_node("h0", conditions=[condition("GpuXidError", reason="Xid79")]))
+    srv = health_gate("--no-node-health")
+    time.sleep(5)  # two rounds of 2 s: that nothing happens is the test
+    assert not [p for p in kube.patches if p[0] == "nodes"]
+    assert marks(kube, "h0") == (None, None)
+    assert pool_node(srv, "h0")["state"] == "health"
+    with srv.client() as c:
+        assert "gpugate_health_steps_total" not in c.get("/metrics").text

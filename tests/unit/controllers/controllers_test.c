@@ -120,8 +120,9 @@ Test(controllers, the_switches_of_gpugate_serve)
 	deps.waiting_after_s = 60;
 	cr_expect(controllers_table[0].on(&deps));
 	cr_expect_null(controllers_table[1].on, "the reclaimer: always");
-	cr_expect_null(controllers_table[2].on, "health: always (idle until the pool is "
-						"synced)");
+	cr_expect(controllers_table[2].on(&deps), "health: on (idle until the pool is synced)");
+	deps.no_node_health = true;
+	cr_expect_not(controllers_table[2].on(&deps), "--no-node-health");
 	cr_expect(controllers_table[3].on(&deps));
 	deps.no_gpuclasses = true;
 	cr_expect_not(controllers_table[3].on(&deps), "--no-gpuclasses");
