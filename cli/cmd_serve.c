@@ -24,6 +24,7 @@ void cmd_serve_usage(FILE *out)
 	      "                     [--usage-store memory|shared] [--namespace NS]\n"
 	      "                     [--identity NAME] [--waiting-reason-after S]\n"
 	      "                     [--no-gpuclasses] [--no-gpuquotas]\n"
+	      "                     [--no-node-health]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics, /pool.\n"
@@ -75,6 +76,9 @@ void cmd_serve_usage(FILE *out)
 	      "                     tenant namespace (kubectl get gpuquota -n NS;\n"
 	      "                     kept by default once the gpuquotas.gpugate.io\n"
 	      "                     CRD is installed, by the Lease holder)\n"
+	      "  --no-node-health   with the API: do not put gpugate's taint and record\n"
+	      "                     on a node out for health (another gpugate of the\n"
+	      "                     same cluster does); the pool excludes it anyway\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -196,6 +200,7 @@ const struct args_opt cmd_serve_opts[] = {
 	{"waiting-reason-after", 0, 'W', ARGS_WORD, NULL},
 	{"no-gpuclasses", 0, 'G', ARGS_NONE, NULL},
 	{"no-gpuquotas", 0, 'Q', ARGS_NONE, NULL},
+	{"no-node-health", 0, 'H', ARGS_NONE, NULL},
 	{"help", 'h', 'h', ARGS_NONE, NULL},
 	{NULL, 0, 0, ARGS_NONE, NULL},
 };
@@ -318,6 +323,9 @@ int cmd_serve(const struct args_call *call, int argc, char **argv)
 			break;
 		case 'Q':
 			cfg.no_gpuquotas = true;
+			break;
+		case 'H':
+			cfg.no_node_health = true;
 			break;
 		case 'N':
 			cfg.namespace = optarg;

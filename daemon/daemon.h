@@ -77,6 +77,9 @@ struct daemon_config {
 	 * between the rounds of the controllers that take it (gang-start);
 	 * 0: each its own. */
 	unsigned round_ms;
+	/* API mode: do not mark nodes out for health (controllers/health.h):
+	 * another gpugate of the cluster does. */
+	bool no_node_health;
 };
 
 struct daemon;
