@@ -254,3 +254,31 @@ int text_record_parse(const char *text, const char names[3], int64_t v[3],
 	*tail = s + 2;
 	return 0;
 }
+
+void text_duration(int64_t s, char *buf, size_t size)
+{
+	static const struct {
+		int64_t secs;
+		char unit;
+	} units[] = {{86400, 'd'}, {3600, 'h'}, {60, 'm'}, {1, 's'}};
+
+	if (s < 0)
+		s = 0;
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		int64_t hi = s / units[i].secs, lo;
+
+		if (!hi && units[i].secs > 1)
+			continue;
+		if (units[i].secs == 1) {
+			snprintf(buf, size, "%llds", (long long)s);
+			return;
+		}
+		lo = (s % units[i].secs) / units[i + 1].secs;
+		if (lo)
+			snprintf(buf, size, "%lld%c%lld%c", (long long)hi, units[i].unit,
+				 (long long)lo, units[i + 1].unit);
+		else
+			snprintf(buf, size, "%lld%c", (long long)hi, units[i].unit);
+		return;
+	}
+}

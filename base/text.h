@@ -30,6 +30,13 @@ void text_clip(char *s, size_t max);
  * malformed. */
 int64_t text_unix_time(const char *s);
 
+/*
+ * A duration of s seconds as an operator reads it, two units at most:
+ * "45s", "3m", "3m20s", "1h2m", "2d3h" (a negative s counts as 0), like
+ * snprintf (size > 0).
+ */
+void text_duration(int64_t s, char *buf, size_t size);
+
 /* Room for any uint64_t in decimal, with its NUL. */
 #define TEXT_DECIMAL_MAX 21
 

@@ -24,6 +24,7 @@ void cmd_serve_usage(FILE *out)
 	      "                     [--usage-store memory|shared] [--namespace NS]\n"
 	      "                     [--identity NAME] [--waiting-reason-after S]\n"
 	      "                     [--no-gpuclasses] [--no-gpuquotas]\n"
+	      "                     [--no-node-health]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics, /pool.\n"
@@ -75,6 +76,9 @@ void cmd_serve_usage(FILE *out)
 	      "                     tenant namespace (kubectl get gpuquota -n NS;\n"
 	      "                     kept by default once the gpuquotas.gpugate.io\n"
 	      "                     CRD is installed, by the Lease holder)\n"
+	      "  --no-node-health   with the API: do not put gpugate's taint and record\n"
+	      "                     on a node out for health (another gpugate of the\n"
+	      "                     same cluster does); the pool excludes it anyway\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -132,6 +136,30 @@ static int parse_count(const char *s, unsigned lo, unsigned hi, unsigned *out)
 	return 0;
 }
 
+/*
+ * Tests only, in no --help and no doc but tests/integration/README.md:
+ * $GPUGATE_TEST_ROUND_MS, the ms between the rounds of the controllers
+ * that take it (daemon_config.round_ms), so that an integration test
+ * waits a few rounds of 200 ms, not of 2 s.  Said at start when set.
+ */
+static int test_round_ms(unsigned *out)
+{
+	const char *v = getenv("GPUGATE_TEST_ROUND_MS");
+	char q[128];
+
+	if (!v || !v[0])
+		return 0;
+	if (parse_count(v, 10, 60000, out) < 0) {
+		log_event(LOG_ERROR, "msg=\"not starting\" error=\"GPUGATE_TEST_ROUND_MS "
+				     "must be 10..60000 (ms)\" value=\"%s\"",
+			  log_quote(v, q, sizeof(q)));
+		return -1;
+	}
+	log_event(LOG_WARN, "msg=\"a test setting: controller rounds every %u ms\" "
+			    "env=GPUGATE_TEST_ROUND_MS", *out);
+	return 0;
+}
+
 /* A bad command line (cli/args.h words it): one log line, in --log-format
  * like every other. */
 void cmd_serve_report(const char *msg)
@@ -172,6 +200,7 @@ const struct args_opt cmd_serve_opts[] = {
 	{"waiting-reason-after", 0, 'W', ARGS_WORD, NULL},
 	{"no-gpuclasses", 0, 'G', ARGS_NONE, NULL},
 	{"no-gpuquotas", 0, 'Q', ARGS_NONE, NULL},
+	{"no-node-health", 0, 'H', ARGS_NONE, NULL},
 	{"help", 'h', 'h', ARGS_NONE, NULL},
 	{NULL, 0, 0, ARGS_NONE, NULL},
 };
@@ -295,6 +324,9 @@ int cmd_serve(const struct args_call *call, int argc, char **argv)
 		case 'Q':
 			cfg.no_gpuquotas = true;
 			break;
+		case 'H':
+			cfg.no_node_health = true;
+			break;
 		case 'N':
 			cfg.namespace = optarg;
 			break;
@@ -337,6 +369,8 @@ int cmd_serve(const struct args_call *call, int argc, char **argv)
 		cfg.namespace = getenv("POD_NAMESPACE");
 	if (!cfg.identity)
 		cfg.identity = getenv("POD_NAME");
+	if (test_round_ms(&cfg.round_ms) < 0)
+		return ARGS_USAGE_ERROR;
 	if (parse_listen(listen, host, sizeof(host), &cfg.port) < 0)
 		return args_usage_error(args.cmd, "--listen must be HOST:PORT (e.g. 0.0.0.0:8443 or "
 				   "[::]:8443)");

@@ -7,6 +7,7 @@
 #include "controllers/gang-groups.h"
 #include "controllers/gang-probe.h"
 #include "controllers/gang-start.h"
+#include "controllers/health.h"
 #include "controllers/quota-sync.h"
 #include "controllers/reclaimer.h"
 #include "controllers/waiter.h"
@@ -61,6 +62,33 @@ static int reclaimer_row_start(const struct controller_deps *deps, void **out,
 static void reclaimer_row_stop(void *c)
 {
 	reclaimer_stop(c);
+}
+
+static bool health_on(const struct controller_deps *deps)
+{
+	return !deps->no_node_health;
+}
+
+/* The node side of the health loop: idle until the inventory is synced. */
+static int health_row_start(const struct controller_deps *deps, void **out,
+			    struct diag *d)
+{
+	struct health_controller *h = NULL;
+	struct health_controller_config c = {
+		.kube = deps->kube, .policy = deps->policy,
+		.inventory = deps->inventory, .metrics = deps->metrics,
+		.identity = deps->identity, .leading = deps->leading,
+		.leading_ctx = deps->ctx,
+	};
+	int rc = health_controller_start(&c, &h, d);
+
+	*out = h;
+	return rc;
+}
+
+static void health_row_stop(void *c)
+{
+	health_controller_stop(c);
 }
 
 static bool class_sync_on(const struct controller_deps *deps)
@@ -185,7 +213,7 @@ static int gang_start_row_start(const struct controller_deps *deps, void **out,
 		.kube = deps->kube, .policy = deps->policy, .inventory = deps->inventory,
 		.metrics = deps->metrics, .identity = deps->identity,
 		.namespace = deps->namespace, .leading = deps->leading,
-		.leading_ctx = deps->ctx,
+		.leading_ctx = deps->ctx, .interval_ms = deps->round_ms,
 	};
 	int rc = gang_start_start(&c, &g, d);
 
@@ -208,6 +236,10 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 		 CONTROLLER_NEEDS_IDENTITY | CONTROLLER_NEEDS_NAMESPACE |
 		 CONTROLLER_NEEDS_METRICS,
 	 true, NULL, reclaimer_row_start, reclaimer_row_stop},
+	{"health",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
+		 CONTROLLER_NEEDS_METRICS,
+	 true, health_on, health_row_start, health_row_stop},
 	{"class-sync", CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY, true,
 	 class_sync_on, class_sync_row_start, class_sync_row_stop},
 	{"quota-sync",
@@ -231,7 +263,7 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	 true, NULL, gang_start_row_start, gang_start_row_stop},
 };
 
-_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 8,
+_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 9,
 	       "CONTROLLERS_COUNT rows, no empty one");
 
 /* ---- the walk's helpers ------------------------------------------------ */

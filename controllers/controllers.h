@@ -17,6 +17,8 @@
  *   waiter      why a pod waits, as an Event (controllers/waiter.h); on
  *               with --waiting-reasons-after
  *   reclaimer   lent GPUs come back (controllers/reclaimer.h)
+ *   health      gpugate's taint and record on a node out for health
+ *               (controllers/health.h); off with --no-node-health
  *   class-sync  the GPUClass objects (controllers/class-sync.h); off with
  *               --no-gpuclasses
  *   quota-sync  the GPUQuota objects (controllers/quota-sync.h); off with
@@ -72,6 +74,10 @@ struct controller_deps {
 	unsigned waiting_after_s;        /* --waiting-reasons-after; 0: off */
 	bool no_gpuclasses;              /* --no-gpuclasses */
 	bool no_gpuquotas;               /* --no-gpuquotas */
+	/* Tests only (daemon_config.round_ms): between the rounds of the
+	 * controllers that take it; 0: each its own interval. */
+	unsigned round_ms;
+	bool no_node_health;             /* --no-node-health */
 };
 
 /* What a row's start takes from the deps (besides the switches). */
@@ -101,7 +107,7 @@ struct controller {
 };
 
 /* The rows, in start order. */
-#define CONTROLLERS_COUNT 8
+#define CONTROLLERS_COUNT 9
 extern const struct controller controllers_table[CONTROLLERS_COUNT];
 
 /* The needs of c that deps lacks (0: none): which of its pointers are

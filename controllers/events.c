@@ -27,17 +27,20 @@ int events_write(struct kube *k, const char *identity, const struct events_objec
 	json_t *ev, *out = NULL;
 	struct diag d;
 	int rc;
+	/* A cluster-scoped object's (a Node's) Events live in "default",
+	 * about an object of no namespace, as the kubelet writes them. */
+	const char *ns = o->namespace && o->namespace[0] ? o->namespace : "default";
+	const char *about = o->namespace ? o->namespace : "";
 
 	events_time(now, when, sizeof(when));
-	snprintf(collection, sizeof(collection), "/api/v1/namespaces/%s/events",
-		 o->namespace);
+	snprintf(collection, sizeof(collection), "/api/v1/namespaces/%s/events", ns);
 	snprintf(gen, sizeof(gen), "%.200s.gpugate-", o->name);
 	ev = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s, s:s, s:s, s:s}, "
 		       "s:s, s:s, s:s, s:{s:s}, s:s, s:s, s:s, s:s, s:i}",
 		       "apiVersion", "v1", "kind", "Event",
-		       "metadata", "generateName", gen, "namespace", o->namespace,
+		       "metadata", "generateName", gen, "namespace", ns,
 		       "involvedObject", "apiVersion", o->api_version, "kind", o->kind,
-		       "name", o->name, "namespace", o->namespace, "uid", o->uid,
+		       "name", o->name, "namespace", about, "uid", o->uid ? o->uid : "",
 		       "reason", reason, "message", message, "type", type,
 		       "source", "component", "gpugate",
 		       "reportingComponent", "gpugate", "reportingInstance",
@@ -53,7 +56,7 @@ int events_write(struct kube *k, const char *identity, const struct events_objec
 		char q[600];
 
 		log_event(LOG_WARN, "msg=\"event not written\" reason=%s object=%s/%s error=\"%s\"",
-			  reason, o->namespace, o->name,
+			  reason, ns, o->name,
 			  log_quote(diag_text(&d), q, sizeof(q)));
 		return -1;
 	}

@@ -2,7 +2,7 @@
  * events: one Kubernetes Event (core/v1) about one object, as gpugate
  * writes them (source and reportingComponent "gpugate"), for
  * `kubectl describe`.  Used by the waiter (GPUWaiting) and the reclaimer
- * (GPUReclaim).
+ * (GPUReclaim) and the health controller (GPUNodeUnhealthy...).
  */
 #ifndef GPUGATE_EVENTS_H
 #define GPUGATE_EVENTS_H
@@ -15,7 +15,8 @@ struct kube;
 struct events_object {
 	const char *api_version; /* "v1", "batch/v1" */
 	const char *kind;        /* "Pod", "Job" */
-	const char *namespace;
+	const char *namespace;   /* NULL: cluster-scoped (a "Node"): the Event
+				  * goes to namespace "default" */
 	const char *name;
 	const char *uid;
 };

@@ -590,6 +590,8 @@ static int start_controllers(struct daemon *dm, struct diag *d)
 		.waiting_after_s = dm->cfg.waiting_after_s,
 		.no_gpuclasses = dm->cfg.no_gpuclasses,
 		.no_gpuquotas = dm->cfg.no_gpuquotas,
+		.round_ms = dm->cfg.round_ms,
+		.no_node_health = dm->cfg.no_node_health,
 	};
 
 	for (size_t i = 0; i < CONTROLLERS_COUNT; i++)

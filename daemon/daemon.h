@@ -72,6 +72,14 @@ struct daemon_config {
 	/* API mode: do not keep a GPUQuota object per tenant namespace
 	 * (controllers/quota-sync.h) saying what the tenant uses. */
 	bool no_gpuquotas;
+	/* Tests only (gpugate serve takes it from $GPUGATE_TEST_ROUND_MS,
+	 * in no --help and no doc but tests/integration/README.md): the ms
+	 * between the rounds of the controllers that take it (gang-start);
+	 * 0: each its own. */
+	unsigned round_ms;
+	/* API mode: do not mark nodes out for health (controllers/health.h):
+	 * another gpugate of the cluster does. */
+	bool no_node_health;
 };
 
 struct daemon;

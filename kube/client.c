@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TOKEN_MAX (64u << 10)
 
@@ -24,6 +26,10 @@
 struct kube {
 	struct kube_config cfg;
 	CURL *curl;
+	/* The socket last opened and not yet closed (CURL_SOCKET_BAD: none),
+	 * under mu: kube_interrupt() cuts it from another thread. */
+	pthread_mutex_t mu;
+	curl_socket_t sock;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -63,6 +69,8 @@ struct kube *kube_new(const struct kube_config *cfg, struct diag *d)
 	k->cfg.token = dup_or_null(cfg->token, &oom);
 	k->cfg.token_file = dup_or_null(cfg->token_file, &oom);
 	k->cfg.source = dup_or_null(cfg->source, &oom);
+	pthread_mutex_init(&k->mu, NULL);
+	k->sock = CURL_SOCKET_BAD;
 	k->curl = curl_easy_init();
 	if (oom || !k->curl) {
 		diag_addf(d, "out of memory");
@@ -78,8 +86,45 @@ void kube_free(struct kube *k)
 		return;
 	if (k->curl)
 		curl_easy_cleanup(k->curl);
+	pthread_mutex_destroy(&k->mu);
 	kube_config_release(&k->cfg);
 	free(k);
+}
+
+static curl_socket_t open_socket(void *arg, curlsocktype purpose,
+				 struct curl_sockaddr *a)
+{
+	struct kube *k = arg;
+	curl_socket_t fd = socket(a->family, a->socktype, a->protocol);
+
+	(void)purpose;
+	if (fd != CURL_SOCKET_BAD) {
+		pthread_mutex_lock(&k->mu);
+		k->sock = fd;
+		pthread_mutex_unlock(&k->mu);
+	}
+	return fd;
+}
+
+static int close_socket(void *arg, curl_socket_t fd)
+{
+	struct kube *k = arg;
+
+	pthread_mutex_lock(&k->mu);
+	if (k->sock == fd)
+		k->sock = CURL_SOCKET_BAD;
+	pthread_mutex_unlock(&k->mu);
+	return close(fd);
+}
+
+void kube_interrupt(struct kube *k)
+{
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->mu);
+	if (k->sock != CURL_SOCKET_BAD)
+		shutdown(k->sock, SHUT_RDWR);
+	pthread_mutex_unlock(&k->mu);
 }
 
 struct sink {
@@ -231,6 +276,10 @@ static struct curl_slist *prepare(struct kube *k, const char *path,
 	curl_easy_setopt(k->curl, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(k->curl, CURLOPT_XFERINFODATA, s);
 	curl_easy_setopt(k->curl, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(k->curl, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+	curl_easy_setopt(k->curl, CURLOPT_OPENSOCKETDATA, k);
+	curl_easy_setopt(k->curl, CURLOPT_CLOSESOCKETFUNCTION, close_socket);
+	curl_easy_setopt(k->curl, CURLOPT_CLOSESOCKETDATA, k);
 	if (k->cfg.insecure) {
 		curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(k->curl, CURLOPT_SSL_VERIFYHOST, 0L);

@@ -30,6 +30,14 @@ struct kube *kube_new(const struct kube_config *cfg, struct diag *d);
 void kube_free(struct kube *k);
 
 /*
+ * From another thread, after setting the stop flag of the request in
+ * flight on k: cuts its connection (shutdown of the socket), so that a
+ * watch or a hanging list ends at once, not at the next progress call
+ * (about a second later).  Nothing when k has no connection open.
+ */
+void kube_interrupt(struct kube *k);
+
+/*
  * GET server+path (path starts with "/", query included).  On a response,
  * returns 0 with *status and the body (caller frees; NUL-terminated).  -1
  * when no response arrived (connection refused, TLS failure, 60 s timeout)

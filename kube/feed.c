@@ -332,7 +332,7 @@ void feed_stop(struct feed *f)
 {
 	if (!f)
 		return;
-	/* All at once: the stop takes about a second, not four. */
+	/* All at once, each watch's connection cut (kube_interrupt()). */
 	for (int i = 0; i < FEED_KINDS; i++)
 		informer_cancel(f->kinds[i].inf);
 	for (int i = 0; i < FEED_KINDS; i++)

@@ -110,8 +110,8 @@ bool feed_synced(struct feed *f);
 /* True while every watch is connected (answered 200, not ended; claims:
  * or are not served). */
 bool feed_connected(struct feed *f);
-/* Stops the threads (within about a second) and frees f.  NULL is a
- * no-op. */
+/* Stops the threads (at once: each watch's connection is cut; within
+ * about a second at most) and frees f.  NULL is a no-op. */
 void feed_stop(struct feed *f);
 
 #endif

@@ -634,6 +634,8 @@ void informer_cancel(struct informer *inf)
 	if (!inf)
 		return;
 	thread_cancel(&inf->thread);
+	/* A watch in flight ends now, not at its next progress call. */
+	kube_interrupt(inf->kube);
 }
 
 void informer_stop(struct informer *inf)

@@ -14,7 +14,7 @@
  * is such an ERROR did not open, as far as the backoff goes.  A watch
  * counts as connected once the server answered it 200 (before its first
  * event), until it ends.  Stopping interrupts a list, a watch or a backoff
- * within about a second.
+ * within about a second (informer_cancel(): at once, the connection cut).
  *
  * The informer keeps no objects: it tells the caller what it sees, and a
  * relist tells it that the objects of the list between relist begin and
@@ -131,9 +131,9 @@ bool informer_synced(struct informer *inf);
  * optional informer's path is not served. */
 bool informer_connected(struct informer *inf);
 
-/* Asks the thread to stop and returns at once: callers that stop several
- * informers cancel them all, then stop each, and wait about a second in
- * all. */
+/* Asks the thread to stop, cuts its watch's connection (kube_interrupt())
+ * and returns at once: callers that stop several informers cancel them
+ * all, then stop each. */
 void informer_cancel(struct informer *inf);
 
 /* Stops the thread (within about a second), waits for it and frees inf.

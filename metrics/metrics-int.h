@@ -6,7 +6,9 @@
 #ifndef GPUGATE_METRICS_INT_H
 #define GPUGATE_METRICS_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct metrics_gangs;
 struct strbuf;
@@ -28,5 +30,14 @@ void metrics_gangs_put_waiting(struct metrics_gangs *g, const char *route,
 			       const struct metrics_gang_waiting *rows, size_t n);
 void metrics_gangs_observe(struct metrics_gangs *g, const char *route, double seconds);
 void metrics_gangs_count_regate(struct metrics_gangs *g, const char *tenant);
+
+/* The health loop's series (metrics/health.c): the gauges of the nodes
+ * gpugate took out, from inv's nodes under p at now_ms (Unix ms); the
+ * steps counter when on. */
+struct inventory;
+struct policy;
+void metrics_health_render(struct strbuf *sb, const struct policy *p,
+			   struct inventory *inv, int64_t now_ms, bool on,
+			   const uint64_t steps[]);
 
 #endif

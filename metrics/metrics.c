@@ -20,6 +20,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Admission latency buckets, seconds: the apiserver's default timeout is
  * 10s, and gpugate should answer in well under a millisecond. */
@@ -62,6 +63,9 @@ struct metrics {
 	/* The route auto picks, + 1 (0: never pushed). */
 	atomic_int gang_route;
 	struct metrics_gangs *gangs; /* gang start's (metrics/gangs.c) */
+	/* The health controller's steps (metrics/health.c renders). */
+	atomic_bool health_on;
+	atomic_uint_fast64_t health_steps[METRICS__HEALTH_STEPS];
 };
 
 static const char *const endpoint_names[] = {"mutate", "validate"};
@@ -186,6 +190,18 @@ void metrics_gang_regated(struct metrics *m, const char *tenant)
 {
 	if (m)
 		metrics_gangs_count_regate(m->gangs, tenant);
+}
+
+void metrics_health_on(struct metrics *m)
+{
+	if (m)
+		atomic_store(&m->health_on, true);
+}
+
+void metrics_health_step(struct metrics *m, enum metrics_health_step step)
+{
+	if (m && step < METRICS__HEALTH_STEPS)
+		atomic_fetch_add(&m->health_steps[step], 1);
 }
 
 void metrics_reclaims_on(struct metrics *m)
@@ -449,6 +465,18 @@ static void render_state(struct strbuf *sb, struct metrics *m,
 		    usage_entries(st->usage));
 	if (st->inventory && st->policy)
 		render_pool(sb, st);
+	{
+		uint64_t steps[METRICS__HEALTH_STEPS];
+		struct timespec ts;
+		bool pool = st->inventory && st->policy && inventory_synced(st->inventory);
+
+		for (int i = 0; i < METRICS__HEALTH_STEPS; i++)
+			steps[i] = atomic_load(&m->health_steps[i]);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		metrics_health_render(sb, pool ? st->policy : NULL, pool ? st->inventory : NULL,
+				      (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+				      atomic_load(&m->health_on), steps);
+	}
 	if (st->meter) {
 		strbuf_addf(sb, "# HELP gpugate_gpu_seconds_total Units x seconds that "
 				"tenants' GPU pods ran (from status.startTime to the end "

@@ -99,6 +99,26 @@ void metrics_gangs_waiting(struct metrics *m, const char *route,
 void metrics_gang_started(struct metrics *m, const char *route, double seconds);
 void metrics_gang_regated(struct metrics *m, const char *tenant);
 
+/*
+ * The health loop's node controller (controllers/health.h), pushed as it
+ * takes its steps: gpugate_health_steps_total{step}, written once
+ * metrics_health_on() was called (a health controller runs), from 0.  The
+ * gauges of the nodes gpugate took out (gpugate_nodes_out_seconds{flavor},
+ * gpugate_node_out_since_seconds{flavor,node,state}) are read from the
+ * inventory's nodes at scrape time (metrics/health.c), on any replica.
+ * Any thread; m NULL: nothing counted.
+ */
+enum metrics_health_step {
+	METRICS_HEALTH_MARK_OUT,  /* taint and record put on */
+	METRICS_HEALTH_VALIDATE,  /* signal gone: validating */
+	METRICS_HEALTH_RETURN,    /* both marks removed */
+	METRICS_HEALTH_FIX_TAINT, /* the taint put back */
+	METRICS_HEALTH_FAILED,    /* a write the API refused (403: RBAC) */
+	METRICS__HEALTH_STEPS
+};
+void metrics_health_on(struct metrics *m);
+void metrics_health_step(struct metrics *m, enum metrics_health_step step);
+
 struct inventory;
 struct meter;
 struct procstat;

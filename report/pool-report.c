@@ -1,7 +1,9 @@
 #include "report/pool-report.h"
 
 #include "base/strbuf.h"
+#include "base/text.h"
 #include "policy/capacity.h"
+#include "policy/health.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "policy/quota.h"
@@ -12,10 +14,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct build {
 	json_t *flavors;
 	bool oom;
+	const struct policy *p;
+	int64_t now_ms;
 };
 
 static void add(json_t *obj, const char *key, json_t *v, bool *oom)
@@ -24,7 +29,45 @@ static void add(json_t *obj, const char *key, json_t *v, bool *oom)
 		*oom = true;
 }
 
-static json_t *node_json(const struct pool_member *m, bool *oom)
+/* "2026-12-05T11:00:00Z" of ms since the epoch. */
+static void rfc3339(int64_t ms, char *buf, size_t size)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (!gmtime_r(&t, &tm) || !strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		snprintf(buf, size, "%lld", (long long)(ms / 1000));
+}
+
+/* A node out for health or validating, by gpugate's record: since when,
+ * how many times, and what a validating one waits for. */
+static void health_json(json_t *n, const struct pool_member *m, const struct build *b,
+			bool *oom)
+{
+	struct health_marks hm;
+	char at[32], wait[256];
+
+	if (m->exclusion != POOL_HEALTH && m->exclusion != POOL_VALIDATING)
+		return;
+	health_marks_read(m->node, &hm);
+	if (!hm.has_record)
+		return;
+	rfc3339(hm.record.out_ms, at, sizeof(at));
+	add(n, "outSince", json_string(at), oom);
+	add(n, "outSeconds",
+	    json_integer(b->now_ms > hm.record.out_ms ? (b->now_ms - hm.record.out_ms) / 1000
+						      : 0),
+	    oom);
+	if (hm.record.times > 1)
+		add(n, "times", json_integer(hm.record.times), oom);
+	if (m->exclusion == POOL_VALIDATING && hm.record.cleared_ms &&
+	    !health_return(policy_health(b->p), m->node, hm.record.cleared_ms, b->now_ms,
+			   wait, sizeof(wait)) &&
+	    wait[0])
+		add(n, "waitsFor", json_string(wait), oom);
+}
+
+static json_t *node_json(const struct pool_member *m, const struct build *b, bool *oom)
 {
 	json_t *n = json_object();
 
@@ -40,6 +83,7 @@ static json_t *node_json(const struct pool_member *m, bool *oom)
 	add(n, "allocatable", json_integer(m->allocatable), oom);
 	add(n, "allocated", json_integer(m->allocated), oom);
 	add(n, "free", json_integer(m->free), oom);
+	health_json(n, m, b, oom);
 	return n;
 }
 
@@ -75,7 +119,7 @@ static void flavor_json(void *ctx, const struct pool_view *v)
 		add(f, "largestFreeNode", json_string(v->largest_free_node), &b->oom);
 	add(f, "excludedUnits", json_integer(s.excluded), &b->oom);
 	for (size_t i = 0; i < v->n_members; i++) {
-		json_t *n = node_json(&v->members[i], &b->oom);
+		json_t *n = node_json(&v->members[i], b, &b->oom);
 
 		if (n && json_array_append_new(nodes, n) < 0)
 			b->oom = true;
@@ -294,7 +338,16 @@ json_t *pool_report_tenants(const struct policy *p, struct inventory *inv,
 json_t *pool_report(const struct policy *p, struct inventory *inv,
 		    struct usage_store *u)
 {
-	struct build b = {.flavors = json_array()};
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return pool_report_at(p, inv, u, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+}
+
+json_t *pool_report_at(const struct policy *p, struct inventory *inv,
+		       struct usage_store *u, int64_t now_ms)
+{
+	struct build b = {.flavors = json_array(), .p = p, .now_ms = now_ms};
 	json_t *r = json_object(), *f;
 	bool synced = inv && inventory_synced(inv);
 	struct pool_caps caps;
@@ -388,6 +441,40 @@ static void effective_text(const json_t *flavors, struct strbuf *out)
 	}
 }
 
+/* The nodes gpugate took out for health, since when (none: nothing). */
+static void out_for_health(const json_t *flavors, struct strbuf *out)
+{
+	const json_t *f, *n;
+	size_t i, k;
+	bool head = false;
+
+	json_array_foreach(flavors, i, f)
+		json_array_foreach(json_object_get(f, "nodeList"), k, n) {
+			char dur[32];
+
+			if (!json_object_get(n, "outSince"))
+				continue;
+			if (!head) {
+				strbuf_addf(out, "\nOUT FOR HEALTH (gpugate's record on the "
+						 "node)\n%-20s %-20s %-10s  %s\n",
+					    "NODE", "FLAVOR", "STATE", "SINCE");
+				head = true;
+			}
+			text_duration(num(n, "outSeconds"), dur, sizeof(dur));
+			strbuf_addf(out, "%-20s %-20s %-10s  %s (out %s", text(n, "name"),
+				    text(f, "name"), text(n, "state"), text(n, "outSince"), dur);
+			if (num(n, "times") > 1)
+				strbuf_addf(out, ", out %lld times before it came back",
+					    num(n, "times"));
+			strbuf_addf(out, ")");
+			if (json_object_get(n, "waitsFor"))
+				strbuf_addf(out, "; waits for %s", text(n, "waitsFor"));
+			else if (strcmp(text(n, "state"), "health") == 0)
+				strbuf_addf(out, ": %s", text(n, "why"));
+			strbuf_addf(out, "\n");
+		}
+}
+
 int pool_report_text(const json_t *report, struct strbuf *out)
 {
 	const json_t *flavors = json_object_get(report, "flavors");
@@ -429,6 +516,7 @@ int pool_report_text(const json_t *report, struct strbuf *out)
 		}
 		effective_text(flavors, out);
 	}
+	out_for_health(flavors, out);
 	strbuf_addf(out, "\n%-20s %-20s %6s %8s %9s %6s\n", "TENANT", "FLAVOR", "USED",
 		    "NOMINAL", "BORROWED", "LENT");
 	json_array_foreach(tenants, i, t)

@@ -15,6 +15,7 @@
 #define GPUGATE_POOL_REPORT_H
 
 #include <jansson.h>
+#include <stdint.h>
 
 struct inventory;
 struct policy;
@@ -25,6 +26,12 @@ struct usage_store;
  * memory.  inv NULL or not synced: "synced": false and no flavors. */
 json_t *pool_report(const struct policy *p, struct inventory *inv,
 		    struct usage_store *u);
+/* The same at now_ms (Unix ms; pool_report: the wall clock): a node out
+ * for health or validating by gpugate's record (policy/health.h) shows
+ * "outSince" (RFC 3339), "outSeconds", "times" (when more than 1) and, when
+ * validating, "waitsFor" (health_return's words). */
+json_t *pool_report_at(const struct policy *p, struct inventory *inv,
+		       struct usage_store *u, int64_t now_ms);
 
 /* The report's "tenants" alone (what GPUQuota objects say,
  * report/quotas.h): NULL when out of memory.  inv NULL or not synced: no

@@ -680,6 +680,33 @@ int inventory_each(struct inventory *inv, const struct policy *p,
 	return rc;
 }
 
+void inventory_each_node(struct inventory *inv, const struct policy *p,
+			 void (*fn)(void *ctx, const struct pool_node *n,
+				    const struct policy_flavor *f, enum pool_exclusion e,
+				    const char *why),
+			 void *ctx)
+{
+	char why[160];
+
+	pthread_mutex_lock(&inv->mu);
+	for (size_t i = 0; i < inv->n_slots; i++) {
+		struct slot *s = inv->slots[i];
+		const struct policy_flavor *f = NULL;
+		enum pool_exclusion e = POOL_USABLE;
+
+		if (!s->has_node)
+			continue;
+		for (size_t k = 0; !f && k < policy_flavor_count(p); k++)
+			if (member(s, p, policy_flavor_at(p, k)))
+				f = policy_flavor_at(p, k);
+		why[0] = '\0';
+		if (f)
+			e = pool_node_exclusion(&s->node, f, policy_health(p), why, sizeof(why));
+		fn(ctx, &s->node, f, e, why);
+	}
+	pthread_mutex_unlock(&inv->mu);
+}
+
 struct summaries {
 	struct pool_summary *v;
 	size_t n, max;

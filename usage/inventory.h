@@ -146,6 +146,21 @@ int inventory_each(struct inventory *inv, const struct policy *p,
 		   void (*fn)(void *ctx, const struct pool_view *v), void *ctx);
 
 /*
+ * Calls fn once per known Node (whatever its flavor) under the inventory's
+ * lock, with the first flavor of p it is a node of (NULL: none) and, for
+ * that flavor, why it is excluded (pool_node_exclusion under p's health;
+ * POOL_USABLE and "" when f is NULL).  fn must not call back into inv, and
+ * must copy what it keeps.  The health controller (controllers/health.h)
+ * walks every node this way: the nodes of a flavor with a health signal,
+ * and gpugate's marks left on nodes no flavor counts any more.
+ */
+void inventory_each_node(struct inventory *inv, const struct policy *p,
+			 void (*fn)(void *ctx, const struct pool_node *n,
+				    const struct policy_flavor *f, enum pool_exclusion e,
+				    const char *why),
+			 void *ctx);
+
+/*
  * pool_summarize() of each flavor of p, into out (room for max, at least
  * policy_flavor_count(p)).  Returns how many, or -1 when out of memory.
  */

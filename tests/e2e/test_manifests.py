@@ -183,8 +183,11 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("watch", "resourceclaims.resource.k8s.io", "yes"),
                             # The pool (#16): every Node, and an Event on a
                             # GPU pod that waits; nothing more of either.
+                            # The health loop (#30): gpugate's taint and
+                            # record on a Node, by patch only.
                             ("list", "nodes", "yes"), ("watch", "nodes", "yes"),
-                            ("patch", "nodes", "no"), ("create", "events", "yes"),
+                            ("patch", "nodes", "yes"), ("update", "nodes", "no"),
+                            ("delete", "nodes", "no"), ("create", "events", "yes"),
                             ("delete", "events", "no"),
                             # Reclaim (#17): annotate and suspend borrowers,
                             # evict pods; delete a released pod past the

@@ -189,12 +189,13 @@ class Server:
     """One `gpugate serve` process on 127.0.0.1 with an ephemeral port."""
 
     def __init__(self, binary: Path, certs: Certs, policy: Path, workdir: Path,
-                 extra_args: tuple[str, ...] = ()):
+                 extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None):
         self.binary = binary
         self.certs = certs
         self.policy = policy
         self.workdir = workdir
         self.extra_args = extra_args
+        self.env = env  # added to the environment (GPUGATE_TEST_ROUND_MS)
         self.proc: subprocess.Popen | None = None
         self.port = 0
         self.stderr_path = workdir / "gpugate.stderr"
@@ -212,7 +213,8 @@ class Server:
                    "--errors-for-leak-kinds=definite", "--quiet", *cmd]
         self._stderr = open(self.stderr_path, "wb")
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     stdin=subprocess.DEVNULL, cwd=ROOT)
+                                     stdin=subprocess.DEVNULL, cwd=ROOT,
+                                     env={**os.environ, **self.env} if self.env else None)
         deadline = time.monotonic() + START_TIMEOUT
         buf = b""
         fd = self.proc.stdout.fileno()
@@ -345,9 +347,10 @@ def tls_context(certs: Certs, minimum: ssl.TLSVersion | None = None,
     return ctx
 
 
-def _start(binary, certs, policy, workdir, extra_args: tuple[str, ...] = ()) -> Server:
+def _start(binary, certs, policy, workdir, extra_args: tuple[str, ...] = (),
+           env: dict[str, str] | None = None) -> Server:
     workdir.mkdir(parents=True, exist_ok=True)
-    return Server(binary, certs, policy, workdir, extra_args).start()
+    return Server(binary, certs, policy, workdir, extra_args, env).start()
 
 
 @pytest.fixture(scope="session")
@@ -386,9 +389,9 @@ def fresh_server(gpugate_bin, certs, tmp_path):
     started: list[Server] = []
 
     def start(policy: Path = LINE_POLICY, own_certs: Certs | None = None,
-              extra_args: tuple[str, ...] = ()) -> Server:
+              extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> Server:
         s = _start(gpugate_bin, own_certs or certs, policy, tmp_path / f"srv{len(started)}",
-                   extra_args)
+                   extra_args, env)
         started.append(s)
         return s
 

@@ -247,6 +247,8 @@ _CALLS = ("populate", "burst", "event", "raw_list", "bookmark", "compact", "expi
 _WATCHED_OBJECT = re.compile(
     r"^/(api/v1|apis/batch/v1)/namespaces/([^/]+)/(?:pods|jobs)/([^/]+)$")
 _EVENTS = re.compile(r"^/api/v1/namespaces/([^/]+)/events$")
+# One Node of the watched store (the health controller patches them).
+_WATCHED_NODE = re.compile(r"^/api/v1/nodes/([^/]+)$")
 
 _CONFLICT = ("the object has been modified; please apply your changes to the "
              "latest version and try again")
@@ -716,6 +718,15 @@ class FakeKube(_Objects):
                 obj["metadata"]["resourceVersion"] = str(self._next_rv())
                 self._res[kind].objects[obj["metadata"]["uid"]] = obj
 
+    def watched(self, kind: str, name: str, namespace: str | None = None) -> dict | None:
+        """A copy of the object of kind named name (in namespace; None: a
+        cluster-scoped one) as the fake holds it now, or None."""
+        with self._cond:
+            o = next((o for o in self._res[kind].objects.values()
+                      if o["metadata"].get("namespace") == namespace
+                      and o["metadata"]["name"] == name), None)
+            return copy.deepcopy(o) if o else None
+
     def remove(self, kind: str, uid: str) -> None:
         """Deletes an object without a watch event."""
         with self._cond:
@@ -917,9 +928,11 @@ class FakeKube(_Objects):
             self._list(h, r, query)
 
     def _watched_object(self, h: _Handler, path: str) -> bool:
-        """GET and PATCH (merge, JSON) of one Pod or Job of the watched
-        store, the change streamed as MODIFIED; POST of an Event (kept in
-        self.k8s_events).  False when path is none of them."""
+        """GET and PATCH (merge, JSON) of one Pod, Job or Node of the
+        watched store, the change streamed as MODIFIED (a merge patch's
+        metadata.resourceVersion is a precondition: 409 when stale; a
+        fault() with a status answers it instead); POST of an Event (kept
+        in self.k8s_events).  False when path is none of them."""
         m = _WATCHED_OBJECT.match(path)
         ev = _EVENTS.match(path)
         if ev and h.command == "POST":
@@ -928,11 +941,24 @@ class FakeKube(_Objects):
                 self.k8s_events.append(json.loads(body))
             _send_json(h, 201, json.loads(body))
             return True
-        if not m:
+        nm = _WATCHED_NODE.match(path)
+        if not m and not nm:
             return False
-        kind = "pods" if m.group(1) == "api/v1" else "jobs"
-        ns, name = m.group(2), m.group(3)
+        if nm:
+            kind, ns, name = "nodes", None, nm.group(1)
+        else:
+            kind = "pods" if m.group(1) == "api/v1" else "jobs"
+            ns, name = m.group(2), m.group(3)
         body = _read_body(h) or b""
+        f = self._take_fault(h.command, path, body)
+        if f and f.status:
+            with self._cond:
+                self._count(f"{h.command} {f.status}")
+            _send_json(h, f.status, _object_status(
+                f.status, f.reason or _REASONS.get(f.status, "InternalError"),
+                f.message or (f"Operation cannot be fulfilled on {kind} \"{name}\": "
+                              f"{_CONFLICT}" if f.status == 409 else "scripted failure")))
+            return True
         with self._cond:
             r = self._res[kind]
             cur = next((o for o in r.objects.values()
@@ -957,7 +983,19 @@ class FakeKube(_Objects):
                     _send_json(h, 422, _status(422, "Invalid", str(e)))
                     return True
             else:
-                new = _merge_patch(cur, json.loads(body))
+                doc = json.loads(body)
+                new = _merge_patch(cur, doc)
+                # As the apiserver: a resourceVersion in a merge patch is
+                # a precondition (the patched object is written at it).
+                want = (doc.get("metadata") or {}).get("resourceVersion") \
+                    if isinstance(doc, dict) and isinstance(doc.get("metadata"), dict) \
+                    else None
+                if want and want != cur["metadata"].get("resourceVersion"):
+                    self._count("PATCH 409")
+                    _send_json(h, 409, _object_status(
+                        409, "Conflict", f'Operation cannot be fulfilled on {kind} '
+                        f'"{name}": {_CONFLICT}'))
+                    return True
             self.event(kind, "MODIFIED", new)
             _send_json(h, 200, r.objects[new["metadata"]["uid"]])
         return True

@@ -7,8 +7,10 @@ nvidia.com/gpu.clique), keeping its record in the ConfigMap gpugate-gangs.
 
 The fake plays the Job controller: it makes the gated pods, and deletes
 them when the Job is suspended.  Changes are waited for on the fake's
-record of what gpugate wrote, never by sleeping, except where the test is
-that nothing happens (a few controller rounds of 2 s).
+record of what gpugate wrote, never by sleeping; where the test is that
+nothing happens, on the fake's record of what gpugate read: a few whole
+controller rounds (quiet()).  The rounds are 200 ms here, not 2 s
+($GPUGATE_TEST_ROUND_MS, a test-only setting of gpugate serve).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ GATE = "gpugate.io/gang"
 ROUTE = "gpugate.io/gang-route"
 STATE = "gpugate-gangs"
 NS = "gpugate-system"
-ROUND = 2.0  # the controller's interval
+ROUND = 0.2  # the controller's interval here (2 s by default)
+ROUND_ENV = {"GPUGATE_TEST_ROUND_MS": str(int(ROUND * 1000))}
 
 
 @pytest.fixture
@@ -50,7 +53,8 @@ def gang_gate(kube, fresh_server, gang_policy):
     """gpugate serve on the fake, once its pool is synced."""
     def start():
         srv = fresh_server(gang_policy, extra_args=("--kubeconfig", str(kube.kubeconfig),
-                                                    "--namespace", NS))
+                                                    "--namespace", NS),
+                           env=ROUND_ENV)
         with srv.client() as c:
             poll(lambda: c.get("/readyz").status == 200, "/readyz 200")
             poll(lambda: metrics(c).get("gpugate_pool_synced") == 1, "gpugate_pool_synced 1")
@@ -139,14 +143,43 @@ def record(kube, job_uid: str) -> dict | None:
     return dict(f.split("=", 1) for f in text.split(" "))
 
 
+def set_record(kube, job_uid: str, rec: dict) -> None:
+    """Writes gpugate's record of a Job (as a restart will read it)."""
+    with kube._cond:
+        cm = kube._objects[("configmaps", NS, STATE)]
+        cm["data"][job_uid] = " ".join(f"{k}={v}" for k, v in rec.items())
+        cm["metadata"]["resourceVersion"] = str(kube._next_rv())
+
+
 def events(kube, reason: str) -> list[dict]:
     with kube._cond:
         return [e for e in kube.k8s_events if e.get("reason") == reason]
 
 
-def quiet(seconds: float = 3 * ROUND) -> None:
-    """A few controller rounds in which nothing must happen."""
-    time.sleep(seconds * SLOW)
+def rounds(kube) -> int:
+    """The controller's rounds that read the gangs so far: each lists the
+    gang pods (while the inventory shows a gated gang pod)."""
+    return sum(1 for q in kube.requests("pods", watch=False)
+               if q.query == {"labelSelector": "gpugate.io/gang"})
+
+
+def record_reads(kube) -> int:
+    return sum(1 for q in kube.requests() if q.path == f"/api/v1/namespaces/{NS}/configmaps/{STATE}")
+
+
+def quiet(kube, n: int = 3, *, gated: bool = True) -> None:
+    """n whole controller rounds in which nothing must happen.  gated: a
+    gated gang pod is there, so that every round reads the gangs; waits
+    for n + 1 more to begin (a round acts before the next reads).  Else a
+    round reads the record once, finds it empty, and reads nothing more
+    until a gated pod shows: that read, then n rounds' time (a timer, not
+    work: valgrind stretches an idle round little)."""
+    if gated:
+        start = rounds(kube)
+        poll(lambda: rounds(kube) >= start + n + 1, f"{n} more rounds of gang start")
+    else:
+        poll(lambda: record_reads(kube) > 0, "gang start's first round")
+        time.sleep(n * ROUND + (2.0 if SLOW > 1 else 0.0))
 
 
 def test_release_when_the_pool_has_room_for_all(kube, gang_gate):
@@ -192,7 +225,7 @@ def test_no_release_while_one_pod_is_missing(kube, gang_gate):
     pods = [gang_pod(job, i) for i in range(3)]
     kube.put("pods", *pods[:2])
     gang_gate()
-    quiet()
+    quiet(kube)
     assert not kube.patches, kube.patches
     assert record(kube, "uid-job-g2") is None
     poll(lambda: any("not every pod of it exists yet" in e["message"]
@@ -209,7 +242,7 @@ def test_no_release_with_a_foreign_gate(kube, gang_gate):
     kube.put("pods", gang_pod(job, 0), gang_pod(job, 1),
              gang_pod(job, 2, gates=(GATE, "kueue.x-k8s.io/topology")))
     gang_gate()
-    quiet()
+    quiet(kube)
     assert not kube.patches, kube.patches
 
 
@@ -221,7 +254,7 @@ def test_no_release_without_room_then_release_when_room_comes(kube, gang_gate):
     pods = [gang_pod(job, i) for i in range(3)]
     kube.put("pods", *pods)
     srv = gang_gate()
-    quiet()
+    quiet(kube)
     assert not kube.patches, kube.patches
     with srv.client() as c:
         m = metrics(c)
@@ -276,9 +309,15 @@ def test_regate_after_the_timeout_by_suspend_and_resume(kube, gang_gate):
     srv = gang_gate()
     for p in pods:
         poll(lambda p=p: released(kube, p["metadata"]["uid"]), "gate off")
-    r = record(kube, "uid-job-g6")["r"]
-    # A restart after the release keeps its time (the record's r).
+    rec = record(kube, "uid-job-g6")
+    assert int(rec["r"]) > 0 and rec["s"] == "0", rec
+    # A restart after the release keeps its time (the record's r).  It is
+    # down for the timeout: instead of 10 s, r is moved 10 s back while
+    # it is down (the release as if 10 s earlier).
     assert srv.terminate() == 0
+    r = int(rec["r"]) - 10_000
+    set_record(kube, "uid-job-g6", {**rec, "r": str(r)})
+    restarted = time.time()
     gang_gate()
     # Never Running: gangTimeoutSeconds (10) after r the Job is suspended.
     poll(lambda: _job(kube, "uid-job-g6")["spec"].get("suspend"), "Job suspended",
@@ -287,7 +326,10 @@ def test_regate_after_the_timeout_by_suspend_and_resume(kube, gang_gate):
     assert rec and rec["n"] == "1" and rec["s"] == "1" and rec["r"] == "0", rec
     poll(lambda: events(kube, "GPUGangRegated"), "GPUGangRegated")
     suspended_at = time.time()
-    assert suspended_at - int(r) / 1000 < 10 + 4 * ROUND + 5, "timed from the record's r"
+    # The timeout, then the restart and a few rounds: 13 s of slack.
+    assert suspended_at - r / 1000 < 10 + 13, "timed from the record's r"
+    # Sooner than a timeout counted from the restart.
+    assert suspended_at < restarted + 10, "timed from the record's r, not the restart"
     # The Job controller deletes its pods; then gpugate resumes it.
     for p in pods:
         kube.event("pods", "DELETED", pod_now(kube, p["metadata"]["uid"]))
@@ -307,7 +349,7 @@ def test_a_tenants_suspend_is_left_alone(kube, gang_gate):
     job = gang_job("g7", suspend=True)
     kube.put("jobs", job)
     gang_gate()
-    quiet()
+    quiet(kube, gated=False)
     assert not kube.patches, kube.patches
 
 

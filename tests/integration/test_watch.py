@@ -299,7 +299,10 @@ def test_410_relists_and_forgets_what_is_gone(gate, kube):
     kube.drop("pods")
     poll(lambda: len(kube.requests("pods", watch=False)) == 3, "a third pod list")
     wait_used(srv, 0)
-    assert len(kube.requests("jobs", watch=False)) == 1, "jobs were not relisted"
+    # The informer's lists (a controller's own, with a labelSelector, may
+    # come in a slow run: the reclaimer's every 2 s).
+    assert len([q for q in kube.requests("jobs", watch=False)
+                if "labelSelector" not in q.query]) == 1, "jobs were not relisted"
 
 
 def test_log_lines_of_a_sync_and_a_relist(gate, kube):

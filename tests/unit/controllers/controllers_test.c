@@ -15,6 +15,7 @@ Test(controllers, the_rows_in_start_order_and_what_they_need)
 	} want[CONTROLLERS_COUNT] = {
 		{"waiter", "kube policy usage inventory identity", true},
 		{"reclaimer", "kube policy usage metrics identity namespace", true},
+		{"health", "kube policy inventory metrics", true},
 		{"class-sync", "kube policy", true},
 		{"quota-sync", "kube policy usage inventory synced", true},
 		{"claim-sync", "kube policy pvcs", true},
@@ -119,16 +120,19 @@ Test(controllers, the_switches_of_gpugate_serve)
 	deps.waiting_after_s = 60;
 	cr_expect(controllers_table[0].on(&deps));
 	cr_expect_null(controllers_table[1].on, "the reclaimer: always");
-	cr_expect(controllers_table[2].on(&deps));
-	deps.no_gpuclasses = true;
-	cr_expect_not(controllers_table[2].on(&deps), "--no-gpuclasses");
+	cr_expect(controllers_table[2].on(&deps), "health: on (idle until the pool is synced)");
+	deps.no_node_health = true;
+	cr_expect_not(controllers_table[2].on(&deps), "--no-node-health");
 	cr_expect(controllers_table[3].on(&deps));
+	deps.no_gpuclasses = true;
+	cr_expect_not(controllers_table[3].on(&deps), "--no-gpuclasses");
+	cr_expect(controllers_table[4].on(&deps));
 	deps.no_gpuquotas = true;
-	cr_expect_not(controllers_table[3].on(&deps), "--no-gpuquotas");
-	cr_expect_null(controllers_table[4].on, "claim-sync: always (idle while off)");
-	cr_expect_null(controllers_table[5].on, "gang-probe: always");
-	cr_expect_null(controllers_table[6].on, "gang-groups: always (idle without "
+	cr_expect_not(controllers_table[4].on(&deps), "--no-gpuquotas");
+	cr_expect_null(controllers_table[5].on, "claim-sync: always (idle while off)");
+	cr_expect_null(controllers_table[6].on, "gang-probe: always");
+	cr_expect_null(controllers_table[7].on, "gang-groups: always (idle without "
 						"PodGroups or gang classes)");
-	cr_expect_null(controllers_table[7].on, "gang-start: always (idle while no gang "
+	cr_expect_null(controllers_table[8].on, "gang-start: always (idle while no gang "
 						"pod is gated)");
 }

@@ -5,6 +5,7 @@
 #include "base/strbuf.h"
 #include "policy/policy.h"
 #include "metrics/metrics.h"
+#include "policy/pool.h"
 #include "usage/inventory.h"
 #include "usage/usage.h"
 
@@ -390,4 +391,69 @@ Test(metrics, effective_capacity_from_the_inventory)
 	inventory_free(inv);
 	policy_free(p);
 	metrics_free(m);
+}
+
+/* The health loop: the steps counter once a controller runs; the gauges
+ * from the inventory's nodes carrying gpugate's record, on any replica. */
+Test(metrics, health_gauges_from_the_nodes_and_steps_from_the_controller)
+{
+	struct diag d;
+	struct policy *p = NULL;
+	struct inventory *inv = inventory_new();
+	struct metrics *m = metrics_new();
+	struct pool_resource r = {"nvidia.com/gpu", 8, 8, 0};
+	struct pool_taint t = {"gpugate.io/unhealthy", "validating", "NoSchedule"};
+	struct pool_node out = {.name = "h0", .resources = &r, .n_resources = 1,
+				.taints = &t, .n_taints = 1, .ready = true,
+				.health_record = "o=1000000 c=2000000 n=1 t=x"};
+	struct pool_node ok = {.name = "h1", .resources = &r, .n_resources = 1,
+			       .ready = true};
+	char *text, *at;
+
+	diag_init(&d);
+	cr_assert_eq(policy_parse("t.yaml", policy_yaml, strlen(policy_yaml), &p, &d), 0);
+	text = render(m, &(struct metrics_state){.api = true, .policy = p, .inventory = inv});
+	cr_assert_null(strstr(text, "gpugate_health_steps_total"), "no controller: no lines");
+	cr_assert_null(strstr(text, "gpugate_nodes_out_seconds"), "not synced: nothing known");
+	free(text);
+
+	inventory_relist_begin(inv, INVENTORY_NODES);
+	cr_assert_eq(inventory_node_put(inv, &ok), 0);
+	inventory_relist_end(inv, INVENTORY_NODES);
+	inventory_relist_begin(inv, INVENTORY_PODS);
+	inventory_relist_end(inv, INVENTORY_PODS);
+	text = render(m, &(struct metrics_state){.api = true, .policy = p, .inventory = inv});
+	cr_assert(strstr(text, "# TYPE gpugate_nodes_out_seconds gauge\n"
+			       "gpugate_nodes_out_seconds{flavor=\"h100\"} 0\n"
+			       "# HELP gpugate_node_out_since_seconds "),
+		  "%s", text);
+	cr_assert_null(strstr(text, "gpugate_node_out_since_seconds{"));
+	free(text);
+
+	cr_assert_eq(inventory_node_put(inv, &out), 0);
+	metrics_health_on(m);
+	metrics_health_step(m, METRICS_HEALTH_MARK_OUT);
+	metrics_health_step(m, METRICS_HEALTH_FAILED);
+	metrics_health_step(m, METRICS_HEALTH_FAILED);
+	metrics_health_step(NULL, METRICS_HEALTH_FAILED); /* no sink: a no-op */
+	text = render(m, &(struct metrics_state){.api = true, .policy = p, .inventory = inv});
+	cr_assert(strstr(text, "# TYPE gpugate_health_steps_total counter\n"
+			       "gpugate_health_steps_total{step=\"mark_out\"} 1\n"
+			       "gpugate_health_steps_total{step=\"validate\"} 0\n"
+			       "gpugate_health_steps_total{step=\"return\"} 0\n"
+			       "gpugate_health_steps_total{step=\"fix_taint\"} 0\n"
+			       "gpugate_health_steps_total{step=\"failed\"} 2\n"),
+		  "%s", text);
+	cr_assert(strstr(text, "gpugate_node_out_since_seconds{flavor=\"h100\",node=\"h0\","
+			       "state=\"validating\"} 1000\n"),
+		  "%s", text);
+	at = strstr(text, "gpugate_nodes_out_seconds{flavor=\"h100\"} ");
+	cr_assert_not_null(at);
+	/* Out since 1970-01-01T00:16:40Z: decades. */
+	cr_assert_gt(strtoll(at + strlen("gpugate_nodes_out_seconds{flavor=\"h100\"} "), NULL, 10),
+		     1700000000LL);
+	free(text);
+	metrics_free(m);
+	inventory_free(inv);
+	policy_free(p);
 }

@@ -500,3 +500,121 @@ Test(pool_report, effective_capacity_per_flavor_and_the_tenants_short)
 	cr_expect_eq(num(t, "notBacked"), 2);
 	json_decref(r);
 }
+
+/* ---- the nodes gpugate took out for health ------------------------------------ */
+
+/* An H100 node carrying gpugate's taint (value taint) and record, and the
+ * health taint gpu-health when sick. */
+static void put_marked(const char *name, bool sick, const char *taint, const char *record)
+{
+	struct pool_label label = {"nvidia.com/gpu.product", "H100"};
+	struct pool_resource r = {"nvidia.com/gpu", 8, 8, 0};
+	struct pool_condition ready = {"Ready", "True", ""};
+	struct pool_taint taints[] = {
+		{"nvidia.com/gpu", "present", "NoSchedule"},
+		{"gpugate.io/unhealthy", taint, "NoSchedule"},
+		{"gpu-health", "fatal", "NoSchedule"},
+	};
+	struct pool_node n = {
+		.name = name, .labels = &label, .n_labels = 1, .resources = &r,
+		.n_resources = 1, .taints = taints, .n_taints = sick ? 3 : 2,
+		.conditions = &ready, .n_conditions = 1, .ready = true,
+		.health_record = record,
+	};
+
+	cr_assert_eq(inventory_node_put(I, &n), 0);
+}
+
+Test(pool_report, a_node_out_for_health_says_since_when_and_what_it_waits_for)
+{
+	/* 2026-12-05T12:00:00Z */
+	const int64_t now = 1796472000000;
+	struct policy *p = test_policy("version: 1\n"
+				       "flavors:\n"
+				       "  - name: h100\n"
+				       "    resource: nvidia.com/gpu\n"
+				       "    sharing: exclusive\n"
+				       "    nodeSelector: [\"nvidia.com/gpu.product=H100\"]\n"
+				       "    tolerations: [{key: nvidia.com/gpu, operator: Exists,"
+				       " effect: NoSchedule}]\n"
+				       "    gpusPerNode: 8\n"
+				       "classes: []\n"
+				       "tenants: []\n"
+				       "health:\n"
+				       "  taints: [\"gpu-health\"]\n"
+				       "  returnAfter: {validationLabel: \"diag=pass\"}\n");
+	const json_t *nodes, *n;
+	json_t *r;
+	char *text;
+
+	inventory_relist_begin(I, INVENTORY_NODES);
+	/* Out 1h2m, the second time. */
+	put_marked("gpu-d", true, "health",
+		   "o=1796468280000 c=0 n=2 t=taint gpu-health=fatal:NoSchedule");
+	/* Out 10 min ago, cleared 5 min ago. */
+	put_marked("gpu-v", false, "validating",
+		   "o=1796471400000 c=1796471700000 n=1 t=condition GpuXidError=True");
+	/* A health signal gpugate has not marked yet: no since. */
+	put_marked("gpu-s", true, "health", NULL);
+	put_node("gpu-a", "H100", "nvidia.com/gpu", 8, 8, OK);
+	inventory_relist_end(I, INVENTORY_NODES);
+	inventory_relist_begin(I, INVENTORY_PODS);
+	inventory_relist_end(I, INVENTORY_PODS);
+
+	r = pool_report_at(p, I, NULL, now);
+	cr_assert_not_null(r);
+	nodes = json_object_get(flavor(r, 0, "h100"), "nodeList");
+	cr_assert_eq(json_array_size(nodes), 4);
+	n = json_array_get(nodes, 0);
+	cr_assert_str_eq(str(n, "name"), "gpu-d");
+	cr_assert_str_eq(str(n, "state"), "health");
+	cr_assert_str_eq(str(n, "why"), "taint gpu-health=fatal:NoSchedule");
+	cr_assert_str_eq(str(n, "outSince"), "2026-12-05T10:58:00Z");
+	cr_assert_eq(num(n, "outSeconds"), 3720);
+	cr_assert_eq(num(n, "times"), 2);
+	cr_assert_null(json_object_get(n, "waitsFor"));
+	n = json_array_get(nodes, 1);
+	cr_assert_str_eq(str(n, "name"), "gpu-v");
+	cr_assert_str_eq(str(n, "state"), "validating");
+	cr_assert_str_eq(str(n, "outSince"), "2026-12-05T11:50:00Z");
+	cr_assert_eq(num(n, "outSeconds"), 600);
+	cr_assert_null(json_object_get(n, "times"), "once: not said");
+	cr_assert_str_eq(str(n, "waitsFor"), "label diag=pass");
+	/* The existing fields stay. */
+	cr_assert_eq(num(n, "capacity"), 8);
+	n = json_array_get(nodes, 2);
+	cr_assert_str_eq(str(n, "state"), "health");
+	cr_assert_null(json_object_get(n, "outSince"));
+	cr_assert_null(json_object_get(n, "outSeconds"));
+	n = json_array_get(nodes, 3);
+	cr_assert_str_eq(str(n, "state"), "usable");
+	cr_assert_null(json_object_get(n, "outSince"));
+
+	text = text_of(r);
+	cr_expect(strstr(text,
+			 "\nOUT FOR HEALTH (gpugate's record on the node)\n"
+			 "NODE                 FLAVOR               STATE       SINCE\n"
+			 "gpu-d                h100                 health      "
+			 "2026-12-05T10:58:00Z (out 1h2m, out 2 times before it came back): "
+			 "taint gpu-health=fatal:NoSchedule\n"
+			 "gpu-v                h100                 validating  "
+			 "2026-12-05T11:50:00Z (out 10m); waits for label diag=pass\n"
+			 "\nTENANT") != NULL,
+		  "%s", text);
+	free(text);
+	json_decref(r);
+	policy_free(p);
+}
+
+Test(pool_report, no_node_out_no_health_table)
+{
+	json_t *r;
+	char *text;
+
+	cluster();
+	r = pool_report(P, I, U);
+	text = text_of(r);
+	cr_expect_null(strstr(text, "OUT FOR HEALTH"));
+	free(text);
+	json_decref(r);
+}
