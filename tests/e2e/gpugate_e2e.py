@@ -945,6 +945,12 @@ def sanitizer_env() -> dict[str, str]:
 # keep no GPUClass objects: serving three policies, they would take turns
 # rewriting them (test_classes.py runs a gate of its own that does).
 GATE_ARGS = ("--waiting-reason-after", "2", "--no-gpuclasses", "--no-gpuquotas")
+# ... and the health controller, which writes gpugate's taint and record on
+# Nodes, runs in one of them only: each would take the marks of the others
+# off the nodes of none of its flavors (controllers/health.h), and their
+# returnAfter differ.  test_health_loop.py runs a gpugate of its own that
+# does; demo.sh's one gpugate does (Stack(node_health=True)).
+NO_NODE_HEALTH = "--no-node-health"
 
 
 class Gate:
@@ -1804,10 +1810,14 @@ def webhook_connection_race(status: int, body) -> bool:
 class Stack:
     """cluster + certs + the two gpugate processes + webhooks + namespaces."""
 
-    def __init__(self, dir: Path, binary: Path | None = None, quota: bool = True):
+    def __init__(self, dir: Path, binary: Path | None = None, quota: bool = True,
+                 node_health: bool = False):
         self.dir = Path(dir)
         self.binary = binary or gpugate_bin()
         self.with_quota = quota
+        # NODE_HEALTH: the gates keep gpugate's health taint and record on
+        # Nodes (demo.sh: one gpugate); otherwise NO_NODE_HEALTH.
+        self.gate_args = GATE_ARGS + (() if node_health else (NO_NODE_HEALTH,))
         self.cluster = Cluster(self.dir / "cluster")
         self.kubectl: Kubectl | None = None
         self.certs: Certs | None = None
@@ -1926,7 +1936,7 @@ class Stack:
                    kubeconfig: str | None = None) -> Gate:
         gate = Gate(self.binary, self.certs, policy, self.dir / "gpugate",
                     kubeconfig or self.cluster.env["KUBECONFIG"], name=name, listen=listen,
-                    args=GATE_ARGS)
+                    args=self.gate_args)
         return gate.start()
 
     def restart_gate(self, name: str) -> tuple[Gate, list[str]]:
@@ -1966,7 +1976,7 @@ class Stack:
 def _cli_up(dir: Path, fleet: bool = False) -> int:
     """FLEET: also the example policy's fake GPU fleet (EXAMPLE_FLEET), its
     nodes Ready.  `down` needs nothing more: the nodes go with etcd."""
-    st = Stack(dir, quota=False)
+    st = Stack(dir, quota=False, node_health=True)
     try:
         st.up()
         if fleet:
