@@ -413,6 +413,87 @@ expect_running research/job:allreduce
 run "kubectl get pods -n research -o wide -l batch.kubernetes.io/job-name=allreduce -L gpugate.io/gang"
 run kubectl get nodes h100-80gb-0 h100-80gb-1 h100-80gb-2 -L nvidia.com/gpu.clique
 
+# The health loop (issue #30): a preemptible Job on a node whose GPU fails
+# is asked to checkpoint, suspended and resumed elsewhere; the node stays
+# out until a diagnostic validates it.  What NVSentinel's GPU health
+# monitor and a DCGM diagnostic would write is written here as the admin.
+cat >job-sweep.yaml <<'EOF'
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: sweep
+  namespace: research
+  labels:
+    gpugate.io/class: train-small   # preemptible: checkpoints when asked
+    gpugate.io/gpus: "4"
+spec:
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: trainer
+          image: nvcr.io/nvidia/pytorch:24.05-py3
+EOF
+gpugate() { "$GPUGATE_BIN" "$@"; }
+# "NODE PHASE DELETED" of each pod of sweep.
+sweep_pods() {
+    kubectl get pods -n research -l batch.kubernetes.io/job-name=sweep \
+        -o jsonpath='{range .items[*]}{.spec.nodeName} {.status.phase} {.metadata.deletionTimestamp}{"\n"}{end}'
+}
+# tainted NODE VALUE: gpugate's taint on NODE has VALUE ("": none).
+tainted() {
+    [[ $(kubectl get node "$1" -o jsonpath='{range .spec.taints[?(@.key=="gpugate.io/unhealthy")]}{.value}{end}') == "$2" ]]
+}
+signalled() {
+    kubectl get job sweep -n research -o jsonpath='{.metadata.annotations.gpugate\.io/checkpoint-requested}' | grep -q .
+}
+# One pod of sweep, Running, on another node than $node.
+moved() {
+    local pods
+    pods=$(sweep_pods)
+    [[ $pods =~ ^([^ ]+)\ Running\ $ && ${BASH_REMATCH[1]} != "$node" ]]
+}
+# xid STATUS REASON MESSAGE: NVSentinel's condition GpuXidError on $node.
+xid() {
+    kubectl patch node "$node" --subresource=status --type=strategic -p "$(printf \
+        '{"status":{"conditions":[{"type":"GpuXidError","status":"%s","reason":"%s","message":"%s"}]}}' \
+        "$1" "$2" "$3")" >/dev/null
+}
+node_story='sed -n "/^Taints:/,/^Unschedulable:/p;/^Events:/,\$p"'
+
+say "8. The health loop. The operator asks that a node whose GPU failed comes back only once a diagnostic" \
+    "   has validated it (the label a DCGM diagnostic job sets):"
+before=$(reloads)
+run "printf 'health:\n  returnAfter: {validationLabel: \"example.com/dcgm-diag=pass\"}\n' >>\"\$GPUGATE_POLICY\" && tail -2 \"\$GPUGATE_POLICY\""
+until_ok "gpugate did not reload its policy" reloaded
+say "   busy-1 ends; sweep, a preemptible Job of 4 H100, runs:"
+run "kubectl delete pod busy-1 -n research >/dev/null"
+run kubectl apply -f job-sweep.yaml
+expect_running research/job:sweep
+node=$(kubectl get pods -n research -l batch.kubernetes.io/job-name=sweep -o jsonpath='{.items[0].spec.nodeName}')
+run kubectl get pods -n research -o wide -l batch.kubernetes.io/job-name=sweep
+say "   NVSentinel's GPU health monitor reports an XID error on $node (a node condition):"
+run "xid True GpuXidErrorIsNotHealthy 'XID 79: GPU has fallen off the bus'"
+say "   gpugate takes $node out of the pool: its taint keeps new work off, the Node's Events say why,"
+until_ok "$node did not get gpugate's taint" tainted "$node" health
+run "kubectl describe node $node | $node_story"
+say "   and it asks sweep to checkpoint (an annotation its pod sees, and an Event):"
+until_ok "sweep was not asked to checkpoint" signalled
+run "kubectl get events -n research --field-selector involvedObject.name=sweep,reason=GPUReclaim -o custom-columns=MESSAGE:.message"
+say "   The trainer writes its checkpoint and says so: gpugate suspends sweep, then resumes it away from $node:"
+run "kubectl annotate pods -n research -l batch.kubernetes.io/job-name=sweep gpugate.io/checkpoint-done=\$(date -u +%FT%TZ) >/dev/null"
+until_ok "sweep does not run again on another node" moved
+run kubectl get pods -n research -o wide -l batch.kubernetes.io/job-name=sweep
+run "kubectl get events -n research --field-selector involvedObject.name=sweep,reason=GPUReclaim --sort-by=.metadata.creationTimestamp -o custom-columns=MESSAGE:.message"
+say "   The GPU is replaced and the condition clears, but $node stays out until it is validated:"
+run "xid False GpuXidErrorIsHealthy 'no XID error'"
+until_ok "$node is not validating" tainted "$node" validating
+run "gpugate pool --policy \"\$GPUGATE_POLICY\" --kubeconfig \"\$KUBECONFIG\""
+say "   The diagnostic passes and labels the node; gpugate lets it back:"
+run kubectl label node "$node" example.com/dcgm-diag=pass
+until_ok "$node kept gpugate's taint" tainted "$node" ""
+run "kubectl describe node $node | $node_story"
+
 echo
 if ((failures)); then
     echo "${red}demo.sh: $failures step(s) did not do what they should (after $((SECONDS - t0))s)${off}"
