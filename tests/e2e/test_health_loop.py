@@ -7,8 +7,8 @@ three KWOK nodes made here (h200-141gb-0..2, 8 GPUs each), class `gpu`
 health-a), checkpoint.timeoutSeconds 4, and
 health.returnAfter {validationLabel: gpugate.io/validated=true,
 settleSeconds: 2}.  It is the only gpugate of the session that runs the
-health controller (the session's gates run with --no-health-marks,
-gpugate_e2e.NO_HEALTH_MARKS): gpugate's taint and record on a Node are
+health controller (the session's gates run with --no-node-health,
+gpugate_e2e.NO_NODE_HEALTH): gpugate's taint and record on a Node are
 written by one policy, as in a cluster, and the session's gates, for which
 these nodes are of no flavor, would otherwise remove them.  Its own flavor keeps the
 session's gates' reclaimers off these nodes too (a failing node of theirs
