@@ -1815,7 +1815,7 @@ class Stack:
         self.dir = Path(dir)
         self.binary = binary or gpugate_bin()
         self.with_quota = quota
-        # NODE_HEALTH: the gates keep gpugate's health taint and record on
+        # node_health: the gates keep gpugate's health taint and record on
         # Nodes (demo.sh: one gpugate); otherwise NO_NODE_HEALTH.
         self.gate_args = GATE_ARGS + (() if node_health else (NO_NODE_HEALTH,))
         self.cluster = Cluster(self.dir / "cluster")
