@@ -144,3 +144,13 @@ bool strmap_next(const struct strmap *m, size_t *pos, const char **key,
 	}
 	return false;
 }
+
+void strmap_release_freeing(struct strmap *m)
+{
+	size_t pos = 0, v;
+	const char *key;
+
+	while (strmap_next(m, &pos, &key, &v))
+		free((void *)(uintptr_t)v);
+	strmap_release(m);
+}

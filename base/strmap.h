@@ -24,6 +24,9 @@ struct strmap {
 
 void strmap_init(struct strmap *m);
 void strmap_release(struct strmap *m);
+/* strmap_release() of a map whose every value is a pointer from malloc():
+ * each is freed first (a key that points into its value goes with it). */
+void strmap_release_freeing(struct strmap *m);
 
 /*
  * Inserts key -> value.  Returns 0 when inserted, 1 when the key was there

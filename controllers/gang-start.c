@@ -819,14 +819,9 @@ int gang_start_start(const struct gang_start_config *cfg, struct gang_start **ou
 
 void gang_start_stop(struct gang_start *g)
 {
-	size_t pos = 0, v;
-	const char *key;
-
 	if (!g)
 		return;
 	worker_stop(&g->w);
-	while (strmap_next(&g->said, &pos, &key, &v))
-		free((struct said *)(uintptr_t)v);
-	strmap_release(&g->said);
+	strmap_release_freeing(&g->said);
 	free(g);
 }

@@ -510,14 +510,9 @@ int health_controller_start(const struct health_controller_config *cfg,
 
 void health_controller_stop(struct health_controller *h)
 {
-	size_t pos = 0, v;
-	const char *key;
-
 	if (!h)
 		return;
 	worker_stop(&h->w);
-	while (strmap_next(&h->said, &pos, &key, &v))
-		free((char *)(uintptr_t)v);
-	strmap_release(&h->said);
+	strmap_release_freeing(&h->said);
 	free(h);
 }

@@ -1150,12 +1150,7 @@ static void tell_failing(struct round *rd, const struct bad_node *b, const json_
 	if (strmap_get(told, key, NULL) || !spend(rd))
 		return;
 	if (told->len >= TOLD_MAX) {
-		size_t pos = 0, v;
-		const char *kk;
-
-		while (strmap_next(told, &pos, &kk, &v))
-			free((char *)(uintptr_t)v);
-		strmap_release(told);
+		strmap_release_freeing(told);
 		strmap_init(told);
 	}
 	if ((k = strdup(key)) && strmap_put(told, k, (size_t)(uintptr_t)k, NULL) != 0)
@@ -1378,17 +1373,7 @@ void reclaimer_stop(struct reclaimer *r)
 	if (!r)
 		return;
 	worker_stop(&r->w);
-	{
-		size_t pos = 0, v;
-		const char *key;
-
-		while (strmap_next(&r->misses, &pos, &key, &v))
-			free((void *)(uintptr_t)v);
-		strmap_release(&r->misses);
-		pos = 0;
-		while (strmap_next(&r->told, &pos, &key, &v))
-			free((void *)(uintptr_t)v);
-		strmap_release(&r->told);
-	}
+	strmap_release_freeing(&r->misses);
+	strmap_release_freeing(&r->told);
 	free(r);
 }

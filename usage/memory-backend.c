@@ -42,12 +42,7 @@ static void table_del(struct strmap *t, const char *key)
 /* Frees every value, then the map. */
 static void table_free_all(struct strmap *t)
 {
-	size_t pos = 0, v;
-	const char *key;
-
-	while (strmap_next(t, &pos, &key, &v))
-		free((void *)(uintptr_t)v);
-	strmap_release(t);
+	strmap_release_freeing(t);
 }
 
 /* ---- entries ------------------------------------------------------------ */

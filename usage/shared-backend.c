@@ -583,13 +583,9 @@ static bool sh_gang(struct usage_store *u, const char *job_uid,
 static void sh_free(struct usage_store *u)
 {
 	struct shared *s = shared_of(u);
-	size_t pos = 0, v;
-	const char *key;
 
 	usage_free(s->local);
-	while (strmap_next(&s->seen, &pos, &key, &v))
-		free((void *)(uintptr_t)v);
-	strmap_release(&s->seen);
+	strmap_release_freeing(&s->seen);
 	strmap_release(&s->names);
 	pthread_mutex_destroy(&s->mu);
 	free(s);
