@@ -1203,10 +1203,13 @@ static void bad_node_round(struct round *rd, const struct bad_node *b)
 		if ((job && strmap_get(&rd->seen_by_uid, job, &idx)) ||
 		    strmap_get(&rd->seen_by_uid, uid, &idx))
 			s = &rd->seen[idx];
-		if (!s || !s->w.preemptible) {
+		/* A pod of no tenant is not gpugate's to tell (the GPU
+		 * Operator's validator, another gpugate's tenants). */
+		if (!s)
+			continue;
+		if (!s->w.preemptible) {
 			tell_failing(rd, b, meta,
-				     s ? "it is not preemptible (gpugate.io/preemptible)"
-				       : "it is no tenant's workload");
+				     "it is not preemptible (gpugate.io/preemptible)");
 			continue;
 		}
 		if (s->picked)
