@@ -449,6 +449,10 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
     failing = f"node {a} is failing (condition {XID}=True"
     msgs = wait_event(k, "trainer", "checkpoint requested: ")
     assert any(m.startswith("checkpoint requested: ") and failing in m for m in msgs), msgs
+    # Verbatim, the signal (rec["t"] is the pool's word for the signal).
+    assert (f"checkpoint requested: node {a} is failing ({rec['t']}); write the "
+            f"checkpoint and annotate {DONE}=<time>, or it is suspended in {TIMEOUT_S} s "
+            "and resumed on another node") in msgs, msgs
     if time.monotonic() - failed_at < TIMEOUT_S - 1:  # not asserted on a slow machine
         assert not k.get("job", "trainer", NS)["spec"].get("suspend"), \
             "suspended before the report and before the timeout"
@@ -461,6 +465,10 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
     told = wait_until("Event GPUNodeFailing on steady",
                       lambda: events(k, "steady", "GPUNodeFailing"), 10, POLL)
     assert told[0]["type"] == "Warning" and failing in told[0]["message"], told
+    assert told[0]["message"] == (
+        f"node {a} is failing ({rec['t']}) and is out of the GPU pool; it is not "
+        "preemptible (gpugate.io/preemptible), so gpugate does not checkpoint it: "
+        "save your work, it may be drained"), told
 
     # The trainer reports its checkpoint; the Job is suspended, its pod goes.
     for p in live_pods(k, "trainer"):
@@ -474,7 +482,10 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
             j["metadata"].get("labels") or {}).get(RECLAIMED) == "true" else None
     j = wait_until("the Job suspended and labelled reclaimed", suspended, 15, POLL)
     assert annotations(j)[REQUESTED] == asked, "asked again"
-    wait_event(k, "trainer", "checkpointed and suspended")
+    msgs = wait_event(k, "trainer", "checkpointed and suspended")
+    assert any(m.startswith("checkpointed and suspended to move ") and
+               f" off failing node {a} ({rec['t']}); gpugate resumes it when it fits "
+               "again" in m for m in msgs), msgs
 
     # ... and is resumed by gpugate: its new pod runs elsewhere (gpugate's
     # taint keeps the scheduler off A).
@@ -492,6 +503,9 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
                if e.get("message", "").startswith("resumed")]
     assert len(resumes) == 1 and resumes[0]["type"] == "Normal", messages(
         events(k, "trainer", "GPUReclaim"))
+    assert resumes[0]["message"] == (
+        "resumed: its pods start again, from the checkpoint volume, away from the "
+        "failing node (gpugate's taint keeps new pods off it)"), resumes
 
     # loner never reports: evicted once the timeout has passed (a bare pod
     # does not come back).
@@ -615,6 +629,10 @@ def test_a_node_nvsentinel_drains_gets_one_signal_and_no_eviction(stack, kubectl
     assert len(msgs) == 1, msgs
     assert msgs[0].startswith("checkpoint requested: ") and \
         f"node {a} is failing (label {NVSENTINEL}=draining)" in msgs[0], msgs
+    assert msgs[0] == (
+        f"checkpoint requested: node {a} is failing (label {NVSENTINEL}=draining); "
+        f"write the checkpoint now and annotate {DONE}=<time>: another system drains "
+        "the node, gpugate does not suspend or evict it"), msgs
 
     # Well past the checkpoint timeout, a few rounds on: the Job runs on,
     # asked once, never suspended, its pod never evicted.
