@@ -44,9 +44,11 @@
 
 struct diag;
 struct holder;
+struct idle_board;
 struct inventory;
 struct kube_config;
 struct metrics;
+struct prom_config;
 struct pvcs;
 struct usage_store;
 
@@ -78,6 +80,13 @@ struct controller_deps {
 	 * controllers that take it; 0: each its own interval. */
 	unsigned round_ms;
 	bool no_node_health;             /* --no-node-health */
+	/* Idle GPUs (SPEC 10): --prometheus-url and its options (NULL: none),
+	 * --idle-interval (ms; 0: 60000), and the board the idle controller
+	 * publishes its rounds on, which the reclaimer reads (NULL: no idle
+	 * controller, nothing taken back for idleness). */
+	const struct prom_config *prom;
+	unsigned idle_interval_ms;
+	struct idle_board *idle_board;
 };
 
 /* What a row's start takes from the deps (besides the switches). */

@@ -83,6 +83,10 @@ struct reclaimer_config {
 	 * node out of the pool for health are taken too (the health loop,
 	 * docs/design/health-loop.md); NULL: lent quota only. */
 	struct inventory *inventory;
+	/* Idle GPUs (controllers/idle-board.h): the workloads the idle
+	 * controller found idle under action reclaim are taken too, after
+	 * the health loop's and before the cohorts'; NULL: none. */
+	struct idle_board *idle;
 };
 
 struct reclaimer;

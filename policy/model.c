@@ -8,6 +8,7 @@
 #include "base/arena.h"
 #include "base/strmap.h"
 #include "policy/health.h"
+#include "policy/idle.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
@@ -208,6 +209,22 @@ static void build_flavors(struct builder *b)
 	}
 }
 
+/* idle: {below, for, action}, checked by validate.c; NULL: none. */
+static const struct policy_idle *build_idle(struct builder *b, const struct src_idle *s)
+{
+	struct policy_idle *r;
+
+	if (!s || !(r = alloc(b, 1, sizeof(*r))))
+		return NULL;
+	r->below_text = dup(b, s->below);
+	r->for_text = dup(b, s->for_text);
+	if (idle_parse_below(s->below, &r->below) != 0 ||
+	    idle_parse_for(s->for_text, &r->for_s) != 0)
+		return NULL; /* validate.c refused it first */
+	r->action = s->action;
+	return r;
+}
+
 static void build_classes(struct builder *b)
 {
 	struct policy *p = b->p;
@@ -236,6 +253,7 @@ static void build_classes(struct builder *b)
 		c->priority_class_name = dup(b, s->priorityClassName);
 		c->preemptible = s->preemptible;
 		c->gang = s->gang;
+		c->idle = build_idle(b, s->idle);
 		if (c->name)
 			put(b, &p->class_by_name, c->name, i);
 	}
@@ -349,6 +367,7 @@ static void build_tenants(struct builder *b)
 			t->local_queue = s->kueue->localQueue ? dup(b, s->kueue->localQueue) : NULL;
 		}
 		build_tenant_quota(b, s, t);
+		t->idle = build_idle(b, s->idle);
 		if (t->name)
 			put(b, &p->tenant_by_name, t->name, i);
 	}

@@ -116,6 +116,16 @@ struct policy_flavor {
 	size_t n_device_classes;
 };
 
+/* idle: {below, for, action} on a class or a tenant (SPEC section 10,
+ * policy/idle.h). */
+struct policy_idle {
+	const char *below_text;  /* "5%", as written */
+	double below;            /* the ratio, 0..1 */
+	const char *for_text;    /* "30m", as written */
+	int64_t for_s;
+	int action;              /* enum idle_action */
+};
+
 struct policy_class {
 	unsigned index;
 	const char *name;
@@ -132,6 +142,7 @@ struct policy_class {
 	/* gang: a Job of it starts all or nothing (SPEC section 9,
 	 * policy/gang.h). */
 	bool gang;
+	const struct policy_idle *idle;   /* NULL: none (the tenant's, if any) */
 };
 
 /* No limit, for borrowing_limit and lending_limit. */
@@ -168,6 +179,7 @@ struct policy_tenant {
 	const struct policy_quota *const *quota_by_flavor;
 	const struct policy_quota *quota; /* in file order */
 	size_t n_quota;
+	const struct policy_idle *idle;   /* NULL: none */
 };
 
 /* settings.gangStart (SPEC section 9): auto takes the first route the

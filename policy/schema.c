@@ -187,6 +187,17 @@ static const cyaml_schema_field_t topology_fields[] = {
 	CYAML_FIELD_END,
 };
 
+static const cyaml_strval_t idle_action_strings[] = {
+	{"warn", 0}, {"reclaim", 1}, /* enum idle_action */
+};
+static const cyaml_schema_field_t idle_fields[] = {
+	CYAML_FIELD_STRING_PTR("below", CYAML_FLAG_POINTER, struct src_idle, below, 1, 64),
+	CYAML_FIELD_STRING_PTR("for", CYAML_FLAG_POINTER, struct src_idle, for_text, 1, 64),
+	CYAML_FIELD_ENUM("action", CYAML_FLAG_OPTIONAL, struct src_idle, action,
+			 idle_action_strings, CYAML_ARRAY_LEN(idle_action_strings)),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t class_fields[] = {
 	CYAML_FIELD_STRING_PTR("name", CYAML_FLAG_POINTER, struct src_class,
 			       name, 1, NAME_MAX_LEN),
@@ -210,6 +221,8 @@ static const cyaml_schema_field_t class_fields[] = {
 	CYAML_FIELD_BOOL("preemptible", CYAML_FLAG_OPTIONAL, struct src_class,
 			 preemptible),
 	CYAML_FIELD_BOOL("gang", CYAML_FLAG_OPTIONAL, struct src_class, gang),
+	CYAML_FIELD_MAPPING_PTR("idle", CYAML_FLAG_OPTIONAL, struct src_class, idle,
+				idle_fields),
 	CYAML_FIELD_END,
 };
 static const cyaml_schema_value_t class_entry = {
@@ -266,6 +279,8 @@ static const cyaml_schema_field_t tenant_fields[] = {
 				kueue_fields),
 	CYAML_FIELD_SEQUENCE("quota", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
 			     struct src_tenant, quota, &quota_entry, 0, 1000),
+	CYAML_FIELD_MAPPING_PTR("idle", CYAML_FLAG_OPTIONAL, struct src_tenant, idle,
+				idle_fields),
 	CYAML_FIELD_END,
 };
 static const cyaml_schema_value_t tenant_entry = {

@@ -57,6 +57,12 @@ struct src_topology {
 	int mode;
 };
 
+struct src_idle {
+	char *below;
+	char *for_text;   /* the key "for" */
+	int action;       /* enum idle_action */
+};
+
 struct src_class {
 	char *name;
 	char *description;
@@ -69,6 +75,7 @@ struct src_class {
 	char *priorityClassName;
 	bool preemptible;
 	bool gang;
+	struct src_idle *idle;
 };
 
 struct src_quota {
@@ -97,6 +104,7 @@ struct src_tenant {
 	struct src_kueue *kueue;
 	struct src_quota *quota;
 	unsigned quota_count;
+	struct src_idle *idle;
 };
 
 struct src_exemptions {

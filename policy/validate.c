@@ -11,6 +11,7 @@
 #include "base/diag.h"
 #include "base/strmap.h"
 #include "base/text.h"
+#include "policy/idle.h"
 #include "policy/k8s.h"
 #include "policy/pool.h"
 #include "policy/policy.h"
@@ -460,6 +461,33 @@ static void check_description(struct vctx *v, unsigned i,
 		    c->name, strlen(s), POLICY_MAX_DESCRIPTION);
 }
 
+/* idle: {below, for, action} of a class or a tenant: who ("class \"x\""),
+ * and where ("classes", i). */
+static void check_idle(struct vctx *v, const char *kind, const char *name,
+		       const char *list, unsigned i, const struct src_idle *s)
+{
+	double below;
+	int64_t for_s;
+
+	if (!s)
+		return;
+	if (idle_parse_below(s->below, &below) != 0)
+		err(v, srcpos_line(v->pos, "%s[%u].idle.below", list, i),
+		    "%s \"%s\": idle.below \"%s\" is not a percent above 0 and at "
+		    "most 100 (e.g. \"5%%\" or \"2.5%%\")",
+		    kind, name, s->below);
+	if (idle_parse_for(s->for_text, &for_s) != 0)
+		err(v, srcpos_line(v->pos, "%s[%u].idle.for", list, i),
+		    "%s \"%s\": idle.for \"%s\" is not a duration (whole s, m, h "
+		    "or d, e.g. \"30m\" or \"1h30m\")",
+		    kind, name, s->for_text);
+	else if (for_s < IDLE_FOR_MIN_S || for_s > IDLE_FOR_MAX_S)
+		err(v, srcpos_line(v->pos, "%s[%u].idle.for", list, i),
+		    "%s \"%s\": idle.for \"%s\" is out of range (1m..7d: below a "
+		    "minute the exporter's samples are too few to judge)",
+		    kind, name, s->for_text);
+}
+
 static void check_classes(struct vctx *v)
 {
 	for (unsigned i = 0; i < v->src->classes_count; i++) {
@@ -473,6 +501,7 @@ static void check_classes(struct vctx *v)
 			    "class \"%s\": unknown flavor \"%s\"%s", c->name,
 			    c->flavor, suggest_flavor(v, c->flavor, &sg));
 		check_class_counts(v, i, c, f);
+		check_idle(v, "class", c->name, "classes", i, c->idle);
 		if (c->cpu && !k8s_quantity_valid(c->cpu))
 			err(v, srcpos_line(v->pos, "classes[%u].cpu", i),
 			    "class \"%s\": cpu \"%s\" is not a Kubernetes quantity "
@@ -767,6 +796,7 @@ static void check_tenants(struct vctx *v)
 			    t->name, t->kueue->localQueue);
 		check_quota(v, i, t);
 		check_tenant_classes(v, i, t);
+		check_idle(v, "tenant", t->name, "tenants", i, t->idle);
 	}
 	free(gs.g);
 	strmap_release(&literal);
