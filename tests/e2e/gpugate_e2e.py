@@ -352,7 +352,9 @@ REPLICA_STORE_NAMESPACE = "gpugate-e2e"
 # gang: true).
 # "health": the gpugate of test_health_loop.py (its own policy and fleet,
 # the only one that runs the health controller: see GATE_ARGS).
-LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults", "gang", "health")
+# "idle": the gpugate of test_idle.py (its own policy with idle rules, its
+# own fleet, the only one given a Prometheus: --prometheus-url).
+LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults", "gang", "health", "idle")
 
 ASAN_DEFAULTS = "detect_leaks=1:abort_on_error=0:halt_on_error=1"
 UBSAN_DEFAULTS = "print_stacktrace=1:halt_on_error=0"
@@ -1271,7 +1273,8 @@ def register(kubectl: Kubectl, config_name: str, gate: Gate, policy: str) -> Non
 # is reserved).
 PROBES = {"example": ("research", "train-small"), "quota": ("solo", "gpu"),
           "raw": ("rawgpu", "gpu"), "replicas": ("race", "gpu"),
-          "gang": ("gang-a", "solo"), "health": ("health-a", "gpu")}
+          "gang": ("gang-a", "solo"), "health": ("health-a", "gpu"),
+          "idle": ("idle-a", "gpu")}
 
 
 def wait_webhooks(kubectl: Kubectl, policy: str, timeout: float = 30.0) -> None:
