@@ -40,4 +40,14 @@ void metrics_health_render(struct strbuf *sb, const struct policy *p,
 			   struct inventory *inv, int64_t now_ms, bool on,
 			   const uint64_t steps[]);
 
+/* The idle GPUs' series (metrics/idle.c): made with the metrics, freed
+ * with them, written by a scrape once metrics_idle_on() was called. */
+struct metrics;
+struct metrics_idle;
+struct metrics_idle *metrics_idle_new(void);
+void metrics_idle_free(struct metrics_idle *g);
+void metrics_idle_render(struct metrics_idle *g, struct strbuf *sb);
+/* m's (metrics.c). */
+struct metrics_idle *metrics_idle_part(struct metrics *m);
+
 #endif

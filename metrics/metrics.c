@@ -63,6 +63,7 @@ struct metrics {
 	/* The route auto picks, + 1 (0: never pushed). */
 	atomic_int gang_route;
 	struct metrics_gangs *gangs; /* gang start's (metrics/gangs.c) */
+	struct metrics_idle *idle;   /* idle GPUs' (metrics/idle.c) */
 	/* The health controller's steps (metrics/health.c renders). */
 	atomic_bool health_on;
 	atomic_uint_fast64_t health_steps[METRICS__HEALTH_STEPS];
@@ -83,7 +84,8 @@ struct metrics *metrics_new(void)
 		pthread_mutex_init(&m->denials_mu, NULL);
 		pthread_mutex_init(&m->reclaims_mu, NULL);
 		m->gangs = metrics_gangs_new();
-		if (!m->gangs) {
+		m->idle = metrics_idle_new();
+		if (!m->gangs || !m->idle) {
 			metrics_free(m);
 			return NULL;
 		}
@@ -98,8 +100,14 @@ void metrics_free(struct metrics *m)
 	pthread_mutex_destroy(&m->denials_mu);
 	pthread_mutex_destroy(&m->reclaims_mu);
 	metrics_gangs_free(m->gangs);
+	metrics_idle_free(m->idle);
 	free(m->denials);
 	free(m);
+}
+
+struct metrics_idle *metrics_idle_part(struct metrics *m)
+{
+	return m->idle;
 }
 
 void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
@@ -632,6 +640,7 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 		    (unsigned long long)load(&m->cert_reloads[1]),
 		    (unsigned long long)load(&m->cert_reloads[0]));
 	render_gang_route(&sb, m);
+	metrics_idle_render(m->idle, &sb);
 	if (st) {
 		render_state(&sb, m, st);
 		if (st->workers)
