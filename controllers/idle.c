@@ -778,7 +778,7 @@ static void round_once(struct idle_controller *c)
 	if (!rd.p)
 		goto out;
 	rd.now_ms = c->cfg.now_ms ? c->cfg.now_ms() : wall_ms();
-	rd.window_s = idle_window_s(rd.p);
+	rd.window_s = policy_idle_window_s(rd.p);
 	if (!c->prom) {
 		/* No data: nothing is idle (SPEC 10). */
 		if (rd.window_s && !c->said_no_prom)

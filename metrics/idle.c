@@ -114,12 +114,9 @@ static struct row *row_of(struct row *v, size_t *n, const char *tenant, const ch
 	return &v[(*n)++];
 }
 
-void metrics_idle_on(struct metrics *m, bool prom, const char *const *reasons, size_t n)
+void metrics_idle_set_on(struct metrics_idle *g, bool prom, const char *const *reasons,
+			 size_t n)
 {
-	struct metrics_idle *g = m ? metrics_idle_part(m) : NULL;
-
-	if (!g)
-		return;
 	pthread_mutex_lock(&g->mu);
 	g->on = true;
 	g->prom = prom;
@@ -128,13 +125,10 @@ void metrics_idle_on(struct metrics *m, bool prom, const char *const *reasons, s
 	pthread_mutex_unlock(&g->mu);
 }
 
-void metrics_prometheus(struct metrics *m, bool up, const char *reason)
+void metrics_idle_set_up(struct metrics_idle *g, bool up, const char *reason)
 {
-	struct metrics_idle *g = m ? metrics_idle_part(m) : NULL;
 	struct reason *r;
 
-	if (!g)
-		return;
 	pthread_mutex_lock(&g->mu);
 	g->up = up;
 	if (!up && (r = reason_of(g, reason)))
@@ -142,12 +136,9 @@ void metrics_prometheus(struct metrics *m, bool up, const char *reason)
 	pthread_mutex_unlock(&g->mu);
 }
 
-void metrics_idle_gpus(struct metrics *m, const struct metrics_idle_row *rows, size_t n)
+void metrics_idle_put_gpus(struct metrics_idle *g, const struct metrics_idle_row *rows,
+			   size_t n)
 {
-	struct metrics_idle *g = m ? metrics_idle_part(m) : NULL;
-
-	if (!g)
-		return;
 	pthread_mutex_lock(&g->mu);
 	g->n_idle = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -159,12 +150,9 @@ void metrics_idle_gpus(struct metrics *m, const struct metrics_idle_row *rows, s
 	pthread_mutex_unlock(&g->mu);
 }
 
-void metrics_gpu_busy(struct metrics *m, const struct metrics_idle_row *rows, size_t n)
+void metrics_idle_add_busy(struct metrics_idle *g, const struct metrics_idle_row *rows,
+			   size_t n)
 {
-	struct metrics_idle *g = m ? metrics_idle_part(m) : NULL;
-
-	if (!g)
-		return;
 	pthread_mutex_lock(&g->mu);
 	for (size_t i = 0; i < n; i++) {
 		struct row *r = row_of(g->busy, &g->n_busy, rows[i].tenant, rows[i].flavor);

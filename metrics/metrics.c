@@ -105,9 +105,28 @@ void metrics_free(struct metrics *m)
 	free(m);
 }
 
-struct metrics_idle *metrics_idle_part(struct metrics *m)
+void metrics_idle_on(struct metrics *m, bool prom, const char *const *reasons, size_t n)
 {
-	return m->idle;
+	if (m)
+		metrics_idle_set_on(m->idle, prom, reasons, n);
+}
+
+void metrics_prometheus(struct metrics *m, bool up, const char *reason)
+{
+	if (m)
+		metrics_idle_set_up(m->idle, up, reason);
+}
+
+void metrics_idle_gpus(struct metrics *m, const struct metrics_idle_row *rows, size_t n)
+{
+	if (m)
+		metrics_idle_put_gpus(m->idle, rows, n);
+}
+
+void metrics_gpu_busy(struct metrics *m, const struct metrics_idle_row *rows, size_t n)
+{
+	if (m)
+		metrics_idle_add_busy(m->idle, rows, n);
 }
 
 void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
