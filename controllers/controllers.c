@@ -52,6 +52,7 @@ static int reclaimer_row_start(const struct controller_deps *deps, void **out,
 		.identity = deps->identity, .namespace = deps->namespace,
 		.leading = deps->leading, .leading_ctx = deps->ctx,
 		.metrics = deps->metrics, .inventory = deps->inventory,
+		.idle = deps->idle_board,
 	};
 	int rc = reclaimer_start(&c, &r, d);
 
