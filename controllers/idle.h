@@ -6,7 +6,7 @@
  * or --prometheus-url is given (metering):
  *
  *   read      the utilization of every pod from the cluster's Prometheus
- *             (kube/prom.h): the queries of policy/idle.h for
+ *             (kube/prom.h): the queries of policy/idle.h (over policy_idle_window_s) for
  *             DCGM_FI_PROF_GR_ENGINE_ACTIVE, and for DCGM_FI_DEV_GPU_UTIL
  *             where the first has no series for a pod; a round that
  *             cannot read it judges nothing (gpugate_prometheus_up 0,

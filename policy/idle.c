@@ -89,25 +89,6 @@ const struct policy_idle *idle_rule(const struct policy_tenant *t,
 	return t->idle;
 }
 
-int64_t idle_window_s(const struct policy *p)
-{
-	int64_t w = 0;
-
-	for (size_t i = 0; i < policy_class_count(p); i++) {
-		const struct policy_idle *r = policy_class_at(p, i)->idle;
-
-		if (r && r->for_s > w)
-			w = r->for_s;
-	}
-	for (size_t i = 0; i < policy_tenant_count(p); i++) {
-		const struct policy_idle *r = policy_tenant_at(p, i)->idle;
-
-		if (r && r->for_s > w)
-			w = r->for_s;
-	}
-	return w;
-}
-
 int64_t idle_step_s(int64_t window_s)
 {
 	int64_t step = window_s / 4;

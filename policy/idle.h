@@ -59,9 +59,8 @@ int idle_parse_for(const char *s, int64_t *seconds);
  */
 const struct policy_idle *idle_rule(const struct policy_tenant *t,
 				    const struct policy_class *c);
-/* The longest `for` of p's rules, in seconds; 0: p has no rule at all
- * (then nothing is queried). */
-int64_t idle_window_s(const struct policy *p);
+/* The longest `for` of a policy's rules is policy_idle_window_s()
+ * (policy/policy.h): the window of the PEAK and FIRST queries. */
 
 /*
  * The queries of one round, into buf (size >= 1024 is always enough):

@@ -96,7 +96,7 @@ Test(idle, the_class_rule_wins_over_the_tenant_rule)
 	cr_assert_null(idle_rule(free_, tr));
 	cr_assert_null(idle_rule(free_, NULL));
 	cr_assert_null(idle_rule(NULL, nb), "a pod of no tenant is not gpugate's");
-	cr_assert_eq(idle_window_s(p), 7200, "the longest for");
+	cr_assert_eq(policy_idle_window_s(p), 7200, "the longest for");
 	policy_free(p);
 }
 
@@ -104,7 +104,7 @@ Test(idle, a_policy_without_rules_has_no_window)
 {
 	struct policy *p = test_policy("version: 1\nflavors: []\nclasses: []\ntenants: []\n");
 
-	cr_assert_eq(idle_window_s(p), 0);
+	cr_assert_eq(policy_idle_window_s(p), 0);
 	policy_free(p);
 }
 
