@@ -6,7 +6,7 @@
  * or --prometheus-url is given (metering):
  *
  *   read      the utilization of every pod from the cluster's Prometheus
- *             (kube/prom.h): the queries of policy/idle.h for
+ *             (kube/prom.h): the queries of policy/idle.h (over policy_idle_window_s) for
  *             DCGM_FI_PROF_GR_ENGINE_ACTIVE, and for DCGM_FI_DEV_GPU_UTIL
  *             where the first has no series for a pod; a round that
  *             cannot read it judges nothing (gpugate_prometheus_up 0,
@@ -33,7 +33,9 @@
 #ifndef GPUGATE_IDLE_H
 #define GPUGATE_IDLE_H
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct diag;
@@ -62,6 +64,21 @@ struct idle_controller;
 
 int idle_start(const struct idle_config *cfg, struct idle_controller **out,
 	       struct diag *d);
+/* ---- the pure parts (unit-tested) ------------------------------------- */
+
+struct policy_idle;
+
+/* since_ms as the annotation says it: "2026-12-05T14:00:00Z" (RFC 3339,
+ * UTC, seconds), into buf (size >= 21). */
+void idle_since_text(int64_t since_ms, char *buf, size_t size);
+/* The message of the Event GPUIdle on a pod (job false) or a Job: "its
+ * GPUs were below 5% for 30m (highest 2.1%) since <time>: use them, or
+ * release them (...)", and under action reclaim what gpugate does. */
+void idle_event_text(char *buf, size_t size, const struct policy_idle *rule, double peak,
+		     int64_t since_ms, bool job);
+/* The merge patch of the annotation: since, or NULL to take it off. */
+json_t *idle_since_patch(const char *since);
+
 /* Stops the thread (within a second) and frees c.  NULL is a no-op. */
 void idle_stop(struct idle_controller *c);
 

@@ -14,6 +14,7 @@
 #include "kube/client.h"
 #include "policy/decide.h"
 #include "policy/health.h"
+#include "policy/idle.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "policy/quota.h"
@@ -22,6 +23,7 @@
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "controllers/events.h"
+#include "controllers/idle-board.h"
 #include "controllers/state-map.h"
 #include "controllers/victims.h"
 #include "controllers/worker.h"
@@ -35,112 +37,8 @@
 #include <string.h>
 #include <time.h>
 
-#define WRITE_TIMEOUT_MS 5000
-/* Workloads a round looks at, at most (the rest wait for the next). */
-#define WORKLOADS_MAX 20000
-/* gpugate's own record of its victims (docs/design/reclaim.md "State"). */
-#define STATE_NAME "gpugate-reclaim"
-/* Records kept, at most (about 30 bytes each plus the uid). */
-#define RECORDS_MAX 2000
-/* Reads and writes of victims a round makes, at most, besides the state's
- * one read and one write and the resume's list: the rest wait. */
-#define ACTIONS_MAX 64
-/* Rounds in a row a record's workload is missing from the ledger before
- * the record is dropped (counted by this process only). */
-#define PRUNE_ROUNDS 5
-/* A record of a tenant this policy does not have is dropped after this. */
-#define STALE_MS (7 * 24 * 3600 * 1000LL)
-/* Failing nodes a round looks at, at most (the rest wait for the next). */
-#define BAD_NODES_MAX 64
-/* Pods told of their failing node, remembered at most (then forgotten:
- * at worst a pod is told twice). */
-#define TOLD_MAX 20000
-/* The label the Job controller puts on a Job's pods: the Job's uid. */
-#define JOB_UID_LABEL "batch.kubernetes.io/controller-uid"
+#include "controllers/reclaimer-int.h"
 
-struct reclaimer {
-	struct reclaimer_config cfg;
-	char identity[256];
-	char namespace[254];
-	struct worker w;
-	/* uid -> struct miss: rounds in a row its record's workload was not
-	 * in the ledger.  The thread's own. */
-	struct strmap misses;
-	/* The state held no record when last read or written: while no
-	 * cohort holds more than its quota, a round need not read it. */
-	bool known_empty;
-	/* "<pod uid>@<node>" of the non-preemptible pods told that their
-	 * node fails (GPUNodeFailing), so that they are told once. */
-	struct strmap told;
-};
-
-/* A node out of the pool for health this round (the health loop). */
-struct bad_node {
-	const char *node, *why;     /* into the round's arena */
-	const char *resource;       /* its flavor's resource */
-	const char *drained_by;     /* the drainedBy label that names it, or NULL */
-};
-
-struct rec;
-
-/* A workload as a round sees it, copied out of the store's lock. */
-struct seen {
-	struct usage_workload w;   /* strings into the round's arena */
-	const struct policy_tenant *tenant;
-	const struct policy_flavor *flavor;
-	struct rec *rec;           /* its record, NULL: none */
-	bool picked;
-	/* The health loop: the failing node one of its pods is on, NULL:
-	 * none; hold: only signalled (drained by another system, or
-	 * health.onUnhealthy signal). */
-	const struct bad_node *bad;
-	bool hold;
-};
-
-/* One record of the state ConfigMap. */
-struct rec {
-	const char *uid;           /* into the round's arena */
-	struct reclaim_record r;
-	struct seen *s;            /* its workload this round, NULL: none */
-	bool gone;                 /* dropped this round */
-};
-
-/* What a round does once its state is written. */
-enum act_kind { ACT_SIGNAL, ACT_SUSPEND, ACT_EVICT, ACT_DELETE, ACT_ABANDON, ACT_RESUME };
-
-struct act {
-	enum act_kind kind;
-	struct seen *s;            /* all but ACT_RESUME */
-	struct rec *rec;           /* ACT_SIGNAL: the new record */
-	bool first;                /* the release is new: counted, an Event */
-	bool reported;             /* released on the workload's report */
-	bool health;               /* ACT_ABANDON, ACT_RESUME: for the health loop */
-	int64_t grace_s;           /* ACT_EVICT, ACT_DELETE */
-	const char *ns, *name;     /* ACT_RESUME (arena) */
-};
-
-struct round {
-	struct reclaimer *r;
-	const struct policy *p;
-	struct arena a;
-	struct seen *seen;
-	size_t n, cap;
-	int64_t now_ms;
-	struct strmap seen_by_uid; /* uid -> index into seen */
-	struct strmap rec_by_uid;  /* uid -> index into recs (not gone) */
-	struct rec *recs;          /* RECORDS_MAX of them: never moved */
-	size_t nrec;
-	json_t *state;             /* the ConfigMap read; NULL: none yet */
-	bool loaded;               /* the records were read this round */
-	bool dirty;                /* the records changed */
-	struct act *acts;
-	size_t nact, capact;
-	unsigned budget;           /* ACTIONS_MAX, counted down */
-	struct bad_node *bad;      /* the failing nodes (BAD_NODES_MAX) */
-	size_t n_bad;
-	bool health_on;            /* the pool is known and onUnhealthy is not none */
-	bool bad_partial;          /* a failing node's pods were not all read */
-};
 
 static int64_t wall_ms(void)
 {
@@ -258,6 +156,14 @@ static void purpose(const struct round *rd, const struct seen *s, char *buf, siz
 			 s->flavor->name, s->bad->node, s->bad->why);
 		return;
 	}
+	if (s->idle) {
+		char since[32];
+
+		events_time(s->idle->since_ms / 1000, since, sizeof(since));
+		snprintf(buf, size, "%lld %s idle since %s, %s", (long long)s->w.units,
+			 s->flavor->name, since, s->idle->why);
+		return;
+	}
 	usage_names_view(&names, rd->p, rd->r->cfg.usage, &uv);
 	for (size_t i = 0; i < policy_tenant_count(rd->p); i++) {
 		const struct policy_tenant *m = policy_tenant_at(rd->p, i);
@@ -304,7 +210,7 @@ static const struct seen *lender_of(const struct round *rd, const struct seen *s
 /* An Event on the lender's workload: what is being done for it. */
 static void tell_lender(struct round *rd, const struct seen *victim, const char *what)
 {
-	const struct seen *l = victim->bad ? NULL : lender_of(rd, victim);
+	const struct seen *l = victim->bad || victim->idle ? NULL : lender_of(rd, victim);
 	struct events_object o;
 	char msg[700];
 
@@ -517,14 +423,6 @@ static struct act *act_add(struct round *rd, enum act_kind kind, struct seen *s)
 	return a;
 }
 
-static bool spend(struct round *rd)
-{
-	if (!rd->budget)
-		return false;
-	rd->budget--;
-	return true;
-}
-
 /* ---- the steps ---------------------------------------------------------- */
 
 static void signal_victim(struct round *rd, struct seen *s, int64_t signalled_ms)
@@ -556,6 +454,16 @@ static void signal_victim(struct round *rd, struct seen *s, int64_t signalled_ms
 			 "it",
 			 s->bad->node, s->bad->why, STAMP_CHECKPOINT_DONE,
 			 s->bad->drained_by ? "another system drains the node" : "by policy");
+	else if (s->idle)
+		snprintf(msg, sizeof(msg),
+			 "checkpoint requested: gpugate takes back %s (the idle rule says "
+			 "reclaim); write the checkpoint and annotate %s=<time>, or it is %s "
+			 "in %lld s; gpugate does not bring it back: use the GPUs, or %s",
+			 why, STAMP_CHECKPOINT_DONE,
+			 w->kind == USAGE_JOBS ? "suspended" : "evicted",
+			 (long long)policy_checkpoint(rd->p)->timeout_seconds,
+			 w->kind == USAGE_JOBS ? "resume the Job yourself once it will"
+					       : "create the pod again once it will");
 	else if (s->bad)
 		snprintf(msg, sizeof(msg),
 			 "checkpoint requested: node %s is failing (%s); write the checkpoint "
@@ -612,12 +520,23 @@ static int evict(struct round *rd, const struct usage_workload *w, int64_t grace
 	return rc;
 }
 
+/* What a release is for, in the Events' words. */
+static const char *release_to(const struct seen *s)
+{
+	return s->bad ? "to move" : s->idle ? "to free" : "to return";
+}
+
 static void released_event(struct round *rd, struct seen *s, bool reported, int rc)
 {
 	const struct usage_workload *w = &s->w;
 	struct events_object o = object_of(w);
 	char why[300], msg[700];
-	const char *to = s->bad ? "to move" : "to return";
+	const char *to = release_to(s);
+	/* A Job suspended for idleness is its owner's to resume: resumed at
+	 * once it would hold the same GPUs idle again. */
+	const char *after = s->idle ? "gpugate does not resume it: resume it (spec.suspend: "
+				      "false) when it will use its GPUs"
+				    : "gpugate resumes it when it fits again";
 
 	purpose(rd, s, why, sizeof(why));
 	metrics_reclaim_released(
@@ -625,14 +544,11 @@ static void released_event(struct round *rd, struct seen *s, bool reported, int 
 		s->rec ? (double)(rd->now_ms - s->rec->r.signalled_ms) / 1000.0 : 0.0);
 	if (w->kind == USAGE_JOBS && reported)
 		snprintf(msg, sizeof(msg),
-			 "checkpointed and suspended %s %s; gpugate resumes it when "
-			 "it fits again",
-			 to, why);
+			 "checkpointed and suspended %s %s; %s", to, why, after);
 	else if (w->kind == USAGE_JOBS)
 		snprintf(msg, sizeof(msg),
-			 "checkpoint not reported within %lld s: suspended %s %s; "
-			 "gpugate resumes it when it fits again",
-			 (long long)policy_checkpoint(rd->p)->timeout_seconds, to, why);
+			 "checkpoint not reported within %lld s: suspended %s %s; %s",
+			 (long long)policy_checkpoint(rd->p)->timeout_seconds, to, why, after);
 	else if (rc == 429)
 		snprintf(msg, sizeof(msg),
 			 "%s: evicting %s %s, but a PodDisruptionBudget allows no "
@@ -645,7 +561,8 @@ static void released_event(struct round *rd, struct seen *s, bool reported, int 
 			 "%s and evicted %s %s; a bare pod does not come back (run "
 			 "it as a Job)",
 			 reported ? "checkpointed" : "checkpoint not reported in time", to, why);
-	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
+	events_write(rd->r->w.kube, rd->r->identity, &o,
+		     s->idle ? IDLE_RECLAIMED_EVENT : "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
 	tell_lender(rd, s, w->kind == USAGE_JOBS ? "suspended" : "evicted");
 	log_event(LOG_INFO, "msg=\"reclaimed\" workload=%s/%s how=%s reported=%s for=\"%s\"",
@@ -662,7 +579,7 @@ static void suspend(struct round *rd, struct act *a)
 	snprintf(path, sizeof(path), kind_path(w), w->namespace, w->name);
 	rc = patch(rd, path,
 		   json_pack("{s:{s:{s:s}}, s:{s:b}}", "metadata", "labels", RECLAIMER_LABEL,
-			     "true", "spec", "suspend", 1),
+			     a->s->idle ? IDLE_RECLAIMED_VALUE : "true", "spec", "suspend", 1),
 		   "suspend");
 	if (rc == 0 && a->first)
 		released_event(rd, a->s, a->reported, 0);
@@ -700,7 +617,7 @@ static void delete_pod(struct round *rd, struct act *a)
 		 "running %lld s after its release (no controller deleted it, a "
 		 "PodDisruptionBudget refused its eviction, or its grace period was "
 		 "longer than checkpoint.gracePeriodSeconds)",
-		 (long long)a->grace_s, a->s->bad ? "to move" : "to return", why,
+		 (long long)a->grace_s, release_to(a->s), why,
 		 (long long)policy_checkpoint(rd->p)->grace_period_seconds);
 	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUReclaim", "Warning", msg,
 		     rd->now_ms / 1000);
@@ -708,7 +625,7 @@ static void delete_pod(struct round *rd, struct act *a)
 		  w->namespace, w->name, (long long)a->grace_s);
 }
 
-static void abandon_victim(struct round *rd, struct seen *s, bool health)
+static void abandon_victim(struct round *rd, struct seen *s, const struct act *a)
 {
 	const struct usage_workload *w = &s->w;
 	char path[600];
@@ -724,8 +641,9 @@ static void abandon_victim(struct round *rd, struct seen *s, bool health)
 		metrics_reclaim(rd->r->cfg.metrics, METRICS_RECLAIM_ABANDONED);
 		log_event(LOG_INFO, "msg=\"reclaim abandoned\" workload=%s/%s detail=\"%s\"",
 			  w->namespace, w->name,
-			  health ? "its node is back in the pool, or it left the node"
-				 : "the cohort no longer holds more than its quota");
+			  a->health ? "its node is back in the pool, or it left the node"
+			  : a->idle ? "it is busy again, or its utilization cannot be read"
+				    : "the cohort no longer holds more than its quota");
 	}
 	json_decref(ann);
 }
@@ -776,7 +694,7 @@ static void act_run(struct round *rd, struct act *a)
 		delete_pod(rd, a);
 		break;
 	case ACT_ABANDON:
-		abandon_victim(rd, a->s, a->health);
+		abandon_victim(rd, a->s, a);
 		break;
 	case ACT_RESUME:
 		resume(rd, a);
@@ -798,7 +716,7 @@ static void release_job(struct round *rd, struct seen *s)
 
 	s->rec->r.released_ms = rd->now_ms;
 	rd->dirty = true;
-	if (!spend(rd))
+	if (!reclaim_spend(rd))
 		return;
 	snprintf(path, sizeof(path),
 		 "/api/v1/namespaces/%s/pods?labelSelector=batch.kubernetes.io%%2Fcontroller-uid%%3D%s",
@@ -867,7 +785,7 @@ static void released_pods(struct round *rd)
 
 		if (x->gone || !x->r.released_ms || !x->s || x->s->w.kind != USAGE_PODS)
 			continue;
-		if (!spend(rd) || !pod_facts(rd, x->s, &f))
+		if (!reclaim_spend(rd) || !pod_facts(rd, x->s, &f))
 			continue;
 		step = reclaim_next(&x->r, &f, rd->now_ms, ck->timeout_seconds,
 				    ck->grace_period_seconds, NULL, &grace);
@@ -902,7 +820,8 @@ static void step_victim(struct round *rd, struct seen *s)
 		/* To the second, as the annotation and the report are. */
 		struct reclaim_record r = {.signalled_ms = rd->now_ms / 1000 * 1000,
 					   .tenant = s->tenant->name,
-					   .for_health = s->bad != NULL};
+					   .for_health = s->bad != NULL,
+					   .for_idle = s->idle != NULL};
 		struct rec *x = rec_add(rd, s->w.uid, &r);
 
 		if (!x) {
@@ -923,7 +842,7 @@ static void step_victim(struct round *rd, struct seen *s)
 				a->first = true;
 				a->reported = reported;
 			}
-		} else if (spend(rd)) {
+		} else if (reclaim_spend(rd)) {
 			act_add(rd, ACT_SUSPEND, s); /* again: it is still charged */
 		}
 		return;
@@ -1023,7 +942,14 @@ static void resume_round(struct round *rd)
 		struct arena a;
 		struct act *ac;
 
+		const char *label = json_string_value(json_object_get(
+			json_object_get(json_object_get(job, "metadata"), "labels"),
+			RECLAIMER_LABEL));
+
 		if (!json_is_true(json_object_get(spec, "suspend")))
+			continue;
+		/* Suspended for idleness: its owner resumes it. */
+		if (label && strcmp(label, IDLE_RECLAIMED_VALUE) == 0)
 			continue;
 		arena_init(&a);
 		if (charge_item(rd->p, job, USAGE_JOBS, &a, &it) < 0 || !it.tenant) {
@@ -1063,171 +989,6 @@ static void resume_round(struct round *rd)
 	json_decref(list);
 }
 
-/* ---- the health loop (docs/design/health-loop.md) ----------------------- */
-
-struct bad_scan {
-	struct round *rd;
-	const struct policy_health *h;
-};
-
-/* The nodes of each flavor that are out for health, once each. */
-static void bad_scan_view(void *ctx, const struct pool_view *v)
-{
-	struct bad_scan *bs = ctx;
-	struct round *rd = bs->rd;
-
-	for (size_t i = 0; i < v->n_members && rd->n_bad < BAD_NODES_MAX; i++) {
-		const struct pool_member *m = &v->members[i];
-		struct bad_node *b;
-		char by[300];
-		bool known = false;
-
-		if (m->exclusion != POOL_HEALTH)
-			continue;
-		for (size_t k = 0; k < rd->n_bad && !known; k++)
-			known = strcmp(rd->bad[k].node, m->node->name) == 0;
-		if (known)
-			continue;
-		b = &rd->bad[rd->n_bad];
-		b->node = arena_strdup(&rd->a, m->node->name);
-		b->why = arena_strdup(&rd->a, m->why);
-		b->resource = arena_strdup(&rd->a, v->flavor->resource);
-		b->drained_by = health_drained_by_other(bs->h, m->node, by, sizeof(by))
-					? arena_strdup(&rd->a, by)
-					: NULL;
-		if (b->node && b->why && b->resource)
-			rd->n_bad++;
-	}
-}
-
-/* Fills rd->bad: nothing without the pool, or under onUnhealthy none. */
-static void bad_nodes(struct round *rd)
-{
-	struct bad_scan bs = {rd, policy_health(rd->p)};
-
-	rd->n_bad = 0;
-	rd->health_on = rd->r->cfg.inventory && bs.h && bs.h->on_unhealthy != HEALTH_ON_NONE;
-	if (!rd->health_on)
-		return;
-	rd->bad = arena_calloc(&rd->a, BAD_NODES_MAX, sizeof(*rd->bad));
-	if (!rd->bad || inventory_each(rd->r->cfg.inventory, rd->p, bad_scan_view, &bs) < 0)
-		rd->bad_partial = true;
-	if (rd->n_bad == BAD_NODES_MAX)
-		rd->bad_partial = true; /* maybe more */
-}
-
-/* Whether a container list asks for resource (requests or limits). */
-static bool asks_resource(const json_t *containers, const char *resource)
-{
-	const json_t *c;
-	size_t i;
-
-	json_array_foreach(containers, i, c) {
-		const json_t *r = json_object_get(c, "resources");
-
-		if (json_object_get(json_object_get(r, "limits"), resource) ||
-		    json_object_get(json_object_get(r, "requests"), resource))
-			return true;
-	}
-	return false;
-}
-
-/* A Warning Event on a pod that gpugate does not checkpoint, once. */
-static void tell_failing(struct round *rd, const struct bad_node *b, const json_t *meta,
-			 const char *why_not)
-{
-	const char *uid = json_string_value(json_object_get(meta, "uid"));
-	struct events_object o = {"v1", "Pod",
-				  json_string_value(json_object_get(meta, "namespace")),
-				  json_string_value(json_object_get(meta, "name")), uid};
-	struct strmap *told = &rd->r->told;
-	char key[600], msg[800];
-	char *k;
-
-	if (!uid || !o.namespace || !o.name)
-		return;
-	snprintf(key, sizeof(key), "%s@%s", uid, b->node);
-	if (strmap_get(told, key, NULL) || !spend(rd))
-		return;
-	if (told->len >= TOLD_MAX) {
-		strmap_release_freeing(told);
-		strmap_init(told);
-	}
-	if ((k = strdup(key)) && strmap_put(told, k, (size_t)(uintptr_t)k, NULL) != 0)
-		free(k);
-	snprintf(msg, sizeof(msg),
-		 "node %s is failing (%s) and is out of the GPU pool; %s, so gpugate does "
-		 "not checkpoint it: save your work, it may be drained",
-		 b->node, b->why, why_not);
-	events_write(rd->r->w.kube, rd->r->identity, &o, "GPUNodeFailing", "Warning", msg,
-		     rd->now_ms / 1000);
-	log_event(LOG_INFO, "msg=\"told a pod its node fails\" pod=%s/%s node=%s", o.namespace,
-		  o.name, b->node);
-}
-
-/* The pods bound to failing node b: their workloads are the loop's
- * victims (preemptible) or are told (the others). */
-static void bad_node_round(struct round *rd, const struct bad_node *b)
-{
-	const struct policy_health *h = policy_health(rd->p);
-	char path[600];
-	json_t *list = NULL, *pod;
-	struct diag d;
-	size_t i, idx;
-
-	if (!spend(rd)) {
-		rd->bad_partial = true;
-		return;
-	}
-	snprintf(path, sizeof(path), "/api/v1/pods?fieldSelector=spec.nodeName%%3D%s", b->node);
-	diag_init(&d);
-	if (kube_get_json(rd->r->w.kube, path, WRITE_TIMEOUT_MS, &list, &d) != 0) {
-		rd->bad_partial = true;
-		return;
-	}
-	json_array_foreach(json_object_get(list, "items"), i, pod) {
-		const json_t *meta = json_object_get(pod, "metadata");
-		const json_t *spec = json_object_get(pod, "spec");
-		const char *phase = json_string_value(
-			json_object_get(json_object_get(pod, "status"), "phase"));
-		const char *job = json_string_value(
-			json_object_get(json_object_get(meta, "labels"), JOB_UID_LABEL));
-		const char *uid = json_string_value(json_object_get(meta, "uid"));
-		struct seen *s = NULL;
-
-		if (!uid || json_object_get(meta, "deletionTimestamp") ||
-		    (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) ||
-		    !(asks_resource(json_object_get(spec, "containers"), b->resource) ||
-		      asks_resource(json_object_get(spec, "initContainers"), b->resource)))
-			continue;
-		if ((job && strmap_get(&rd->seen_by_uid, job, &idx)) ||
-		    strmap_get(&rd->seen_by_uid, uid, &idx))
-			s = &rd->seen[idx];
-		/* A pod of no tenant is not gpugate's to tell (the GPU
-		 * Operator's validator, another gpugate's tenants). */
-		if (!s)
-			continue;
-		if (!s->w.preemptible) {
-			tell_failing(rd, b, meta,
-				     "it is not preemptible (gpugate.io/preemptible)");
-			continue;
-		}
-		if (s->picked)
-			continue; /* another of its pods, or another failing node */
-		s->picked = true;
-		s->bad = b;
-		s->hold = b->drained_by || h->on_unhealthy == HEALTH_ON_SIGNAL;
-		step_victim(rd, s);
-	}
-	json_decref(list);
-}
-
-static void health_round(struct round *rd)
-{
-	for (size_t i = 0; i < rd->n_bad; i++)
-		bad_node_round(rd, &rd->bad[i]);
-}
-
 /* The loop's requests whose workload is no longer on a failing node (it
  * came back, or the pod left) and was not released: taken back. */
 static void health_abandon(struct round *rd)
@@ -1246,6 +1007,36 @@ static void health_abandon(struct round *rd)
 		if ((a = act_add(rd, ACT_ABANDON, s)))
 			a->health = true;
 	}
+}
+
+/* Idle GPUs' requests whose workload the idle board no longer wants (busy
+ * again, or a round that could not read Prometheus) and that were not
+ * released: taken back.  Before the board's first round nothing is known. */
+static void idle_abandon(struct round *rd)
+{
+	if (!rd->idle_known)
+		return;
+	for (size_t i = 0; i < rd->nrec; i++) {
+		struct rec *x = &rd->recs[i];
+		struct seen *s = x->s;
+		struct act *a;
+
+		if (x->gone || !x->r.for_idle || x->r.released_ms || x->r.of_job || !s ||
+		    s->picked)
+			continue;
+		rec_drop(rd, x);
+		if ((a = act_add(rd, ACT_ABANDON, s)))
+			a->idle = true;
+	}
+}
+
+/* The victims the sources marked (the health loop's, idle GPUs'), stepped
+ * before any cohort picks. */
+static void sources_step(struct round *rd)
+{
+	for (size_t i = 0; i < rd->n; i++)
+		if (rd->seen[i].picked && (rd->seen[i].bad || rd->seen[i].idle))
+			step_victim(rd, &rd->seen[i]);
 }
 
 /* Whether some cohort holds more than its quota on some flavor. */
@@ -1275,9 +1066,11 @@ static void round_once(struct reclaimer *r)
 	if (!rd.p)
 		goto out;
 	rd.now_ms = r->cfg.now_ms ? r->cfg.now_ms() : wall_ms();
-	bad_nodes(&rd);
-	/* No cohort and no health loop: nothing to take back or resume. */
-	if (!policy_cohort_count(rd.p) && !rd.health_on && r->known_empty)
+	reclaim_health_scan(&rd);
+	reclaim_idle_read(&rd);
+	/* No cohort, no health loop, nothing idle: nothing to take back or
+	 * resume. */
+	if (!policy_cohort_count(rd.p) && !rd.health_on && !rd.n_idle && r->known_empty)
 		goto out;
 	rd.cap = WORKLOADS_MAX;
 	rd.seen = calloc(rd.cap, sizeof(*rd.seen));
@@ -1288,19 +1081,23 @@ static void round_once(struct reclaimer *r)
 	for (size_t i = 0; i < rd.n; i++)
 		if (strmap_put(&rd.seen_by_uid, rd.seen[i].w.uid, i, NULL) < 0)
 			goto out;
-	if (r->known_empty && !rd.n_bad && !any_deficit(&rd))
+	if (r->known_empty && !rd.n_bad && !rd.n_idle && !any_deficit(&rd))
 		goto resume; /* nothing recorded, nothing to take back */
 	if (state_load(&rd) < 0)
 		goto out;
 	rd.loaded = true;
 	state_prune(&rd);
 	/* The health loop first: a workload on a failing node is its victim
-	 * before any cohort's (the cohorts' pick counts it as signalled). */
-	health_round(&rd);
+	 * before idle GPUs' and any cohort's (the cohorts' pick counts it as
+	 * signalled). */
+	reclaim_health_pick(&rd);
+	reclaim_idle_pick(&rd);
+	sources_step(&rd);
 	for (size_t c = 0; c < policy_cohort_count(rd.p); c++)
 		for (size_t f = 0; f < policy_flavor_count(rd.p); f++)
 			cohort_round(&rd, (int)c, policy_flavor_at(rd.p, f));
 	health_abandon(&rd);
+	idle_abandon(&rd);
 	released_pods(&rd);
 resume:
 	resume_round(&rd);

@@ -89,25 +89,6 @@ const struct policy_idle *idle_rule(const struct policy_tenant *t,
 	return t->idle;
 }
 
-int64_t idle_window_s(const struct policy *p)
-{
-	int64_t w = 0;
-
-	for (size_t i = 0; i < policy_class_count(p); i++) {
-		const struct policy_idle *r = policy_class_at(p, i)->idle;
-
-		if (r && r->for_s > w)
-			w = r->for_s;
-	}
-	for (size_t i = 0; i < policy_tenant_count(p); i++) {
-		const struct policy_idle *r = policy_tenant_at(p, i)->idle;
-
-		if (r && r->for_s > w)
-			w = r->for_s;
-	}
-	return w;
-}
-
 int64_t idle_step_s(int64_t window_s)
 {
 	int64_t step = window_s / 4;
@@ -199,4 +180,22 @@ void idle_describe(char *buf, size_t size, const struct policy_idle *rule, doubl
 {
 	snprintf(buf, size, "below %s for %s (highest %.1f%%)", rule->below_text,
 		 rule->for_text, peak * 100.0);
+}
+
+void idle_share_add(struct idle_share *s, int64_t units, const struct idle_util *u)
+{
+	double h;
+
+	if (!u || units <= 0 || isnan(u->hour))
+		return;
+	h = u->hour < 0 ? 0 : u->hour > 1 ? 1 : u->hour;
+	s->busy += (double)units * h;
+	s->units += units;
+}
+
+double idle_share_of(const struct idle_share *s)
+{
+	if (s->units <= 0)
+		return -1;
+	return s->busy / (double)s->units;
 }

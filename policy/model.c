@@ -944,6 +944,19 @@ size_t policy_cohort_count(const struct policy *p)
 	return p->n_cohorts;
 }
 
+int64_t policy_idle_window_s(const struct policy *p)
+{
+	int64_t w = 0;
+
+	for (size_t i = 0; i < p->n_classes; i++)
+		if (p->classes[i].idle && p->classes[i].idle->for_s > w)
+			w = p->classes[i].idle->for_s;
+	for (size_t i = 0; i < p->n_tenants; i++)
+		if (p->tenants[i].idle && p->tenants[i].idle->for_s > w)
+			w = p->tenants[i].idle->for_s;
+	return w;
+}
+
 const char *policy_cohort_name(const struct policy *p, size_t i)
 {
 	return i < p->n_cohorts ? p->cohorts[i] : NULL;

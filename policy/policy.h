@@ -383,6 +383,9 @@ const struct policy_class *policy_class_find(const struct policy *p,
 					     const char *name);
 
 size_t policy_tenant_count(const struct policy *p);
+/* The longest idle `for` of p's classes and tenants, in seconds; 0: p has
+ * no idle rule at all (then nothing is queried; policy/idle.h). */
+int64_t policy_idle_window_s(const struct policy *p);
 const struct policy_tenant *policy_tenant_at(const struct policy *p, size_t i);
 const struct policy_tenant *policy_tenant_find(const struct policy *p,
 					       const char *name);

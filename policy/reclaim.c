@@ -209,7 +209,8 @@ bool reclaim_cover(const struct policy *p, const struct policy_tenant *t,
 size_t reclaim_record_format(const struct reclaim_record *r, char *buf, size_t size)
 {
 	int n = snprintf(buf, size, "s=%lld r=%lld j=%d t=%s", (long long)r->signalled_ms,
-			 (long long)r->released_ms, (r->of_job ? 1 : 0) | (r->for_health ? 2 : 0),
+			 (long long)r->released_ms, (r->of_job ? 1 : 0) | (r->for_health ? 2 : 0) |
+				 (r->for_idle ? 4 : 0),
 			 r->tenant ? r->tenant : "");
 
 	return n < 0 ? 0 : (size_t)n;
@@ -221,12 +222,13 @@ int reclaim_record_parse(const char *text, struct reclaim_record *out)
 	const char *tenant;
 	int64_t v[3];
 
-	if (text_record_parse(text, "srj", v, &tenant) < 0 || v[0] <= 0 || v[2] > 3)
+	if (text_record_parse(text, "srj", v, &tenant) < 0 || v[0] <= 0 || v[2] > 7)
 		return -1;
 	r.signalled_ms = v[0];
 	r.released_ms = v[1];
 	r.of_job = v[2] & 1;
 	r.for_health = v[2] & 2;
+	r.for_idle = v[2] & 4;
 	r.tenant = tenant;
 	*out = r;
 	return 0;

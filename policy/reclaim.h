@@ -137,6 +137,10 @@ struct reclaim_record {
 	/* Taken for the health loop (its pods are on a failing node,
 	 * docs/design/health-loop.md), not for a cohort's lent quota. */
 	bool for_health;
+	/* Taken because it was idle under an idle rule of action reclaim
+	 * (policy/idle.h, docs/design/idle-gpus.md): a Job suspended for it
+	 * is never resumed by gpugate. */
+	bool for_idle;
 	/* The victim's tenant: only a gpugate whose policy has it drops the
 	 * record when the workload is gone (several gpugates, or a policy
 	 * that changed, share one ConfigMap).  Not empty; _parse points it
@@ -145,9 +149,10 @@ struct reclaim_record {
 };
 
 /*
- * "s=<ms> r=<ms> j=<0..3> t=<tenant>", the record's text in the ConfigMap
- * (the tenant is the rest of the text); j holds the flags, 1 of_job and 2
- * for_health (records written before the health loop have j 0 or 1).  _format writes it to buf, like
+ * "s=<ms> r=<ms> j=<0..7> t=<tenant>", the record's text in the ConfigMap
+ * (the tenant is the rest of the text); j holds the flags, 1 of_job, 2
+ * for_health and 4 for_idle (records written before the health loop have
+ * j 0 or 1, before idle GPUs at most 3).  _format writes it to buf, like
  * snprintf: returns the length it needs, and a text cut short when buf
  * is too small.  _parse reads it back: 0, or -1 for any other text (a
  * missing or repeated field, a field it does not know, the fields s, r, j

@@ -343,7 +343,7 @@ Test(reclaim_cover, any_weighs_every_priority_but_only_preemptible_work)
 Test(reclaim_record, round_trips_and_refuses_anything_else)
 {
 	static const char *const bad[] = {
-		"", "s=0 r=0 j=0 t=x", "s=5 r=0 t=x", "s=5 r=0 j=4 t=x", "s=5 r=0 j=0",
+		"", "s=0 r=0 j=0 t=x", "s=5 r=0 t=x", "s=5 r=0 j=8 t=x", "s=5 r=0 j=0",
 		"s=5 r=0 j=0 t=", "s=5 r=0 j=0 x=1", "s=5  r=0 j=0 t=x", "r=0 s=5 j=0 t=x",
 		"s=-5 r=0 j=0 t=x", "s=5 r=-1 j=0 t=x", "s=5 r=0 j=0x t=x",
 		"s=1234567890123456789 r=0 j=0 t=x", "s= r=0 j=0 t=x", "s=5 r=0 j=0 t=a\nb",
@@ -370,6 +370,16 @@ Test(reclaim_record, round_trips_and_refuses_anything_else)
 	cr_expect_str_eq(text, "s=1764892800000 r=1764892812345 j=3 t=ML team_1");
 	cr_assert_eq(reclaim_record_parse("s=5 r=0 j=2 t=x", &back), 0);
 	cr_expect(back.for_health);
+	cr_expect_not(back.of_job);
+	cr_expect_not(back.for_idle);
+	/* Idle GPUs' flag (4). */
+	r.for_health = false;
+	r.for_idle = true;
+	reclaim_record_format(&r, text, sizeof(text));
+	cr_expect_str_eq(text, "s=1764892800000 r=1764892812345 j=5 t=ML team_1");
+	cr_assert_eq(reclaim_record_parse("s=5 r=0 j=4 t=x", &back), 0);
+	cr_expect(back.for_idle);
+	cr_expect_not(back.for_health);
 	cr_expect_not(back.of_job);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		back.signalled_ms = 42;

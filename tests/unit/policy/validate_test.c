@@ -615,6 +615,34 @@ static struct bad_case bad_cases[] = {
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
 	 "  drainedBy: [x, x]\n",
 	 "t.yaml:6: health: label \"x\" is listed twice\n"},
+	{"idle rules that are not well formed",
+	 "version: 1\nflavors:\n  - name: f\n    resource: x.io/f\n    sharing: exclusive\n"
+	 "    gpusPerNode: 8\n"
+	 "classes:\n  - name: c\n    flavor: f\n    gpus: 1\n"
+	 "    idle: {below: \"0%\", for: 30m}\n"
+	 "  - name: d\n    flavor: f\n    gpus: 1\n    idle:\n      below: \"5.123%\"\n"
+	 "      for: 30s\n"
+	 "tenants:\n  - name: t\n    namespaces: [t]\n    idle:\n      below: 5\n"
+	 "      for: 1h30\n      action: reclaim\n"
+	 "  - name: u\n    namespaces: [u]\n    idle: {below: \"101%\", for: 8d}\n",
+	 "t.yaml:11: class \"c\": idle.below \"0%\" is not a percent above 0 and at "
+	 "most 100 (e.g. \"5%\" or \"2.5%\")\n"
+	 "t.yaml:16: class \"d\": idle.below \"5.123%\" is not a percent above 0 and at "
+	 "most 100 (e.g. \"5%\" or \"2.5%\")\n"
+	 "t.yaml:17: class \"d\": idle.for \"30s\" is out of range (1m..7d: below a "
+	 "minute the exporter's samples are too few to judge)\n"
+	 "t.yaml:22: tenant \"t\": idle.below \"5\" is not a percent above 0 and at "
+	 "most 100 (e.g. \"5%\" or \"2.5%\")\n"
+	 "t.yaml:23: tenant \"t\": idle.for \"1h30\" is not a duration (whole s, m, h "
+	 "or d, e.g. \"30m\" or \"1h30m\")\n"
+	 "t.yaml:27: tenant \"u\": idle.below \"101%\" is not a percent above 0 and at "
+	 "most 100 (e.g. \"5%\" or \"2.5%\")\n"
+	 "t.yaml:27: tenant \"u\": idle.for \"8d\" is out of range (1m..7d: below a "
+	 "minute the exporter's samples are too few to judge)\n"},
+	{"an idle action that is not one",
+	 "version: 1\nflavors: []\nclasses: []\ntenants:\n  - name: t\n"
+	 "    namespaces: [t]\n    idle: {below: \"5%\", for: 30m, action: kill}\n",
+	 "t.yaml:7: tenants[0].idle.action: \"kill\" is not one of: warn, reclaim\n"},
 	{"an unknown health key",
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
 	 "  taint: [x]\n",
