@@ -10,8 +10,9 @@ KWOK nodes of 4 GPUs, class `gpu` (no idle rule of its own) and class
 tenant `ruled` (namespace idle-a) with `idle: {below: 5%, for: 1m,
 action: warn}` (so its `gpu` pods are warned, its `ckpt` pods taken back:
 the class wins), tenant `unruled` (namespace idle-b) with no rule;
-checkpoint.timeoutSeconds 3.  It is the only gpugate of the session given
-a Prometheus (`--prometheus-url`, `--idle-interval 2`), and runs with
+checkpoint.timeoutSeconds 10.  It is the only gpugate of the session given
+a Prometheus (`--prometheus-url`, `--idle-interval 10`, the least that
+serve takes), and runs with
 --no-node-health like the session's.  The session's gates have no idle
 rule and no Prometheus, and do not serve these namespaces (the policy
 label) nor this flavor.
@@ -41,12 +42,14 @@ clock for the whole module, the tests in file order read it):
   test_young_pods_are_not_judged        the series reach Prometheus with
       the holders' labels; for the first `for` nothing is annotated or
       told; the meters' first reading;
-  test_an_idle_pod_is_warned            sleepy: gpugate.io/idle-since, the
-      Event GPUIdle, gpugate_idle_gpus, `gpugate pool`; not signalled;
   test_an_idle_job_is_reclaimed_while_a_busy_one_runs  stalled: warned,
       asked to checkpoint, reports, suspended with gpugate.io/reclaimed=
       idle, GPUIdleReclaimed, not resumed; its quota released; busy runs
-      on, untouched;
+      on, untouched (first: it has checkpoint.timeoutSeconds from the
+      signal to report);
+  test_an_idle_pod_is_warned            sleepy, found idle in the same
+      round: gpugate.io/idle-since, the Event GPUIdle, gpugate_idle_gpus,
+      `gpugate pool`; not signalled;
   test_a_pod_without_series_is_never_idle   dark;
   test_a_tenant_without_a_rule_is_never_acted_on   loafer;
   test_the_meters_move                  gpugate_gpu_seconds_total and
@@ -89,8 +92,8 @@ FLAVOR = "l40s-48gb"
 GPU = "nvidia.com/gpu"
 NOMINAL = {RULED: 8, UNRULED: 4}
 FOR_S = 60               # idle.for: the policy's minimum
-TIMEOUT_S = 3            # checkpoint.timeoutSeconds
-IDLE_ROUND_S = 2         # --idle-interval
+TIMEOUT_S = 10           # checkpoint.timeoutSeconds: time for the test to report
+IDLE_ROUND_S = 10        # --idle-interval (its minimum)
 RECLAIM_ROUND_S = 2      # the reclaimer's interval
 POLL = 0.5
 
@@ -290,6 +293,7 @@ class Scene:
     prom: Prometheus
     exporter: Server
     t0: float = 0.0           # monotonic: when every pod ran and had its values
+    idle_seen: float = 0.0    # monotonic: when sleepy was first seen idle
     pods: dict = field(default_factory=dict)     # short name -> pod object (at start)
     meters: list = field(default_factory=list)   # [(monotonic, {(name, tenant): v})]
 
@@ -297,9 +301,32 @@ class Scene:
         p = self.pods[short]
         return self.k.get("pod", p["metadata"]["name"], p["metadata"]["namespace"])
 
+    def wait_idle(self, short: str = "sleepy") -> dict:
+        """The pod SHORT once gpugate annotated it idle (by the first idle
+        round after it ran for `for`, and a round of slack)."""
+        deadline = self.t0 + FOR_S + 2 * IDLE_ROUND_S + 5
+        try:
+            p = wait_until(f"{IDLE_SINCE} on {short}",
+                           lambda: (lambda p: p if IDLE_SINCE in annotations(p) else None)(
+                               self.pod(short)),
+                           max(deadline - time.monotonic(), 5), POLL)
+        except AssertionError:
+            raise AssertionError(
+                f"{short} not found idle {time.monotonic() - self.t0:.0f} s after it "
+                f"started (rule: below 5% for 1m, rounds every {IDLE_ROUND_S} s); "
+                f"gpugate_prometheus_up {metric(self.gate, 'gpugate_prometheus_up')}; "
+                f"gpugate stderr:\n{self.gate.stderr_tail(15)}") from None
+        if short == "sleepy" and not self.idle_seen:
+            self.idle_seen = time.monotonic()
+        return p
+
     def wait_judged(self) -> None:
-        """Until every pod has run for `for` and a few idle rounds more."""
-        rest = self.t0 + FOR_S + 3 * IDLE_ROUND_S - time.monotonic()
+        """Until the idle controller has judged every pod of the scene old
+        enough: sleepy is idle, and one idle round more (the pods started
+        within seconds of each other; the round that found sleepy idle may
+        have found the last one a second too young)."""
+        self.wait_idle()
+        rest = self.idle_seen + IDLE_ROUND_S + 1 - time.monotonic()
         if rest > 0:
             time.sleep(rest)
 
@@ -472,7 +499,7 @@ def test_young_pods_are_not_judged(scene):
 
     # Younger than `for`: nothing is judged idle, whatever the data says.
     # The meters' first reading on the way (test_the_meters_move).
-    read_at = sc.t0 + 10
+    read_at = sc.t0 + 3 * IDLE_ROUND_S  # a few metered rounds in
     while time.monotonic() < sc.t0 + FOR_S - 4:
         if sc.meters == [] and time.monotonic() >= read_at:
             sc.read_meters()
@@ -488,57 +515,7 @@ def test_young_pods_are_not_judged(scene):
 
 
 # ---------------------------------------------------------------------------
-# b. warn
-
-
-def test_an_idle_pod_is_warned(stack, scene):
-    sc, k = scene, scene.k
-    try:
-        p = wait_until(f"{IDLE_SINCE} on sleepy",
-                       lambda: (lambda p: p if IDLE_SINCE in annotations(p) else None)(
-                           sc.pod("sleepy")),
-                       max(sc.t0 + FOR_S + 30 - time.monotonic(), 5), POLL)
-    except AssertionError:
-        raise AssertionError(
-            f"sleepy (1.2 % for {time.monotonic() - sc.t0:.0f} s, rule below 5% for 1m) "
-            f"not found idle; gpugate_prometheus_up "
-            f"{metric(sc.gate, 'gpugate_prometheus_up')}; gpugate stderr:\n"
-            f"{sc.gate.stderr_tail(15)}") from None
-    found_at = time.time()
-    since_text = annotations(p)[IDLE_SINCE]
-    since = rfc3339(since_text)
-    assert started(p) - FOR_S <= since <= found_at, (annotations(p), p["status"]["startTime"])
-
-    # The Event: says what, since when, and what to do.
-    ev = wait_events(k, NS, "Pod", "sleepy", "GPUIdle")
-    assert len(ev) == 1 and ev[0]["type"] == "Warning", ev
-    msg = ev[0]["message"]
-    assert msg.startswith(f"its GPUs were below 5% for 1m (highest 1.2%) since "
-                          f"{since_text}: "), msg
-    # warn: no word of taking them back
-    assert "checkpoint" not in msg, msg
-
-    # The gauge, and `gpugate pool`.
-    wait_until("gpugate_idle_gpus{tenant=ruled} >= 1", lambda: (metric(
-        sc.gate, "gpugate_idle_gpus", tenant=RULED, flavor=FLAVOR) or 0) >= 1, 10, POLL)
-    text = gpugate_pool(stack, sc.gate)
-    assert f"{NS}/sleepy" in text, text
-    doc = json.loads(gpugate_pool(stack, sc.gate, "-o", "json"))
-    assert "sleepy" in json.dumps(doc), doc
-
-    # warn only: a few rounds on, not signalled, told once, still running.
-    time.sleep(max(IDLE_ROUND_S, RECLAIM_ROUND_S) * 2 + 1)
-    p = sc.pod("sleepy")
-    assert phase(p) == "Running" and not p["metadata"].get("deletionTimestamp")
-    assert REQUESTED not in annotations(p), annotations(p)
-    assert annotations(p)[IDLE_SINCE] == since_text, annotations(p)
-    ev = events(k, NS, "Pod", "sleepy", "GPUIdle")
-    assert len(ev) == 1 and count(ev[0]) == 1, [(e["message"], count(e)) for e in ev]
-    assert not events(k, NS, "Pod", "sleepy", "GPUIdleReclaimed")
-
-
-# ---------------------------------------------------------------------------
-# c. reclaim
+# b. reclaim, first: the checkpoint timeout runs from the signal
 
 
 def test_an_idle_job_is_reclaimed_while_a_busy_one_runs(scene):
@@ -551,18 +528,24 @@ def test_an_idle_job_is_reclaimed_while_a_busy_one_runs(scene):
         return j if IDLE_SINCE in annotations(j) else None
     try:
         j = wait_until(f"{IDLE_SINCE} on job stalled", marked,
-                       max(sc.t0 + FOR_S + 30 - time.monotonic(), 5), POLL)
+                       max(sc.t0 + FOR_S + 2 * IDLE_ROUND_S + 5 - time.monotonic(), 5), POLL)
     except AssertionError:
         raise AssertionError(f"job stalled (3 %, DCGM_FI_DEV_GPU_UTIL only) not found idle "
                              f"{time.monotonic() - sc.t0:.0f} s after it started; the idle "
                              f"Events: {idle_events(k, NS)}") from None
+    sc.wait_idle("sleepy")  # the same round found sleepy idle (test_an_idle_pod_is_warned)
     since_text = annotations(j)[IDLE_SINCE]
     rfc3339(since_text)
+    why = f"below 5% for 1m (highest 3.0%)"
     ev = wait_events(k, NS, "Job", "stalled", "GPUIdle")
-    assert ev[0]["type"] == "Warning", ev
-    assert ev[0]["message"].startswith(
-        f"its GPUs were below 5% for 1m (highest 3.0%) since {since_text}: "), ev
-    wait_events(k, NS, "Pod", pod_name, "GPUIdle")
+    assert len(ev) == 1 and ev[0]["type"] == "Warning", ev
+    assert ev[0]["message"] == (
+        f"its pods' GPUs were {why} since {since_text}: use them, or release them (delete "
+        "or suspend the Job) so that others can; otherwise gpugate takes them back: it asks "
+        f"for a checkpoint (annotation {REQUESTED}), then suspends the Job"), ev
+    ev = wait_events(k, NS, "Pod", pod_name, "GPUIdle")
+    assert ev[0]["message"].startswith(f"its GPUs were {why} since {since_text}: "), ev
+    assert annotations(k.get("pod", pod_name, NS)).get(IDLE_SINCE) == since_text
 
     # The checkpoint path: asked (the Job and its pod), it reports.
     def asked():
@@ -574,6 +557,12 @@ def test_an_idle_job_is_reclaimed_while_a_busy_one_runs(scene):
                            2 * RECLAIM_ROUND_S + 10, POLL)
     assert k.get("job", "stalled", NS)["spec"]["template"]["metadata"]["labels"].get(
         PREEMPTIBLE) == "true"
+    ev = wait_events(k, NS, "Job", "stalled", "GPUReclaim")
+    assert [e["message"] for e in ev] == [
+        f"checkpoint requested: gpugate takes back 2 {FLAVOR} idle since {since_text}, {why} "
+        f"(the idle rule says reclaim); write the checkpoint and annotate {DONE}=<time>, or it "
+        f"is suspended in {TIMEOUT_S} s; gpugate does not bring it back: use the GPUs, or "
+        "resume the Job yourself once it will"], ev
     k("annotate", "pod", pod_name, "-n", NS,
       f"{DONE}={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}", "--overwrite").check()
 
@@ -587,8 +576,10 @@ def test_an_idle_job_is_reclaimed_while_a_busy_one_runs(scene):
     assert annotations(j)[REQUESTED] == requested, "asked again"
     ev = wait_events(k, NS, "Job", "stalled", "GPUIdleReclaimed")
     assert len(ev) == 1 and ev[0]["type"] == "Warning", ev
-    assert "below 5% for 1m (highest 3.0%)" in ev[0]["message"], ev[0]["message"]
-    assert since_text in ev[0]["message"], (since_text, ev[0]["message"])
+    assert ev[0]["message"] == (
+        f"checkpointed and suspended to free 2 {FLAVOR} idle since {since_text}, {why}; "
+        "gpugate does not resume it: resume it (spec.suspend: false) when it will use its "
+        "GPUs"), ev[0]["message"]
 
     # Its pod goes (the job controller), the exporter stops serving it, the
     # quota comes back: sleepy 1 + busy 2 + dark 1.
@@ -620,15 +611,59 @@ def test_an_idle_job_is_reclaimed_while_a_busy_one_runs(scene):
 
 
 # ---------------------------------------------------------------------------
+# c. warn
+
+
+def test_an_idle_pod_is_warned(stack, scene):
+    sc, k = scene, scene.k
+    p = sc.wait_idle("sleepy")
+    found_at = time.time()
+    since_text = annotations(p)[IDLE_SINCE]
+    since = rfc3339(since_text)
+    assert started(p) - FOR_S <= since <= found_at, (annotations(p), p["status"]["startTime"])
+
+    # The Event: says what, since when, and what to do.
+    ev = wait_events(k, NS, "Pod", "sleepy", "GPUIdle")
+    assert len(ev) == 1 and ev[0]["type"] == "Warning", ev
+    # warn: no word of taking them back.
+    assert ev[0]["message"] == (
+        f"its GPUs were below 5% for 1m (highest 1.2%) since {since_text}: use them, or "
+        "release them (delete the pod) so that others can"), ev[0]["message"]
+
+    # The gauge, and `gpugate pool`.
+    wait_until("gpugate_idle_gpus{tenant=ruled} >= 1", lambda: (metric(
+        sc.gate, "gpugate_idle_gpus", tenant=RULED, flavor=FLAVOR) or 0) >= 1, 10, POLL)
+    text = gpugate_pool(stack, sc.gate)
+    assert re.search(rf"^IDLE \(gpugate\.io/idle-since on the pod\)\n.*\n(.*\n)*"
+                     rf"{NS}/sleepy +{RULED} +{FLAVOR} +1  {since_text}  ", text, re.M), text
+    doc = json.loads(gpugate_pool(stack, sc.gate, "-o", "json"))
+    rows = [x for x in doc["idle"] if x["pod"] == "sleepy"]
+    assert len(rows) == 1 and {k: rows[0][k] for k in ("namespace", "tenant", "flavor", "units",
+                                                       "since")} == {
+        "namespace": NS, "tenant": RULED, "flavor": FLAVOR, "units": 1,
+        "since": since_text}, doc["idle"]
+    assert not [x for x in doc["idle"] if x["namespace"] == NS_FREE], doc["idle"]
+
+    # warn only: rounds later, not signalled, told once, still running.
+    time.sleep(max(0.0, sc.idle_seen + IDLE_ROUND_S + 1 - time.monotonic()))
+    p = sc.pod("sleepy")
+    assert phase(p) == "Running" and not p["metadata"].get("deletionTimestamp")
+    assert REQUESTED not in annotations(p), annotations(p)
+    assert annotations(p)[IDLE_SINCE] == since_text, annotations(p)
+    ev = events(k, NS, "Pod", "sleepy", "GPUIdle")
+    assert len(ev) == 1 and count(ev[0]) == 1, [(e["message"], count(e)) for e in ev]
+    assert not events(k, NS, "Pod", "sleepy", "GPUIdleReclaimed")
+
+
+# ---------------------------------------------------------------------------
 # d. no data, no rule
 
 
 def judged(sc: Scene) -> None:
-    """The controller has judged: sleepy, beside the pod checked, is idle
-    (so that "not idle" below is not for want of a controller)."""
+    """The controller has judged: sleepy, beside the pod checked, was found
+    idle a round ago (so that "not idle" below is not for want of a
+    controller)."""
     sc.wait_judged()
-    assert IDLE_SINCE in annotations(sc.pod("sleepy")), \
-        "sleepy is not idle: the idle controller judged nothing"
 
 
 def test_a_pod_without_series_is_never_idle(scene):
@@ -681,8 +716,12 @@ def test_the_meters_move(stack, scene):
         assert last[("gpugate_gpu_busy_seconds_total", t)] <= \
             last[("gpugate_gpu_seconds_total", t)], last
 
-    # /pool: each tenant's busy share of what it holds (the last hour).
+    # /pool: each tenant's busy share of what it holds now, over the last
+    # hour (the pods' whole lives here): unruled (1 x 0 + 1 x 0.5) / 2;
+    # ruled (sleepy 1 x 0.012 + busy 2 x 0.6) / 3, dark without data left
+    # out (stalled is gone).
     status, body = sc.gate.get("/pool")
     assert status == 200, (status, body)
-    doc = json.loads(body)
-    assert "busy" in body, doc
+    share = {t["name"]: t.get("busyShare") for t in json.loads(body)["tenants"]}
+    assert share[UNRULED] == pytest.approx(0.25, abs=0.02), share
+    assert share[RULED] == pytest.approx((0.012 + 1.2) / 3, abs=0.02), share
