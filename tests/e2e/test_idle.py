@@ -77,7 +77,7 @@ import yaml
 
 from dcgm_standin import PROF, UTIL, Server
 from gpugate_e2e import (JOB_NAME, NO_NODE_HEALTH, POLICY_LABEL, PREEMPTIBLE, Fleet, Gate,
-                         assert_invariant, job, pod, register, wait_service_accounts,
+                         assert_invariant, job, log, pod, register, wait_service_accounts,
                          wait_until, wait_webhooks)
 from test_fleet import node_of, phase
 
@@ -494,8 +494,9 @@ def test_young_pods_are_not_judged(scene):
     assert (Prometheus.TARGET_LABELS["namespace"], Prometheus.TARGET_LABELS["pod"]) in util
     assert not sc.prom.query(f'{PROF}{{exported_pod!=""}}'), "honor_labels did not apply"
 
+    # (shown once an idle round ran)
     wait_until("gpugate_prometheus_up 1",
-               lambda: metric(sc.gate, "gpugate_prometheus_up") == 1, 15, POLL)
+               lambda: metric(sc.gate, "gpugate_prometheus_up") == 1, IDLE_ROUND_S + 10, POLL)
 
     # Younger than `for`: nothing is judged idle, whatever the data says.
     # The meters' first reading on the way (test_the_meters_move).
@@ -590,8 +591,10 @@ def test_an_idle_job_is_reclaimed_while_a_busy_one_runs(scene):
     sc.exporter.standin.drop(NS, pod_name)
     sc.gate.wait_used(RULED, 4, FLAVOR)
     assert_invariant(k, sc.gate, RULED, [NS], FLAVOR, GPU, NOMINAL[RULED])
+    # (the gauge is the idle round's: the next one)
     wait_until("gpugate_idle_gpus{tenant=ruled} == 1 (sleepy)", lambda: metric(
-        sc.gate, "gpugate_idle_gpus", tenant=RULED, flavor=FLAVOR) == 1, 10, POLL)
+        sc.gate, "gpugate_idle_gpus", tenant=RULED, flavor=FLAVOR) == 1, IDLE_ROUND_S + 10,
+        POLL)
 
     # Not resumed: gpugate gives the GPUs back to no idle work; a few
     # reclaimer rounds on, still suspended and labelled.
@@ -703,6 +706,7 @@ def test_the_meters_move(stack, scene):
     busy = {t: (last[("gpugate_gpu_busy_seconds_total", t)] or 0) -
             (first[("gpugate_gpu_busy_seconds_total", t)] or 0) for t in (RULED, UNRULED)}
     dt = t2 - t1
+    log(f"test_idle meters over {dt:.0f} s: held {held}, busy {busy}")
     # unruled holds 2 GPUs all along (loafer at 0 %, worker at 50 %):
     # 2 GPU-seconds a second, a quarter of them busy.
     assert held[UNRULED] == pytest.approx(2 * dt, rel=0.15, abs=4), (held, dt)
