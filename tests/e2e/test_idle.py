@@ -22,9 +22,11 @@ The scrape target carries `namespace` and `pod` labels of its own, those
 of the exporter's pod, as Kubernetes service discovery gives them: with
 honor_labels the exporter's `namespace` and `pod` (the GPU's holder) win;
 without it Prometheus renames them exported_namespace and exported_pod
-and gpugate would find no pod (the dcgm-exporter chart's ServiceMonitor
-has serviceMonitor.honorLabels for this, deployment/values.yaml, false by
-default).  --query.lookback-delta 30s: a pod's series ends soon after the
+and gpugate would find no pod.  Neither installer turns it on by default:
+the dcgm-exporter chart's serviceMonitor.honorLabels (deployment/
+values.yaml: false), the GPU Operator's ClusterPolicy
+spec.dcgmExporter.serviceMonitor.honorLabels (api/nvidia/v1/
+clusterpolicy_types.go: unset).  --query.lookback-delta 30s: a pod's series ends soon after the
 exporter stops serving it.
 
 The workloads, all started at once (`for` is at least a minute: one
