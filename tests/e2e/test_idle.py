@@ -385,15 +385,16 @@ def scene(stack, tmp_path_factory):
     d = tmp_path_factory.mktemp("idle")
     policy = d / "idle-policy.yaml"
     policy.write_text(IDLE_POLICY)
-    exporter = Server().start()
-    prom = Prometheus(binary, d / "prometheus", exporter.target)
-    k.apply({"apiVersion": "v1", "kind": "List", "items": [
-        *({"apiVersion": "v1", "kind": "Namespace",
-           "metadata": {"name": ns, "labels": {POLICY_LABEL: GATE}}} for ns in (NS, NS_FREE)),
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOME}}]}).check()
     fleet = Fleet(k, policy, name="idle", nodes={FLAVOR: 3}, cpu_nodes=0, clique_size=3)
-    g = None
+    exporter = Server().start()
+    prom = None
     try:
+        prom = Prometheus(binary, d / "prometheus", exporter.target)
+        k.apply({"apiVersion": "v1", "kind": "List", "items": [
+            *({"apiVersion": "v1", "kind": "Namespace",
+               "metadata": {"name": ns, "labels": {POLICY_LABEL: GATE}}}
+              for ns in (NS, NS_FREE)),
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOME}}]}).check()
         wait_service_accounts(k, [NS, NS_FREE])
         fleet.create()
         wait_until("prometheus scraping the stand-in exporter", prom.up, 60, POLL)
@@ -434,7 +435,8 @@ def scene(stack, tmp_path_factory):
         k("delete", "jobs,pods", "--all", "-n", NS_FREE, "--wait=false")
         k("delete", "namespace", NS, NS_FREE, HOME, "--wait=false")
         k("delete", "nodes", "-l", "fleet.gpugate.io/fleet=idle", "--wait=false")
-        prom.stop()
+        if prom is not None:
+            prom.stop()
         exporter.stop()
         g = stack.gates.pop(GATE, None)
         if g is not None:
