@@ -25,6 +25,9 @@ void cmd_serve_usage(FILE *out)
 	      "                     [--identity NAME] [--waiting-reason-after S]\n"
 	      "                     [--no-gpuclasses] [--no-gpuquotas]\n"
 	      "                     [--no-node-health]\n"
+	      "                     [--prometheus-url URL]\n"
+	      "                     [--prometheus-bearer-token-file FILE]\n"
+	      "                     [--prometheus-ca FILE] [--idle-interval S]\n"
 	      "\n"
 	      "Serves the admission webhook over HTTPS: POST /mutate, POST /validate,\n"
 	      "GET /healthz, /readyz, /metrics, /pool.\n"
@@ -79,6 +82,18 @@ void cmd_serve_usage(FILE *out)
 	      "  --no-node-health   with the API: do not put gpugate's taint and record\n"
 	      "                     on a node out for health (another gpugate of the\n"
 	      "                     same cluster does); the pool excludes it anyway\n"
+	      "  --prometheus-url URL  with the API: the cluster's Prometheus\n"
+	      "                     (http:// or https://), read for GPU utilization\n"
+	      "                     (dcgm-exporter): idle GPUs, the policy's idle\n"
+	      "                     rules, gpugate_gpu_busy_seconds_total; without it\n"
+	      "                     nothing is ever idle\n"
+	      "  --prometheus-bearer-token-file FILE  sent as a bearer token to\n"
+	      "                     Prometheus, re-read on every query (a projected\n"
+	      "                     token rotates); default: none\n"
+	      "  --prometheus-ca FILE  PEM CA that Prometheus' certificate is checked\n"
+	      "                     with (default: the system's CAs)\n"
+	      "  --idle-interval S  seconds between the idle rounds (default 60;\n"
+	      "                     10..3600)\n"
 	      "\n"
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
@@ -201,6 +216,10 @@ const struct args_opt cmd_serve_opts[] = {
 	{"no-gpuclasses", 0, 'G', ARGS_NONE, NULL},
 	{"no-gpuquotas", 0, 'Q', ARGS_NONE, NULL},
 	{"no-node-health", 0, 'H', ARGS_NONE, NULL},
+	{"prometheus-url", 0, 'P', ARGS_WORD, NULL},
+	{"prometheus-bearer-token-file", 0, 'B', ARGS_FILE, NULL},
+	{"prometheus-ca", 0, 'C', ARGS_FILE, NULL},
+	{"idle-interval", 0, 'V', ARGS_WORD, NULL},
 	{"help", 'h', 'h', ARGS_NONE, NULL},
 	{NULL, 0, 0, ARGS_NONE, NULL},
 };
@@ -327,6 +346,25 @@ int cmd_serve(const struct args_call *call, int argc, char **argv)
 		case 'H':
 			cfg.no_node_health = true;
 			break;
+		case 'P':
+			if (strncmp(optarg, "http://", 7) != 0 &&
+			    strncmp(optarg, "https://", 8) != 0)
+				return args_usage_error(args.cmd, "--prometheus-url must be "
+						   "http://HOST:PORT or https://HOST:PORT "
+						   "(got '%.60s')", optarg);
+			cfg.prometheus_url = optarg;
+			break;
+		case 'B':
+			cfg.prometheus_token_file = optarg;
+			break;
+		case 'C':
+			cfg.prometheus_ca = optarg;
+			break;
+		case 'V':
+			if (parse_count(optarg, 10, 3600, &cfg.idle_interval_s) < 0)
+				return args_usage_error(args.cmd, "--idle-interval must be 10..3600 "
+						   "seconds");
+			break;
 		case 'N':
 			cfg.namespace = optarg;
 			break;
@@ -365,6 +403,12 @@ int cmd_serve(const struct args_call *call, int argc, char **argv)
 		return args_usage_error(args.cmd, "--kubeconfig and --embedded exclude each other");
 	if (cfg.shared_usage && embedded)
 		return args_usage_error(args.cmd, "--usage-store shared needs the API, not --embedded");
+	if ((cfg.prometheus_token_file || cfg.prometheus_ca) && !cfg.prometheus_url)
+		return args_usage_error(args.cmd, "--prometheus-bearer-token-file and "
+				   "--prometheus-ca need --prometheus-url");
+	if (cfg.prometheus_url && embedded)
+		return args_usage_error(args.cmd, "--prometheus-url needs the API, not "
+				   "--embedded");
 	if (!cfg.namespace)
 		cfg.namespace = getenv("POD_NAMESPACE");
 	if (!cfg.identity)

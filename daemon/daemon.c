@@ -25,6 +25,8 @@
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "controllers/controllers.h"
+#include "controllers/idle-board.h"
+#include "kube/prom.h"
 #include "webhook/handler.h"
 #include "webhook/holder.h"
 #include "metrics/metrics.h"
@@ -68,6 +70,10 @@ struct daemon {
 	/* API mode: the controllers running, by row of controllers_table
 	 * (NULL: not started, or switched off). */
 	void *controllers[CONTROLLERS_COUNT];
+	/* Idle GPUs: --prometheus-url and its options (the strings are
+	 * cfg's), and the board of the idle controller's rounds (API mode). */
+	struct prom_config prom;
+	struct idle_board *idle_board;
 	struct kube_shared_io *shared_io; /* shared usage only */
 	struct lease *lease;              /* shared usage only */
 	/* Memory usage with the API: the Lease that lets one replica decide
@@ -592,6 +598,14 @@ static int start_controllers(struct daemon *dm, struct diag *d)
 		.no_gpuquotas = dm->cfg.no_gpuquotas,
 		.round_ms = dm->cfg.round_ms,
 		.no_node_health = dm->cfg.no_node_health,
+		.prom = dm->cfg.prometheus_url ? &dm->prom : NULL,
+		/* The test-only round_ms shortens the idle rounds too. */
+		.idle_interval_ms = dm->cfg.round_ms
+					    ? dm->cfg.round_ms
+					    : 1000u * (dm->cfg.idle_interval_s
+							       ? dm->cfg.idle_interval_s
+							       : DAEMON_IDLE_INTERVAL_S_DEFAULT),
+		.idle_board = dm->idle_board,
 	};
 
 	for (size_t i = 0; i < CONTROLLERS_COUNT; i++)
@@ -609,6 +623,71 @@ static void stop_controllers(struct daemon *dm)
 			controllers_table[i].stop(dm->controllers[i]);
 			dm->controllers[i] = NULL;
 		}
+}
+
+/* One of the files of --prometheus-*, read now so that a wrong path stops
+ * the start rather than every round: 0, or -1 with the flag in d. */
+static int check_prom_file(const char *flag, const char *path, bool pem,
+			   struct diag *d)
+{
+	struct diag fd;
+	char first[512];
+	char *buf = NULL;
+	size_t len = 0;
+	int rc;
+
+	diag_init(&fd);
+	rc = file_read(path, CERTS_MAX_FILE_BYTES, FILE_SECRET, &buf, &len, &fd);
+	if (rc < 0) {
+		diag_first(&fd, first, sizeof(first));
+		diag_addf(d, "gpugate serve: %s: %s", flag, first);
+		return -1;
+	}
+	if (pem && !strstr(buf, "-----BEGIN CERTIFICATE-----")) {
+		diag_addf(d, "gpugate serve: %s: %s: no PEM certificate in it", flag,
+			  path);
+		rc = -1;
+	} else if (!pem && len == strspn(buf, " \t\r\n")) {
+		diag_addf(d, "gpugate serve: %s: %s: empty", flag, path);
+		rc = -1;
+	}
+	file_free_secret(buf, len);
+	return rc;
+}
+
+/* --prometheus-url and its files, checked once (the idle controller reads
+ * them again: the token on every query).  dm->prom filled. */
+static int check_prometheus(struct daemon *dm, struct diag *d)
+{
+	const struct daemon_config *cfg = &dm->cfg;
+	struct prom *probe;
+
+	if (!cfg->prometheus_url) {
+		if (cfg->prometheus_token_file || cfg->prometheus_ca) {
+			diag_addf(d, "gpugate serve: --prometheus-bearer-token-file and "
+				     "--prometheus-ca need --prometheus-url");
+			return -1;
+		}
+		return 0;
+	}
+	dm->prom = (struct prom_config){.url = cfg->prometheus_url,
+					.bearer_token_file = cfg->prometheus_token_file,
+					.ca_file = cfg->prometheus_ca};
+	if (cfg->prometheus_token_file &&
+	    check_prom_file("--prometheus-bearer-token-file",
+			    cfg->prometheus_token_file, false, d) < 0)
+		return -1;
+	if (cfg->prometheus_ca &&
+	    check_prom_file("--prometheus-ca", cfg->prometheus_ca, true, d) < 0)
+		return -1;
+	/* The URL as the client takes it (nothing is sent). */
+	probe = prom_new(&dm->prom, d);
+	if (!probe) {
+		diag_addf(d, "gpugate serve: --prometheus-url is not usable");
+		return -1;
+	}
+	prom_free(probe);
+	return 0;
 }
 
 int daemon_start(const struct daemon_config *cfg, struct daemon **out,
@@ -636,6 +715,8 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	dm->key_file.path = cfg->key_path;
 
 	jsonmem_install();
+	if (check_prometheus(dm, d) < 0)
+		goto fail;
 	if (policy_load(cfg->policy_path, &p, d) < 0) {
 		diag_addf(d, "gpugate serve: the policy is invalid; not starting");
 		goto fail;
@@ -678,10 +759,11 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		dm->priorities = priorities_new();
 		dm->pvcs = pvcs_new();
 		dm->parents = parents_new(&dm->kube, d);
+		dm->idle_board = idle_board_new();
 		dm->charge = (struct charge_source){.holder = dm->holder,
 						    .priorities = dm->priorities};
 		if (!dm->inventory || !dm->meter || !dm->priorities || !dm->pvcs ||
-		    !dm->parents) {
+		    !dm->parents || !dm->idle_board) {
 			diag_addf(d, "gpugate serve: out of memory");
 			goto fail;
 		}
@@ -698,10 +780,23 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		log_event(LOG_INFO, "msg=\"usage from the Kubernetes API\" server=%s "
 				    "credentials=\"%s\" reservation_ttl_s=%u",
 			  dm->kube.server, dm->kube.source, ttl_s);
+		if (cfg->prometheus_url)
+			log_event(LOG_INFO, "msg=\"idle GPUs from Prometheus\" url=%s "
+					    "token=%s ca=%s idle_interval_s=%u",
+				  cfg->prometheus_url,
+				  cfg->prometheus_token_file ? cfg->prometheus_token_file
+							     : "none",
+				  cfg->prometheus_ca ? cfg->prometheus_ca : "system",
+				  cfg->idle_interval_s ? cfg->idle_interval_s
+						       : DAEMON_IDLE_INTERVAL_S_DEFAULT);
 	} else {
 		log_event(LOG_INFO, "msg=\"embedded usage\" detail=\"usage is what "
 				    "this process admitted; DELETE admissions release "
 				    "it\"");
+		if (cfg->prometheus_url)
+			log_event(LOG_WARN, "msg=\"--prometheus-url is not used\" "
+					    "detail=\"idle GPUs are found with the "
+					    "Kubernetes API only\"");
 	}
 	if (load_pair(dm, &pp, d) < 0)
 		goto fail;
@@ -776,6 +871,7 @@ void daemon_stop(struct daemon *dm)
 		log_event(LOG_INFO, "msg=\"stopped\"");
 	}
 	stop_controllers(dm);
+	idle_board_free(dm->idle_board);
 	feed_stop(dm->feed);
 	lease_stop(dm->lease);
 	lease_stop(dm->memory_lease);

@@ -42,6 +42,7 @@ enum daemon_api {
  * dropped (the create failed after /validate). */
 #define DAEMON_RESERVATION_TTL_S_DEFAULT 60
 #define DAEMON_WAITING_AFTER_S_DEFAULT 60
+#define DAEMON_IDLE_INTERVAL_S_DEFAULT 60
 
 struct daemon_config {
 	const char *policy_path;     /* required */
@@ -80,6 +81,18 @@ struct daemon_config {
 	/* API mode: do not mark nodes out for health (controllers/health.h):
 	 * another gpugate of the cluster does. */
 	bool no_node_health;
+	/* API mode, idle GPUs (SPEC 10; controllers/idle.h): the cluster's
+	 * Prometheus (http:// or https://; NULL: none, nothing is idle),
+	 * a file holding its bearer token (read on every query; NULL: no
+	 * Authorization), the PEM CA it is checked with (NULL: the
+	 * system's).  Both files are read once at start: one missing is a
+	 * start error. */
+	const char *prometheus_url;
+	const char *prometheus_token_file;
+	const char *prometheus_ca;
+	/* Seconds between the idle controller's rounds; 0: the default.
+	 * round_ms, when set, wins (tests). */
+	unsigned idle_interval_s;
 };
 
 struct daemon;

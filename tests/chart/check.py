@@ -14,7 +14,8 @@ $HELM_BIN_DIR/helm, else what tests/e2e/build-tools.sh built):
 - the values the chart documents change what they say (replicas,
   resources, failurePolicy, excluded namespaces, an extra namespace
   selector, existingConfigMap, inline policy, ServiceMonitor, PDB off,
-  PrometheusRule and Grafana dashboard with their labels and thresholds);
+  PrometheusRule and Grafana dashboard with their labels and thresholds,
+  the Prometheus flags of idle GPUs and their mounts, only when set);
 - wrong values are refused with the chart's message;
 - the chart's version and appVersion are VERSION, and its default policy
   (files/policy.yaml) is manifests/policy.yaml.
@@ -276,6 +277,55 @@ def _monitoring():
         rules["GpugateDown"]
 
 
+@check("idle GPUs: the Prometheus flags and mounts only when set")
+def _prometheus():
+    base = ["--set", f"certificates.caBundle={CA}"]
+    flags = ("--prometheus-url", "--prometheus-bearer-token-file", "--prometheus-ca",
+             "--idle-interval")
+
+    def sources(docs):
+        return one(docs, "Deployment")["spec"]["template"]["spec"]["volumes"][0][
+            "projected"]["sources"]
+
+    docs = render(*base)
+    assert not [a for a in container(docs)["args"] if a in flags], container(docs)["args"]
+    assert len(sources(docs)) == 2, sources(docs)
+    # A URL alone; the ServiceAccount token by its path; the interval.
+    docs = render(*base, "--set", "prometheus.url=http://prometheus-operated.monitoring:9090",
+                  "--set", "prometheus.bearerTokenFile="
+                  "/var/run/secrets/kubernetes.io/serviceaccount/token",
+                  "--set", "idleInterval=120")
+    args = container(docs)["args"]
+    assert args[args.index("--prometheus-url") + 1] == \
+        "http://prometheus-operated.monitoring:9090", args
+    assert args[args.index("--prometheus-bearer-token-file") + 1] == \
+        "/var/run/secrets/kubernetes.io/serviceaccount/token", args
+    assert args[args.index("--idle-interval") + 1] == "120", args
+    assert "--prometheus-ca" not in args and len(sources(docs)) == 2, args
+    # A token from a Secret, the CA from a ConfigMap, then from a Secret.
+    docs = render(*base, "--set", "prometheus.url=https://prometheus-k8s.monitoring:9091",
+                  "--set", "prometheus.bearerTokenSecret.name=prom-token",
+                  "--set", "prometheus.ca.configMap=prom-ca",
+                  "--set", "prometheus.ca.key=service-ca.crt")
+    args = container(docs)["args"]
+    assert args[args.index("--prometheus-bearer-token-file") + 1] == \
+        "/etc/gpugate/prometheus/token", args
+    assert args[args.index("--prometheus-ca") + 1] == "/etc/gpugate/prometheus/ca.crt", args
+    assert "--idle-interval" not in args, args
+    assert sources(docs)[2:] == [
+        {"secret": {"name": "prom-token", "items": [{"key": "token",
+                                                     "path": "prometheus/token"}]}},
+        {"configMap": {"name": "prom-ca", "items": [{"key": "service-ca.crt",
+                                                     "path": "prometheus/ca.crt"}]}}], \
+        sources(docs)
+    docs = render(*base, "--set", "prometheus.url=https://p:9091",
+                  "--set", "prometheus.ca.secret=prom-tls")
+    assert sources(docs)[2:] == [
+        {"secret": {"name": "prom-tls", "items": [{"key": "ca.crt",
+                                                   "path": "prometheus/ca.crt"}]}}], \
+        sources(docs)
+
+
 @check("wrong values are refused with the chart's message")
 def _refused():
     for sets, msg in (
@@ -301,7 +351,20 @@ def _refused():
              "at '/webhook/excludeNamespaces/0'"),
             (["--set", f"certificates.caBundle={CA}", "--set", "policy.inline=x",
               "--set", "policy.existingConfigMap=y"],
-             "policy: set existingConfigMap or inline, not both")):
+             "policy: set existingConfigMap or inline, not both"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "prometheus.url=prom:9090"],
+             "at '/prometheus/url'"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "idleInterval=5"],
+             "at '/idleInterval'"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "prometheus.url=http://p",
+              "--set", "prometheus.bearerTokenFile=/t", "--set",
+              "prometheus.bearerTokenSecret.name=t"],
+             "prometheus: set bearerTokenFile or bearerTokenSecret.name, not both"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "prometheus.url=http://p",
+              "--set", "prometheus.ca.secret=a", "--set", "prometheus.ca.configMap=b"],
+             "prometheus.ca: set configMap or secret, not both"),
+            (["--set", f"certificates.caBundle={CA}", "--set", "prometheus.ca.secret=a"],
+             "prometheus: a token or a CA needs prometheus.url")):
         p = helm("template", "gpugate", str(CHART), "--kube-version", KUBE_VERSION, *sets)
         assert p.returncode == 1 and msg in p.stderr, (sets, p.stderr)
 

@@ -46,6 +46,17 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- if and .Values.policy.existingConfigMap .Values.policy.inline -}}
 {{- fail "policy: set existingConfigMap or inline, not both" -}}
 {{- end -}}
+{{- with .Values.prometheus -}}
+{{- if and .bearerTokenFile .bearerTokenSecret.name -}}
+{{- fail "prometheus: set bearerTokenFile or bearerTokenSecret.name, not both" -}}
+{{- end -}}
+{{- if and .ca.configMap .ca.secret -}}
+{{- fail "prometheus.ca: set configMap or secret, not both" -}}
+{{- end -}}
+{{- if and (not .url) (or .bearerTokenFile .bearerTokenSecret.name .ca.configMap .ca.secret) -}}
+{{- fail "prometheus: a token or a CA needs prometheus.url" -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Both webhooks' namespaceSelector. */}}
