@@ -222,7 +222,7 @@ static void pod_add(struct round *rd, const json_t *obj)
 	const char *since = str(json_object_get(meta, "annotations"), IDLE_SINCE_ANNOTATION);
 	const char *phase = str(status, "phase"), *cls;
 	struct pod *x;
-	char key[600];
+	char key[600], *k;
 	size_t i;
 
 	/* The field selector asked for Running ones; an API that ignores it
@@ -249,22 +249,20 @@ static void pod_add(struct round *rd, const json_t *obj)
 		return;
 	/* Its workload: its Job's gang, else itself. */
 	if ((job && strmap_get(&rd->wl_by_uid, job, &i) && rd->wls[i].w.kind == USAGE_JOBS) ||
-	    strmap_get(&rd->wl_by_uid, uid, &i)) {
-		struct wl *w = &rd->wls[i];
-
+	    strmap_get(&rd->wl_by_uid, uid, &i))
 		x->wl = i;
+	else if (!since)
+		return; /* not a GPU pod of a tenant, nothing of gpugate's on it */
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	k = arena_strdup(&rd->a, key);
+	if (!k || strmap_put(&rd->pod_by_key, k, rd->np, NULL) < 0)
+		return;
+	if (x->wl != SIZE_MAX) {
+		struct wl *w = &rd->wls[x->wl];
+
 		x->next = w->head;
 		w->head = rd->np;
 		w->n++;
-	} else if (!since) {
-		return; /* not a GPU pod of a tenant, nothing of gpugate's on it */
-	}
-	snprintf(key, sizeof(key), "%s/%s", ns, name);
-	{
-		char *k = arena_strdup(&rd->a, key);
-
-		if (!k || strmap_put(&rd->pod_by_key, k, rd->np, NULL) < 0)
-			return;
 	}
 	rd->np++;
 }
