@@ -773,7 +773,7 @@ static void round_once(struct idle_controller *c)
 	arena_init(&rd.a);
 	strmap_init(&rd.wl_by_uid);
 	strmap_init(&rd.pod_by_key);
-	if (!rd.p)
+	if (!rd.p || (c->cfg.synced && !c->cfg.synced(c->cfg.synced_ctx)))
 		goto out;
 	rd.now_ms = c->cfg.now_ms ? c->cfg.now_ms() : wall_ms();
 	rd.window_s = policy_idle_window_s(rd.p);
