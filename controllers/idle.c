@@ -855,12 +855,20 @@ static unsigned turn(void *arg)
 	return c->cfg.interval_ms;
 }
 
-/* Another replica leads: its rounds meter, not ours. */
+/* Another replica leads: its rounds meter and judge, not ours; what this
+ * one found while it led is taken back once (no stale gauge, no stale
+ * busy share in its GET /pool). */
 static void sit_out(void *arg)
 {
 	struct idle_controller *c = arg;
 
+	if (!c->last_ms)
+		return;
 	c->last_ms = 0;
+	metrics_idle_gpus(c->cfg.metrics, NULL, 0);
+	if (c->cfg.board)
+		idle_board_publish(c->cfg.board, NULL, 0, NULL, 0,
+				   c->cfg.now_ms ? c->cfg.now_ms() : wall_ms());
 }
 
 int idle_start(const struct idle_config *cfg, struct idle_controller **out,
