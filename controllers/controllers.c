@@ -8,6 +8,7 @@
 #include "controllers/gang-probe.h"
 #include "controllers/gang-start.h"
 #include "controllers/health.h"
+#include "controllers/idle.h"
 #include "controllers/quota-sync.h"
 #include "controllers/reclaimer.h"
 #include "controllers/waiter.h"
@@ -227,6 +228,31 @@ static void gang_start_row_stop(void *c)
 	gang_start_stop(c);
 }
 
+/* Idle GPUs: on every API-mode replica (leader-only); without
+ * --prometheus-url its rounds only publish an empty board (nothing is idle
+ * without data) and say once that the policy's idle rules do nothing. */
+static int idle_row_start(const struct controller_deps *deps, void **out, struct diag *d)
+{
+	struct idle_controller *c = NULL;
+	struct idle_config cfg = {
+		.kube = deps->kube, .prom = deps->prom, .policy = deps->policy,
+		.usage = deps->usage, .board = deps->idle_board, .metrics = deps->metrics,
+		.identity = deps->identity,
+		.interval_ms = deps->idle_interval_ms ? deps->idle_interval_ms : deps->round_ms,
+		.leading = deps->leading, .leading_ctx = deps->ctx,
+		.synced = deps->synced, .synced_ctx = deps->ctx,
+	};
+	int rc = idle_start(&cfg, &c, d);
+
+	*out = c;
+	return rc;
+}
+
+static void idle_row_stop(void *c)
+{
+	idle_stop(c);
+}
+
 const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	{"waiter",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
@@ -262,9 +288,13 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
 		 CONTROLLER_NEEDS_METRICS | CONTROLLER_NEEDS_NAMESPACE,
 	 true, NULL, gang_start_row_start, gang_start_row_stop},
+	{"idle",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_USAGE |
+		 CONTROLLER_NEEDS_METRICS | CONTROLLER_NEEDS_IDENTITY | CONTROLLER_NEEDS_SYNCED,
+	 true, NULL, idle_row_start, idle_row_stop},
 };
 
-_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 9,
+_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 10,
 	       "CONTROLLERS_COUNT rows, no empty one");
 
 /* ---- the walk's helpers ------------------------------------------------ */

@@ -30,6 +30,10 @@
  *               (controllers/gang-groups.h)
  *   gang-start  route gates of gang start: the gates of a gang's pods come
  *               off together (controllers/gang-start.h)
+ *   idle        idle GPUs: utilization from Prometheus, the GPUIdle
+ *               warning, the wants of the reclaimer, the busy meter
+ *               (controllers/idle.h); always in API mode, judging only
+ *               with --prometheus-url
  *
  * All but gang-probe write API objects, so they are leader-only; the
  * probe writes nothing (its dry runs store nothing) and every replica's
@@ -116,7 +120,7 @@ struct controller {
 };
 
 /* The rows, in start order. */
-#define CONTROLLERS_COUNT 9
+#define CONTROLLERS_COUNT 10
 extern const struct controller controllers_table[CONTROLLERS_COUNT];
 
 /* The needs of c that deps lacks (0: none): which of its pointers are

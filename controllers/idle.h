@@ -33,7 +33,9 @@
 #ifndef GPUGATE_IDLE_H
 #define GPUGATE_IDLE_H
 
+#include <jansson.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct diag;
@@ -55,6 +57,11 @@ struct idle_config {
 	unsigned interval_ms;            /* between rounds; 0: 60000 */
 	bool (*leading)(void *ctx);      /* NULL: always */
 	void *leading_ctx;
+	/* The usage store was listed from the API (NULL: always): before,
+	 * a round does nothing, or it would take the annotation off pods
+	 * whose workloads it does not know yet. */
+	bool (*synced)(void *ctx);
+	void *synced_ctx;
 	int64_t (*now_ms)(void);         /* wall clock, ms; NULL: the real one */
 };
 
@@ -62,6 +69,21 @@ struct idle_controller;
 
 int idle_start(const struct idle_config *cfg, struct idle_controller **out,
 	       struct diag *d);
+/* ---- the pure parts (unit-tested) ------------------------------------- */
+
+struct policy_idle;
+
+/* since_ms as the annotation says it: "2026-12-05T14:00:00Z" (RFC 3339,
+ * UTC, seconds), into buf (size >= 21). */
+void idle_since_text(int64_t since_ms, char *buf, size_t size);
+/* The message of the Event GPUIdle on a pod (job false) or a Job: "its
+ * GPUs were below 5% for 30m (highest 2.1%) since <time>: use them, or
+ * release them (...)", and under action reclaim what gpugate does. */
+void idle_event_text(char *buf, size_t size, const struct policy_idle *rule, double peak,
+		     int64_t since_ms, bool job);
+/* The merge patch of the annotation: since, or NULL to take it off. */
+json_t *idle_since_patch(const char *since);
+
 /* Stops the thread (within a second) and frees c.  NULL is a no-op. */
 void idle_stop(struct idle_controller *c);
 

@@ -40,4 +40,21 @@ void metrics_health_render(struct strbuf *sb, const struct policy *p,
 			   struct inventory *inv, int64_t now_ms, bool on,
 			   const uint64_t steps[]);
 
+/* The idle GPUs' series (metrics/idle.c): made with the metrics, freed
+ * with them, written by a scrape once metrics_idle_on() was called. */
+struct metrics_idle;
+struct metrics_idle *metrics_idle_new(void);
+void metrics_idle_free(struct metrics_idle *g);
+void metrics_idle_render(struct metrics_idle *g, struct strbuf *sb);
+/* What metrics.h's metrics_idle_on(), metrics_prometheus(),
+ * metrics_idle_gpus() and metrics_gpu_busy() do, on g. */
+struct metrics_idle_row;
+void metrics_idle_set_on(struct metrics_idle *g, bool prom, const char *const *reasons,
+			 size_t n);
+void metrics_idle_set_up(struct metrics_idle *g, bool up, const char *reason);
+void metrics_idle_put_gpus(struct metrics_idle *g, const struct metrics_idle_row *rows,
+			   size_t n);
+void metrics_idle_add_busy(struct metrics_idle *g, const struct metrics_idle_row *rows,
+			   size_t n);
+
 #endif

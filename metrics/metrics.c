@@ -63,6 +63,7 @@ struct metrics {
 	/* The route auto picks, + 1 (0: never pushed). */
 	atomic_int gang_route;
 	struct metrics_gangs *gangs; /* gang start's (metrics/gangs.c) */
+	struct metrics_idle *idle;   /* idle GPUs' (metrics/idle.c) */
 	/* The health controller's steps (metrics/health.c renders). */
 	atomic_bool health_on;
 	atomic_uint_fast64_t health_steps[METRICS__HEALTH_STEPS];
@@ -83,7 +84,8 @@ struct metrics *metrics_new(void)
 		pthread_mutex_init(&m->denials_mu, NULL);
 		pthread_mutex_init(&m->reclaims_mu, NULL);
 		m->gangs = metrics_gangs_new();
-		if (!m->gangs) {
+		m->idle = metrics_idle_new();
+		if (!m->gangs || !m->idle) {
 			metrics_free(m);
 			return NULL;
 		}
@@ -98,8 +100,33 @@ void metrics_free(struct metrics *m)
 	pthread_mutex_destroy(&m->denials_mu);
 	pthread_mutex_destroy(&m->reclaims_mu);
 	metrics_gangs_free(m->gangs);
+	metrics_idle_free(m->idle);
 	free(m->denials);
 	free(m);
+}
+
+void metrics_idle_on(struct metrics *m, bool prom, const char *const *reasons, size_t n)
+{
+	if (m)
+		metrics_idle_set_on(m->idle, prom, reasons, n);
+}
+
+void metrics_prometheus(struct metrics *m, bool up, const char *reason)
+{
+	if (m)
+		metrics_idle_set_up(m->idle, up, reason);
+}
+
+void metrics_idle_gpus(struct metrics *m, const struct metrics_idle_row *rows, size_t n)
+{
+	if (m)
+		metrics_idle_put_gpus(m->idle, rows, n);
+}
+
+void metrics_gpu_busy(struct metrics *m, const struct metrics_idle_row *rows, size_t n)
+{
+	if (m)
+		metrics_idle_add_busy(m->idle, rows, n);
 }
 
 void metrics_denial(struct metrics *m, const char *tenant, const char *flavor,
@@ -632,6 +659,7 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 		    (unsigned long long)load(&m->cert_reloads[1]),
 		    (unsigned long long)load(&m->cert_reloads[0]));
 	render_gang_route(&sb, m);
+	metrics_idle_render(m->idle, &sb);
 	if (st) {
 		render_state(&sb, m, st);
 		if (st->workers)

@@ -119,6 +119,28 @@ enum metrics_health_step {
 void metrics_health_on(struct metrics *m);
 void metrics_health_step(struct metrics *m, enum metrics_health_step step);
 
+/*
+ * Idle GPUs (SPEC section 10; controllers/idle.h), pushed by the idle
+ * controller once a round (metrics/idle.c), written once
+ * metrics_idle_on() was called (an idle controller runs):
+ * gpugate_prometheus_up (only when prom: --prometheus-url is given, and
+ * once a round pushed it),
+ * gpugate_prometheus_errors_total{reason} (reasons[0..n) shown from 0),
+ * gpugate_idle_gpus{tenant,flavor} (replaced whole by each push) and
+ * gpugate_gpu_busy_seconds_total{tenant,flavor} (each push adds).
+ * gpugate_gpu_seconds_total, the units x seconds held, is the meter's
+ * (usage/meter.h).  Any thread; m NULL: nothing.
+ */
+struct metrics_idle_row {
+	const char *tenant, *flavor;
+	double value;
+};
+void metrics_idle_on(struct metrics *m, bool prom, const char *const *reasons, size_t n);
+/* A round read Prometheus (up), or could not, for reason (counted). */
+void metrics_prometheus(struct metrics *m, bool up, const char *reason);
+void metrics_idle_gpus(struct metrics *m, const struct metrics_idle_row *rows, size_t n);
+void metrics_gpu_busy(struct metrics *m, const struct metrics_idle_row *rows, size_t n);
+
 struct inventory;
 struct meter;
 struct procstat;

@@ -181,3 +181,21 @@ void idle_describe(char *buf, size_t size, const struct policy_idle *rule, doubl
 	snprintf(buf, size, "below %s for %s (highest %.1f%%)", rule->below_text,
 		 rule->for_text, peak * 100.0);
 }
+
+void idle_share_add(struct idle_share *s, int64_t units, const struct idle_util *u)
+{
+	double h;
+
+	if (!u || units <= 0 || isnan(u->hour))
+		return;
+	h = u->hour < 0 ? 0 : u->hour > 1 ? 1 : u->hour;
+	s->busy += (double)units * h;
+	s->units += units;
+}
+
+double idle_share_of(const struct idle_share *s)
+{
+	if (s->units <= 0)
+		return -1;
+	return s->busy / (double)s->units;
+}

@@ -133,6 +133,19 @@ struct idle_util {
 };
 #define IDLE_SHARE_WINDOW_S 3600
 
+/*
+ * A tenant's busy share of what it holds now, summed pod by pod: each
+ * pod's units weighted by its mean over the last hour (u NULL: no data,
+ * left out of both sums).  idle_share_of(): busy units / units with data,
+ * 0..1 (a mean outside 0..1 is clamped), or -1 when no unit had data.
+ */
+struct idle_share {
+	double busy;    /* units x mean */
+	int64_t units;  /* units with data */
+};
+void idle_share_add(struct idle_share *s, int64_t units, const struct idle_util *u);
+double idle_share_of(const struct idle_share *s);
+
 /* "below 5% for 30m (highest 2.1%)", into buf: the words of the Events. */
 void idle_describe(char *buf, size_t size, const struct policy_idle *rule,
 		   double peak);

@@ -1,9 +1,12 @@
 #include "report/pool-report.h"
 
+#include "base/arena.h"
 #include "base/strbuf.h"
+#include "base/strmap.h"
 #include "base/text.h"
 #include "policy/capacity.h"
 #include "policy/health.h"
+#include "policy/idle.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "policy/quota.h"
@@ -344,8 +347,148 @@ json_t *pool_report(const struct policy *p, struct inventory *inv,
 	return pool_report_at(p, inv, u, (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
 }
 
+/* ---- idle GPUs ----------------------------------------------------------- */
+
+struct idle_row {
+	const char *ns, *name, *tenant, *flavor; /* into the scan's arena */
+	int64_t units, since;
+};
+
+struct idle_scan {
+	const struct policy *p;
+	struct arena a;
+	struct idle_row *rows;
+	size_t n, cap;
+	struct idle_share *share;      /* per tenant index; NULL: no utils */
+	const struct idle_util *utils;
+	struct strmap by_key;          /* "ns/pod" -> index into utils */
+	bool oom;
+};
+
+static void idle_scan_pod(void *ctx, const struct inventory_running *r)
+{
+	struct idle_scan *sc = ctx;
+	const struct policy_tenant *t = policy_tenant_find(sc->p, r->tenant);
+	struct idle_row *x;
+
+	if (!t)
+		return;
+	if (sc->share) {
+		char key[600];
+		size_t i;
+
+		snprintf(key, sizeof(key), "%s/%s", r->namespace, r->name);
+		idle_share_add(&sc->share[t->index], r->per_pod,
+			       strmap_get(&sc->by_key, key, &i) ? &sc->utils[i] : NULL);
+	}
+	if (r->idle_since <= 0)
+		return;
+	if (sc->n == sc->cap) {
+		size_t cap = sc->cap ? sc->cap * 2 : 16;
+		struct idle_row *v = realloc(sc->rows, cap * sizeof(*v));
+
+		if (!v) {
+			sc->oom = true;
+			return;
+		}
+		sc->rows = v;
+		sc->cap = cap;
+	}
+	x = &sc->rows[sc->n];
+	*x = (struct idle_row){arena_strdup(&sc->a, r->namespace), arena_strdup(&sc->a, r->name),
+			       t->name, arena_strdup(&sc->a, r->flavor), r->per_pod,
+			       r->idle_since};
+	if (!x->ns || !x->name || !x->flavor)
+		sc->oom = true;
+	else
+		sc->n++;
+}
+
+static int idle_row_cmp(const void *a, const void *b)
+{
+	const struct idle_row *x = a, *y = b;
+	int c = strcmp(x->ns, y->ns);
+
+	return c ? c : strcmp(x->name, y->name);
+}
+
+/* "idle" and each tenant's "busyShare" onto report r. */
+static void idle_json(json_t *r, const struct policy *p, struct inventory *inv,
+		      int64_t now_ms, const struct idle_util *utils, size_t nu, bool *oom)
+{
+	struct idle_scan sc = {.p = p, .utils = utils};
+	json_t *list = json_array(), *t;
+	size_t i;
+
+	arena_init(&sc.a);
+	strmap_init(&sc.by_key);
+	if (!list)
+		goto fail;
+	if (utils) {
+		sc.share = calloc(policy_tenant_count(p) + 1, sizeof(*sc.share));
+		if (!sc.share)
+			goto fail;
+		for (i = 0; i < nu; i++) {
+			char key[600], *k;
+
+			snprintf(key, sizeof(key), "%s/%s", utils[i].namespace, utils[i].pod);
+			k = arena_strdup(&sc.a, key);
+			if (!k || strmap_put(&sc.by_key, k, i, NULL) < 0)
+				goto fail;
+		}
+	}
+	if (inv && inventory_synced(inv))
+		inventory_running_each(inv, idle_scan_pod, &sc);
+	if (sc.oom)
+		goto fail;
+	if (sc.n)
+		qsort(sc.rows, sc.n, sizeof(*sc.rows), idle_row_cmp);
+	for (i = 0; i < sc.n; i++) {
+		const struct idle_row *x = &sc.rows[i];
+		json_t *o = json_object();
+		char at[32];
+
+		if (!o || json_array_append_new(list, o) < 0)
+			goto fail;
+		rfc3339(x->since * 1000, at, sizeof(at));
+		add(o, "namespace", json_string(x->ns), oom);
+		add(o, "pod", json_string(x->name), oom);
+		add(o, "tenant", json_string(x->tenant), oom);
+		add(o, "flavor", json_string(x->flavor), oom);
+		add(o, "units", json_integer(x->units), oom);
+		add(o, "since", json_string(at), oom);
+		add(o, "idleSeconds",
+		    json_integer(now_ms / 1000 > x->since ? now_ms / 1000 - x->since : 0), oom);
+	}
+	json_array_foreach(json_object_get(r, "tenants"), i, t) {
+		const struct policy_tenant *x = policy_tenant_find(
+			p, json_string_value(json_object_get(t, "name")));
+		double share = sc.share && x ? idle_share_of(&sc.share[x->index]) : -1;
+
+		add(t, "busyShare", share < 0 ? json_null() : json_real(share), oom);
+	}
+	add(r, "idle", list, oom);
+	list = NULL;
+	goto out;
+fail:
+	*oom = true;
+	json_decref(list);
+out:
+	free(sc.rows);
+	free(sc.share);
+	strmap_release(&sc.by_key);
+	arena_release(&sc.a);
+}
+
 json_t *pool_report_at(const struct policy *p, struct inventory *inv,
 		       struct usage_store *u, int64_t now_ms)
+{
+	return pool_report_idle(p, inv, u, now_ms, NULL, 0);
+}
+
+json_t *pool_report_idle(const struct policy *p, struct inventory *inv,
+			 struct usage_store *u, int64_t now_ms,
+			 const struct idle_util *utils, size_t nu)
 {
 	struct build b = {.flavors = json_array(), .p = p, .now_ms = now_ms};
 	json_t *r = json_object(), *f;
@@ -373,6 +516,8 @@ json_t *pool_report_at(const struct policy *p, struct inventory *inv,
 	add(r, "flavors", b.flavors, &b.oom);
 	add(r, "tenants", tenants_json(p, &caps, u, &b.oom), &b.oom);
 	free(caps.s);
+	if (!b.oom)
+		idle_json(r, p, synced ? inv : NULL, now_ms, utils, nu, &b.oom);
 	if (b.oom) {
 		json_decref(r);
 		return NULL;
@@ -475,6 +620,47 @@ static void out_for_health(const json_t *flavors, struct strbuf *out)
 		}
 }
 
+/* The pods gpugate found idle, and each tenant's busy share when known. */
+static void idle_text(const json_t *report, struct strbuf *out)
+{
+	const json_t *x, *t;
+	size_t i;
+	bool head = false;
+
+	json_array_foreach(json_object_get(report, "idle"), i, x) {
+		char who[300], dur[32];
+
+		if (!head) {
+			strbuf_addf(out, "\nIDLE (gpugate.io/idle-since on the pod)\n"
+					 "%-40s %-16s %-16s %5s  %-20s  %s\n",
+				    "NAMESPACE/POD", "TENANT", "FLAVOR", "UNITS", "IDLE SINCE",
+				    "FOR");
+			head = true;
+		}
+		snprintf(who, sizeof(who), "%s/%s", text(x, "namespace"), text(x, "pod"));
+		text_duration(num(x, "idleSeconds"), dur, sizeof(dur));
+		strbuf_addf(out, "%-40s %-16s %-16s %5lld  %-20s  %s\n", who, text(x, "tenant"),
+			    text(x, "flavor"), num(x, "units"), text(x, "since"), dur);
+	}
+	head = false;
+	json_array_foreach(json_object_get(report, "tenants"), i, t)
+		if (json_is_number(json_object_get(t, "busyShare")))
+			head = true;
+	if (!head)
+		return; /* no data at all (gpugate pool: no Prometheus read) */
+	strbuf_addf(out, "\nBUSY (last hour, of the GPUs each tenant holds now)\n%-20s %6s\n",
+		    "TENANT", "BUSY");
+	json_array_foreach(json_object_get(report, "tenants"), i, t) {
+		const json_t *b = json_object_get(t, "busyShare");
+
+		if (json_is_number(b))
+			strbuf_addf(out, "%-20s %5.1f%%\n", text(t, "name"),
+				    json_number_value(b) * 100.0);
+		else
+			strbuf_addf(out, "%-20s %6s\n", text(t, "name"), "n/a");
+	}
+}
+
 int pool_report_text(const json_t *report, struct strbuf *out)
 {
 	const json_t *flavors = json_object_get(report, "flavors");
@@ -524,5 +710,6 @@ int pool_report_text(const json_t *report, struct strbuf *out)
 			strbuf_addf(out, "%-20s %-20s %6lld %8lld %9lld %6lld\n",
 				    text(t, "name"), text(q, "flavor"), num(q, "used"),
 				    num(q, "nominal"), num(q, "borrowed"), num(q, "lent"));
+	idle_text(report, out);
 	return strbuf_failed(out) ? -1 : 0;
 }

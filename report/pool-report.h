@@ -15,6 +15,7 @@
 #define GPUGATE_POOL_REPORT_H
 
 #include <jansson.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct inventory;
@@ -32,6 +33,20 @@ json_t *pool_report(const struct policy *p, struct inventory *inv,
  * validating, "waitsFor" (health_return's words). */
 json_t *pool_report_at(const struct policy *p, struct inventory *inv,
 		       struct usage_store *u, int64_t now_ms);
+
+/*
+ * The same with idle GPUs (SPEC section 10): "idle", the Running pods that
+ * carry gpugate.io/idle-since as the inventory saw them (namespace, pod,
+ * tenant, flavor, units, since, idleSeconds), and per tenant "busyShare",
+ * its busy share of what it holds now (policy/idle.h idle_share_of) from
+ * utils[0..nu), each pod's mean over the last hour (the idle board's,
+ * GET /pool): null when no unit it holds has data, and for every tenant
+ * when utils is NULL (`gpugate pool` reads no Prometheus).
+ */
+struct idle_util;
+json_t *pool_report_idle(const struct policy *p, struct inventory *inv,
+			 struct usage_store *u, int64_t now_ms,
+			 const struct idle_util *utils, size_t nu);
 
 /* The report's "tenants" alone (what GPUQuota objects say,
  * report/quotas.h): NULL when out of memory.  inv NULL or not synced: no

@@ -41,6 +41,9 @@ struct pod {
 	bool waiting;
 	struct inventory_waiting wait;
 	struct arena wait_arena;
+	/* Running, of a tenant: its facts, strings in wait_arena too. */
+	bool running;
+	struct inventory_running run;
 };
 
 struct inventory {
@@ -372,6 +375,23 @@ static int copy_waiting(struct pod *p, const struct inventory_waiting *w)
 		       : -1;
 }
 
+static int copy_running(struct pod *p, const struct inventory_running *r)
+{
+	struct arena *a = &p->wait_arena;
+
+	p->run = *r;
+	p->run.uid = arena_strdup(a, r->uid ? r->uid : "");
+	p->run.namespace = arena_strdup(a, r->namespace ? r->namespace : "");
+	p->run.name = arena_strdup(a, r->name ? r->name : "");
+	p->run.tenant = arena_strdup(a, r->tenant ? r->tenant : "");
+	p->run.flavor = arena_strdup(a, r->flavor ? r->flavor : "");
+	p->running = true;
+	return p->run.uid && p->run.namespace && p->run.name && p->run.tenant &&
+			       p->run.flavor
+		       ? 0
+		       : -1;
+}
+
 static struct pod *pod_new(const char *uid, const char *node,
 			   const struct inventory_ask *asks, size_t n)
 {
@@ -406,7 +426,8 @@ int inventory_pod_put(struct inventory *inv, const struct inventory_placement *p
 	size_t i;
 	int rc = 0;
 
-	if (p && pl->waiting && copy_waiting(p, pl->waiting) < 0) {
+	if (p && ((pl->waiting && copy_waiting(p, pl->waiting) < 0) ||
+		  (pl->running && copy_running(p, pl->running) < 0))) {
 		pod_free(p);
 		p = NULL;
 	}
@@ -449,6 +470,17 @@ void inventory_pod_delete(struct inventory *inv, const char *uid)
 	pthread_mutex_lock(&inv->mu);
 	if (strmap_get(&inv->pod_by_uid, uid, &i))
 		pod_remove(inv, i);
+	pthread_mutex_unlock(&inv->mu);
+}
+
+void inventory_running_each(struct inventory *inv,
+			    void (*fn)(void *ctx, const struct inventory_running *r),
+			    void *ctx)
+{
+	pthread_mutex_lock(&inv->mu);
+	for (size_t i = 0; i < inv->n_pods; i++)
+		if (inv->pods[i]->running)
+			fn(ctx, &inv->pods[i]->run);
 	pthread_mutex_unlock(&inv->mu);
 }
 

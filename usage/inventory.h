@@ -60,6 +60,18 @@ struct inventory_waiting {
 	bool gang_gated;
 };
 
+/*
+ * A Running pod bound to a node and holding a tenant's units (the charge
+ * rule), as the pool report's idle GPUs read it (SPEC section 10): who
+ * holds what, and gpugate's annotation gpugate.io/idle-since on it.
+ */
+struct inventory_running {
+	const char *uid, *namespace, *name;
+	const char *tenant, *flavor;
+	int64_t per_pod;
+	int64_t idle_since;    /* the annotation, Unix seconds; 0: none */
+};
+
 /* A pod as the inventory needs it (webhook/node-facts.c reads it). */
 struct inventory_placement {
 	const char *uid;
@@ -67,6 +79,7 @@ struct inventory_placement {
 	const struct inventory_ask *asks;
 	size_t n_asks;
 	const struct inventory_waiting *waiting; /* NULL unless it waits */
+	const struct inventory_running *running; /* NULL unless it runs */
 };
 
 struct inventory;
@@ -105,6 +118,13 @@ struct arena;
 size_t inventory_waiting_list(struct inventory *inv, int64_t before,
 			      struct inventory_waiting *out, size_t max,
 			      struct arena *a);
+
+/* Calls fn once per Running pod of a tenant (struct inventory_running),
+ * under the inventory's lock: fn must not call back into inv and must
+ * copy what it keeps. */
+void inventory_running_each(struct inventory *inv,
+			    void (*fn)(void *ctx, const struct inventory_running *r),
+			    void *ctx);
 
 /*
  * Whether pods pods of per_pod units of flavor f (of policy p) fit

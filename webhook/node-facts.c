@@ -6,6 +6,7 @@
 #include "policy/charge.h"
 #include "policy/decide.h"
 #include "policy/health.h"
+#include "policy/idle.h"
 #include "policy/k8s.h"
 #include "policy/kinds.h"
 #include "policy/policy.h"
@@ -235,6 +236,38 @@ static void waiting_of(const struct policy *p, const json_t *obj,
 		out->waiting = w;
 }
 
+/* A bound pod that runs: whose units (the charge rule), and gpugate's
+ * idle annotation on it (the pool report's idle GPUs). */
+static void running_of(const struct policy *p, const json_t *obj,
+		       const struct workload *wl, const char *phase, struct arena *a,
+		       struct inventory_placement *out)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	struct inventory_running *r;
+	struct charge ch;
+
+	if (!p || !phase || strcmp(phase, "Running") != 0)
+		return;
+	charge_decide(p, wl, &ch);
+	if (!ch.tenant || !ch.flavor || ch.per_pod <= 0)
+		return;
+	r = arena_calloc(a, 1, sizeof(*r));
+	if (!r)
+		return;
+	*r = (struct inventory_running){
+		.uid = out->uid,
+		.namespace = str(meta, "namespace"),
+		.name = str(meta, "name"),
+		.tenant = arena_strdup(a, ch.tenant->name),
+		.flavor = arena_strdup(a, ch.flavor->name),
+		.per_pod = ch.per_pod,
+		.idle_since = text_unix_time(str(json_object_get(meta, "annotations"),
+						 IDLE_SINCE_ANNOTATION)),
+	};
+	if (r->tenant && r->flavor)
+		out->running = r;
+}
+
 int pod_placement(const struct policy *p, const json_t *obj, struct arena *a,
 		  struct inventory_placement *out)
 {
@@ -280,6 +313,7 @@ int pod_placement(const struct policy *p, const json_t *obj, struct arena *a,
 	asks_of(wl.pod.init_containers, wl.pod.n_init_containers, &wl.pod, asks, &n);
 	out->asks = asks;
 	out->n_asks = n;
+	running_of(p, obj, &wl, phase, a, out);
 	return 0;
 }
 

@@ -23,6 +23,8 @@ Test(controllers, the_rows_in_start_order_and_what_they_need)
 		{"gang-probe", "kube policy metrics namespace gang-served", false},
 		{"gang-groups", "kube policy identity gang-served", true},
 		{"gang-start", "kube policy inventory metrics namespace", true},
+		/* Writes annotations and Events: the leader's. */
+		{"idle", "kube policy usage metrics identity synced", true},
 	};
 
 	for (size_t i = 0; i < CONTROLLERS_COUNT; i++) {
@@ -135,4 +137,6 @@ Test(controllers, the_switches_of_gpugate_serve)
 						"PodGroups or gang classes)");
 	cr_expect_null(controllers_table[8].on, "gang-start: always (idle while no gang "
 						"pod is gated)");
+	cr_expect_null(controllers_table[9].on, "idle: always (without --prometheus-url "
+						"nothing is idle)");
 }

@@ -74,7 +74,7 @@ static void pool(size_t nodes, bool cordoned, const int64_t *bound, size_t n_bou
 	for (size_t i = 0; i < n_bound; i++) {
 		char uid[16], node[16];
 		struct inventory_ask ask = {"nvidia.com/gpu", bound[i]};
-		struct inventory_placement pl = {uid, node, &ask, 1, NULL};
+		struct inventory_placement pl = {uid, node, &ask, 1, NULL, NULL};
 
 		snprintf(uid, sizeof(uid), "bound-%zu", i);
 		snprintf(node, sizeof(node), "node-%zu", i);
@@ -243,7 +243,7 @@ Test(waiter, a_gang_in_one_domain_names_the_best)
 	for (int i = 0; i < 6; i += 3) {
 		char uid[16], node[16];
 		struct inventory_ask ask = {"nvidia.com/gpu", 8};
-		struct inventory_placement pl = {uid, node, &ask, 1, NULL};
+		struct inventory_placement pl = {uid, node, &ask, 1, NULL, NULL};
 
 		snprintf(uid, sizeof(uid), "blocker-%d", i);
 		snprintf(node, sizeof(node), "node-%d", i);

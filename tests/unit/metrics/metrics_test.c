@@ -343,7 +343,7 @@ Test(metrics, effective_capacity_from_the_inventory)
 	struct pool_node n = {.name = "n1", .resources = &r, .n_resources = 1,
 			      .conditions = &ready, .n_conditions = 1, .ready = true};
 	struct inventory_ask ask = {"nvidia.com/gpu", 2};
-	struct inventory_placement pl = {"p1", "n1", &ask, 1, NULL};
+	struct inventory_placement pl = {"p1", "n1", &ask, 1, NULL, NULL};
 	struct policy *p = NULL;
 	struct diag d;
 	char *text;

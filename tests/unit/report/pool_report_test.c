@@ -5,6 +5,7 @@
  * and what it lends; as JSON and as the two tables of the terminal.
  */
 #include "base/strbuf.h"
+#include "policy/idle.h"
 #include "policy/policy.h"
 #include "policy/pool.h"
 #include "report/pool-report.h"
@@ -106,7 +107,7 @@ static void put_node(const char *name, const char *product, const char *res,
 static void put_pod(const char *uid, const char *node, const char *res, int64_t units)
 {
 	struct inventory_ask ask = {res, units};
-	struct inventory_placement pl = {uid, node, &ask, 1, NULL};
+	struct inventory_placement pl = {uid, node, &ask, 1, NULL, NULL};
 
 	cr_assert_eq(inventory_pod_put(I, &pl), 0);
 }
@@ -356,9 +357,16 @@ Test(pool_report, tenants_say_what_each_uses_borrows_and_lends)
 		}
 	}
 	cr_expect_eq(k, 5);
-	/* The tenants alone are the report's. */
+	/* The tenants alone are the report's, but for the busy share of idle
+	 * GPUs (SPEC 10), which only the report has (null: no data here). */
 	alone = pool_report_tenants(P, NULL, U);
 	cr_assert_not_null(alone);
+	for (size_t t = 0; t < json_array_size(tenants); t++) {
+		json_t *x = json_array_get(tenants, t);
+
+		cr_expect(json_is_null(json_object_get(x, "busyShare")));
+		json_object_del(x, "busyShare");
+	}
 	cr_expect(json_equal(alone, tenants));
 	json_decref(alone);
 	json_decref(r);
@@ -615,6 +623,99 @@ Test(pool_report, no_node_out_no_health_table)
 	r = pool_report(P, I, U);
 	text = text_of(r);
 	cr_expect_null(strstr(text, "OUT FOR HEALTH"));
+	free(text);
+	json_decref(r);
+}
+
+/* ---- idle GPUs ---------------------------------------------------------------- */
+
+/* A Running pod of tenant on node, of per_pod units of flavor, with
+ * gpugate's idle annotation since `since` (Unix s; 0: none). */
+static void put_running(const char *uid, const char *ns, const char *name,
+			const char *tenant, const char *flavor, const char *node,
+			int64_t per_pod, int64_t since)
+{
+	struct inventory_ask ask = {"nvidia.com/gpu", per_pod};
+	struct inventory_running run = {uid, ns, name, tenant, flavor, per_pod, since};
+	struct inventory_placement pl = {uid, node, &ask, 1, NULL, &run};
+
+	cr_assert_eq(inventory_pod_put(I, &pl), 0);
+}
+
+static void idle_cluster(void)
+{
+	cluster();
+	inventory_relist_begin(I, INVENTORY_PODS);
+	/* 2026-12-05T14:00:00Z, and 13:30. */
+	put_running("r1", "research", "train-1", "research", "h100", "gpu-a", 4, 1796479200);
+	put_running("r0", "research", "notebook", "research", "h100", "gpu-a", 2, 1796477400);
+	put_running("r2", "research", "busy", "research", "h100", "gpu-b", 2, 0);
+	put_running("v1", "vision", "eval", "vision", "h100", "gpu-b", 2, 0);
+	put_running("x1", "other", "stray", "nobody", "h100", "gpu-b", 1, 1796479200);
+	inventory_relist_end(I, INVENTORY_PODS);
+}
+
+Test(pool_report, idle_pods_from_the_annotation_and_each_tenant_s_busy_share)
+{
+	/* research: notebook 0 %, train-1 no data, busy 90 %: (0 + 1.8) / 4;
+	 * vision: no data at all; the rest hold nothing. */
+	struct idle_util utils[] = {{"research", "notebook", 0.0},
+				    {"research", "busy", 0.9},
+				    {"vision", "nothing-here", 0.5}};
+	json_t *r, *idle, *t;
+	char *text;
+
+	idle_cluster();
+	r = pool_report_idle(P, I, U, 1796481000000LL /* 14:30 */, utils, 3);
+	cr_assert_not_null(r);
+	idle = json_object_get(r, "idle");
+	cr_assert_eq(json_array_size(idle), 2, "the stray pod's tenant is none of the policy's");
+	cr_expect_str_eq(str(json_array_get(idle, 0), "pod"), "notebook");
+	cr_expect_str_eq(str(json_array_get(idle, 0), "since"), "2026-12-05T13:30:00Z");
+	cr_expect_eq(num(json_array_get(idle, 0), "idleSeconds"), 3600);
+	cr_expect_eq(num(json_array_get(idle, 0), "units"), 2);
+	cr_expect_str_eq(str(json_array_get(idle, 1), "pod"), "train-1");
+	cr_expect_str_eq(str(json_array_get(idle, 1), "tenant"), "research");
+	cr_expect_str_eq(str(json_array_get(idle, 1), "flavor"), "h100");
+	t = json_array_get(json_object_get(r, "tenants"), 0);
+	cr_expect_str_eq(str(t, "name"), "research");
+	cr_expect_float_eq(json_real_value(json_object_get(t, "busyShare")), 0.45, 1e-9);
+	t = json_array_get(json_object_get(r, "tenants"), 1);
+	cr_expect(json_is_null(json_object_get(t, "busyShare")), "vision: no data");
+	text = text_of(r);
+	cr_expect(strstr(text, "\nIDLE (gpugate.io/idle-since on the pod)\n"
+			       "NAMESPACE/POD                            TENANT           "
+			       "FLAVOR           UNITS  IDLE SINCE            FOR\n"
+			       "research/notebook                        research         "
+			       "h100                 2  2026-12-05T13:30:00Z  1h\n"
+			       "research/train-1                         research         "
+			       "h100                 4  2026-12-05T14:00:00Z  30m\n"),
+		  "%s", text);
+	cr_expect(strstr(text, "\nBUSY (last hour, of the GPUs each tenant holds now)\n"
+			       "TENANT                 BUSY\n"
+			       "research              45.0%\n"
+			       "vision                  n/a\n"
+			       "prod                    n/a\n"
+			       "solo                    n/a\n"),
+		  "%s", text);
+	free(text);
+	json_decref(r);
+}
+
+Test(pool_report, without_the_idle_board_the_share_is_null_and_not_shown)
+{
+	json_t *r, *t;
+	size_t i;
+	char *text;
+
+	idle_cluster();
+	r = pool_report(P, I, U);
+	json_array_foreach(json_object_get(r, "tenants"), i, t)
+		cr_expect(json_is_null(json_object_get(t, "busyShare")));
+	cr_expect_eq(json_array_size(json_object_get(r, "idle")), 2);
+	text = text_of(r);
+	cr_expect(strstr(text, "\nIDLE "));
+	cr_expect_null(strstr(text, "\nBUSY "));
 	free(text);
 	json_decref(r);
 }

@@ -77,7 +77,7 @@ static void put_cpu_node(const char *name)
 static void put_pod(const char *uid, const char *node, int64_t gpus)
 {
 	struct inventory_ask ask = {"nvidia.com/gpu", gpus};
-	struct inventory_placement pl = {uid, node, &ask, 1, NULL};
+	struct inventory_placement pl = {uid, node, &ask, 1, NULL, NULL};
 
 	cr_assert_eq(inventory_pod_put(I, &pl), 0);
 }
@@ -133,7 +133,7 @@ Test(inventory, pods_allocate_on_their_node_before_and_after_it_is_known)
 	cr_assert_eq(f.free, 9);
 	cr_assert_str_eq(f.largest_free_node, "b");
 	cr_assert_eq(inventory_pod_put(I, &(struct inventory_placement){"p1", NULL,
-									    NULL, 0, NULL}),
+									    NULL, 0, NULL, NULL}),
 		     0);
 	inventory_pod_delete(I, "p2");
 	inventory_fit(I, P, H100, 8, 2, NULL, &f);
