@@ -13,6 +13,7 @@ the fakes recorded, never by sleeping a fixed time.
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 from pathlib import Path
 
@@ -285,3 +286,61 @@ def test_without_prometheus_url_nothing_is_idle(kube, fresh_server, idle_policy)
         log = srv.stderr_path.read_text()
         assert log.count("has no --prometheus-url") == 1
         assert not events(kube, "notebook")
+
+
+def test_gpugate_pool_reads_the_busy_share_from_prometheus(kube, idle_policy, prom,
+                                                           gpugate_bin):
+    """gpugate pool --prometheus-url: each tenant's busy share over the last
+    hour, PROF first and UTIL for the pods PROF has no series for, as GET
+    /pool of gpugate serve shows it; a Prometheus that cannot be read ends
+    the command (asked for, the share is never left out silently)."""
+    kube.put("pods",
+             running(api_pod("a", "research", 2)),
+             running(api_pod("b", "research", 2)),
+             running(api_pod("c", "research", 4)),
+             running(api_pod("serving", "product-inference", 1)))
+    prom.pod("research", "a", hour=0.5)
+    prom.pod("research", "b", metric=fakeprom.UTIL, hour=0.25)  # no PROF series
+    prom.pod("product-inference", "serving", hour=1.0)
+    prom.pod("research", "gone", hour=0.9)                        # not a pod any more
+    args = ("--policy", str(idle_policy), "--kubeconfig", str(kube.kubeconfig))
+
+    r = subprocess.run([str(gpugate_bin), "pool", *args, "-o", "json", "--prometheus-url",
+                        prom.url], capture_output=True, text=True, timeout=60 * SLOW)
+    assert r.returncode == 0, r
+    assert r.stderr == "", r.stderr
+    shares = {t["name"]: t["busyShare"] for t in json.loads(r.stdout)["tenants"]}
+    # research: (2 x 0.5 + 2 x 0.25) of the 4 units with data (c has none).
+    assert shares["research"] == pytest.approx(1.5 / 4)
+    assert shares["product"] == pytest.approx(1.0)
+    assert shares["sandbox"] is None
+    hours = [q for q in prom.queries if q.kind == "hour"]
+    assert [q.metric for q in hours] == [fakeprom.PROF, fakeprom.UTIL], hours
+    assert hours[0].text == ('avg by (namespace, pod) (avg_over_time('
+                             'DCGM_FI_PROF_GR_ENGINE_ACTIVE{pod!=""}[3600s]))')
+    # The text shows it too.
+    r = subprocess.run([str(gpugate_bin), "pool", *args, "--prometheus-url", prom.url],
+                       capture_output=True, text=True, timeout=60 * SLOW)
+    assert r.returncode == 0, r
+    assert "BUSY" in r.stdout and "37.5" in r.stdout, r.stdout
+    # Without the flag: no share, and no query.
+    n = len(prom.queries)
+    r = subprocess.run([str(gpugate_bin), "pool", *args, "-o", "json"],
+                       capture_output=True, text=True, timeout=60 * SLOW)
+    assert r.returncode == 0, r
+    assert all(t["busyShare"] is None for t in json.loads(r.stdout)["tenants"])
+    assert len(prom.queries) == n
+    # Prometheus down: the command says so and fails.
+    prom.fail(503, b'{"status":"error","errorType":"unavailable","error":"no"}')
+    r = subprocess.run([str(gpugate_bin), "pool", *args, "--prometheus-url", prom.url],
+                       capture_output=True, text=True, timeout=60 * SLOW)
+    assert r.returncode == 1, r
+    assert r.stdout == ""
+    assert r.stderr.startswith("gpugate pool: prometheus: "), r.stderr
+    assert "503" in r.stderr, r.stderr
+    # A token file without the URL is a usage error.
+    r = subprocess.run([str(gpugate_bin), "pool", *args, "--prometheus-ca", str(idle_policy)],
+                       capture_output=True, text=True, timeout=60 * SLOW)
+    assert r.returncode == 2, r
+    assert "--prometheus-bearer-token-file and --prometheus-ca need --prometheus-url" in \
+        r.stderr, r.stderr
