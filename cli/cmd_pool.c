@@ -13,6 +13,8 @@
 #include "kube/config.h"
 #include "policy/policy.h"
 #include "webhook/holder.h"
+#include "kube/prom.h"
+#include "report/busy.h"
 #include "report/pool-report.h"
 #include "report/quotas.h"
 #include "report/snapshot.h"
@@ -21,11 +23,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 void cmd_pool_usage(FILE *out)
 {
 	fputs("usage: gpugate pool --policy FILE --kubeconfig FILE [-o text|json]\n"
 	      "                    [--timeout SECONDS] [-n NS]\n"
+	      "                    [--prometheus-url URL [--prometheus-bearer-token-file FILE]\n"
+	      "                     [--prometheus-ca FILE]]\n"
 	      "\n"
 	      "Lists the cluster's Nodes, Pods, Jobs and ResourceClaims once and shows\n"
 	      "the pool as gpugate serve sees it under the policy: per flavor its\n"
@@ -40,6 +45,12 @@ void cmd_pool_usage(FILE *out)
 	      "                     Jobs or ResourceClaims cluster-wide (a tenant's\n"
 	      "                     edit or view): show the GPUQuota objects of NS\n"
 	      "                     instead, what the tenant uses of its quota\n"
+	      "  --prometheus-url URL the cluster's Prometheus, where NVIDIA's DCGM\n"
+	      "                     exporter's series are: each tenant's busy share of\n"
+	      "                     the GPUs it holds, over the last hour (as GET /pool\n"
+	      "                     of gpugate serve --prometheus-url shows it)\n"
+	      "  --prometheus-bearer-token-file FILE, --prometheus-ca FILE\n"
+	      "                     its bearer token and CA, as for gpugate serve\n"
 	      "\n"
 	      "A 403 to those lists ends the command at once, saying which\n"
 	      "permission is missing.\n"
@@ -58,6 +69,9 @@ const struct args_opt cmd_pool_opts[] = {
 	{"output", 'o', 'o', ARGS_CHOICE, outputs},
 	{"timeout", 0, 't', ARGS_WORD, NULL},
 	{"namespace", 'n', 'n', ARGS_WORD, NULL},
+	{"prometheus-url", 0, 'P', ARGS_WORD, NULL},
+	{"prometheus-bearer-token-file", 0, 'B', ARGS_FILE, NULL},
+	{"prometheus-ca", 0, 'C', ARGS_FILE, NULL},
 	{"help", 'h', 'h', ARGS_NONE, NULL},
 	{NULL, 0, 0, ARGS_NONE, NULL},
 };
@@ -113,10 +127,42 @@ out:
 	return rc;
 }
 
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* --prometheus-url: each pod's hour (report/busy.h).  A Prometheus that
+ * cannot be read ends the command: asked for, the share is not left out
+ * silently.  0, or -1 said. */
+static int read_busy(const struct prom_config *pc, struct idle_util **utils, size_t *nu)
+{
+	struct prom *pr;
+	struct diag d;
+	int rc;
+
+	diag_init(&d);
+	if (!(pr = prom_new(pc, &d))) {
+		fprintf(stderr, "gpugate pool: %s", diag_text(&d));
+		return -1;
+	}
+	rc = busy_read(pr, 0, utils, nu, &d);
+	if (rc < 0)
+		fprintf(stderr, "gpugate pool: %s", diag_text(&d));
+	prom_free(pr);
+	return rc;
+}
+
 int cmd_pool(const struct args_call *call, int argc, char **argv)
 {
 	const char *policy_path = NULL, *kubeconfig = NULL, *output = "text";
 	const char *ns = NULL;
+	struct prom_config pc = {0};
+	struct idle_util *utils = NULL;
+	size_t nu = 0;
 	unsigned timeout_s = 60;
 	struct kube_config kube = {0};
 	struct policy *p = NULL;
@@ -138,6 +184,9 @@ int cmd_pool(const struct args_call *call, int argc, char **argv)
 			output = optarg;
 			break;
 		case 'n': ns = optarg; break;
+		case 'P': pc.url = optarg; break;
+		case 'B': pc.bearer_token_file = optarg; break;
+		case 'C': pc.ca_file = optarg; break;
 		case 't':
 			if (cluster_opts_timeout(optarg, &timeout_s) < 0)
 				return args_usage_error(args.cmd, CLUSTER_OPTS_TIMEOUT_ERROR);
@@ -154,6 +203,9 @@ int cmd_pool(const struct args_call *call, int argc, char **argv)
 					"--policy and --kubeconfig are required");
 	if (ns && !ns[0])
 		return args_usage_error(args.cmd, "--namespace wants a name");
+	if (!pc.url && (pc.bearer_token_file || pc.ca_file))
+		return args_usage_error(args.cmd, "--prometheus-bearer-token-file and "
+						  "--prometheus-ca need --prometheus-url");
 	/* The feed's progress is not the command's output; its warnings (a
 	 * list that keeps failing) are. */
 	log_set_level(LOG_WARN);
@@ -187,7 +239,9 @@ int cmd_pool(const struct args_call *call, int argc, char **argv)
 			goto out;
 		}
 	}
-	report = pool_report(p, snap.inventory, snap.usage);
+	if (pc.url && read_busy(&pc, &utils, &nu) < 0)
+		goto out;
+	report = pool_report_idle(p, snap.inventory, snap.usage, wall_ms(), utils, nu);
 	if (!report) {
 		fputs("gpugate pool: out of memory\n", stderr);
 		goto out;
@@ -215,6 +269,7 @@ int cmd_pool(const struct args_call *call, int argc, char **argv)
 	}
 	rc = 0;
 out:
+	busy_free(utils, nu);
 	json_decref(report);
 	snapshot_release(&snap);
 	kube_config_release(&kube);

@@ -240,6 +240,7 @@ static int idle_row_start(const struct controller_deps *deps, void **out, struct
 		.identity = deps->identity,
 		.interval_ms = deps->idle_interval_ms ? deps->idle_interval_ms : deps->round_ms,
 		.leading = deps->leading, .leading_ctx = deps->ctx,
+		.synced = deps->synced, .synced_ctx = deps->ctx,
 	};
 	int rc = idle_start(&cfg, &c, d);
 
@@ -289,7 +290,7 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	 true, NULL, gang_start_row_start, gang_start_row_stop},
 	{"idle",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_USAGE |
-		 CONTROLLER_NEEDS_METRICS | CONTROLLER_NEEDS_IDENTITY,
+		 CONTROLLER_NEEDS_METRICS | CONTROLLER_NEEDS_IDENTITY | CONTROLLER_NEEDS_SYNCED,
 	 true, NULL, idle_row_start, idle_row_stop},
 };
 

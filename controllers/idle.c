@@ -222,7 +222,7 @@ static void pod_add(struct round *rd, const json_t *obj)
 	const char *since = str(json_object_get(meta, "annotations"), IDLE_SINCE_ANNOTATION);
 	const char *phase = str(status, "phase"), *cls;
 	struct pod *x;
-	char key[600];
+	char key[600], *k;
 	size_t i;
 
 	/* The field selector asked for Running ones; an API that ignores it
@@ -249,22 +249,20 @@ static void pod_add(struct round *rd, const json_t *obj)
 		return;
 	/* Its workload: its Job's gang, else itself. */
 	if ((job && strmap_get(&rd->wl_by_uid, job, &i) && rd->wls[i].w.kind == USAGE_JOBS) ||
-	    strmap_get(&rd->wl_by_uid, uid, &i)) {
-		struct wl *w = &rd->wls[i];
-
+	    strmap_get(&rd->wl_by_uid, uid, &i))
 		x->wl = i;
+	else if (!since)
+		return; /* not a GPU pod of a tenant, nothing of gpugate's on it */
+	snprintf(key, sizeof(key), "%s/%s", ns, name);
+	k = arena_strdup(&rd->a, key);
+	if (!k || strmap_put(&rd->pod_by_key, k, rd->np, NULL) < 0)
+		return;
+	if (x->wl != SIZE_MAX) {
+		struct wl *w = &rd->wls[x->wl];
+
 		x->next = w->head;
 		w->head = rd->np;
 		w->n++;
-	} else if (!since) {
-		return; /* not a GPU pod of a tenant, nothing of gpugate's on it */
-	}
-	snprintf(key, sizeof(key), "%s/%s", ns, name);
-	{
-		char *k = arena_strdup(&rd->a, key);
-
-		if (!k || strmap_put(&rd->pod_by_key, k, rd->np, NULL) < 0)
-			return;
 	}
 	rd->np++;
 }
@@ -775,7 +773,7 @@ static void round_once(struct idle_controller *c)
 	arena_init(&rd.a);
 	strmap_init(&rd.wl_by_uid);
 	strmap_init(&rd.pod_by_key);
-	if (!rd.p)
+	if (!rd.p || (c->cfg.synced && !c->cfg.synced(c->cfg.synced_ctx)))
 		goto out;
 	rd.now_ms = c->cfg.now_ms ? c->cfg.now_ms() : wall_ms();
 	rd.window_s = policy_idle_window_s(rd.p);
@@ -857,12 +855,20 @@ static unsigned turn(void *arg)
 	return c->cfg.interval_ms;
 }
 
-/* Another replica leads: its rounds meter, not ours. */
+/* Another replica leads: its rounds meter and judge, not ours; what this
+ * one found while it led is taken back once (no stale gauge, no stale
+ * busy share in its GET /pool). */
 static void sit_out(void *arg)
 {
 	struct idle_controller *c = arg;
 
+	if (!c->last_ms)
+		return;
 	c->last_ms = 0;
+	metrics_idle_gpus(c->cfg.metrics, NULL, 0);
+	if (c->cfg.board)
+		idle_board_publish(c->cfg.board, NULL, 0, NULL, 0,
+				   c->cfg.now_ms ? c->cfg.now_ms() : wall_ms());
 }
 
 int idle_start(const struct idle_config *cfg, struct idle_controller **out,

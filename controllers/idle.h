@@ -57,6 +57,11 @@ struct idle_config {
 	unsigned interval_ms;            /* between rounds; 0: 60000 */
 	bool (*leading)(void *ctx);      /* NULL: always */
 	void *leading_ctx;
+	/* The usage store was listed from the API (NULL: always): before,
+	 * a round does nothing, or it would take the annotation off pods
+	 * whose workloads it does not know yet. */
+	bool (*synced)(void *ctx);
+	void *synced_ctx;
 	int64_t (*now_ms)(void);         /* wall clock, ms; NULL: the real one */
 };
 

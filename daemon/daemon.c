@@ -20,6 +20,7 @@
 #include "kube/feed.h"
 #include "kube/lease.h"
 #include "kube/shared-io.h"
+#include "policy/idle.h"
 #include "policy/policy.h"
 #include "usage/shared-backend.h"
 #include "usage/usage.h"
@@ -463,8 +464,26 @@ static void route_pool(void *ctx, const struct http_request *req,
 	struct daemon *dm = ctx;
 	struct holder_ref *ref;
 	const struct policy *p = holder_acquire(dm->holder, &ref);
-	json_t *r = p ? pool_report(p, dm->inventory, dm->usage) : NULL;
-	char *text = r ? json_dumps(r, JSON_COMPACT) : NULL;
+	struct idle_util *utils = NULL;
+	size_t nu = 0;
+	struct timespec ts;
+	json_t *r = NULL;
+	char *text;
+
+	/* Idle GPUs: each pod's last hour, as the idle controller's latest
+	 * round read it (none, or no board: every busyShare null). */
+	if (dm->idle_board && idle_board_utils(dm->idle_board, &utils, &nu) < 0) {
+		utils = NULL;
+		nu = 0;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (p)
+		r = pool_report_idle(p, dm->inventory, dm->usage,
+				     (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000,
+				     utils, nu);
+	if (utils)
+		idle_board_utils_free(utils, nu);
+	text = r ? json_dumps(r, JSON_COMPACT) : NULL;
 	char *body = text ? strdup(text) : NULL; /* the server free()s it */
 
 	(void)req;

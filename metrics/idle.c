@@ -4,7 +4,8 @@
  *
  *   gpugate_prometheus_up                       gauge: the last round read
  *       the cluster's Prometheus (1) or could not (0); only when
- *       --prometheus-url is given
+ *       --prometheus-url is given, once a round ran (a replica that never
+ *       led has no answer)
  *   gpugate_prometheus_errors_total{reason}     counter: rounds that could
  *       not read it, by why (kube/prom.h prom_error_name())
  *   gpugate_idle_gpus{tenant,flavor}            gauge: units of the idle
@@ -45,7 +46,7 @@ struct reason {
 
 struct metrics_idle {
 	pthread_mutex_t mu;
-	bool on, prom, up;
+	bool on, prom, up, known; /* known: a round said up or down */
 	struct reason reasons[IDLE_REASONS];
 	size_t n_reasons;
 	struct row *idle;    /* IDLE_ROWS */
@@ -131,6 +132,7 @@ void metrics_idle_set_up(struct metrics_idle *g, bool up, const char *reason)
 
 	pthread_mutex_lock(&g->mu);
 	g->up = up;
+	g->known = true;
 	if (!up && (r = reason_of(g, reason)))
 		r->count++;
 	pthread_mutex_unlock(&g->mu);
@@ -168,7 +170,7 @@ void metrics_idle_render(struct metrics_idle *g, struct strbuf *sb)
 	pthread_mutex_lock(&g->mu);
 	if (!g->on)
 		goto out;
-	if (g->prom)
+	if (g->prom && g->known)
 		strbuf_addf(sb, "# HELP gpugate_prometheus_up 1 when the idle controller's "
 				"last round read the cluster's Prometheus, 0 when it could "
 				"not (then nothing is idle).\n"

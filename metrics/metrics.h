@@ -123,7 +123,8 @@ void metrics_health_step(struct metrics *m, enum metrics_health_step step);
  * Idle GPUs (SPEC section 10; controllers/idle.h), pushed by the idle
  * controller once a round (metrics/idle.c), written once
  * metrics_idle_on() was called (an idle controller runs):
- * gpugate_prometheus_up (only when prom: --prometheus-url is given),
+ * gpugate_prometheus_up (only when prom: --prometheus-url is given, and
+ * once a round pushed it),
  * gpugate_prometheus_errors_total{reason} (reasons[0..n) shown from 0),
  * gpugate_idle_gpus{tenant,flavor} (replaced whole by each push) and
  * gpugate_gpu_busy_seconds_total{tenant,flavor} (each push adds).

@@ -265,16 +265,16 @@ static void judge(struct ctx *c)
  * UPDATE of a Job: the GPU request of its pod template (class, count,
  * flavor, per-pod units) is what its gang was judged for; a change would
  * give its pods what nobody judged.  (Suspended, a Job's template is
- * mutable; it still cannot change what its pods ask for.)
+ * mutable; it still cannot change what its pods ask for.)  The labels are
+ * held through jobs/status too (decide_status()): a status writer may
+ * rewrite them.
  */
-static void check_template_unchanged(struct ctx *c)
+static void check_job_labels_unchanged(struct ctx *c)
 {
 	const struct workload *now = c->wl, *old = c->in->old;
 	const struct policy_settings *s = policy_settings(c->p);
-	struct charge was;
 	const char *keys[2] = {s->class_label, s->gpus_label};
 
-	charge_decide(c->p, old, &was);
 	for (size_t i = 0; i < 2; i++) {
 		const char *a = decide_label(old, keys[i]);
 		const char *b = decide_label(now, keys[i]);
@@ -288,6 +288,18 @@ static void check_template_unchanged(struct ctx *c)
 			return;
 		}
 	}
+}
+
+/* ...and its per-pod units and flavor, beside those labels. */
+static void check_template_unchanged(struct ctx *c)
+{
+	const struct workload *old = c->in->old;
+	struct charge was;
+
+	check_job_labels_unchanged(c);
+	if (c->out->violation)
+		return;
+	charge_decide(c->p, old, &was);
 	if (was.flavor != c->charge.flavor || was.per_pod != c->charge.per_pod)
 		decide_violate(c, RULES_JOB_TEMPLATE_CHANGED,
 			"the pod template's GPU request cannot be changed by an update "
@@ -317,6 +329,46 @@ static void check_controller_uid_unchanged(struct ctx *c)
 			a);
 }
 
+/*
+ * UPDATE of a Pod, or of its status (a status writer may rewrite labels):
+ * its class and GPU-count labels are what it was admitted and charged
+ * for, and what it is judged by while it runs (the idle rule of a pod is
+ * its class's, policy/idle.c).  A pod relabelled to another class would
+ * run under that class's rules on GPUs it got under this one's; a pod
+ * given a class would come under rules nobody admitted it for.  Changed,
+ * removed or added, like a Job's (check_template_unchanged()).
+ */
+static void check_request_labels_unchanged(struct ctx *c)
+{
+	const struct workload *now = c->wl, *old = c->in->old;
+	const struct policy_settings *s = policy_settings(c->p);
+	const char *keys[2] = {s->class_label, s->gpus_label};
+
+	for (size_t i = 0; i < 2; i++) {
+		const char *a = wl_get(old->labels, old->n_labels, keys[i]);
+		const char *b = wl_get(now->labels, now->n_labels, keys[i]);
+
+		if (!a && !b)
+			continue;
+		if (a && b && strcmp(a, b) == 0)
+			continue;
+		if (a)
+			decide_violate(c, RULES_POD_REQUEST_CHANGED,
+				"label %s of a pod cannot be changed or removed by an "
+				"update (it is \"%.63s\"): the pod was admitted and "
+				"charged for it, and is judged by it while it runs; "
+				"create a new pod instead",
+				keys[i], a);
+		else
+			decide_violate(c, RULES_POD_REQUEST_CHANGED,
+				"label %s cannot be added to a pod by an update: the "
+				"pod was admitted and charged without it; create a new "
+				"pod instead",
+				keys[i]);
+		return;
+	}
+}
+
 /* UPDATE at /validate (see decide.h). */
 static void decide_update(struct ctx *c)
 {
@@ -329,6 +381,8 @@ static void decide_update(struct ctx *c)
 	check_stamps_unchanged(c);
 	if (!out->violation && wl->kind == WL_POD)
 		check_controller_uid_unchanged(c);
+	if (!out->violation && wl->kind == WL_POD)
+		check_request_labels_unchanged(c);
 	if (!out->violation)
 		decide_gang_guard(c);
 	/* Where a pod may run can change after its creation: tolerations may
@@ -444,6 +498,10 @@ void decide_status(const struct decide_input *in, struct decision *out)
 	check_stamps_unchanged(&c);
 	if (!out->violation && in->wl->kind == WL_POD)
 		check_controller_uid_unchanged(&c);
+	if (!out->violation && in->wl->kind == WL_POD)
+		check_request_labels_unchanged(&c);
+	else if (!out->violation && in->wl->kind == WL_JOB)
+		check_job_labels_unchanged(&c);
 }
 
 void decide_ephemeral(const struct decide_input *in, struct decision *out)

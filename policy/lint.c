@@ -61,28 +61,42 @@ static unsigned lint_borrowing(const struct policy *p, const struct srcpos *pos,
  * The webhook registrations send a pod for its labels only when a key is
  * under gpugate.io/ or in the chart's webhook.extraLabelKeys: a class or
  * GPU-count label renamed elsewhere must be listed there, or a pod with
- * only that label is never judged (docs/operations.md, "What the webhooks
- * are sent").
+ * only that label is never judged.  And they send a pod's UPDATE only
+ * when it changes one of the labels they name (the stamps, the default
+ * class and GPU-count labels, webhook.extraLabelKeys): a key renamed even
+ * under gpugate.io/ must be listed there, or a running pod's class could
+ * be relabelled unseen (docs/operations.md, "What the webhooks are sent").
  */
 static unsigned lint_label_keys(const struct policy *p, const struct srcpos *pos,
 				struct diag *w)
 {
 	const struct policy_settings *s = policy_settings(p);
-	const char *const keys[2][2] = {{"classLabel", s->class_label},
-					{"gpusLabel", s->gpus_label}};
+	const char *const keys[2][3] = {
+		{"classLabel", s->class_label, POLICY_DEFAULT_CLASS_LABEL},
+		{"gpusLabel", s->gpus_label, POLICY_DEFAULT_GPUS_LABEL}};
 	unsigned n = 0;
 
 	for (size_t i = 0; i < 2; i++) {
-		if (strncmp(keys[i][1], "gpugate.io/", 11) == 0)
+		unsigned line = srcpos_line(pos, "settings.%s", keys[i][0]);
+
+		if (strcmp(keys[i][1], keys[i][2]) == 0)
 			continue;
-		diag_addf(w,
-			  "%s:%u: warning: settings: %s \"%s\" is outside gpugate.io/: "
-			  "the webhooks are sent a pod for this label only when it is "
-			  "listed in their matchConditions (Helm: "
-			  "webhook.extraLabelKeys=[%s])",
-			  policy_source(p),
-			  srcpos_line(pos, "settings.%s", keys[i][0]), keys[i][0],
-			  keys[i][1], keys[i][1]);
+		if (strncmp(keys[i][1], "gpugate.io/", 11) != 0)
+			diag_addf(w,
+				  "%s:%u: warning: settings: %s \"%s\" is outside "
+				  "gpugate.io/: the webhooks are sent a pod for this "
+				  "label only when it is listed in their matchConditions "
+				  "(Helm: webhook.extraLabelKeys=[%s])",
+				  policy_source(p), line, keys[i][0], keys[i][1],
+				  keys[i][1]);
+		else
+			diag_addf(w,
+				  "%s:%u: warning: settings: %s \"%s\" is not %s: the "
+				  "webhooks are sent a pod's update that changes this "
+				  "label only when it is listed in their matchConditions "
+				  "(Helm: webhook.extraLabelKeys=[%s])",
+				  policy_source(p), line, keys[i][0], keys[i][1],
+				  keys[i][2], keys[i][1]);
 		n++;
 	}
 	return n;

@@ -20,8 +20,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_CLASS_LABEL "gpugate.io/class"
-#define DEFAULT_GPUS_LABEL "gpugate.io/gpus"
 #define DEFAULT_GRACE_SECONDS 300
 #define DEFAULT_CHECKPOINT_TIMEOUT_SECONDS 300
 #define DEFAULT_MOUNT_PATH "/checkpoint"
@@ -433,9 +431,9 @@ static void build_settings(struct builder *b)
 	struct policy_settings *out = &b->p->settings;
 
 	out->class_label = dup(b, s && s->classLabel ? s->classLabel
-						    : DEFAULT_CLASS_LABEL);
+						    : POLICY_DEFAULT_CLASS_LABEL);
 	out->gpus_label = dup(b, s && s->gpusLabel ? s->gpusLabel
-						  : DEFAULT_GPUS_LABEL);
+						  : POLICY_DEFAULT_GPUS_LABEL);
 	out->raw_gpu_requests = s ? (enum policy_raw_requests)s->rawGpuRequests
 				  : POLICY_RAW_REJECT;
 	out->mode = s ? (enum policy_mode)s->mode : POLICY_MODE_ENFORCE;

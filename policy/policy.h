@@ -193,6 +193,11 @@ enum policy_gang_start {
 };
 #define POLICY_GANG_TIMEOUT_DEFAULT 300
 
+/* settings.classLabel and gpusLabel when the policy names none; the
+ * webhook registrations name these (manifests/webhooks.yaml). */
+#define POLICY_DEFAULT_CLASS_LABEL "gpugate.io/class"
+#define POLICY_DEFAULT_GPUS_LABEL "gpugate.io/gpus"
+
 struct policy_settings {
 	const char *class_label;
 	const char *gpus_label;

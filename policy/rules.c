@@ -92,6 +92,10 @@ static const struct rules_row table[RULES__COUNT] = {
 			"a gang starts all at once: its gate, its minCount and "
 			"its route are gpugate's, and its pods do not name a node",
 			USERS, "gang-start-all-or-nothing"},
+	[RULES_POD_REQUEST_CHANGED] = {"pod-request-changed",
+				       "an update leaves a pod's class and GPU count "
+				       "labels as they are",
+				       USERS, "denials"},
 };
 
 const struct rules_row *rules_row(enum rules_id r)

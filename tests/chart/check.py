@@ -188,6 +188,12 @@ def _values():
             continue
         gpu_work = [c for c in w["matchConditions"] if c["name"] == "gpu-work"]
         assert gpu_work and "k in ['example.com/class']" in gpu_work[0]["expression"], w
+    # ...and an update that changes it is sent, like one of the stamps.
+    v = [w for w in webhooks(docs2) if w["name"] == "validate.gpugate.io"][0]
+    stamps = v["matchConditions"][0]
+    assert stamps["name"] == "create-stamp-change-job-update-or-pod-placement", v
+    assert ("'gpugate.io/class', 'gpugate.io/gpus'] + ['example.com/class']).exists(k,"
+            in stamps["expression"]), stamps
     docs = render(*base, "--set", "webhook.templates=false", "--set", "webhook.release=false")
     assert [w["name"] for w in webhooks(docs)] == ["mutate.gpugate.io", "validate.gpugate.io",
                                                    "policy.gpugate.io"]

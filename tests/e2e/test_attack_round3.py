@@ -12,10 +12,12 @@ what gpugate counts, never more than the policy allows.
      annotation naming GPUs;
   8. the stamps of a Job removed through jobs/status;
  10. a raw request on a resource two flavors share, selecting one flavor's
-     nodes by another label, charged to the other.
+     nodes by another label, charged to the other;
+ #31. a running bare Pod's class label relabelled (the idle rule of a pod
+     is its class's), removed, or added to a pod admitted without one.
 
 (The numbers are the issue's.)  The admin plays what only a controller may
-do: the status writes of item 8.
+do: the status writes of items 8 and #31.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import json
 import pytest
 
 from gpugate_e2e import GPU_TOLERATION, RAW_H100, TENANT, Kubectl, container, job, pod
+from test_fleet import wait_phase
 from test_integrity import created, gpugate_denial, gpus, invariant
 
 H100 = "h100-80gb"
@@ -225,3 +228,45 @@ def test_a_raw_request_must_select_one_flavor_of_a_shared_resource(stack, clean,
     created(t.create(pod("h100", "rawgpu", containers=[gpus(8)], nodeSelector=RAW_H100)),
             "h100")
     assert invariant(stack, "rawgpu").total == 8
+
+
+# ---------------------------------------------------------------------------
+# #31. the class of a running pod
+
+
+def test_a_running_pods_class_and_gpus_labels_cannot_change(stack, kubectl, mallory, fleet):
+    """What a pod was admitted and charged for, and is judged by while it
+    runs (idle GPUs: the idle rule of its class): `kubectl label --overwrite`
+    was not even sent to gpugate, as only the stamps were guarded."""
+    created(mallory.create(pod("nb", "mallory", "gpu", 2)), "nb")
+    wait_phase(kubectl, "mallory", "nb", "Running")
+    changed = ("of a pod cannot be changed or removed by an update (it is \"{}\"): the "
+               "pod was admitted and charged for it, and is judged by it while it runs; "
+               "create a new pod instead")
+    for args, label, was in ((["gpugate.io/class=gpu8", "--overwrite"], "class", "gpu"),
+                             (["gpugate.io/class-"], "class", "gpu"),
+                             (["gpugate.io/gpus=1", "--overwrite"], "gpus", "2")):
+        r = mallory("label", "pod", "nb", "-n", "mallory", *args)
+        assert gpugate_denial(r) == f"gpugate: label gpugate.io/{label} " + \
+            changed.format(was), r
+    # Through pods/status (edit may not write it: the admin plays a status
+    # writer, as in item 8).
+    r = kubectl("patch", "pod", "nb", "-n", "mallory", "--subresource=status",
+                "--type=merge", "-p", json.dumps({"metadata": {"labels": {
+                    "gpugate.io/class": "gpu8"}}}))
+    assert gpugate_denial(r) == "gpugate: label gpugate.io/class " + changed.format("gpu"), r
+    labels = kubectl.get("pod", "nb", "mallory")["metadata"]["labels"]
+    assert (labels["gpugate.io/class"], labels["gpugate.io/gpus"]) == ("gpu", "2"), labels
+    # Any other label is the tenant's.
+    r = mallory("label", "pod", "nb", "-n", "mallory", "team=vision")
+    assert (r.rc, r.err) == (0, ""), r
+    # Added to a pod admitted without one: the label alone makes a plain
+    # pod gpugate's business, so the update is sent, and refused.
+    created(mallory.create(pod("plain", "mallory")), "plain")
+    r = mallory("label", "pod", "plain", "-n", "mallory", "gpugate.io/class=gpu")
+    assert gpugate_denial(r) == (
+        "gpugate: label gpugate.io/class cannot be added to a pod by an update: the pod "
+        "was admitted and charged without it; create a new pod instead"), r
+    assert "gpugate.io/class" not in (
+        kubectl.get("pod", "plain", "mallory")["metadata"].get("labels") or {})
+    assert invariant(stack, "mallory").total == 2

@@ -337,6 +337,8 @@ UPDATES = {
         {"key": "node.kubernetes.io/unschedulable", "operator": "Exists"}]}, False),
     "add-label": ({"metadata": {"labels": {"app": "x"}}}, False),
     "add-stamp": ({"metadata": {"labels": {"gpugate.io/tenant": "research"}}}, True),
+    # A class cannot be given to a running pod (#31).
+    "add-class": ({"metadata": {"labels": {CLASS: "train-small"}}}, True),
 }
 
 

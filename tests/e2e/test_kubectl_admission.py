@@ -410,10 +410,14 @@ def test_relabel_and_annotate_are_allowed(kubectl, stamped_pod):
     assert (r.rc, r.out, r.err) == (0, "pod/stamped annotated\n", ""), r
     r = kubectl("label", "pod", stamped_pod, "-n", "research", "team-")
     assert (r.rc, r.out, r.err) == (0, "pod/stamped unlabeled\n", ""), r
-    # the class label is the user's own, not a stamp
-    r = kubectl("label", "pod", stamped_pod, "-n", "research", "--overwrite",
-                "gpugate.io/class=train-large")
-    assert (r.rc, r.out, r.err) == (0, "pod/stamped labeled\n", ""), r
+    # (The class label is the user's own, not a stamp, but it is what the
+    # pod was admitted and charged for: since #31 it cannot change either,
+    # STAMP_CHANGES below.)
+
+
+POD_REQUEST_CHANGED = ("of a pod cannot be changed or removed by an update (it is "
+                       "\"{}\"): the pod was admitted and charged for it, and is judged "
+                       "by it while it runs; create a new pod instead")
 
 
 STAMP_CHANGES = {
@@ -431,6 +435,14 @@ STAMP_CHANGES = {
                          'changed or removed (it is "true")'),
     "add-gang": (["gpugate.io/gang=g-1234"],
                  "label gpugate.io/gang is set by gpugate and cannot be added by an update"),
+    # Not stamps, but what the pod was admitted and charged for (#31).
+    "change-class": (["--overwrite", "gpugate.io/class=train-large"],
+                     "label gpugate.io/class " + POD_REQUEST_CHANGED.format("train-small")),
+    "remove-class": (["gpugate.io/class-"],
+                     "label gpugate.io/class " + POD_REQUEST_CHANGED.format("train-small")),
+    "add-gpus": (["gpugate.io/gpus=2"],
+                 "label gpugate.io/gpus cannot be added to a pod by an update: the pod was "
+                 "admitted and charged without it; create a new pod instead"),
 }
 
 
@@ -443,6 +455,7 @@ def test_stamp_changes_are_denied(kubectl, stamped_pod, case):
     labels = kubectl.get("pod", stamped_pod, "research")["metadata"]["labels"]
     assert labels[TENANT] == "research" and labels[FLAVOR] == "h100-80gb"
     assert labels[PREEMPTIBLE] == "true" and GANG not in labels
+    assert labels[CLASS] == "train-small" and GPUS not in labels
 
 
 def test_stamp_cannot_be_added_to_a_plain_pod(kubectl, clean, files):

@@ -889,6 +889,44 @@ def test_status_subresource_update_is_not_a_creation(client):
     assert a.allowed and a.patch is None
 
 
+def test_a_pods_class_and_gpus_labels_cannot_change(client):
+    """The class and GPU count a pod was admitted and charged for, and is
+    judged by while it runs (idle GPUs), stay: changed, removed or added by
+    an update of the pod or of its status, it is refused at /validate."""
+    admitted = client.admit("mutate", pod(cls="train-small", gpus="2")).patched()
+    changed = "of a pod cannot be changed or removed by an update (it is \"{}\"): the " \
+              "pod was admitted and charged for it, and is judged by it while it runs; " \
+              "create a new pod instead"
+    cases = [({CLASS: "train-large"}, f"gpugate: label {CLASS} " + changed.format("train-small")),
+             ({CLASS: None}, f"gpugate: label {CLASS} " + changed.format("train-small")),
+             ({GPUS: "1"}, f"gpugate: label {GPUS} " + changed.format("2"))]
+    for sub in (None, "status"):
+        for change, msg in cases:
+            obj = copy.deepcopy(admitted)
+            for k, v in change.items():
+                if v is None:
+                    del obj["metadata"]["labels"][k]
+                else:
+                    obj["metadata"]["labels"][k] = v
+            a = client.admit("validate", obj, operation="UPDATE", old=admitted,
+                             sub_resource=sub, dry_run=True)
+            denied(a, msg)
+        # Added to a pod admitted without one.
+        plain = client.admit("mutate", pod(cls="train-small")).patched()
+        obj = copy.deepcopy(plain)
+        obj["metadata"]["labels"][GPUS] = "4"
+        denied(client.admit("validate", obj, operation="UPDATE", old=plain,
+                            sub_resource=sub, dry_run=True),
+               f"gpugate: label {GPUS} cannot be added to a pod by an update: the pod was "
+               "admitted and charged without it; create a new pod instead")
+        # Any other label is the user's.
+        obj = copy.deepcopy(admitted)
+        obj["metadata"]["labels"]["team"] = "vision"
+        a = client.admit("validate", obj, operation="UPDATE", old=admitted,
+                         sub_resource=sub, dry_run=True)
+        assert a.allowed and a.patch is None, a
+
+
 def debugged(admitted: dict, **ephemeral) -> dict:
     """The Pod `kubectl debug` sends to the ephemeralcontainers subresource."""
     obj = copy.deepcopy(admitted)

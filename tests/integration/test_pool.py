@@ -943,6 +943,7 @@ def test_pool_json(pool_gate, kube):
     # research 8 + 3 + 4 + 8 + 2 + 8 = 33, one borrowed from product, which
     # lends it (its nominal 16, lending limit 8).
     # With the pool known, each says how much of its nominal is backed.
+    assert [t.pop("busyShare") for t in p["tenants"]] == [None, None, None]
     assert p["tenants"] == [
         {"name": "research", "cohort": "lab", "quota": [
             {"flavor": "h100-80gb", "used": 33, "nominal": 32, "borrowed": 1, "lent": 0,
@@ -959,6 +960,9 @@ def test_pool_json(pool_gate, kube):
         {"name": "sandbox", "quota": [
             {"flavor": "l4-shared", "used": 0, "nominal": 24, "borrowed": 0, "lent": 0,
              "backed": 0, "notBacked": 24}]}]
+    # Idle GPUs (SPEC 10): no pod carries gpugate.io/idle-since, and no
+    # Prometheus is read: no idle pod, no busy share.
+    assert p["idle"] == []
     # The node the ghost pod names joins: its 8 are allocated at once.
     kube.event("nodes", "ADDED", api_node("h100-9"))
     f = wait_pool(srv, lambda f: f["nodes"] == 5, "h100-9")

@@ -24,7 +24,7 @@ Test(controllers, the_rows_in_start_order_and_what_they_need)
 		{"gang-groups", "kube policy identity gang-served", true},
 		{"gang-start", "kube policy inventory metrics namespace", true},
 		/* Writes annotations and Events: the leader's. */
-		{"idle", "kube policy usage metrics identity", true},
+		{"idle", "kube policy usage metrics identity synced", true},
 	};
 
 	for (size_t i = 0; i < CONTROLLERS_COUNT; i++) {

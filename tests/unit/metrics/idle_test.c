@@ -38,6 +38,10 @@ Test(metrics_idle, up_errors_by_reason_idle_and_busy)
 	char *t;
 
 	metrics_idle_on(m, true, reasons, 3);
+	t = render(m);
+	cr_assert_null(strstr(t, "gpugate_prometheus_up"), "no round yet (a follower): no answer");
+	cr_assert(strstr(t, "gpugate_prometheus_errors_total{reason=\"garbage\"} 0\n"));
+	free(t);
 	metrics_prometheus(m, true, NULL);
 	metrics_prometheus(m, false, "timeout");
 	metrics_prometheus(m, false, "timeout");

@@ -2910,6 +2910,158 @@ Test(decide, the_job_controllers_label_cannot_be_removed_from_a_pod)
 	done(&now);
 }
 
+/* A pod UPDATE (status: true, of pods/status) from labels `was` to `is`. */
+static void run_pod_update(struct run *old, struct run *now, const char *was,
+			   const char *is, bool status)
+{
+	char a[512], b[512];
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+
+	snprintf(a, sizeof(a), POD("%s", ONE_CONTAINER), was);
+	snprintf(b, sizeof(b), POD("%s", ONE_CONTAINER), is);
+	run(old, "research", a, DECIDE_VALIDATE);
+	run(now, "research", b, DECIDE_VALIDATE);
+	now->wl.op = WL_UPDATE;
+	in.wl = &now->wl;
+	in.old = &old->wl;
+	if (status)
+		decide_status(&in, &now->dec);
+	else
+		decide_prepare(&in, &now->dec);
+}
+
+#define CLASS_POD "\"gpugate.io/class\":\"small\",\"gpugate.io/tenant\":\"research\""
+
+/* The class and GPU-count labels of a pod are what it was admitted,
+ * charged and is judged for (idle GPUs: its class's idle rule): an update
+ * cannot change, remove or add them, through the pod or its status. */
+Test(decide, a_pods_class_and_gpus_labels_cannot_change)
+{
+	struct run old, now;
+
+	for (int status = 0; status < 2; status++) {
+		run_pod_update(&old, &now, CLASS_POD,
+			       "\"gpugate.io/class\":\"big\",\"gpugate.io/tenant\":"
+			       "\"research\"",
+			       status);
+		expect_denied(&now, "pod-request-changed",
+			      "gpugate: label gpugate.io/class of a pod cannot be changed "
+			      "or removed by an update (it is \"small\"): the pod was "
+			      "admitted and charged for it, and is judged by it while it "
+			      "runs; create a new pod instead");
+		done(&old);
+		done(&now);
+		run_pod_update(&old, &now, CLASS_POD, "\"gpugate.io/tenant\":\"research\"",
+			       status);
+		expect_denied(&now, "pod-request-changed",
+			      "gpugate: label gpugate.io/class of a pod cannot be changed "
+			      "or removed by an update (it is \"small\"): the pod was "
+			      "admitted and charged for it, and is judged by it while it "
+			      "runs; create a new pod instead");
+		done(&old);
+		done(&now);
+		run_pod_update(&old, &now, "\"app\":\"x\"",
+			       "\"app\":\"x\",\"gpugate.io/class\":\"small\"", status);
+		expect_denied(&now, "pod-request-changed",
+			      "gpugate: label gpugate.io/class cannot be added to a pod by "
+			      "an update: the pod was admitted and charged without it; "
+			      "create a new pod instead");
+		done(&old);
+		done(&now);
+		run_pod_update(&old, &now, CLASS_POD ",\"gpugate.io/gpus\":\"2\"",
+			       CLASS_POD ",\"gpugate.io/gpus\":\"4\"", status);
+		expect_denied(&now, "pod-request-changed",
+			      "gpugate: label gpugate.io/gpus of a pod cannot be changed "
+			      "or removed by an update (it is \"2\"): the pod was "
+			      "admitted and charged for it, and is judged by it while it "
+			      "runs; create a new pod instead");
+		done(&old);
+		done(&now);
+		run_pod_update(&old, &now, CLASS_POD, CLASS_POD ",\"gpugate.io/gpus\":\"2\"",
+			       status);
+		expect_denied(&now, "pod-request-changed",
+			      "gpugate: label gpugate.io/gpus cannot be added to a pod by "
+			      "an update: the pod was admitted and charged without it; "
+			      "create a new pod instead");
+		done(&old);
+		done(&now);
+		/* Any other label is the user's business. */
+		run_pod_update(&old, &now, CLASS_POD ",\"gpugate.io/gpus\":\"2\"",
+			       CLASS_POD ",\"gpugate.io/gpus\":\"2\",\"team\":\"vision\"",
+			       status);
+		cr_assert(now.dec.allowed, "%s", now.dec.message);
+		cr_assert_null(now.dec.rule);
+		done(&old);
+		done(&now);
+	}
+}
+
+/* Renamed by the policy, the labels are held under their names. */
+Test(decide, a_pods_renamed_class_label_cannot_change)
+{
+	struct policy *saved = use_policy(
+		"version: 1\n"
+		"settings: {classLabel: example.com/class, gpusLabel: example.com/gpus}\n"
+		"flavors:\n"
+		"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8}\n"
+		"classes:\n"
+		"  - {name: small, flavor: h100, gpus: 1}\n"
+		"  - {name: big, flavor: h100, gpus: 8}\n"
+		"tenants:\n"
+		"  - {name: research, namespaces: [research], quota: [{flavor: h100, nominal: 8}]}\n");
+	struct run old, now;
+
+	run_pod_update(&old, &now, "\"example.com/class\":\"small\"",
+		       "\"example.com/class\":\"big\"", false);
+	expect_denied(&now, "pod-request-changed",
+		      "gpugate: label example.com/class of a pod cannot be changed or "
+		      "removed by an update (it is \"small\"): the pod was admitted and "
+		      "charged for it, and is judged by it while it runs; create a new "
+		      "pod instead");
+	done(&old);
+	done(&now);
+	run_pod_update(&old, &now, "\"example.com/class\":\"small\"",
+		       "\"example.com/class\":\"small\",\"example.com/gpus\":\"1\"",
+		       true);
+	expect_denied(&now, "pod-request-changed",
+		      "gpugate: label example.com/gpus cannot be added to a pod by an "
+		      "update: the pod was admitted and charged without it; create a "
+		      "new pod instead");
+	done(&old);
+	done(&now);
+	/* The default names are anybody's labels then. */
+	run_pod_update(&old, &now, "\"example.com/class\":\"small\"",
+		       "\"example.com/class\":\"small\",\"gpugate.io/class\":\"big\"",
+		       false);
+	cr_assert(now.dec.allowed, "%s", now.dec.message);
+	done(&old);
+	done(&now);
+	restore(saved);
+}
+
+/* jobs/status: a status writer may rewrite a Job's labels too. */
+Test(decide, a_status_update_may_not_change_a_jobs_class)
+{
+	struct run old, now;
+	struct decide_input in = {.policy = P, .phase = DECIDE_VALIDATE};
+
+	run(&old, "research", GPU_JOB("1", "", JOB_STAMPS), DECIDE_VALIDATE);
+	run(&now, "research",
+	    GPU_JOB("1", "", "\"gpugate.io/class\":\"small\",\"gpugate.io/tenant\":"
+			     "\"research\""),
+	    DECIDE_VALIDATE);
+	now.wl.op = WL_UPDATE;
+	in.wl = &now.wl;
+	in.old = &old.wl;
+	decide_status(&in, &now.dec);
+	expect_denied(&now, "job-template-changed",
+		      "gpugate: label gpugate.io/class of a Job cannot be changed by an "
+		      "update (it is \"big\"): its gang was judged for it; create a new "
+		      "Job instead");
+	done(&old);
+	done(&now);
+}
+
 Test(decide, a_raw_request_never_borrows_and_says_so)
 {
 	struct policy *saved = use_policy(

@@ -112,5 +112,19 @@ Test(lint, label_keys_outside_gpugate_io_need_the_webhooks_told)
 			"\"example.com/gpu-class\" is outside gpugate.io/: the webhooks "
 			"are sent a pod for this label only when it is listed in their "
 			"matchConditions (Helm: "
-			"webhook.extraLabelKeys=[example.com/gpu-class])\n");
+			"webhook.extraLabelKeys=[example.com/gpu-class])\n"
+			"t.yaml:4: warning: settings: gpusLabel \"gpugate.io/count\" is "
+			"not gpugate.io/gpus: the webhooks are sent a pod's update that "
+			"changes this label only when it is listed in their "
+			"matchConditions (Helm: webhook.extraLabelKeys=[gpugate.io/count])\n");
+}
+
+Test(lint, the_default_label_keys_need_nothing)
+{
+	expect_warnings("version: 1\n"
+			"settings:\n"
+			"  classLabel: gpugate.io/class\n"
+			"  gpusLabel: gpugate.io/gpus\n"
+			"flavors: []\nclasses: []\ntenants: []\n",
+			"");
 }
