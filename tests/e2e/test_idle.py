@@ -735,3 +735,17 @@ def test_the_meters_move(stack, scene):
     share = {t["name"]: t.get("busyShare") for t in json.loads(body)["tenants"]}
     assert share[UNRULED] == pytest.approx(0.25, abs=0.02), share
     assert share[RULED] == pytest.approx((0.012 + 1.2) / 3, abs=0.02), share
+    # `gpugate pool --prometheus-url` reads the same from Prometheus itself;
+    # without it, no busy share (it has no other source).
+    doc = json.loads(gpugate_pool(stack, sc.gate, "-o", "json", "--prometheus-url",
+                                  sc.prom.url))
+    cli = {t["name"]: t.get("busyShare") for t in doc["tenants"]}
+    assert cli[UNRULED] == pytest.approx(0.25, abs=0.02), cli
+    assert cli[RULED] == pytest.approx((0.012 + 1.2) / 3, abs=0.02), cli
+    text = gpugate_pool(stack, sc.gate, "--prometheus-url", sc.prom.url)
+    m = re.search(r"^BUSY \(last hour, of the GPUs each tenant holds now\)\nTENANT +BUSY\n"
+                  r"((?:.+\n)+)", text, re.M)
+    assert m, text
+    rows = dict(line.split() for line in m.group(1).splitlines())
+    assert rows == {RULED: "40.4%", UNRULED: "25.0%"}, rows
+    assert "BUSY" not in gpugate_pool(stack, sc.gate)
