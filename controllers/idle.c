@@ -135,18 +135,21 @@ void idle_since_text(int64_t since_ms, char *buf, size_t size)
 }
 
 void idle_event_text(char *buf, size_t size, const struct policy_idle *rule, double peak,
-		     int64_t since_ms, bool job)
+		     int64_t since_ms, enum idle_event_on on)
 {
 	char why[160], since[32];
 	bool reclaim = rule->action == IDLE_ACTION_RECLAIM;
+	bool job = on != IDLE_ON_POD;
 
 	idle_describe(why, sizeof(why), rule, peak);
 	idle_since_text(since_ms, since, sizeof(since));
 	snprintf(buf, size,
 		 "%s GPUs were %s since %s: use them, or release them (%s) so that "
 		 "others can%s%s",
-		 job ? "its pods'" : "its", why, since,
-		 job ? "delete or suspend the Job" : "delete the pod",
+		 on == IDLE_ON_JOB ? "its pods'" : "its", why, since,
+		 on == IDLE_ON_JOB ? "delete or suspend the Job"
+		 : job		    ? "delete or suspend its Job"
+				    : "delete the pod",
 		 reclaim ? "; otherwise gpugate takes them back: it asks for a checkpoint "
 			   "(annotation " STAMP_CHECKPOINT_REQUESTED "), then "
 			 : "",
@@ -579,7 +582,8 @@ static void warn(struct round *rd, struct wl *w)
 	/* A new spell: the Job's annotation, then the Events. */
 	if (job && (!spend(rd) || patch_job(rd, w, since) != 0))
 		return; /* next round */
-	idle_event_text(msg, sizeof(msg), w->rule, w->peak, w->since_ms, job);
+	idle_event_text(msg, sizeof(msg), w->rule, w->peak, w->since_ms,
+			job ? IDLE_ON_JOB : IDLE_ON_POD);
 	if (job) {
 		struct events_object o = {"batch/v1", "Job", w->w.namespace, w->w.name,
 					  w->w.uid};
@@ -596,7 +600,7 @@ static void warn(struct round *rd, struct wl *w)
 			break;
 		if (job)
 			idle_event_text(pmsg, sizeof(pmsg), w->rule, p->s.peak, w->since_ms,
-					false);
+					IDLE_ON_JOB_POD);
 		events_write(c->w.kube, c->identity, &o, IDLE_EVENT, "Warning",
 			     job ? pmsg : msg, rd->now_ms / 1000);
 	}

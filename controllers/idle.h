@@ -76,11 +76,13 @@ struct policy_idle;
 /* since_ms as the annotation says it: "2026-12-05T14:00:00Z" (RFC 3339,
  * UTC, seconds), into buf (size >= 21). */
 void idle_since_text(int64_t since_ms, char *buf, size_t size);
-/* The message of the Event GPUIdle on a pod (job false) or a Job: "its
- * GPUs were below 5% for 30m (highest 2.1%) since <time>: use them, or
- * release them (...)", and under action reclaim what gpugate does. */
+/* Where the Event GPUIdle goes: a bare pod, a Job, a pod of that Job. */
+enum idle_event_on { IDLE_ON_POD, IDLE_ON_JOB, IDLE_ON_JOB_POD };
+/* Its message: "its GPUs were below 5% for 30m (highest 2.1%) since
+ * <time>: use them, or release them (...)", and under action reclaim what
+ * gpugate does (a Job and its pods: the Job is suspended). */
 void idle_event_text(char *buf, size_t size, const struct policy_idle *rule, double peak,
-		     int64_t since_ms, bool job);
+		     int64_t since_ms, enum idle_event_on on);
 /* The merge patch of the annotation: since, or NULL to take it off. */
 json_t *idle_since_patch(const char *since);
 

@@ -552,7 +552,10 @@ def test_an_idle_job_is_reclaimed_while_a_busy_one_runs(scene):
         "or suspend the Job) so that others can; otherwise gpugate takes them back: it asks "
         f"for a checkpoint (annotation {REQUESTED}), then suspends the Job"), ev
     ev = wait_events(k, NS, "Pod", pod_name, "GPUIdle")
-    assert ev[0]["message"].startswith(f"its GPUs were {why} since {since_text}: "), ev
+    assert ev[0]["message"] == (
+        f"its GPUs were {why} since {since_text}: use them, or release them (delete or "
+        "suspend its Job) so that others can; otherwise gpugate takes them back: it asks "
+        f"for a checkpoint (annotation {REQUESTED}), then suspends the Job"), ev
     assert annotations(k.get("pod", pod_name, NS)).get(IDLE_SINCE) == since_text
 
     # The checkpoint path: asked (the Job and its pod), it reports.
