@@ -8,6 +8,7 @@
 #include "base/diag.h"
 #include "base/log.h"
 #include "base/strbuf.h"
+#include "base/wallclock.h"
 #include "cli/cluster-opts.h"
 #include "cli/cmd.h"
 #include "kube/config.h"
@@ -23,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 void cmd_pool_usage(FILE *out)
 {
@@ -125,14 +125,6 @@ out:
 	strbuf_release(&sb);
 	json_decref(items);
 	return rc;
-}
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* --prometheus-url: each pod's hour (report/busy.h).  A Prometheus that

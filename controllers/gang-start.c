@@ -9,6 +9,7 @@
 #include "base/hash.h"
 #include "base/log.h"
 #include "base/strmap.h"
+#include "base/wallclock.h"
 #include "kube/client.h"
 #include "policy/decide.h"
 #include "policy/gang.h"
@@ -29,7 +30,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define WRITE_TIMEOUT_MS 5000
 #define LIST_TIMEOUT_MS 20000
@@ -91,14 +91,6 @@ struct round {
 	 * for the inventory to count the first). */
 	struct strmap busy;
 };
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *str(const json_t *o, const char *k)
 {

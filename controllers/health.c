@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "base/strmap.h"
 #include "base/text.h"
+#include "base/wallclock.h"
 #include "kube/client.h"
 #include "policy/health.h"
 #include "policy/policy.h"
@@ -23,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define WRITE_TIMEOUT_MS 5000
 /* The signal as the record keeps it, at most (the annotation stays small
@@ -67,14 +67,6 @@ struct round {
 	size_t n, cap;
 	bool oom;
 };
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *str(const json_t *o, const char *k)
 {

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/strmap.h"
 #include "base/text.h"
+#include "base/wallclock.h"
 #include "kube/client.h"
 #include "kube/prom.h"
 #include "policy/decide.h"
@@ -27,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define WRITE_TIMEOUT_MS 5000
 /* Pods a page of the list holds: a page stays well under the client's
@@ -113,14 +113,6 @@ struct round {
 	unsigned budget;
 	bool partial;              /* not every pod was read */
 };
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static const char *str(const json_t *o, const char *k)
 {

@@ -11,6 +11,7 @@
 #include "base/log.h"
 #include "base/strmap.h"
 #include "base/text.h"
+#include "base/wallclock.h"
 #include "kube/client.h"
 #include "policy/decide.h"
 #include "policy/health.h"
@@ -35,18 +36,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "controllers/reclaimer-int.h"
 
-
-static int64_t wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static void collect(void *ctx, const struct usage_workload *w)
 {

@@ -1,0 +1,14 @@
+/*
+ * wallclock: the wall clock in Unix milliseconds (base/wallclock.h).
+ */
+#include "base/wallclock.h"
+
+#include <time.h>
+
+int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
