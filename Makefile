@@ -15,6 +15,9 @@
 #   make bench-fleet [FLEET_ARGS=...]   the scale run: 1,000 KWOK GPU nodes,
 #                        10,000 pods through a real apiserver and scheduler
 #                        (bench/fleet-scale.py; FLEET_ARGS=--small: 100/1,000)
+#   make bench-floors [FLOORS_ARGS=--rounds N]   a domain document's GET+PUT,
+#                        PUT alone and a hop between replicas on the e2e
+#                        control plane (bench/replica-floors.py, issue #32)
 #   make image           the OCI image archive build/gpugate-image.oci.tar
 #                        (mmdebstrap, no container engine; docs/operations.md)
 #   make image-check     unpack it and run gpugate from it; rebuild, compare
@@ -90,7 +93,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test check-includes check-house print-dirs unit integration valgrind run format clean deps check-examples e2e e2e-plain e2e-was e2e-tools-check demo bench bench-ab bench-feed bench-fleet fuzz image image-check chart-check
+.PHONY: all test check-includes check-house print-dirs unit integration valgrind run format clean deps check-examples e2e e2e-plain e2e-was e2e-tools-check demo bench bench-ab bench-feed bench-fleet bench-floors fuzz image image-check chart-check
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -238,6 +241,12 @@ bench-feed: $(GPUGATE)
 # About 3-6 minutes at full size on 2 CPUs (docs/benchmarks.md, "Scale run").
 bench-fleet: e2e-tools-check $(GPUGATE)
 	$(Q)GPUGATE_BIN=$(abspath $(GPUGATE)) python3 bench/fleet-scale.py $(FLEET_ARGS)
+
+# The floors of issue #32's two ways on the e2e control plane
+# (bench/replica-floors.py; docs/benchmarks.md "Several replicas: the floors
+# of the two ways"): GET+PUT, PUT alone, a hop between replicas.  About 30 s.
+bench-floors: e2e-tools-check $(GPUGATE)
+	$(Q)python3 bench/replica-floors.py --gpugate $(abspath $(GPUGATE)) $(FLOORS_ARGS)
 
 # The OCI image (scripts/image.sh): the runtime libraries from Debian
 # packages (mmdebstrap), build/gpugate, user 65532; reproducible. About 10 s.
