@@ -524,9 +524,11 @@ int kube_request(struct kube *k, const struct kube_request *req,
 		else if (s.too_big)
 			diag_addf(d, "%s %s: answer larger than %zu bytes",
 				  req->method, req->path, s.max);
-		else if (rc == CURLE_OPERATION_TIMEDOUT)
+		else if (rc == CURLE_OPERATION_TIMEDOUT) {
+			resp->timed_out = true;
 			diag_addf(d, "%s %s: no answer within %u ms", req->method,
 				  req->path, timeout);
+		}
 		else if (rc == CURLE_SEND_FAIL_REWIND)
 			diag_addf(d, "%s %s: the connection closed after the "
 				     "request was sent, without an answer",
@@ -844,10 +846,14 @@ oom:
 }
 
 /* One request of the loop, bounded by what is left of the budget. */
+/* One request of a compare-and-swap, its time limit what is left of the
+ * budget (or the options' per-request limit when lower).  *cut_by_budget:
+ * it timed out on what was left of the budget (curl's clock and ours may
+ * disagree by a millisecond at the deadline; this does not). */
 static int cas_send(struct kube *k, const char *method, const char *path,
 		    const json_t *obj, const struct kube_cas_opts *o,
 		    uint64_t deadline, struct kube_response *resp,
-		    struct diag *tmp)
+		    bool *cut_by_budget, struct diag *tmp)
 {
 	struct kube_request req = {.method = method, .path = path, .stop = o->stop};
 	uint64_t now = now_ms();
@@ -855,8 +861,10 @@ static int cas_send(struct kube *k, const char *method, const char *path,
 	char *body = NULL;
 	int rc;
 
+	bool capped = o->request_timeout_ms && o->request_timeout_ms < left;
+
 	memset(resp, 0, sizeof(*resp));
-	if (o->request_timeout_ms && o->request_timeout_ms < left)
+	if (capped)
 		left = o->request_timeout_ms;
 	/* 0 would mean the default of kube_request(), a minute. */
 	req.timeout_ms = left ? (unsigned)left : 1;
@@ -871,6 +879,7 @@ static int cas_send(struct kube *k, const char *method, const char *path,
 	}
 	rc = kube_request(k, &req, resp, tmp);
 	jsonmem_free(body);
+	*cut_by_budget = rc < 0 && resp->timed_out && !capped;
 	return rc;
 }
 
@@ -906,14 +915,14 @@ int kube_cas_update(struct kube *k, const char *path, kube_cas_fn *mutate,
 	for (;;) {
 		enum kube_cas_verdict verdict;
 		const char *rv = NULL;
-		bool exists;
+		bool exists, cut;
 		unsigned wait;
 		int st;
 
 		res->attempts++;
 		diag_init(&tmp);
 		/* 1. read */
-		st = cas_send(k, "GET", path, NULL, o, deadline, &resp, &tmp);
+		st = cas_send(k, "GET", path, NULL, o, deadline, &resp, &cut, &tmp);
 		res->status = resp.status;
 		if (st == 0) {
 			seen = json_loadb(resp.body, resp.len, 0, NULL);
@@ -927,7 +936,7 @@ int kube_cas_update(struct kube *k, const char *path, kube_cas_fn *mutate,
 			exists = true;
 		} else if (st == 404) {
 			exists = false;
-		} else if (st < 0 && now_ms() >= deadline && !(o->stop && *o->stop)) {
+		} else if (st < 0 && (cut || now_ms() >= deadline) && !(o->stop && *o->stop)) {
 			/* The read was cut by the budget: nothing written. */
 			diag_first(&tmp, last, sizeof(last));
 			res->outcome = KUBE_CAS_EXHAUSTED;
@@ -969,7 +978,7 @@ int kube_cas_update(struct kube *k, const char *path, kube_cas_fn *mutate,
 			diag_init(&tmp);
 			st = cas_send(k, exists ? "PUT" : "POST",
 				      exists ? path : collection, work, o, deadline,
-				      &resp, &tmp);
+				      &resp, &cut, &tmp);
 			res->status = resp.status;
 			if (st == 0) {
 				res->outcome = exists ? KUBE_CAS_UPDATED

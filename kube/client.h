@@ -106,6 +106,8 @@ struct kube_response {
 	/* Seconds the server asks the client to wait (a Retry-After header,
 	 * else the Status's details.retryAfterSeconds); 0: it did not say. */
 	unsigned retry_after_s;
+	/* No whole answer within the request's timeout_ms (-1 returned). */
+	bool timed_out;
 };
 
 /*
