@@ -58,6 +58,24 @@ static const char *class_of(struct ctx *c)
 	return pod ? pod : job;
 }
 
+/* The first of keys[0, n) whose label differs between old and now
+ * (changed, removed or added), with its old value in *was (NULL: added);
+ * NULL when none does. */
+static const char *label_changed(const struct workload *old, const struct workload *now,
+				 const char *const *keys, size_t n, const char **was)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *a = wl_get(old->labels, old->n_labels, keys[i]);
+		const char *b = wl_get(now->labels, now->n_labels, keys[i]);
+
+		if ((a || b) && (!a || !b || strcmp(a, b) != 0)) {
+			*was = a;
+			return keys[i];
+		}
+	}
+	return NULL;
+}
+
 /*
  * UPDATE: the stamped labels are gpugate's record of who holds what; a
  * user who could drop them would drop out of quota accounting.
@@ -66,28 +84,19 @@ static void check_stamps_unchanged(struct ctx *c)
 {
 	static const char *const keys[] = {STAMP_TENANT, STAMP_FLAVOR, STAMP_GANG,
 					   STAMP_PREEMPTIBLE};
-	const struct workload *now = c->wl, *old = c->in->old;
+	const char *was, *key = label_changed(c->in->old, c->wl, keys,
+					      sizeof(keys) / sizeof(keys[0]), &was);
 
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		const char *a = wl_get(old->labels, old->n_labels, keys[i]);
-		const char *b = wl_get(now->labels, now->n_labels, keys[i]);
-
-		if (!a && !b)
-			continue;
-		if (a && b && strcmp(a, b) == 0)
-			continue;
-		if (a)
-			decide_violate(c, RULES_STAMP_CHANGED,
-				"label %s is set by gpugate and cannot be changed or "
-				"removed (it is \"%.63s\")",
-				keys[i], a);
-		else
-			decide_violate(c, RULES_STAMP_CHANGED,
-				"label %s is set by gpugate and cannot be added by an "
-				"update",
-				keys[i]);
-		return;
-	}
+	if (key && was)
+		decide_violate(c, RULES_STAMP_CHANGED,
+			"label %s is set by gpugate and cannot be changed or "
+			"removed (it is \"%.63s\")",
+			key, was);
+	else if (key)
+		decide_violate(c, RULES_STAMP_CHANGED,
+			"label %s is set by gpugate and cannot be added by an "
+			"update",
+			key);
 }
 
 /*
@@ -340,33 +349,23 @@ static void check_controller_uid_unchanged(struct ctx *c)
  */
 static void check_request_labels_unchanged(struct ctx *c)
 {
-	const struct workload *now = c->wl, *old = c->in->old;
 	const struct policy_settings *s = policy_settings(c->p);
-	const char *keys[2] = {s->class_label, s->gpus_label};
+	const char *const keys[2] = {s->class_label, s->gpus_label};
+	const char *was, *key = label_changed(c->in->old, c->wl, keys, 2, &was);
 
-	for (size_t i = 0; i < 2; i++) {
-		const char *a = wl_get(old->labels, old->n_labels, keys[i]);
-		const char *b = wl_get(now->labels, now->n_labels, keys[i]);
-
-		if (!a && !b)
-			continue;
-		if (a && b && strcmp(a, b) == 0)
-			continue;
-		if (a)
-			decide_violate(c, RULES_POD_REQUEST_CHANGED,
-				"label %s of a pod cannot be changed or removed by an "
-				"update (it is \"%.63s\"): the pod was admitted and "
-				"charged for it, and is judged by it while it runs; "
-				"create a new pod instead",
-				keys[i], a);
-		else
-			decide_violate(c, RULES_POD_REQUEST_CHANGED,
-				"label %s cannot be added to a pod by an update: the "
-				"pod was admitted and charged without it; create a new "
-				"pod instead",
-				keys[i]);
-		return;
-	}
+	if (key && was)
+		decide_violate(c, RULES_POD_REQUEST_CHANGED,
+			"label %s of a pod cannot be changed or removed by an "
+			"update (it is \"%.63s\"): the pod was admitted and "
+			"charged for it, and is judged by it while it runs; "
+			"create a new pod instead",
+			key, was);
+	else if (key)
+		decide_violate(c, RULES_POD_REQUEST_CHANGED,
+			"label %s cannot be added to a pod by an update: the "
+			"pod was admitted and charged without it; create a new "
+			"pod instead",
+			key);
 }
 
 /* UPDATE at /validate (see decide.h). */
