@@ -21,6 +21,11 @@ struct kube_config {
 	char *key_pem;         /* its key */
 	char *token;           /* bearer token, or NULL */
 	char *token_file;      /* re-read on every connection, or NULL */
+	/* "sha256//BASE64": the server's public key must be this one (libcurl
+	 * CURLOPT_PINNEDPUBLICKEY), its certificate chain and host name are
+	 * not checked (kube/peer.h: a replica's address has no name); NULL:
+	 * verify as usual. */
+	char *pinned_pubkey;
 	char *source;          /* where it came from, for messages */
 };
 
