@@ -294,6 +294,23 @@ tenants:
     namespaces: [race-bench]
     quota:
       - {flavor: h100-80gb, nominal: 1000}
+  # test_leader_attacks.py (issue #32): one cohort of two tenants, 8 + 8,
+  # each free to borrow all the other leaves unused, so that the cohort
+  # holds at most 16 and either tenant at most 16.  Never reclaim: a
+  # lender waits instead of preempting borrowers, so the cohort never
+  # holds more than 16, not even for the moment a reclaim takes.
+  - name: pair-a
+    namespaces: [pair-a]
+    cohort: pair
+    reclaimWithinCohort: Never
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
+  - name: pair-b
+    namespaces: [pair-b]
+    cohort: pair
+    reclaimWithinCohort: Never
+    quota:
+      - {flavor: h100-80gb, nominal: 8}
 """
 
 # The example policy's checkpoint claims ("{tenant}-checkpoints"), which a
@@ -343,7 +360,7 @@ QUOTA_NAMESPACES = ["alpha", "beta", "solo", "batch", "dry", "durable", "lenient
 RAW_NAMESPACES = ["rawgpu"]
 # Created by Stack.start_replicas; REPLICA_STORE_NAMESPACE is where a shared
 # usage store may keep its objects (--namespace in GPUGATE_E2E_REPLICA_ARGS).
-REPLICA_NAMESPACES = ["race", "race-bench"]
+REPLICA_NAMESPACES = ["race", "race-bench", "pair-a", "pair-b"]
 REPLICA_STORE_NAMESPACE = "gpugate-e2e"
 # The processes that serve only the namespaces labelled with their name.
 # "defaults": a gpugate with a policy as shipped, of a test of its own
@@ -1570,6 +1587,167 @@ class Balancer:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
+class ApiProxy:
+    """A TCP proxy in front of the apiserver that can be cut (issue #32:
+    the apiserver unreachable from one replica): listens on
+    127.0.0.1:PORT and relays each connection, as raw bytes (TLS passes
+    through: the apiserver's certificate has SAN 127.0.0.1), to
+    TARGET_PORT on 127.0.0.1.  kubeconfig(src, dst) writes a copy of a
+    kubeconfig whose server is this proxy.
+
+    cut(): a blackhole, as a partition is: from then on no byte is relayed
+    in either direction on the open connections (what arrives is read and
+    dropped, nothing is answered, nothing is closed), and new connections
+    are accepted and then left silent, so that the client sees timeouts,
+    not refusals.  restore(): relays again; the connections that lived
+    through the cut are closed (their TLS streams lost bytes), new ones
+    relay.  cut_at: time.monotonic() of the last cut (None when it
+    relays)."""
+
+    def __init__(self, target_port: int):
+        self.target_port = target_port
+        self.port = 0
+        self.cut_at: float | None = None
+        self.connections = 0
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.AbstractServer | None = None
+        self._tasks: set = set()
+        self._conns: dict = {}  # the client side of each open connection
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
+
+    @property
+    def is_cut(self) -> bool:
+        return self.cut_at is not None
+
+    def kubeconfig(self, src: str | Path, dst: Path) -> Path:
+        text = Path(src).read_text()
+        new, n = re.subn(r"(server:\s*)https://127\.0\.0\.1:\d+",
+                         lambda m: m.group(1) + self.url, text)
+        assert n >= 1, f"no server: https://127.0.0.1:PORT in {src}"
+        dst.write_text(new)
+        dst.chmod(0o600)
+        return dst
+
+    def start(self) -> "ApiProxy":
+        ready = threading.Event()
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self._loop = loop
+
+            async def listen() -> None:
+                self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+                self.port = self._server.sockets[0].getsockname()[1]
+            try:
+                loop.run_until_complete(listen())
+            except BaseException as e:  # noqa: BLE001 - reported to start()
+                failed.append(e)
+                ready.set()
+                loop.close()
+                return
+            ready.set()
+            try:
+                loop.run_forever()
+            finally:
+                loop.close()
+        self._thread = threading.Thread(target=run, name="e2e-api-proxy", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("apiserver proxy did not start listening within 10s")
+        if failed:
+            raise failed[0]
+        return self
+
+    def cut(self) -> None:
+        with self._lock:
+            self.cut_at = time.monotonic()
+
+    def restore(self) -> None:
+        # every connection open now lived through the cut (or was accepted
+        # during it): closed; new ones relay
+        with self._lock:
+            if self.cut_at is None:
+                return
+            self.cut_at = None
+            doomed = list(self._conns)
+        loop = self._loop
+        if loop is not None and doomed:
+            def close() -> None:
+                for w in doomed:
+                    w.close()
+            loop.call_soon_threadsafe(close)
+
+    def stop(self) -> None:
+        loop = self._loop
+        if loop is None or self._thread is None:
+            return
+
+        async def shutdown() -> None:
+            if self._server is not None:
+                self._server.close()
+            for t in list(self._tasks):
+                t.cancel()
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+            loop.stop()
+        if loop.is_running():
+            asyncio.run_coroutine_threadsafe(shutdown(), loop)
+        self._thread.join(10)
+        self._thread = None
+
+    async def _handle(self, creader: asyncio.StreamReader,
+                      cwriter: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        with self._lock:
+            self.connections += 1
+            self._conns[cwriter] = True
+        bwriter = None
+        try:
+            if self.is_cut:  # accepted, then silent: a blackholed SYN-ACK
+                while self.is_cut and await creader.read(65536):
+                    pass
+                return
+            try:
+                breader, bwriter = await asyncio.open_connection("127.0.0.1",
+                                                                 self.target_port)
+            except OSError:
+                return
+
+            async def pump(r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
+                try:
+                    while True:
+                        data = await r.read(65536)
+                        if not data:
+                            return
+                        if self.is_cut:
+                            continue  # dropped on the floor
+                        w.write(data)
+                        await w.drain()
+                except OSError:
+                    return
+            tasks = {asyncio.ensure_future(pump(creader, bwriter)),
+                     asyncio.ensure_future(pump(breader, cwriter))}
+            try:
+                await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for t in tasks:
+                    t.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+        finally:
+            with self._lock:
+                self._conns.pop(cwriter, None)
+            if bwriter is not None:
+                bwriter.close()
+            cwriter.close()
+            self._tasks.discard(task)
+
+
 class Api:
     """Requests straight to the apiserver as the admin (the client
     certificate of the admin kubeconfig), with http.client: a burst of
@@ -1650,14 +1828,21 @@ class Replicas:
     ValidatingWebhookConfiguration gpugate-replicas, url: the balancer's)
     for the namespaces labelled e2e.gpugate.io/policy=replicas.  Replica i
     is stack.gates["replica-i"]; a killed one goes to stack.retired (its
-    stderr is still checked for sanitizer reports)."""
+    stderr is still checked for sanitizer reports).
+
+    proxied: each replica reaches the apiserver through an ApiProxy of its
+    own (proxies[i], its kubeconfig kept across restarts), so that a test
+    can cut one replica off the apiserver (proxies[i].cut()) and no other;
+    otherwise they use the admin kubeconfig directly."""
 
     def __init__(self, stack: "Stack", k: int, args: str | Iterable[str] | None = None,
-                 max_age: float | None = None):
+                 max_age: float | None = None, proxied: bool = False):
         self.stack = stack
         self.k = k
         self.args = args
         self.max_age = max_age
+        self.proxied = proxied
+        self.proxies: list[ApiProxy] = []
         self.policy = stack.dir / "replicas-policy.yaml"
         self.balancer: Balancer | None = None
         self.restarts = [0] * k
@@ -1672,9 +1857,11 @@ class Replicas:
     def _new_gate(self, i: int) -> Gate:
         st = self.stack
         name = self.key(i) + (f".{self.restarts[i]}" if self.restarts[i] else "")
+        kubeconfig = st.cluster.env["KUBECONFIG"]
+        if self.proxied:
+            kubeconfig = str(st.dir / f"{self.key(i)}-via-proxy.kubeconfig")
         return Gate(st.binary, st.certs, self.policy, st.dir / "gpugate",
-                    st.cluster.env["KUBECONFIG"], name=name,
-                    args=replica_args(i, name, self.args))
+                    kubeconfig, name=name, args=replica_args(i, name, self.args))
 
     def start(self) -> "Replicas":
         st, k = self.stack, self.stack.kubectl
@@ -1684,6 +1871,14 @@ class Replicas:
         objs.append({"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": REPLICA_STORE_NAMESPACE}})
         k.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
+        if self.proxied:
+            target = int(re.fullmatch(r"https://127\.0\.0\.1:(\d+)/?",
+                                      st.cluster.env["APISERVER_URL"]).group(1))
+            for i in range(self.k):
+                px = ApiProxy(target).start()
+                self.proxies.append(px)
+                px.kubeconfig(st.cluster.env["KUBECONFIG"],
+                              st.dir / f"{self.key(i)}-via-proxy.kubeconfig")
         for i in range(self.k):
             st.gates[self.key(i)] = self._new_gate(i).start()
         for g in self.gates:
@@ -1755,6 +1950,8 @@ class Replicas:
                 st.retired.append(g)
         if self.balancer is not None:
             self.balancer.stop()
+        for px in self.proxies:
+            px.stop()
         return problems
 
 
@@ -1879,12 +2076,13 @@ class Stack:
         return self._api
 
     def start_replicas(self, k: int = 3, args: str | Iterable[str] | None = None,
-                       max_age: float | None = None) -> Replicas:
+                       max_age: float | None = None, proxied: bool = False) -> Replicas:
         """K gpugate processes serving REPLICAS_POLICY behind a Balancer
         (see Replicas), started once per session; ARGS: extra `gpugate
-        serve` arguments (default $GPUGATE_E2E_REPLICA_ARGS)."""
+        serve` arguments (default $GPUGATE_E2E_REPLICA_ARGS); PROXIED:
+        each through an ApiProxy of its own to the apiserver."""
         if self.replicas is None:
-            r = Replicas(self, k, args, max_age)
+            r = Replicas(self, k, args, max_age, proxied)
             self.replicas = r  # so that down() stops what start() got to
             r.start()
         assert self.replicas.k == k, f"replicas already started with k={self.replicas.k}"
