@@ -18,6 +18,9 @@
 #   make bench-floors [FLOORS_ARGS=--rounds N]   a domain document's GET+PUT,
 #                        PUT alone and a hop between replicas on the e2e
 #                        control plane (bench/replica-floors.py, issue #32)
+#   make bench-replicas [REPLICAS_ARGS=...]   issue #32: added latency per create
+#                        and burst rate of 3 leader replicas against one ledger,
+#                        same run, on the e2e control plane (bench/replica-speed.py)
 #   make image           the OCI image archive build/gpugate-image.oci.tar
 #                        (mmdebstrap, no container engine; docs/operations.md)
 #   make image-check     unpack it and run gpugate from it; rebuild, compare
@@ -93,7 +96,7 @@ GPUGATE := $(BUILD)/gpugate
 UNIT := $(BUILD)/tests/unit-tests
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all test check-includes check-house print-dirs unit integration valgrind run format clean deps check-examples e2e e2e-plain e2e-was e2e-tools-check demo bench bench-ab bench-feed bench-fleet bench-floors fuzz image image-check chart-check
+.PHONY: all test check-includes check-house print-dirs unit integration valgrind run format clean deps check-examples e2e e2e-plain e2e-was e2e-tools-check demo bench bench-ab bench-feed bench-fleet bench-floors bench-replicas fuzz image image-check chart-check
 all: $(GPUGATE)
 
 deps $(DEPS_STAMP): scripts/deps.sh
@@ -247,6 +250,15 @@ bench-fleet: e2e-tools-check $(GPUGATE)
 # of the two ways"): GET+PUT, PUT alone, a hop between replicas.  About 30 s.
 bench-floors: e2e-tools-check $(GPUGATE)
 	$(Q)python3 bench/replica-floors.py --gpugate $(abspath $(GPUGATE)) $(FLOORS_ARGS)
+
+# Several replicas at the speed of one (issue #32; bench/replica-speed.py,
+# docs/benchmarks.md "Several replicas at the speed of one"): the added
+# latency per GPU pod create through the apiserver and the burst rate into
+# one domain, 3 `--usage-store leader` replicas against one ledger, in one
+# run; REPLICAS_ARGS go to the script (--rounds N, --creates N, --bursts N).
+# About a minute.
+bench-replicas: e2e-tools-check $(GPUGATE)
+	$(Q)python3 bench/replica-speed.py --gpugate $(abspath $(GPUGATE)) $(REPLICAS_ARGS)
 
 # The OCI image (scripts/image.sh): the runtime libraries from Debian
 # packages (mmdebstrap), build/gpugate, user 65532; reproducible. About 10 s.

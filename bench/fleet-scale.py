@@ -25,6 +25,14 @@ Options:
                        ledger first, then gpugate restarted with
                        --usage-store shared, and the restart and latency
                        figures again)
+  --compare-replicas K  issue #32: K more gpugate serve --usage-store leader
+                       replicas behind a round-robin balancer (the e2e
+                       suite's); the bulk create alternates, in chunks of
+                       --chunk pods (default: a tenth of --pods), between the one gpugate
+                       (its own ledger) and the K replicas, re-registering
+                       the webhooks between chunks (not timed): creates/s of
+                       each side and leader/one; each replica's usage must
+                       then be the truth; they are stopped before the rest
   --timeout S          seconds to wait for all pods Running (default 600)
   --keep               keep the temporary directory (logs, kubeconfig)
   --small              --nodes 100 --pods 1000 --latency-creates 100: a quick
@@ -57,6 +65,7 @@ import json
 import math
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -82,6 +91,7 @@ NAMESPACES = [f"{t}-{i}" for t in TEAMS for i in (1, 2)]
 CHURN_NS = "churn"
 LATENCY_NS = "latency"
 STORE_NS = "gpugate"  # the shared store's ConfigMaps and Lease
+LEADER_NS = "gpugate-leader"  # the Lease of the --compare-replicas replicas
 TABLE = "application/json;as=Table;v=v1;g=meta.k8s.io"
 
 # Share of the nodes per flavor (the rest, CPU nodes, gets what is left).
@@ -611,6 +621,9 @@ class Run:
         self.cluster = e2e.Cluster(self.dir / "cluster")
         self.cluster_started = False
         self.gates: list[e2e.Gate] = []  # every one started; the last serves
+        # --compare-replicas: the leader replicas and their balancer
+        self.leaders: list[e2e.Gate] = []
+        self.balancer: e2e.Balancer | None = None
         self.report = Report()
         self.api: e2e.Api | None = None
         self.kubectl: e2e.Kubectl | None = None
@@ -649,16 +662,32 @@ class Run:
         rc = self.gate.terminate()
         return rc, time.monotonic() - t
 
+    def stop_leaders(self) -> None:
+        """Stops the --compare-replicas replicas (their CPU counted as
+        gpugate's) and their balancer."""
+        for g in self.leaders:
+            if g.alive:
+                self.gate_cpu += cpu_seconds(g.pid)
+                rc = g.terminate()
+                if rc != 0:
+                    raise RuntimeError(f"{g.name} exited {rc} after SIGTERM, not 0; "
+                                       f"stderr:\n{g.stderr_tail()}")
+        if self.balancer is not None:
+            self.balancer.stop()
+            self.balancer = None
+
     def cleanup(self, ok: bool) -> bool:
         """Stops everything; False when a gpugate did not exit 0 on SIGTERM
         or printed a sanitizer report (or ok was False already)."""
-        for g in self.gates:
+        if self.balancer is not None:
+            self.balancer.stop()
+        for g in self.gates + self.leaders:
             if g.alive:
                 rc = g.terminate()
                 if rc != 0:
                     log(f"{g.name}: exit {rc} after SIGTERM; stderr:\n{g.stderr_tail()}")
                     ok = False
-        for g in self.gates:
+        for g in self.gates + self.leaders:
             r = g.sanitizer_report()
             if r:
                 log(f"{g.name}: sanitizer report:\n{r}")
@@ -695,7 +724,9 @@ class Run:
             f"{len(TEAMS)} tenants, {a.threads} creating threads")
         say(f"churn:      {a.churn_rate:g} pods/s, Succeeded after {a.churn_run_for:g} s, "
             f"deleted after {a.churn_lifetime:g} s; {a.latency_creates} timed creates a side")
-        say(f"stores:     {a.usage_store}")
+        say(f"stores:     {a.usage_store}"
+            + (f"; bulk create alternating with {a.compare_replicas} leader replicas, "
+               f"chunks of {a.chunk}" if a.compare_replicas else ""))
         say("")
 
     def up(self) -> None:
@@ -707,7 +738,8 @@ class Run:
         self.api = e2e.Api(self.cluster)
         self.certs = e2e.make_certs(self.binary, self.dir / "certs")
         objs = [e2e.namespace_obj(ns, "fleet") for ns in NAMESPACES + [CHURN_NS, LATENCY_NS]]
-        objs.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STORE_NS}})
+        objs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+                 for n in (STORE_NS, LEADER_NS)]
         self.kubectl.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
         e2e.wait_service_accounts(self.kubectl, NAMESPACES + [CHURN_NS, LATENCY_NS])
         first = "shared" if self.args.usage_store == "shared" else "memory"
@@ -722,6 +754,39 @@ class Run:
                 json.loads(r.out)["metadata"].get("labels") or {})
         e2e.wait_until("the webhooks to be called", called, 30, 0.3)
         log(f"gpugate ({first} store) on {self.gate.url}, registered")
+        if self.args.compare_replicas:
+            for i in range(self.args.compare_replicas):
+                g = e2e.Gate(self.binary, self.certs, POLICY, self.dir / "gpugate",
+                             self.cluster.env["KUBECONFIG"], name=f"leader-{i}",
+                             args=[w.format(index=i) for w in
+                                   shlex.split(self.args.leader_args)])
+                self.leaders.append(g)
+                g.start()
+            for g in self.leaders:
+                g.wait_ready()
+            self.balancer = e2e.Balancer([g.port for g in self.leaders]).start()
+            log(f"{len(self.leaders)} leader replicas behind {self.balancer.url}")
+
+    def serve_with(self, side: str) -> None:
+        """The webhooks go to SIDE ("one": the one gpugate; "leader": the
+        balancer of the replicas) from now on: re-registered, then dry-run
+        creates until one reaches that side's /mutate and, at the same
+        moment, none the other's."""
+        url = self.gate.url if side == "one" else self.balancer.url
+        self.kubectl.apply({"apiVersion": "v1", "kind": "List", "items": e2e.webhook_configs(
+            "gpugate-fleet", url, self.certs.ca_bundle, "fleet")}).check()
+        mine = [self.gate] if side == "one" else self.leaders
+        other = self.leaders if side == "one" else [self.gate]
+        probe = e2e.pod("webhook-probe", LATENCY_NS, "mig")
+
+        def count(gs):
+            return sum(g.requests("mutate") for g in gs)
+
+        def switched():
+            m0, o0 = count(mine), count(other)
+            self.api.request("POST", f"/api/v1/namespaces/{LATENCY_NS}/pods?dryRun=All", probe)
+            return count(mine) > m0 and count(other) == o0
+        e2e.wait_until(f"the webhooks to call the {side} side", switched, 30, 0.2)
 
     def fleet(self, counts: dict, cpu: int) -> None:
         n = sum(counts.values()) + cpu
@@ -741,8 +806,32 @@ class Run:
         t0 = time.monotonic()
         result: dict = {}
 
+        sides: dict[str, list[float]] = {"one": [0, 0.0], "leader": [0, 0.0]}
+
         def creator() -> None:
-            result["v"] = create_pods(self.api, plan, a.threads, {RUN_LABEL: "fleet"}, stop)
+            if not a.compare_replicas:
+                result["v"] = create_pods(self.api, plan, a.threads, {RUN_LABEL: "fleet"},
+                                          stop)
+                return
+            lat, failures, retried = [], [], 0
+            try:
+                for n, i in enumerate(range(0, len(plan), a.chunk)):
+                    side = "one" if n % 2 == 0 else "leader"
+                    self.serve_with(side)
+                    t = time.monotonic()
+                    lt, fl, rt = create_pods(self.api, plan[i:i + a.chunk], a.threads,
+                                             {RUN_LABEL: "fleet"}, stop)
+                    sides[side][0] += len(plan[i:i + a.chunk])
+                    sides[side][1] += time.monotonic() - t
+                    lat += lt
+                    failures += fl
+                    retried += rt
+                    if fl or stop.is_set():
+                        break
+                self.serve_with("one")
+            except Exception as e:  # noqa: BLE001 - reported as a failure
+                failures.append(f"switching the webhooks: {e}")
+            result["v"] = (lat, failures, retried)
         ct = threading.Thread(target=creator, daemon=True, name="creator")
         ct.start()
         conn = self.api.connection(timeout=120)
@@ -784,6 +873,16 @@ class Run:
         rep.figure(f"pods created ({len(plan)}, {a.threads} threads)",
                    f"{created_s:.1f} s = {len(plan) / created_s:.0f} creates/s"
                    + (f" ({retried} retried)" if retried else ""))
+        if a.compare_replicas:
+            rate = {k: n / max(w, 1e-9) for k, (n, w) in sides.items()}
+            rep.figure(f"  of which with the one gpugate (chunks of {a.chunk})",
+                       f"{sides['one'][0]} in {sides['one'][1]:.1f} s = "
+                       f"{rate['one']:.0f} creates/s")
+            rep.figure(f"  of which with {len(self.leaders)} leader replicas",
+                       f"{sides['leader'][0]} in {sides['leader'][1]:.1f} s = "
+                       f"{rate['leader']:.0f} creates/s")
+            rep.figure(f"  {len(self.leaders)} leader replicas / one",
+                       f"{rate['leader'] / max(rate['one'], 1e-9):.2f} x (issue #32: >= 0.9 x)")
         rep.figure("create latency during the bulk create",
                    f"p50 {ms(e2e.percentile(lat, 50))}, p99 {ms(e2e.percentile(lat, 99))}, "
                    f"max {ms(lat[-1])}")
@@ -809,11 +908,12 @@ class Run:
         keys = set(used) | set(self.truth)
         return all(used.get(k, 0) == self.truth.get(k, 0) for k in keys), text
 
-    def wait_usage_true(self, timeout: float = 120.0) -> str:
+    def wait_usage_true(self, timeout: float = 120.0, gate: e2e.Gate | None = None) -> str:
         last = [""]
+        gate = gate or self.gate
 
         def ok():
-            good, last[0] = self.usage_true(self.gate)
+            good, last[0] = self.usage_true(gate)
             return good
         try:
             e2e.wait_until("gpugate_quota_used == the truth", ok, timeout, 0.2)
@@ -822,7 +922,7 @@ class Run:
             diff = {f"{t}/{f}": (used.get((t, f), 0), self.truth.get((t, f), 0))
                     for t, f in sorted(set(used) | set(self.truth))
                     if used.get((t, f), 0) != self.truth.get((t, f), 0)}
-            raise RuntimeError(f"gpugate's usage is not the truth after {timeout:.0f} s: "
+            raise RuntimeError(f"{gate.name}'s usage is not the truth after {timeout:.0f} s: "
                                f"(gpugate, truth) {diff}") from None
         return last[0]
 
@@ -960,6 +1060,13 @@ class Run:
         self.fleet(counts, cpu)
         self.pods()
         self.compute_truth()
+        if self.leaders:
+            for g in self.leaders:
+                self.wait_usage_true(timeout=120, gate=g)
+            cpu = sum(cpu_seconds(g.pid) for g in self.leaders)
+            self.report.figure(f"{len(self.leaders)} leader replicas: usage = the truth",
+                               f"on each; their CPU over the run {cpu:.1f} s; stopped now")
+            self.stop_leaders()
         self.memory()
         stores = ["memory", "shared"] if a.usage_store == "both" else [a.usage_store]
         for i, store in enumerate(stores):
@@ -1007,6 +1114,12 @@ def main(argv=None) -> int:
     ap.add_argument("--churn-run-for", type=float, default=2.0)
     ap.add_argument("--churn-lifetime", type=float, default=4.0)
     ap.add_argument("--usage-store", choices=["memory", "shared", "both"], default="both")
+    ap.add_argument("--compare-replicas", type=int, default=0, metavar="K")
+    ap.add_argument("--chunk", type=int, default=0,
+                    help="pods a chunk of --compare-replicas (default: a tenth of --pods)")
+    ap.add_argument("--leader-args", default=f"--usage-store leader --namespace {LEADER_NS} "
+                                             f"--identity leader-{{index}}",
+                    help="the --compare-replicas replicas' extra arguments ({index}: 0..K-1)")
     ap.add_argument("--timeout", type=float, default=600.0)
     ap.add_argument("--keep", action="store_true")
     ap.add_argument("--small", action="store_true",
@@ -1014,6 +1127,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     if args.small:
         args.nodes, args.pods, args.latency_creates = 100, 1000, 100
+    if args.chunk < 1:
+        args.chunk = max(1, args.pods // 10)
     for name in ("nodes", "pods", "threads", "latency_creates"):
         if getattr(args, name) < 1:
             ap.error(f"--{name.replace('_', '-')} must be at least 1")
