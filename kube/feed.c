@@ -320,6 +320,20 @@ bool feed_synced(struct feed *f)
 	return true;
 }
 
+void feed_resync(struct feed *f, struct feed_resync *t)
+{
+	for (int i = 0; i < USAGE_KINDS; i++)
+		t->ticket[i] = informer_resync(f->kinds[i].inf);
+}
+
+bool feed_resynced(struct feed *f, const struct feed_resync *t)
+{
+	for (int i = 0; i < USAGE_KINDS; i++)
+		if (!informer_resynced(f->kinds[i].inf, t->ticket[i]))
+			return false;
+	return true;
+}
+
 bool feed_connected(struct feed *f)
 {
 	for (int i = 0; i < USAGE_KINDS; i++)
