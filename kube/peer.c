@@ -12,6 +12,8 @@
  */
 #include "kube/peer.h"
 
+#include "codec/jsonmem.h"
+
 #include "base/base64.h"
 #include "base/diag.h"
 #include "base/strbuf.h"
@@ -310,14 +312,14 @@ int peer_post(struct peer *pr, const char *address, const json_t *body,
 	}
 	k = client_take(pr, address, &generation, err, size);
 	if (!k) {
-		free(text);
+		jsonmem_free(text);
 		return -1;
 	}
 	req.body = text;
 	req.body_len = strlen(text);
 	diag_init(&d);
 	rc = kube_request(k, &req, &resp, &d);
-	free(text);
+	jsonmem_free(text); /* jansson's: from the request's arena, maybe */
 	if (rc < 0) {
 		char line[400];
 

@@ -100,10 +100,8 @@ enum usage_role leader_gate_role(struct leader_gate *g,
 		if (st == LEADER_GATE_OPEN)
 			return USAGE_ROLE_LEAD;
 		snprintf(who, size,
-			 "this replica took Lease %s %.1f s ago and decides quota once "
-			 "%.0f s have passed and it has listed the cluster again (so "
-			 "that it counts what the last leader admitted); retry in a few "
-			 "seconds",
+			 "the quota leader took Lease %s %.1f s ago and decides after "
+			 "%.0f s and a relist",
 			 f->lease, (double)(now_ms - since) / 1000.0,
 			 (double)g->grace_ms / 1000.0);
 		return USAGE_ROLE_NONE;
@@ -114,19 +112,16 @@ enum usage_role leader_gate_role(struct leader_gate *g,
 			return USAGE_ROLE_FOLLOW;
 		}
 		snprintf(who, size,
-			 "replica %s holds Lease %s but says no address to forward quota "
-			 "decisions to (it runs --usage-store memory, or an older "
-			 "gpugate): quota is decided by it alone",
+			 "replica %s holds Lease %s and publishes no address "
+			 "(--usage-store memory?)",
 			 f->holder, f->lease);
 		return USAGE_ROLE_NONE;
 	}
 	if (f->error && f->error[0])
-		snprintf(who, size, "no replica holds Lease %s (%s): quota cannot be "
-				    "decided now; retry in a few seconds",
+		snprintf(who, size, "no replica holds Lease %s (%s)",
 			 f->lease, f->error);
 	else
-		snprintf(who, size, "no replica holds Lease %s yet: quota cannot be "
-				    "decided now; retry in a few seconds",
+		snprintf(who, size, "no replica holds Lease %s yet",
 			 f->lease);
 	return USAGE_ROLE_NONE;
 }

@@ -447,7 +447,7 @@ Test(leader_wire, a_holder_for_a_workload_without_a_job_and_a_long_reason)
 {
 	struct quota_result r = {.position = QUOTA_COVERED, .holder = "train"}, got;
 	struct workload wl = a_pod();
-	char reason[400];
+	char reason[sizeof(((struct quota_result *)0)->reason) + 80];
 	json_t *j;
 
 	wl.owner_job = NULL;
@@ -462,8 +462,14 @@ Test(leader_wire, a_holder_for_a_workload_without_a_job_and_a_long_reason)
 	reason[sizeof(reason) - 1] = '\0';
 	json_object_set_new(j, "reason", json_string(reason));
 	cr_assert_eq(read_res(j, &wl, &got), -1);
-	cr_assert(strstr(err, "\"reason\" longer than 159 bytes"), "%s", err);
-	reason[159] = '\0';
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "\"reason\" longer than %zu bytes",
+			 sizeof(got.reason) - 1);
+		cr_assert(strstr(err, want), "%s", err);
+	}
+	reason[sizeof(got.reason) - 1] = '\0';
 	json_object_set_new(j, "reason", json_string(reason));
 	cr_assert_eq(read_res(j, &wl, &got), 0, "%s", err);
 	cr_assert_str_eq(got.reason, reason);
