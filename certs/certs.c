@@ -1038,3 +1038,50 @@ out:
 	X509_free(x);
 	return rc;
 }
+
+/* ---- digests for kube/peer.c -------------------------------------------- */
+
+int certs_sha256(const void *a, size_t alen, const void *b, size_t blen,
+		 unsigned char out[CERTS_SHA256_LEN])
+{
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	unsigned int n = 0;
+	int ok;
+
+	if (!ctx)
+		return -1;
+	ok = EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) == 1 &&
+	     (alen == 0 || EVP_DigestUpdate(ctx, a, alen) == 1) &&
+	     (blen == 0 || EVP_DigestUpdate(ctx, b, blen) == 1) &&
+	     EVP_DigestFinal_ex(ctx, out, &n) == 1 && n == CERTS_SHA256_LEN;
+	EVP_MD_CTX_free(ctx);
+	ERR_clear_error();
+	return ok ? 0 : -1;
+}
+
+int certs_spki_sha256(const char *name, const char *cert_pem, size_t len,
+		      unsigned char out[CERTS_SHA256_LEN], struct diag *d)
+{
+	unsigned char *der = NULL;
+	X509 *x;
+	int n, rc;
+
+	if (len > INT_MAX) {
+		diag_addf(d, "%s: certificate too large", name);
+		return -1;
+	}
+	if (parse_cert(name, cert_pem, len, &x, d) < 0)
+		return -1;
+	n = i2d_PUBKEY(X509_get0_pubkey(x), &der);
+	X509_free(x);
+	if (n <= 0) {
+		diag_addf(d, "%s: cannot encode the certificate's public key (%s)",
+			  name, ossl_why());
+		return -1;
+	}
+	rc = certs_sha256(der, (size_t)n, NULL, 0, out);
+	OPENSSL_free(der);
+	if (rc < 0)
+		diag_addf(d, "%s: SHA-256 failed", name);
+	return rc;
+}

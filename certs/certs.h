@@ -157,4 +157,22 @@ int certs_check_pem(const char *cert_name, const char *cert_pem,
 		    const char *key_name, const char *key_pem, time_t now,
 		    struct certs_info *info, struct diag *d);
 
+/* ---- digests (kube/peer.h: the peer token and the pinned key) ----------- */
+
+#define CERTS_SHA256_LEN 32
+
+/* SHA-256 of a[0, alen) followed by b[0, blen) (either may be empty).
+ * 0, or -1 when OpenSSL fails (out of memory). */
+int certs_sha256(const void *a, size_t alen, const void *b, size_t blen,
+		 unsigned char out[CERTS_SHA256_LEN]);
+
+/*
+ * SHA-256 of the DER SubjectPublicKeyInfo of the first certificate in the
+ * PEM text cert_pem (len bytes): what libcurl's CURLOPT_PINNEDPUBLICKEY
+ * "sha256//" compares.  name names the text in messages.  0, or -1 with
+ * one line in d ("NAME: no PEM certificate found").
+ */
+int certs_spki_sha256(const char *name, const char *cert_pem, size_t len,
+		      unsigned char out[CERTS_SHA256_LEN], struct diag *d);
+
 #endif

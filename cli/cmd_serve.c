@@ -7,6 +7,7 @@
 #include "cli/cmd.h"
 #include "daemon/daemon.h"
 
+#include <ctype.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -21,8 +22,10 @@ void cmd_serve_usage(FILE *out)
 	      "                     [--log-format logfmt|json]\n"
 	      "                     [--conn-timeout SECONDS] [--max-conns N]\n"
 	      "                     [--max-conns-per-ip N] [--reservation-ttl SECONDS]\n"
-	      "                     [--usage-store memory|shared] [--namespace NS]\n"
-	      "                     [--identity NAME] [--waiting-reason-after S]\n"
+	      "                     [--usage-store memory|shared|leader]\n"
+	      "                     [--namespace NS] [--identity NAME]\n"
+	      "                     [--peer-address HOST:PORT]\n"
+	      "                     [--waiting-reason-after S]\n"
 	      "                     [--no-gpuclasses] [--no-gpuquotas]\n"
 	      "                     [--no-node-health]\n"
 	      "                     [--prometheus-url URL]\n"
@@ -59,13 +62,20 @@ void cmd_serve_usage(FILE *out)
 	      "                     (default 60; the create failed)\n"
 	      "  --usage-store S    with the API: memory (this replica's ledger, the\n"
 	      "                     default: one replica; it decides quota only while\n"
-	      "                     it holds Lease gpugate-memory of --namespace) or\n"
+	      "                     it holds Lease gpugate-memory of --namespace),\n"
+	      "                     leader (several replicas, the chart's default:\n"
+	      "                     the holder of that Lease decides quota in memory\n"
+	      "                     and the others forward to it over HTTPS) or\n"
 	      "                     shared (reservations shared by all replicas\n"
 	      "                     through ConfigMaps of --namespace, a Lease there\n"
 	      "                     choosing who cleans up; quota is denied while\n"
 	      "                     the API cannot be reached)\n"
 	      "  --namespace NS     gpugate's namespace (default: $POD_NAMESPACE, else\n"
 	      "                     gpugate)\n"
+	      "  --peer-address HOST:PORT  --usage-store leader: where the other\n"
+	      "                     replicas reach this one (default: $POD_IP, else\n"
+	      "                     the --listen host unless 0.0.0.0 or ::, else\n"
+	      "                     127.0.0.1; and the port listened on)\n"
 	      "  --identity NAME    this replica (default: $POD_NAME, else the host\n"
 	      "                     name)\n"
 	      "  --waiting-reason-after S  with the API: say why a GPU pod waits for a\n"
@@ -98,6 +108,31 @@ void cmd_serve_usage(FILE *out)
 	      "SIGTERM or SIGINT: stop accepting, finish requests in progress, exit 0.\n"
 	      "SIGHUP: reload the policy and certificate now.\n",
 	      out);
+}
+
+/* --peer-address: "HOST:PORT" or "[V6]:PORT", a host of name characters
+ * (letters, digits, '.', '-', ':' inside brackets), a port 1..65535. */
+static bool peer_address_ok(const char *s)
+{
+	const char *colon = strrchr(s, ':'), *h = s, *end;
+	unsigned long port;
+	char *pend;
+
+	if (!colon || colon == s || strlen(s) > 300)
+		return false;
+	end = colon;
+	if (*h == '[') {
+		if (colon[-1] != ']' || colon - s < 3)
+			return false;
+		h++;
+		end = colon - 1;
+	}
+	for (const char *c = h; c < end; c++)
+		if (!(isalnum((unsigned char)*c) || *c == '.' || *c == '-' ||
+		      (*c == ':' && s[0] == '[')))
+			return false;
+	port = strtoul(colon + 1, &pend, 10);
+	return colon[1] && !*pend && port >= 1 && port <= 65535 && end > h;
 }
 
 /* "HOST:PORT" or "[V6]:PORT" -> host (in buf) and port. */
@@ -191,7 +226,7 @@ void cmd_serve_report(const char *msg)
 static const char *const log_levels[] = {"debug", "info", "warn", "error", NULL};
 static const enum log_level log_level_of[] = {LOG_DEBUG, LOG_INFO, LOG_WARN,
 					      LOG_ERROR};
-static const char *const usage_stores[] = {"memory", "shared", NULL};
+static const char *const usage_stores[] = {"memory", "shared", "leader", NULL};
 /* For completion; log_format_parse() decides (scan_log_format()). */
 static const char *const log_formats[] = {"logfmt", "json", NULL};
 
@@ -212,6 +247,7 @@ const struct args_opt cmd_serve_opts[] = {
 	{"usage-store", 0, 'U', ARGS_CHOICE, usage_stores},
 	{"namespace", 0, 'N', ARGS_WORD, NULL},
 	{"identity", 0, 'D', ARGS_WORD, NULL},
+	{"peer-address", 0, 'A', ARGS_WORD, NULL},
 	{"waiting-reason-after", 0, 'W', ARGS_WORD, NULL},
 	{"no-gpuclasses", 0, 'G', ARGS_NONE, NULL},
 	{"no-gpuquotas", 0, 'Q', ARGS_NONE, NULL},
@@ -336,6 +372,7 @@ int cmd_serve(const struct args_call *call, int argc, char **argv)
 			if (i < 0)
 				return ARGS_USAGE_ERROR;
 			cfg.shared_usage = strcmp(usage_stores[i], "shared") == 0;
+			cfg.leader_usage = strcmp(usage_stores[i], "leader") == 0;
 			break;
 		case 'G':
 			cfg.no_gpuclasses = true;
@@ -371,6 +408,12 @@ int cmd_serve(const struct args_call *call, int argc, char **argv)
 		case 'D':
 			cfg.identity = optarg;
 			break;
+		case 'A':
+			if (!peer_address_ok(optarg))
+				return args_usage_error(args.cmd, "--peer-address must be HOST:PORT "
+						   "(e.g. 10.0.0.5:8443 or [fd00::5]:8443)");
+			cfg.peer_address = optarg;
+			break;
 		case 'L':
 			i = args_choice(&args, 'L', optarg);
 			if (i < 0)
@@ -403,6 +446,10 @@ int cmd_serve(const struct args_call *call, int argc, char **argv)
 		return args_usage_error(args.cmd, "--kubeconfig and --embedded exclude each other");
 	if (cfg.shared_usage && embedded)
 		return args_usage_error(args.cmd, "--usage-store shared needs the API, not --embedded");
+	if (cfg.leader_usage && embedded)
+		return args_usage_error(args.cmd, "--usage-store leader needs the API, not --embedded");
+	if (cfg.peer_address && !cfg.leader_usage)
+		return args_usage_error(args.cmd, "--peer-address needs --usage-store leader");
 	if ((cfg.prometheus_token_file || cfg.prometheus_ca) && !cfg.prometheus_url)
 		return args_usage_error(args.cmd, "--prometheus-bearer-token-file and "
 				   "--prometheus-ca need --prometheus-url");

@@ -14,11 +14,13 @@
 #include "base/strbuf.h"
 #include "certs/certs.h"
 #include "codec/jsonmem.h"
+#include "daemon/quota-leader.h"
 #include "http/server.h"
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/feed.h"
 #include "kube/lease.h"
+#include "kube/peer.h"
 #include "kube/shared-io.h"
 #include "policy/idle.h"
 #include "policy/policy.h"
@@ -81,6 +83,9 @@ struct daemon {
 	 * quota, and a watch on the shared replicas' Lease (memory_gate). */
 	struct lease *memory_lease, *shared_watch;
 	struct handler_quota_gate quota_gate;
+	/* Leader usage (--usage-store leader): the Leases, the gate, the
+	 * peers (daemon/quota-leader.h). */
+	struct quota_leader *quota_leader;
 	atomic_int gate_state;            /* what memory_gate last logged */
 	char identity[254];
 	char namespace[64];
@@ -224,6 +229,10 @@ static void reload_cert(struct daemon *dm)
 		metrics_cert_reload(dm->metrics, false);
 		log_diag(LOG_WARN, "certificate reload refused, keeping the old one", &d);
 	} else {
+		if (dm->quota_leader &&
+		    quota_leader_set_keys(dm->quota_leader, pp.cert, pp.cert_len, pp.key,
+					  pp.key_len, &d) < 0)
+			log_diag(LOG_WARN, "the replicas' peer keys not reloaded", &d);
 		metrics_cert_reload(dm->metrics, true);
 		log_event(LOG_INFO, "msg=\"certificate reloaded\" subject=\"%s\" "
 				    "not_after=%lld",
@@ -293,6 +302,8 @@ void daemon_tick(struct daemon *dm)
 {
 	expire(dm);
 	prune(dm);
+	if (dm->quota_leader)
+		quota_leader_tick(dm->quota_leader);
 	if (changed(&dm->policy_file))
 		reload_policy(dm);
 	/* Either file of the pair (both stat()s run, to keep both snapshots
@@ -324,6 +335,8 @@ static bool ready(const struct daemon *dm, struct strbuf *why)
 	/* --usage-store memory: whether this replica decides quota is known
 	 * once both Leases were read (not that it holds one: a rolling update
 	 * would wait forever for the old pod to let go). */
+	if (dm->quota_leader && !quota_leader_ready(dm->quota_leader, why))
+		ok = false;
 	if (dm->memory_lease &&
 	    (!lease_tried(dm->memory_lease) || !lease_tried(dm->shared_watch))) {
 		strbuf_addf(why, "Lease %s/gpugate-memory not read yet\n", dm->namespace);
@@ -403,6 +416,8 @@ static bool is_leading(void *ctx)
 {
 	struct daemon *dm = ctx;
 
+	if (dm->quota_leader)
+		return quota_leader_leading(dm->quota_leader);
 	return lease_leading(dm->lease ? dm->lease : dm->memory_lease);
 }
 
@@ -455,6 +470,16 @@ static bool memory_gate(void *ctx, char *why, size_t size)
 					    "reason=\"%s\"", log_quote(why, q, sizeof(q)));
 	}
 	return st == GATE_OPEN;
+}
+
+/* POST /peer/decide on a replica that does not keep usage with
+ * --usage-store leader. */
+static void route_no_peer(void *ctx, const struct http_request *req,
+			  struct http_reply *out)
+{
+	(void)ctx;
+	(void)req;
+	http_reply_text(out, 404, "this replica does not run --usage-store leader\n");
 }
 
 /* The pool at a glance (report/pool-report.h): JSON. */
@@ -598,6 +623,56 @@ static int start_memory_gate(struct daemon *dm, struct diag *d)
 	return 0;
 }
 
+/* Leader usage: the store now; the Leases once the port is known
+ * (start_leader_leases()), since they publish it. */
+static int start_leader(struct daemon *dm, unsigned ttl_s, struct diag *d)
+{
+	const char *ns = dm->cfg.namespace && dm->cfg.namespace[0] ? dm->cfg.namespace
+								    : "gpugate";
+
+	snprintf(dm->namespace, sizeof(dm->namespace), "%s", ns);
+	dm->quota_leader = quota_leader_new(
+		&(struct quota_leader_config){
+			.kube = &dm->kube, .namespace = dm->namespace,
+			.identity = dm->identity, .policy = dm->holder,
+			.reservation_ttl_ms = (uint64_t)ttl_s * 1000u},
+		d);
+	if (!dm->quota_leader)
+		return -1;
+	dm->usage = quota_leader_usage(dm->quota_leader);
+	return 0;
+}
+
+/* Where the other replicas reach this one: --peer-address, else $POD_IP,
+ * else the listen host unless a wildcard, else 127.0.0.1; the bound port
+ * when none is given. */
+static void peer_address(const struct daemon *dm, char *buf, size_t size)
+{
+	const char *ip = getenv("POD_IP");
+	const char *host = dm->host;
+	bool v6;
+
+	if (dm->cfg.peer_address && dm->cfg.peer_address[0]) {
+		snprintf(buf, size, "%s", dm->cfg.peer_address);
+		return;
+	}
+	if (ip && ip[0])
+		host = ip;
+	else if (strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 || !host[0])
+		host = "127.0.0.1";
+	v6 = strchr(host, ':') != NULL;
+	snprintf(buf, size, "%s%s%s:%u", v6 ? "[" : "", host, v6 ? "]" : "",
+		 server_port(dm->server));
+}
+
+static int start_leader_leases(struct daemon *dm, struct diag *d)
+{
+	char address[LEASE_ADDRESS_MAX + 1];
+
+	peer_address(dm, address, sizeof(address));
+	return quota_leader_start(dm->quota_leader, address, d);
+}
+
 /*
  * The controllers (controllers/controllers.h): the deps once, then the
  * table's rows in order.  With several replicas (a Lease) the leader-only
@@ -610,7 +685,8 @@ static int start_controllers(struct daemon *dm, struct diag *d)
 		.inventory = dm->inventory, .pvcs = dm->pvcs, .metrics = dm->metrics,
 		.identity = dm->identity, .namespace = dm->namespace,
 		.gang_served = &dm->gang_served,
-		.leading = dm->lease || dm->memory_lease ? is_leading : NULL,
+		.leading = dm->lease || dm->memory_lease || dm->quota_leader ? is_leading
+									   : NULL,
 		.synced = is_synced, .ctx = dm,
 		.waiting_after_s = dm->cfg.waiting_after_s,
 		.no_gpuclasses = dm->cfg.no_gpuclasses,
@@ -747,7 +823,12 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	set_identity(dm);
 	dm->metrics = metrics_new();
 	dm->holder = holder_new(p);
-	if (dm->have_api && cfg->shared_usage) {
+	if (dm->have_api && cfg->leader_usage) {
+		if (start_leader(dm, ttl_s, d) < 0) {
+			policy_free(dm->holder ? NULL : p);
+			goto fail;
+		}
+	} else if (dm->have_api && cfg->shared_usage) {
 		if (start_shared(dm, ttl_s, d) < 0) {
 			policy_free(dm->holder ? NULL : p); /* the holder owns it */
 			goto fail;
@@ -793,6 +874,8 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		fc.run = pod_run_cb;
 		if (feed_start(&fc, &dm->feed, d) < 0)
 			goto fail;
+		if (dm->quota_leader)
+			quota_leader_set_feed(dm->quota_leader, dm->feed);
 		whoami(dm);
 		if (start_controllers(dm, d) < 0)
 			goto fail;
@@ -818,6 +901,10 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 					    "Kubernetes API only\"");
 	}
 	if (load_pair(dm, &pp, d) < 0)
+		goto fail;
+	if (dm->quota_leader &&
+	    quota_leader_set_keys(dm->quota_leader, pp.cert, pp.cert_len, pp.key,
+				  pp.key_len, d) < 0)
 		goto fail;
 	dm->handler.policy = dm->holder;
 	dm->handler.metrics = dm->metrics;
@@ -851,6 +938,10 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			{"GET", "/readyz", route_readyz, dm, 0},
 			{"GET", "/metrics", route_metrics, dm, 0},
 			{"GET", "/pool", route_pool, dm, 0},
+			/* --usage-store leader: the followers' forwards. */
+			{"POST", PEER_DECIDE_PATH, dm->quota_leader ? quota_leader_route
+								   : route_no_peer,
+			 dm->quota_leader, HTTP_ROUTE_JSON | HTTP_ROUTE_AUTHORIZATION},
 		};
 
 		sc.routes = routes;
@@ -859,6 +950,8 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 			goto fail;
 	}
 	pair_release(&pp);
+	if (dm->quota_leader && start_leader_leases(dm, d) < 0)
+		goto fail;
 	changed(&dm->policy_file);
 	changed(&dm->cert_file);
 	changed(&dm->key_file);
@@ -892,6 +985,10 @@ void daemon_stop(struct daemon *dm)
 	stop_controllers(dm);
 	idle_board_free(dm->idle_board);
 	feed_stop(dm->feed);
+	/* Its Leases first (the one held is released at once, so that
+	 * another replica decides without waiting out the term); its store
+	 * is freed below with the others', then the rest of it. */
+	quota_leader_stop_leases(dm->quota_leader);
 	lease_stop(dm->lease);
 	lease_stop(dm->memory_lease);
 	lease_stop(dm->shared_watch);
@@ -901,6 +998,7 @@ void daemon_stop(struct daemon *dm)
 	parents_free(dm->parents);
 	meter_free(dm->meter);
 	usage_free(dm->usage);
+	quota_leader_free(dm->quota_leader);
 	kube_shared_io_free(dm->shared_io);
 	kube_config_release(&dm->kube);
 	holder_free(dm->holder);

@@ -62,6 +62,14 @@ struct daemon_config {
 	 * (usage/shared.h), in ConfigMaps of `namespace`, with a Lease
 	 * there to choose who cleans up; else this process's ledger. */
 	bool shared_usage;
+	/* API mode: the holder of Lease gpugate-memory decides quota, the
+	 * other replicas forward to it (daemon/quota-leader.h, issue #32);
+	 * wins over shared_usage. */
+	bool leader_usage;
+	/* leader_usage: where the other replicas reach this one
+	 * ("host:port"); NULL: $POD_IP, else the listen host when it is not a
+	 * wildcard, else 127.0.0.1, and the bound port. */
+	const char *peer_address;
 	const char *namespace;       /* NULL: "gpugate" */
 	const char *identity;        /* this replica; NULL: the host name */
 	/* API mode: an Event saying why a GPU pod waits for a node, once it

@@ -351,6 +351,10 @@ static enum MHD_Result answer(struct MHD_Connection *c, struct request *r,
 				   .len = r->len};
 	struct http_reply reply = {0};
 
+	if (route->flags & HTTP_ROUTE_AUTHORIZATION)
+		req.authorization = MHD_lookup_connection_value(
+			c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION);
+
 	route->handler(route->ctx, &req, &reply);
 	if (!reply.body)
 		return MHD_NO;

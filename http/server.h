@@ -59,6 +59,9 @@ struct http_request {
 	 * NUL-terminated; other routes: "" and 0.  Valid during the call. */
 	const char *body;
 	size_t len;
+	/* HTTP_ROUTE_AUTHORIZATION routes: the Authorization header, NULL
+	 * when absent; other routes: NULL (not looked up). */
+	const char *authorization;
 };
 
 struct http_reply {
@@ -81,6 +84,8 @@ enum http_route_flags {
 	 * the input limits before the callback is called; the answer (up to
 	 * 8 KiB) is corked into one TLS record. */
 	HTTP_ROUTE_JSON = 1u << 0,
+	/* The route reads the Authorization header (http_request). */
+	HTTP_ROUTE_AUTHORIZATION = 1u << 1,
 };
 
 struct http_route {

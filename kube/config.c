@@ -221,6 +221,7 @@ void kube_config_release(struct kube_config *c)
 	free(c->cert_pem);
 	free(c->token);
 	free(c->token_file);
+	free(c->pinned_pubkey);
 	free(c->source);
 	memset(c, 0, sizeof(*c));
 }

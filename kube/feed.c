@@ -320,6 +320,26 @@ bool feed_synced(struct feed *f)
 	return true;
 }
 
+void feed_resync(struct feed *f, struct feed_resync *t)
+{
+	/* Asked again: only the kinds not served yet (a served kind asked
+	 * again would get a new ticket, and the whole might never be). */
+	for (int i = 0; i < USAGE_KINDS; i++)
+		if (!t->asked || !informer_resynced(f->kinds[i].inf, t->ticket[i]))
+			t->ticket[i] = informer_resync(f->kinds[i].inf);
+	t->asked = true;
+}
+
+bool feed_resynced(struct feed *f, const struct feed_resync *t)
+{
+	if (!t->asked)
+		return false;
+	for (int i = 0; i < USAGE_KINDS; i++)
+		if (!informer_resynced(f->kinds[i].inf, t->ticket[i]))
+			return false;
+	return true;
+}
+
 bool feed_connected(struct feed *f)
 {
 	for (int i = 0; i < USAGE_KINDS; i++)

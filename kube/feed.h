@@ -107,6 +107,22 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 /* True once Pods, Jobs and ResourceClaims have each been listed completely
  * (claims: or are not served). */
 bool feed_synced(struct feed *f);
+/*
+ * Pods, Jobs and ResourceClaims listed whole again (informer_resync()),
+ * the store told as on any relist: the tickets in *t.  A replica that
+ * starts deciding quota alone (--usage-store leader) asks for it, and
+ * asks again (the kinds not served yet, their pending tickets) until
+ * feed_resynced()
+ * says that a list begun after the first ask was read whole of every
+ * kind: everything stored before is in its store.
+ */
+struct feed_resync {
+	uint64_t ticket[USAGE_KINDS];
+	bool asked; /* false (zeroed): the first feed_resync() asks every kind */
+};
+void feed_resync(struct feed *f, struct feed_resync *t);
+bool feed_resynced(struct feed *f, const struct feed_resync *t);
+
 /* True while every watch is connected (answered 200, not ended; claims:
  * or are not served). */
 bool feed_connected(struct feed *f);

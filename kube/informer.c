@@ -54,6 +54,12 @@ struct informer {
 	unsigned backoff_before; /* when this watch was asked for */
 	atomic_bool synced;
 	atomic_bool connected; /* the watch answered 200 and is open */
+	/* informer_resync(): the tickets asked for and the last one a whole
+	 * list served (a list begun after it was asked); the thread's copy of
+	 * the one its list serves. */
+	_Atomic uint64_t resync_want, resync_done;
+	uint64_t resync_taken;
+	atomic_bool unserved_now; /* unserved, for other threads */
 };
 
 /* A success (a whole list, an open watch): the next failure is retried
@@ -446,6 +452,8 @@ static void not_served(struct informer *inf)
 			inf->on.relist_end(inf->on.ctx, first);
 		atomic_store(&inf->synced, true);
 	}
+	atomic_store(&inf->resync_done, inf->resync_taken);
+	atomic_store(&inf->unserved_now, true);
 	set_connected(inf, true);
 	backoff_reset(inf);
 	thread_sleep(&inf->thread, inf->unserved_retry_ms);
@@ -461,6 +469,14 @@ static unsigned turn(void *arg)
 	struct diag d;
 	int rc;
 
+	{
+		uint64_t want = atomic_load(&inf->resync_want);
+
+		if (want != inf->resync_taken) {
+			inf->resync_taken = want;
+			inf->need_list = true;
+		}
+	}
 	if (inf->need_list) {
 		bool first;
 		int lr = list(inf);
@@ -482,11 +498,13 @@ static unsigned turn(void *arg)
 			set_connected(inf, false);
 		}
 		inf->need_list = false;
+		atomic_store(&inf->unserved_now, false);
 		backoff_reset(inf);
 		first = !atomic_load(&inf->synced);
 		if (inf->on.relist_end)
 			inf->on.relist_end(inf->on.ctx, first);
 		atomic_store(&inf->synced, true);
+		atomic_store(&inf->resync_done, inf->resync_taken);
 		if (!first)
 			log_event(LOG_INFO, "msg=\"relisted\" kind=%s "
 					    "resource_version=%s",
@@ -504,6 +522,8 @@ static unsigned turn(void *arg)
 	set_connected(inf, false);
 	if (thread_stopping(&inf->thread))
 		return 0;
+	if (atomic_load(&inf->resync_want) != inf->resync_taken)
+		return 0; /* cut by informer_resync(): list now */
 	if (inf->gone || rc == 410) {
 		inf->need_list = true;
 		return 0;
@@ -588,6 +608,9 @@ int informer_start(const struct informer_config *cfg, struct informer **out,
 							: UNSERVED_RETRY_MS;
 	atomic_init(&inf->synced, false);
 	atomic_init(&inf->connected, false);
+	atomic_init(&inf->resync_want, 0);
+	atomic_init(&inf->resync_done, 0);
+	atomic_init(&inf->unserved_now, false);
 	inf->need_list = true;
 	backoff_reset(inf);
 	inf->name = strdup(cfg->name);
@@ -627,6 +650,29 @@ bool informer_synced(struct informer *inf)
 bool informer_connected(struct informer *inf)
 {
 	return atomic_load(&inf->connected);
+}
+
+uint64_t informer_resync(struct informer *inf)
+{
+	uint64_t want = atomic_load(&inf->resync_want);
+
+	if (atomic_load(&inf->unserved_now)) {
+		/* Nothing to list: whatever is asked is served. */
+		atomic_store(&inf->resync_done, want);
+		return want;
+	}
+	if (atomic_load(&inf->resync_done) == want)
+		want = atomic_fetch_add(&inf->resync_want, 1) + 1;
+	/* A watch open now ends, so that the thread lists; one that opens
+	 * after this is cut by the next call (callers ask until served). */
+	if (atomic_load(&inf->connected))
+		kube_interrupt(inf->kube);
+	return want;
+}
+
+bool informer_resynced(struct informer *inf, uint64_t ticket)
+{
+	return atomic_load(&inf->resync_done) >= ticket;
 }
 
 void informer_cancel(struct informer *inf)

@@ -71,6 +71,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 struct diag;
 struct kube_config;
@@ -130,6 +131,19 @@ bool informer_synced(struct informer *inf);
 /* True while the watch is connected (answered 200, not ended), or an
  * optional informer's path is not served. */
 bool informer_connected(struct informer *inf);
+
+/*
+ * A new whole list, now (issue #32: a replica that starts deciding quota
+ * must first see everything stored before it did): returns a ticket that
+ * informer_resynced() answers true for once a list begun after this call
+ * has been read whole.  The watch open now is cut; a call while a ticket
+ * is pending returns that ticket and cuts the watch again (a watch that
+ * opened just after the last call would otherwise run on), so callers
+ * ask again until served.  An optional informer whose path is not served
+ * serves every ticket at once.  Any thread.
+ */
+uint64_t informer_resync(struct informer *inf);
+bool informer_resynced(struct informer *inf, uint64_t ticket);
 
 /* Asks the thread to stop, cuts its watch's connection (kube_interrupt())
  * and returns at once: callers that stop several informers cancel them

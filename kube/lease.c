@@ -33,6 +33,7 @@ struct lease {
 	char *path;       /* /apis/coordination.k8s.io/v1/namespaces/NS/leases/N */
 	char *collection; /* the same without /N */
 	char *ns, *name, *identity;
+	char *address;    /* published while holding (lease_config.address), or NULL */
 	char tag[2 * NAME_MAX_LEN + 2]; /* NS/N, for log lines */
 	unsigned duration_ms, renew_deadline_ms, retry_ms;
 	long long duration_s; /* what the record says */
@@ -56,6 +57,7 @@ struct lease {
 	 * holder and the end of its term on now(). */
 	pthread_mutex_t mu;
 	char other[NAME_MAX_LEN + 1];
+	char other_address[LEASE_ADDRESS_MAX + 1]; /* its published address, or "" */
 	uint64_t other_until;
 	char error[300];      /* the last failed attempt's, or "" */
 	atomic_bool tried;    /* an attempt has ended */
@@ -216,10 +218,13 @@ static unsigned request_timeout(struct lease *l)
 }
 
 /* What lease_holder() answers: holder (NULL: nobody else) until `until`. */
-static void set_other(struct lease *l, const char *holder, uint64_t until)
+static void set_other(struct lease *l, const char *holder, const char *address,
+		      uint64_t until)
 {
 	pthread_mutex_lock(&l->mu);
 	snprintf(l->other, sizeof(l->other), "%s", holder ? holder : "");
+	snprintf(l->other_address, sizeof(l->other_address), "%s",
+		 holder && address ? address : "");
 	l->other_until = holder ? until : 0;
 	pthread_mutex_unlock(&l->mu);
 }
@@ -243,6 +248,19 @@ bool lease_tried(struct lease *l)
 	return atomic_load(&l->tried);
 }
 
+bool lease_holder_address(struct lease *l, char *holder, size_t hsize,
+			  char *address, size_t asize)
+{
+	bool live;
+
+	pthread_mutex_lock(&l->mu);
+	live = l->other[0] && l->now() < l->other_until;
+	snprintf(holder, hsize, "%s", live ? l->other : "");
+	snprintf(address, asize, "%s", live ? l->other_address : "");
+	pthread_mutex_unlock(&l->mu);
+	return live;
+}
+
 bool lease_holder(struct lease *l, char *holder, size_t size)
 {
 	bool live;
@@ -252,6 +270,47 @@ bool lease_holder(struct lease *l, char *holder, size_t size)
 	snprintf(holder, size, "%s", live ? l->other : "");
 	pthread_mutex_unlock(&l->mu);
 	return live;
+}
+
+/*
+ * The holder's address in the annotations of a Lease, written by this
+ * module (publish()): the address, only when the identity annotation
+ * names the holder (a holder that publishes none, an older version or
+ * --usage-store memory, leaves the last one's behind); else NULL.
+ */
+static const char *published(json_t *lease, const char *holder)
+{
+	json_t *a = json_object_get(json_object_get(lease, "metadata"), "annotations");
+	const char *who = json_string_value(json_object_get(a, LEASE_IDENTITY_ANNOTATION));
+	const char *addr = json_string_value(json_object_get(a, LEASE_ADDRESS_ANNOTATION));
+
+	if (!who || !addr || strcmp(who, holder) != 0 || strlen(addr) > LEASE_ADDRESS_MAX)
+		return NULL;
+	return addr;
+}
+
+/* Makes the annotations of obj say this replica's address (or none). */
+static void publish(struct lease *l, json_t *obj)
+{
+	json_t *m = json_object_get(obj, "metadata"), *a;
+
+	if (!json_is_object(m))
+		return;
+	a = json_object_get(m, "annotations");
+	if (!l->address) {
+		if (json_is_object(a)) {
+			json_object_del(a, LEASE_ADDRESS_ANNOTATION);
+			json_object_del(a, LEASE_IDENTITY_ANNOTATION);
+		}
+		return;
+	}
+	if (!json_is_object(a)) {
+		a = json_object();
+		if (!a || json_object_set_new(m, "annotations", a) < 0)
+			return;
+	}
+	json_object_set_new(a, LEASE_ADDRESS_ANNOTATION, json_string(l->address));
+	json_object_set_new(a, LEASE_IDENTITY_ANNOTATION, json_string(l->identity));
 }
 
 static void hold(struct lease *l, json_t *written)
@@ -295,6 +354,7 @@ static enum attempt attempt(struct lease *l)
 				return FAILED;
 			}
 			spec_take(l, spec_of(obj));
+			publish(l, obj);
 			json_object_set_new(spec_of(obj), "leaseTransitions",
 					    json_integer(0));
 			diag_init(&l->d);
@@ -329,7 +389,8 @@ static enum attempt attempt(struct lease *l)
 			term_ms = s > 0 ? (uint64_t)s * 1000 : l->duration_ms;
 			if (now < l->observed_ms + term_ms) {
 				snprintf(l->holder, sizeof(l->holder), "%s", holder);
-				set_other(l, holder, l->observed_ms + term_ms);
+				set_other(l, holder, published(obj, holder),
+					  l->observed_ms + term_ms);
 				json_decref(obj);
 				return OTHER;
 			}
@@ -341,6 +402,7 @@ static enum attempt attempt(struct lease *l)
 		/* Free, expired or this replica's: take or renew it at the
 		 * version read (the metadata is the server's, untouched). */
 		spec_take(l, spec);
+		publish(l, obj);
 		timeout = request_timeout(l);
 		if (atomic_load(&l->leading) && timeout == 0) {
 			json_decref(obj);
@@ -438,7 +500,7 @@ static unsigned turn(void *arg)
 	set_error(l, a == FAILED ? diag_text(&l->d) : "");
 	if (a == HELD || a == FREE) {
 		l->failing = false;
-		set_other(l, NULL, 0);
+		set_other(l, NULL, NULL, 0);
 	}
 	if (a == FREE) {
 		/* observe_only: nobody holds it */
@@ -585,7 +647,9 @@ int lease_start(const struct lease_config *cfg, struct lease **out,
 	l->ns = strdup(cfg->namespace);
 	l->name = strdup(cfg->name);
 	l->identity = strdup(cfg->identity);
-	if (!l->collection || !l->path || !l->ns || !l->name || !l->identity) {
+	l->address = cfg->address && cfg->address[0] ? strdup(cfg->address) : NULL;
+	if (!l->collection || !l->path || !l->ns || !l->name || !l->identity ||
+	    (cfg->address && cfg->address[0] && !l->address)) {
 		diag_addf(d, "out of memory");
 		goto fail;
 	}
@@ -624,6 +688,7 @@ void lease_stop(struct lease *l)
 	jsonmem_free(l->observed);
 	pthread_mutex_destroy(&l->mu);
 	free(l->identity);
+	free(l->address);
 	free(l->name);
 	free(l->ns);
 	free(l->path);

@@ -98,7 +98,20 @@ struct lease_config {
 	 * write it (no RBAC beyond get), never lead.  lease_holder() says
 	 * whether someone does; a holder named like this identity counts. */
 	bool observe_only;
+	/* Where the other replicas reach this one ("host:port", at most
+	 * LEASE_ADDRESS_MAX bytes; copied), written into the Lease's
+	 * annotations whenever this replica writes it as the holder, so that
+	 * lease_holder_address() of the others says where the leader is
+	 * (issue #32: followers forward to it).  NULL: none (and any left by
+	 * a holder before is taken off). */
+	const char *address;
 };
+
+/* The annotations the holder's address goes in, with its identity (an
+ * address is believed only when the identity is the holder's). */
+#define LEASE_ADDRESS_ANNOTATION "gpugate.io/peer-address"
+#define LEASE_IDENTITY_ANNOTATION "gpugate.io/peer-identity"
+#define LEASE_ADDRESS_MAX 300
 
 struct lease;
 
@@ -129,6 +142,14 @@ bool lease_leading(struct lease *l);
  * keeps what the last one showed until that term runs out.  Any thread.
  */
 bool lease_holder(struct lease *l, char *holder, size_t size);
+
+/*
+ * lease_holder(), and the address the holder published with it
+ * (lease_config.address) into address (asize > 0): "" when it published
+ * none.  Any thread.
+ */
+bool lease_holder_address(struct lease *l, char *holder, size_t hsize,
+			  char *address, size_t asize);
 
 /* True once the first attempt to read (and take) the Lease has ended,
  * whatever its outcome: lease_holder() and lease_leading() then say what

@@ -89,7 +89,7 @@ struct quota_result {
 	 * `reclaimable` is what the cohort's candidates hold. */
 	bool any_priority;
 	int64_t reclaimable;
-	char reason[160];        /* QUOTA_UNAVAILABLE: why, one line */
+	char reason[320];        /* QUOTA_UNAVAILABLE: why, one line */
 };
 
 /*

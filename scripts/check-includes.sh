@@ -19,7 +19,7 @@ declare -A MAY=(
   [http]="base"
   [usage]="base policy"
   [certs]="base"
-  [kube]="base codec usage"
+  [kube]="base codec usage certs"
   [metrics]="base policy usage"
   [webhook]="base policy codec usage http kube metrics"
   [report]="base policy codec usage kube webhook"
@@ -45,6 +45,14 @@ declare -A MUST_NOT=(
   [controllers]="microhttpd gnutls openssl curl yaml cyaml"
   [daemon]="microhttpd gnutls openssl curl yaml cyaml"
   [cli]="microhttpd gnutls openssl curl yaml cyaml"
+)
+
+# Files allowed a library their folder is not: the JSON of what a
+# follower replica sends the leader (issue #32) names the policy's tenants
+# and flavors, which only usage/ and above know, and is pure.
+declare -A FILE_MAY_LIB=(
+  [usage/leader-wire.h]="jansson"
+  [usage/leader-wire.c]="jansson"
 )
 
 # header path -> library name ("gnutls/gnutls.h" -> gnutls)
@@ -80,6 +88,7 @@ for dir in "${!MAY[@]}"; do
           hdr=${line#'#include <'}; hdr=${hdr%%'>'*}
           lib=$(lib_of "$hdr")
           [ -n "$lib" ] || continue
+          case " ${FILE_MAY_LIB[$f]:-} " in *" $lib "*) continue ;; esac
           case " ${MUST_NOT[$dir]} " in
             *" $lib "*)
               echo "$f:$lineno: $dir/ must not include <$hdr> ($lib belongs to another layer)"

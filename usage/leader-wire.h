@@ -8,7 +8,7 @@
  * know is an error, not a guess):
  *
  *   {"v":1,"force":false,
- *    "workload":{"kind":"Pod","uid":"...","namespace":"...","name":"...",
+ *    "workload":{"kind":"pod","uid":"...","namespace":"...","name":"...",
  *                "requestUid":"...","generation":1,"ownerJob":"..."},
  *    "claim":{"tenant":"...","flavor":"...","units":8,"perPod":8,"pods":1,
  *             "mayBorrow":false,"ownerJobUid":"...","priority":0,

@@ -420,6 +420,19 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 
 	workload_key(wl, key, sizeof(key));
 	pthread_mutex_lock(&l->mu);
+	if (reserve && l->cfg.may_reserve) {
+		char why[sizeof(out->reason)] = "";
+
+		/* Under the lock: nothing is decided by a replica that lost the
+		 * right to between the check and the decision. */
+		if (!l->cfg.may_reserve(l->cfg.fence_ctx, why, sizeof(why))) {
+			pthread_mutex_unlock(&l->mu);
+			memset(out, 0, sizeof(*out));
+			out->position = QUOTA_UNAVAILABLE;
+			snprintf(out->reason, sizeof(out->reason), "%s", why);
+			return;
+		}
+	}
 	have = table_get(&l->entries, key);
 	if (!is_job && c->owner_job_uid)
 		fam = table_get(&l->families, c->owner_job_uid);

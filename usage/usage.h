@@ -274,6 +274,14 @@ struct usage_memory_config {
 	uint64_t grace_ms;
 	/* Milliseconds on a monotonic clock; NULL: CLOCK_MONOTONIC. */
 	uint64_t (*now_ms)(void);
+	/*
+	 * The fence (usage/leader-backend.h): asked under the ledger's lock
+	 * before a decision that reserves; false answers it
+	 * QUOTA_UNAVAILABLE with the reason it wrote into why (one line),
+	 * nothing held.  It must not call the store.  NULL: always true.
+	 */
+	bool (*may_reserve)(void *ctx, char *why, size_t size);
+	void *fence_ctx;
 };
 
 /* cfg may be NULL (embedded, the real clock).  NULL when out of memory. */

@@ -163,7 +163,12 @@ def _cert_manager():
 def _values():
     base = ["--set", f"certificates.caBundle={CA}"]
     docs = render(*base)
-    assert one(docs, "Deployment")["spec"]["replicas"] == 2
+    # Three replicas, one deciding quota, the others forwarding (#32).
+    assert one(docs, "Deployment")["spec"]["replicas"] == 3
+    args = container(docs)["args"]
+    assert args[args.index("--usage-store") + 1] == "leader", args
+    assert {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}} in \
+        container(docs)["env"], container(docs)["env"]
     assert [w["failurePolicy"] for w in webhooks(docs)] == ["Fail", "Ignore", "Fail", "Ignore",
                                                             "Ignore", "Ignore"]
     # The GPU stack's namespaces are excluded by default (#27).
@@ -200,7 +205,7 @@ def _values():
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 1
     assert objs(docs, "ServiceMonitor") == []
     assert container(docs)["image"] == "gpugate:" + (ROOT / "VERSION").read_text().strip()
-    docs = render(*base, "--set", "replicas=3", "--set", "resources.limits.memory=512Mi",
+    docs = render(*base, "--set", "replicas=5", "--set", "resources.limits.memory=512Mi",
                   "--set", "webhook.failurePolicy=Ignore", "--set",
                   "webhook.excludeNamespaces={gpu-operator,monitoring}", "--set-json",
                   'webhook.namespaceSelectorExpressions=[{"key":"gpugate.io/enabled",'
@@ -209,7 +214,7 @@ def _values():
                   "--set", "metrics.serviceMonitor.enabled=true",
                   "--set", "image.repository=registry.example/gpugate",
                   "--set", "image.tag=9.9.9")
-    assert one(docs, "Deployment")["spec"]["replicas"] == 3
+    assert one(docs, "Deployment")["spec"]["replicas"] == 5
     assert container(docs)["resources"]["limits"]["memory"] == "512Mi"
     assert container(docs)["image"] == "registry.example/gpugate:9.9.9"
     assert objs(docs, "PodDisruptionBudget") == []
@@ -344,7 +349,7 @@ def _refused():
             (["--set", f"certificates.caBundle={CA}", "--set", "webhook.failurePolcy=Fail"],
              "at '/webhook': additional properties 'failurePolcy' not allowed"),
             (["--set", f"certificates.caBundle={CA}", "--set", "usageStore=memroy"],
-             "at '/usageStore': value must be one of 'shared', 'memory'"),
+             "at '/usageStore': value must be one of 'leader', 'shared', 'memory'"),
             (["--set", "certificates.caBundle=not base64!"],
              "at '/certificates/caBundle'"),
             (["--set", f"certificates.caBundle={CA}", "--set", "replicas=0"],

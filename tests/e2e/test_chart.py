@@ -186,13 +186,15 @@ def test_helm_install_upgrade_rollback_uninstall_with_cert_manager(stack, helm,
                     "namespace": CHART_NS, "name": CHART_NS, "path": w["clientConfig"][
                         "service"]["path"], "port": 443}, w
         dep = k.get("deployment", CHART_NS, CHART_NS)
-        assert dep["spec"]["replicas"] == 2
+        assert dep["spec"]["replicas"] == 3
+        args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--usage-store") + 1] == "leader", args
 
         helm("upgrade", CHART_NS, str(CHART), "-n", CHART_NS, "--reuse-values",
-             "--set", "replicas=3")
-        assert k.get("deployment", CHART_NS, CHART_NS)["spec"]["replicas"] == 3
+             "--set", "replicas=4")
+        assert k.get("deployment", CHART_NS, CHART_NS)["spec"]["replicas"] == 4
         helm("rollback", CHART_NS, "1", "-n", CHART_NS)
-        assert k.get("deployment", CHART_NS, CHART_NS)["spec"]["replicas"] == 2
+        assert k.get("deployment", CHART_NS, CHART_NS)["spec"]["replicas"] == 3
         history = json.loads(helm("history", CHART_NS, "-n", CHART_NS, "-o", "json").stdout)
         assert [h["revision"] for h in history] == [1, 2, 3], history
 

@@ -335,8 +335,9 @@ def test_usage_errors(gpugate_bin, args, error):
 # The values of an option that takes one of a few: the nearest is offered.
 @pytest.mark.parametrize("args, error", [
     (("serve", "--usage-store", "memroy"),
-     "--usage-store wants memory or shared, not 'memroy' (did you mean \"memory\"?)"),
-    (("serve", "--usage-store", "etcd"), "--usage-store wants memory or shared, not 'etcd'"),
+     "--usage-store wants memory, shared or leader, not 'memroy' (did you mean \"memory\"?)"),
+    (("serve", "--usage-store", "etcd"),
+     "--usage-store wants memory, shared or leader, not 'etcd'"),
     (("serve", "--log-level", "warning"),
      "--log-level wants debug, info, warn or error, not 'warning'"),
     (("serve", "--log-level", "eror"),
@@ -414,7 +415,7 @@ def test_bash_completion_commands_options_values(bash_script, tmp_path):
     assert complete(s, "gpugate", "explain", "-o", "") == ["text", "json", "yaml"]
     assert complete(s, "gpugate", "explain", "--output", "j") == ["json"]
     assert complete(s, "gpugate", "pool", "-o", "") == ["text", "json"]
-    assert complete(s, "gpugate", "serve", "--usage-store", "") == ["memory", "shared"]
+    assert complete(s, "gpugate", "serve", "--usage-store", "") == ["memory", "shared", "leader"]
     assert complete(s, "gpugate", "serve", "--log-level", "w") == ["warn"]
     assert complete(s, "gpugate", "completion", "") == ["bash", "zsh"]
     assert complete(s, "gpugate", "explain", "--b") == ["--brief"]
@@ -453,7 +454,7 @@ def test_zsh_completion_is_generated_from_the_same_tables(gpugate_bin):
     assert out.startswith("#compdef gpugate\n")
     for cmd in COMMANDS:
         assert f"\t{cmd})\n" in out, cmd
-    assert "'--usage-store:value:(memory shared)'" in out
+    assert "'--usage-store:value:(memory shared leader)'" in out
     assert "'-o:value:(text json yaml)'" in out
     assert "'1:value:(bash zsh)'" in out
 

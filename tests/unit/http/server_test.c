@@ -76,7 +76,18 @@ static void oom(void *ctx, const struct http_request *req,
 	out->status = 200;
 }
 
+/* GET /auth and GET /noauth: the Authorization header as the route got
+ * it ("(none)": NULL). */
+static void auth(void *ctx, const struct http_request *req,
+		 struct http_reply *out)
+{
+	(void)ctx;
+	http_reply_text(out, 200, req->authorization ? req->authorization : "(none)");
+}
+
 static const struct http_route routes[] = {
+    {"GET", "/auth", auth, NULL, HTTP_ROUTE_AUTHORIZATION},
+    {"GET", "/noauth", auth, NULL, 0},
     {"GET", "/hello", hello, (void *)hello_text, 0},
     {"POST", "/echo", echo, NULL, HTTP_ROUTE_JSON},
     {"GET", "/both", both, NULL, 0},
@@ -203,7 +214,7 @@ static size_t on_read(char *p, size_t size, size_t n, void *arg)
 	return k;
 }
 
-enum { CHUNKED = 1, EXPECT = 2 };
+enum { CHUNKED = 1, EXPECT = 2, AUTH = 4 };
 
 /*
  * One request on the easy handle h (connections kept between calls).
@@ -238,6 +249,8 @@ static void request(CURL *h, const char *method, const char *path,
 	hdr = curl_slist_append(hdr, ct); /* "Content-Type:" removes it */
 	hdr = curl_slist_append(hdr, how & EXPECT ? "Expect: 100-continue"
 						  : "Expect:");
+	if (how & AUTH)
+		hdr = curl_slist_append(hdr, "Authorization: Bearer t0ken");
 	if (body) {
 		curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
 		curl_easy_setopt(h, CURLOPT_READFUNCTION, on_read);
@@ -280,6 +293,19 @@ Test(http_server, a_get_route_answers_with_its_ctx)
 	cr_assert_eq(R.status, 200);
 	cr_assert_str_eq(R.body, "hello\n");
 	cr_assert_eq(atomic_load(&hello_calls), 1);
+}
+
+/* Issue #32: a route that asks for it gets the Authorization header (the
+ * replicas' token on /peer/decide); the others are not given it. */
+Test(http_server, only_a_route_that_asks_gets_the_authorization_header)
+{
+	once("GET", "/auth", NULL, NULL, 0, AUTH, &R);
+	cr_assert_eq(R.status, 200);
+	cr_assert_str_eq(R.body, "Bearer t0ken");
+	once("GET", "/auth", NULL, NULL, 0, 0, &R);
+	cr_assert_str_eq(R.body, "(none)");
+	once("GET", "/noauth", NULL, NULL, 0, AUTH, &R);
+	cr_assert_str_eq(R.body, "(none)");
 }
 
 Test(http_server, the_query_string_is_ignored)

@@ -544,3 +544,41 @@ Test(informer_api, backs_off_watches_that_answer_errors)
 	informer_stop(inf);
 	free(log);
 }
+
+/* Issue #32: a new leader asks for a whole list before it decides; the
+ * watch open then is cut, the list is read whole, and only then is the
+ * ticket served; a ticket asked again while pending is the same one. */
+Test(informer_api, a_resync_lists_again_and_serves_its_ticket_after)
+{
+	struct record r = {.mu = PTHREAD_MUTEX_INITIALIZER};
+	struct informer_config c = fake_config("pods", 50, &r);
+	struct informer *inf;
+	struct diag d;
+	uint64_t t1, t2, t3;
+	long lists;
+
+	diag_init(&d);
+	cr_assert_eq(informer_start(&c, &inf, &d), 0, "%s", diag_text(&d));
+	WAIT_FOR(10000, informer_synced(inf) && informer_connected(inf));
+	cr_assert(informer_connected(inf));
+	cr_assert_eq(atomic_load(&r.counts.begins), 1);
+	diag_init(&d);
+	lists = fakekube_stat(&F, "LIST pods", &d);
+	t1 = informer_resync(inf);
+	t2 = informer_resync(inf);
+	cr_assert_eq(t1, t2, "a pending ticket is asked again, not a new one");
+	WAIT_FOR(10000, informer_resynced(inf, t1));
+	cr_assert(informer_resynced(inf, t1));
+	cr_assert_eq(atomic_load(&r.counts.begins), 2);
+	cr_assert_eq(atomic_load(&r.counts.ends), 2);
+	diag_init(&d);
+	cr_assert_eq(fakekube_stat(&F, "LIST pods", &d), lists + 1, "%s", diag_text(&d));
+	/* Served: the next ask is a new ticket, not served before its list. */
+	WAIT_FOR(10000, informer_connected(inf));
+	t3 = informer_resync(inf);
+	cr_assert_gt(t3, t1);
+	WAIT_FOR(10000, informer_resynced(inf, t3));
+	cr_assert(informer_resynced(inf, t3));
+	cr_assert_eq(atomic_load(&r.counts.begins), 3);
+	informer_stop(inf);
+}

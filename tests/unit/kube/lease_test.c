@@ -30,6 +30,7 @@
 static struct fakekube F;
 static struct kube *K;
 static unsigned retry_ms = RETRY_MS; /* of the next run() */
+static const char *run_address;      /* of the next run(); NULL: none */
 
 static void start(void)
 {
@@ -100,6 +101,7 @@ static void run(struct replica *r, const char *id, uint64_t (*now)(void))
 		.identity = id, .duration_ms = DURATION_MS,
 		.renew_deadline_ms = DEADLINE_MS, .retry_ms = retry_ms,
 		.on_change = on_change, .ctx = r, .now_ms = now,
+		.address = run_address,
 	};
 	struct diag d;
 
@@ -678,4 +680,50 @@ Test(lease, an_observer_lets_a_silent_holder_go_after_its_term)
 		json_decref(obj);
 	}
 	lease_stop(watch);
+}
+
+/* Issue #32: the holder publishes where it is reached, and only the
+ * holder's address is believed (a holder that publishes none leaves the
+ * last one's annotation behind: it must not be taken for its). */
+Test(lease, the_holders_address_is_published_and_only_the_holders)
+{
+	struct replica a, b;
+	char who[64], addr[64];
+	json_t *obj, *ann;
+
+	run_address = "10.0.0.5:8443";
+	run(&a, "pod-a", NULL);
+	run_address = NULL;
+	cr_assert_geq(until_leader(&a, 1, 0, SHORT_MS), 0);
+	run(&b, "pod-b", NULL);
+	sleep_ms(3 * RETRY_MS);
+	cr_assert(lease_holder_address(b.l, who, sizeof(who), addr, sizeof(addr)));
+	cr_assert_str_eq(who, "pod-a");
+	cr_assert_str_eq(addr, "10.0.0.5:8443");
+	/* The holder itself has no other holder. */
+	cr_assert_not(lease_holder_address(a.l, who, sizeof(who), addr, sizeof(addr)));
+	cr_assert_str_eq(addr, "");
+	obj = get_lease();
+	ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+	cr_assert_str_eq(json_string_value(json_object_get(ann, LEASE_ADDRESS_ANNOTATION)),
+			 "10.0.0.5:8443");
+	cr_assert_str_eq(json_string_value(json_object_get(ann, LEASE_IDENTITY_ANNOTATION)),
+			 "pod-a");
+	json_decref(obj);
+
+	/* pod-b, which publishes nothing, takes it: pod-a sees pod-b and no
+	 * address, and the annotations are gone. */
+	end(&a);
+	cr_assert_geq(until_leader(&b, 1, 0, SHORT_MS), 0);
+	run(&a, "pod-a", NULL);
+	sleep_ms(3 * RETRY_MS);
+	cr_assert(lease_holder_address(a.l, who, sizeof(who), addr, sizeof(addr)));
+	cr_assert_str_eq(who, "pod-b");
+	cr_assert_str_eq(addr, "");
+	obj = get_lease();
+	ann = json_object_get(json_object_get(obj, "metadata"), "annotations");
+	cr_assert_null(json_object_get(ann, LEASE_ADDRESS_ANNOTATION));
+	json_decref(obj);
+	end(&b);
+	end(&a);
 }
