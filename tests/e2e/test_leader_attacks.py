@@ -147,12 +147,22 @@ def leader(stack, replicas: Replicas, timeout: float = 40.0) -> int:
     one does.  Replicas that keep a ledger each hold none: replica 0 then
     stands for the leader (the scenarios still run, to show what they
     catch)."""
-    if "--usage-store" not in ARGS:
-        return 0
-    names = {f"replica-{i}": i for i in range(K)}
-    wait_until(f"a replica to hold Lease {LEASE}",
-               lambda: lease_holder(stack) in names, timeout, 0.2)
-    return names[lease_holder(stack)]
+    if "--usage-store" in ARGS:
+        names = {f"replica-{i}": i for i in range(K)}
+        wait_until(f"a replica to hold Lease {LEASE}",
+                   lambda: lease_holder(stack) in names, timeout, 0.2)
+    # and it decides: past its start gate.  A real create (a dry run does
+    # not wait for the gate: it reserves nothing), deleted again.
+    api, ns = stack.api, TENANTS[0]
+    wait_until("quota to be decided", lambda: api.request(
+        "POST", f"/api/v1/namespaces/{ns}/pods",
+        cohort_pod(ns, "decided", 1))[0] in (201, 409), timeout, 0.2)
+    assert api.request("DELETE", f"/api/v1/namespaces/{ns}/pods/decided")[0] == 200
+    wait_until("pod decided to be gone", lambda: "decided" not in api.pod_names(ns), 30, 0.1)
+    for g in replicas.gates:
+        if g.alive:
+            g.wait_used(ns, 0, FLAVOR, 30)
+    return names[lease_holder(stack)] if "--usage-store" in ARGS else 0
 
 
 def unavailable(msg: str) -> bool:
