@@ -26,12 +26,13 @@ Balancer, so that the Python relay's cost is on both sides.
            (Balancer.max_age during a pause), so that the rounds rotate
            over the replicas: the one that serves a round is printed, and
            whether it held the Lease (a follower forwards each decision).
-  bursts   after a burst of 100 a side not counted (it opens the
-           connections the others reuse), --bursts B (default 4) rounds of
-           concurrent creates (25, 50, 100 at once, each on its own
-           connection, released together) into each gpugate side's one
-           domain, interleaved: creates/s from the release to the last
-           answer; every create must be admitted.
+  bursts   after a burst of the largest size a side, not counted (it
+           opens the connections the others reuse), --bursts B (default
+           4) rounds of concurrent creates (--burst-sizes, default 25, 50,
+           100 at once, each on its own connection, released together)
+           into each gpugate side's one domain, interleaved: creates/s
+           from the release to the last answer, and the side's gpugate
+           CPU per create; every create must be admitted.
 
 Prints a line per measurement and the summary: the added latency of each
 side (median over rounds of the mean, and of the p50), leader/ledger; the
@@ -205,12 +206,15 @@ def main() -> int:
     ap.add_argument("--creates", type=int, default=60)
     ap.add_argument("--bursts", type=int, default=4)
     ap.add_argument("--replicas", type=int, default=3)
+    ap.add_argument("--burst-sizes", default=",".join(map(str, BURSTS)),
+                    help="creates at once, comma-separated (default 25,50,100)")
     ap.add_argument("--leader-args", default=LEADER_ARGS,
                     help=f"the replicas' extra arguments ({{index}}: 0..K-1); default "
                          f"{LEADER_ARGS!r}")
     ap.add_argument("--ledger-args", default=LEDGER_ARGS)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
+    sizes = [int(x) for x in a.burst_sizes.split(",") if x]
     binary = Path(a.gpugate).resolve()
     os.environ["GPUGATE_BIN"] = str(binary)
 
@@ -300,10 +304,10 @@ def main() -> int:
         # not counted: the connections a burst needs (the apiserver's to the
         # webhooks, a follower's to the leader) are opened by the first
         for side in (ledger, leader):
-            burst(api, side.ns, "warm", max(BURSTS))
+            burst(api, side.ns, "warm", max(sizes))
             empty(api, side.ns, side)
         for r in range(a.bursts):
-            for n in BURSTS:
+            for n in sizes:
                 for side in ((ledger, leader) if r % 2 == 0 else (leader, ledger)):
                     c0 = side.cpu()
                     created, wall, bad = burst(api, side.ns, f"b{r}-{n}", n)
@@ -317,7 +321,7 @@ def main() -> int:
 
         print()
         print(f"summary ({a.rounds} rounds of {a.creates} sequential creates, "
-              f"{a.bursts} x {'/'.join(map(str, BURSTS))} burst creates a side)")
+              f"{a.bursts} x {'/'.join(map(str, sizes))} burst creates a side)")
         med = {n: statistics.median(v) for n, v in added.items()}
         med50 = {n: statistics.median(v) for n, v in added50.items()}
         for n in ("ledger", "leader"):
