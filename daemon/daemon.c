@@ -402,6 +402,16 @@ static void route_metrics(void *ctx, const struct http_request *req,
 		for (unsigned i = 0; i < st.workers; i++)
 			workers[i] = server_worker_requests(dm->server, i);
 	}
+	if (dm->quota_leader) {
+		struct quota_leader_stats qs;
+
+		quota_leader_stats(dm->quota_leader, &qs);
+		st.quota_leader = true;
+		st.quota_deciding = qs.deciding;
+		st.forwards_answered = qs.answered;
+		st.forwards_failed = qs.failed;
+		st.forward_seconds_sum = qs.answered_seconds;
+	}
 	rc = metrics_render(dm->metrics, &st, &out->body, &out->len);
 	holder_release(ref);
 	if (rc < 0) {

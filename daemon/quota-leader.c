@@ -42,6 +42,7 @@ struct quota_leader {
 	pthread_mutex_t mu;                /* token */
 	char token[PEER_TOKEN_LEN + 1];    /* "": not known yet */
 	_Atomic long long refused_logged_s;
+	_Atomic uint64_t answered, failed, answered_us;
 };
 
 static uint64_t mono_ms(void)
@@ -50,6 +51,14 @@ static uint64_t mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static uint64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
 /* What the Leases say now, into f (strings in the buffers). */
@@ -105,19 +114,27 @@ static int forward(void *ctx, const char *who, const struct policy *p,
 {
 	struct quota_leader *q = ctx;
 	json_t *req = leader_wire_request(wl, c, force), *ans = NULL;
+	uint64_t t0 = mono_us();
 	int rc;
 
 	if (!req) {
 		snprintf(why, size, "out of memory");
+		atomic_fetch_add(&q->failed, 1);
 		return -1;
 	}
 	rc = peer_post(q->peer, who, req, &ans, why, size);
 	json_decref(req);
-	if (rc < 0)
+	if (rc == 0) {
+		rc = leader_wire_read_result(ans, p, wl, out, why, size);
+		json_decref(ans);
+	}
+	if (rc < 0) {
+		atomic_fetch_add(&q->failed, 1);
 		return -1;
-	rc = leader_wire_read_result(ans, p, wl, out, why, size);
-	json_decref(ans);
-	return rc;
+	}
+	atomic_fetch_add(&q->answered_us, mono_us() - t0);
+	atomic_fetch_add(&q->answered, 1);
+	return 0;
 }
 
 static void on_change(void *ctx, bool leading)
@@ -148,6 +165,9 @@ struct quota_leader *quota_leader_new(const struct quota_leader_config *cfg,
 	atomic_init(&q->shared_watch, NULL);
 	atomic_init(&q->feed, NULL);
 	atomic_init(&q->refused_logged_s, 0);
+	atomic_init(&q->answered, 0);
+	atomic_init(&q->failed, 0);
+	atomic_init(&q->answered_us, 0);
 	q->peer = peer_new();
 	q->usage = usage_leader_new(&(struct usage_leader_config){
 		.memory = {.reservation_ttl_ms = cfg->reservation_ttl_ms},
@@ -254,6 +274,15 @@ bool quota_leader_leading(struct quota_leader *q)
 	struct lease *l = q ? atomic_load(&q->lease) : NULL;
 
 	return l && lease_leading(l);
+}
+
+void quota_leader_stats(struct quota_leader *q, struct quota_leader_stats *out)
+{
+	out->deciding = quota_leader_leading(q) &&
+			leader_gate_state(&q->gate) == LEADER_GATE_OPEN;
+	out->answered = atomic_load(&q->answered);
+	out->failed = atomic_load(&q->failed);
+	out->answered_seconds = (double)atomic_load(&q->answered_us) / 1e6;
 }
 
 bool quota_leader_ready(struct quota_leader *q, struct strbuf *why)

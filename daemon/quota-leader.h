@@ -76,6 +76,14 @@ void quota_leader_tick(struct quota_leader *q);
 /* This replica holds Lease gpugate-memory (the leader-only controllers). */
 bool quota_leader_leading(struct quota_leader *q);
 
+/* What /metrics says of it (metrics/metrics.h). */
+struct quota_leader_stats {
+	bool deciding;                 /* leads and its gate is open */
+	uint64_t answered, failed;     /* forwards */
+	double answered_seconds;       /* their round trips, summed */
+};
+void quota_leader_stats(struct quota_leader *q, struct quota_leader_stats *out);
+
 /* /readyz: the Leases were read at least once (else a line in why). */
 bool quota_leader_ready(struct quota_leader *q, struct strbuf *why);
 

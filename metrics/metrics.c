@@ -562,6 +562,27 @@ static void render_state(struct strbuf *sb, struct metrics *m,
 				"# TYPE gpugate_kube_synced gauge\n"
 				"gpugate_kube_synced %d\n",
 			    st->api_connected, st->api_synced);
+	if (st->quota_leader)
+		strbuf_addf(sb, "# HELP gpugate_quota_leader 1 while this replica "
+				"decides quota for all (--usage-store leader: it holds "
+				"Lease gpugate-memory and its start gate is open).\n"
+				"# TYPE gpugate_quota_leader gauge\n"
+				"gpugate_quota_leader %d\n"
+				"# HELP gpugate_quota_forwards_total Quota decisions this "
+				"replica forwarded to the leader, by result (failed: no "
+				"answer in time, refused or not understood; denied).\n"
+				"# TYPE gpugate_quota_forwards_total counter\n"
+				"gpugate_quota_forwards_total{result=\"answered\"} %llu\n"
+				"gpugate_quota_forwards_total{result=\"failed\"} %llu\n"
+				"# HELP gpugate_quota_forward_seconds The round trip of "
+				"the forwards the leader answered.\n"
+				"# TYPE gpugate_quota_forward_seconds summary\n"
+				"gpugate_quota_forward_seconds_sum %.6f\n"
+				"gpugate_quota_forward_seconds_count %llu\n",
+			    st->quota_deciding,
+			    (unsigned long long)st->forwards_answered,
+			    (unsigned long long)st->forwards_failed, st->forward_seconds_sum,
+			    (unsigned long long)st->forwards_answered);
 	/* A Unix time is a ..._timestamp_seconds (Prometheus naming); the
 	 * old name stays for one release (docs/operations.md, "Metrics"). */
 	strbuf_addf(sb, "# HELP gpugate_certificate_expiry_timestamp_seconds Unix "

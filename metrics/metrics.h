@@ -174,6 +174,14 @@ struct metrics_state {
 	 * worker, in the order the workers first served; none when 0. */
 	const uint64_t *worker_requests;
 	unsigned workers;
+	/* --usage-store leader (daemon/quota-leader.h): gpugate_quota_leader
+	 * (this replica decides quota now), gpugate_quota_forwards_total
+	 * {result="answered"|"failed"} and gpugate_quota_forward_seconds (a
+	 * summary of the answered ones); none when quota_leader is false. */
+	bool quota_leader;
+	bool quota_deciding;
+	uint64_t forwards_answered, forwards_failed;
+	double forward_seconds_sum;
 };
 
 /* The whole exposition; caller frees *out.  st may be NULL (counters and

@@ -56,7 +56,23 @@ static void ledger_decide(struct leader *l, const struct policy *p,
 			  const struct workload *wl, const struct quota_claim *c,
 			  bool reserve, bool force, struct quota_result *out)
 {
+	char why[sizeof(out->reason)] = "";
+
 	l->ledger->be->decide(l->ledger, p, wl, c, reserve, force, out);
+	/*
+	 * Decided while leading (the fence); still leading now?  A process
+	 * paused inside the decision (SIGSTOP, a frozen cgroup) past its
+	 * renew deadline may wake up after another replica took over: its
+	 * answer is then no longer its to give.  The units it reserved stay
+	 * in its ledger until they expire (an over-count, never an
+	 * over-admission).
+	 */
+	if (reserve && out->position != QUOTA_UNAVAILABLE && !fence(l, why, sizeof(why))) {
+		char line[sizeof(out->reason)];
+
+		snprintf(line, sizeof(line), "lost the lead while deciding: %s", why);
+		unavailable(out, line);
+	}
 }
 
 static void leader_decide(struct usage_store *u, const struct policy *p,

@@ -70,6 +70,13 @@ def test_followers_forward_and_the_leader_never_over_admits(gate, kube):
     with a.client() as x:
         m = metrics(x)
     assert m['gpugate_quota_used{tenant="strict",flavor="h100-80gb"}'] == 8
+    assert m["gpugate_quota_leader"] == 1
+    with b.client() as x:
+        mb = metrics(x)
+    assert mb["gpugate_quota_leader"] == 0
+    assert mb['gpugate_quota_forwards_total{result="answered"}'] >= 2
+    assert mb["gpugate_quota_forward_seconds_count"] == \
+        mb['gpugate_quota_forwards_total{result="answered"}']
     # No write to the API per decision: no domain documents.
     assert not [k for k in kube.stats() if "configmaps" in k.lower()], kube.stats()
 

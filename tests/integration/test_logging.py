@@ -72,8 +72,8 @@ def test_bad_flags_in_json(gpugate_bin):
         (["--policy"], "gpugate serve: option '--policy' needs a value"),
         (["--threads", "0"], "gpugate serve: --threads must be 1..256"),
         (["--usage-store", "disk"],
-         "gpugate serve: --usage-store wants memory or shared, not 'disk'"),
-        (["--usage-store", "memroy"], "gpugate serve: --usage-store wants memory or shared, "
+         "gpugate serve: --usage-store wants memory, shared or leader, not 'disk'"),
+        (["--usage-store", "memroy"], "gpugate serve: --usage-store wants memory, shared or leader, "
          "not 'memroy' (did you mean \"memory\"?)"),
         (["extra"], "gpugate serve: unexpected argument 'extra'"),
         ([], "gpugate serve: --policy, --tls-cert and --tls-key are required"),

@@ -1130,3 +1130,67 @@ Test(certs, cmd_exit_statuses)
 			      "directory\n");
 	free(err);
 }
+
+/* ---- digests (kube/peer.c's token and pin) ------------------------------- */
+
+Test(certs, sha256_of_two_parts_is_that_of_their_concatenation)
+{
+	/* FIPS 180-2's "abc". */
+	static const unsigned char abc[CERTS_SHA256_LEN] = {
+		0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40,
+		0xde, 0x5d, 0xae, 0x22, 0x23, 0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17,
+		0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+	unsigned char md[CERTS_SHA256_LEN];
+
+	cr_assert_eq(certs_sha256("abc", 3, NULL, 0, md), 0);
+	cr_assert_arr_eq(md, abc, sizeof(abc));
+	cr_assert_eq(certs_sha256("a", 1, "bc", 2, md), 0);
+	cr_assert_arr_eq(md, abc, sizeof(abc));
+	cr_assert_eq(certs_sha256(NULL, 0, "abc", 3, md), 0);
+	cr_assert_arr_eq(md, abc, sizeof(abc));
+}
+
+Test(certs, spki_sha256_is_the_keys_not_the_certificates)
+{
+	static const char *const dns[] = {"a.example"};
+	struct certs_request req = {.out_dir = tmp, .dns = dns, .n_dns = 1, .days = 1};
+	unsigned char tls1[CERTS_SHA256_LEN], tls2[CERTS_SHA256_LEN], ca[CERTS_SHA256_LEN];
+	char *pem, path[128];
+	size_t len;
+	FILE *f;
+	struct diag d;
+
+	diag_init(&d);
+	cr_assert_eq(certs_generate(&req, &d), 0, "%s", diag_text(&d));
+	snprintf(path, sizeof(path), "%s/%s", tmp, CERTS_TLS_CRT);
+	f = fopen(path, "r");
+	cr_assert_not_null(f);
+	pem = calloc(1, 1 << 16);
+	len = fread(pem, 1, (1 << 16) - 1, f);
+	fclose(f);
+	cr_assert_eq(certs_spki_sha256("tls.crt", pem, len, tls1, &d), 0, "%s", diag_text(&d));
+	free(pem);
+	snprintf(path, sizeof(path), "%s/%s", tmp, CERTS_CA_CRT);
+	f = fopen(path, "r");
+	pem = calloc(1, 1 << 16);
+	len = fread(pem, 1, (1 << 16) - 1, f);
+	fclose(f);
+	cr_assert_eq(certs_spki_sha256("ca.crt", pem, len, ca, &d), 0);
+	free(pem);
+	cr_assert(memcmp(tls1, ca, sizeof(ca)) != 0);
+
+	/* A new serving certificate with a new key: another digest. */
+	cr_assert_eq(certs_generate(&req, &d), 0, "%s", diag_text(&d));
+	snprintf(path, sizeof(path), "%s/%s", tmp, CERTS_TLS_CRT);
+	f = fopen(path, "r");
+	pem = calloc(1, 1 << 16);
+	len = fread(pem, 1, (1 << 16) - 1, f);
+	fclose(f);
+	cr_assert_eq(certs_spki_sha256("tls.crt", pem, len, tls2, &d), 0);
+	free(pem);
+	cr_assert(memcmp(tls1, tls2, sizeof(tls1)) != 0);
+
+	diag_init(&d);
+	cr_assert_eq(certs_spki_sha256("x.crt", "nothing", 7, tls2, &d), -1);
+	cr_assert_str_eq(diag_text(&d), "x.crt: no PEM certificate found\n");
+}

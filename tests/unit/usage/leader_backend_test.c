@@ -284,3 +284,23 @@ Test(leader_backend, a_config_without_role_or_forward_is_refused)
 	cr_assert_null(usage_leader_new(&cfg));
 	cr_assert_null(usage_leader_new(NULL));
 }
+
+Test(leader_backend, a_leader_that_lost_the_lease_while_deciding_does_not_admit)
+{
+	struct usage_store *u = new_store();
+	struct quota_result out;
+
+	/* LEAD before the lock and under it, FOLLOW once decided (a pause in
+	 * the decision past the renew deadline): denied, the units stay
+	 * counted here until they expire, never given twice. */
+	S.roles[0] = USAGE_ROLE_LEAD;
+	S.roles[1] = USAGE_ROLE_LEAD;
+	S.roles[2] = USAGE_ROLE_FOLLOW;
+	S.n = 3;
+	S.who = "10.0.0.6:8443";
+	cr_assert_eq(ask(u, "p1", 2, true, &out), QUOTA_UNAVAILABLE);
+	cr_assert(strstr(out.reason, "lost the lead while deciding") != NULL, "%s", out.reason);
+	cr_assert_eq(S.asked, 3);
+	cr_assert_eq(S.forwarded, 0);
+	usage_free(u);
+}
