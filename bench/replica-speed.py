@@ -124,13 +124,16 @@ class Side:
         kubectl.apply({"apiVersion": "v1", "kind": "List", "items": items}).check()
         return self
 
-    def cpu(self) -> float:
-        """CPU seconds of the side's processes so far."""
-        total = 0.0
+    def cpus(self) -> list[float]:
+        """CPU seconds of each of the side's processes so far."""
+        out = []
         for g in self.gates:
             f = Path(f"/proc/{g.pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
-        return total
+            out.append((int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"))
+        return out
+
+    def cpu(self) -> float:
+        return sum(self.cpus())
 
     def validate_counts(self) -> list[int]:
         return [g.requests("validate") for g in self.gates]
@@ -301,6 +304,9 @@ def main() -> int:
         # -- bursts --
         rate: dict[str, list[tuple[int, float]]] = {"ledger": [], "leader": []}
         cpu = {"ledger": 0.0, "leader": 0.0}  # the side's gpugate CPU in its bursts
+        per = {"ledger": [0.0], "leader": [0.0] * a.replicas}  # ... of each process
+        others = {"ledger": 0.0, "leader": 0.0}  # the other side's (its watches)
+        conns = {"ledger": 0, "leader": 0}  # new webhook connections in its bursts
         # not counted: the connections a burst needs (the apiserver's to the
         # webhooks, a follower's to the leader) are opened by the first
         for side in (ledger, leader):
@@ -309,9 +315,15 @@ def main() -> int:
         for r in range(a.bursts):
             for n in sizes:
                 for side in ((ledger, leader) if r % 2 == 0 else (leader, ledger)):
-                    c0 = side.cpu()
+                    c0 = side.cpus()
+                    o0 = (leader if side is ledger else ledger).cpu()
+                    k0 = sum(side.balancer.counts())
                     created, wall, bad = burst(api, side.ns, f"b{r}-{n}", n)
-                    cpu[side.name] += side.cpu() - c0
+                    conns[side.name] += sum(side.balancer.counts()) - k0
+                    others[side.name] += (leader if side is ledger else ledger).cpu() - o0
+                    per[side.name] = [a + b - c for a, b, c in
+                                      zip(per[side.name], side.cpus(), c0)]
+                    cpu[side.name] = sum(per[side.name])
                     rate[side.name].append((created, wall))
                     print(f"burst {r + 1}, {n} at once, {side.name}: {created} created in "
                           f"{wall:.2f}s = {created / wall:.0f} creates/s"
@@ -335,7 +347,13 @@ def main() -> int:
             created = sum(c for c, _ in rate[n])
             print(f"  bursts into one domain, {n:<6}  {rates[n]:.0f} creates/s; the side's "
                   f"gpugate CPU {cpu[n] / max(created, 1) * 1e6:.0f} us a create "
-                  f"(its processes, during its bursts)")
+                  f"(its processes, during its bursts"
+                  + ("" if len(per[n]) < 2 else ": " + ", ".join(
+                      f"bench-{i} {x / max(created, 1) * 1e6:.0f}" for i, x in enumerate(per[n])))
+                  + f"); the other side's meanwhile "
+                  f"{others[n] / max(created, 1) * 1e6:.0f} us (it watches these pods too); "
+                  f"new webhook connections {conns[n] / max(created, 1):.2f} a create")
+        print(f"  Lease holder at the end: {lease_holder(api) or 'none'}")
         print(f"  burst rate leader/ledger: {rates['leader'] / rates['ledger']:.2f} x "
               f"(target >= 0.9 x)")
         print(f"  whole run {time.monotonic() - t_start:.0f} s, load "
