@@ -255,8 +255,9 @@ bench-floors: e2e-tools-check $(GPUGATE)
 # docs/benchmarks.md "Several replicas at the speed of one"): the added
 # latency per GPU pod create through the apiserver and the burst rate into
 # one domain, 3 `--usage-store leader` replicas against one ledger, in one
-# run; REPLICAS_ARGS go to the script (--rounds N, --creates N, --bursts N).
-# About a minute.
+# run, and as many replicas that do not coordinate (the bursts' control);
+# REPLICAS_ARGS go to the script (--rounds N, --creates N, --bursts N,
+# --burst-sizes L, --no-control).  About 70 s.
 bench-replicas: e2e-tools-check $(GPUGATE)
 	$(Q)python3 bench/replica-speed.py --gpugate $(abspath $(GPUGATE)) $(REPLICAS_ARGS)
 

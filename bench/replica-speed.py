@@ -11,6 +11,11 @@ v1.37.2), in ONE run, three sides side by side:
   leader  namespace bench-leader: 3 `gpugate serve --usage-store leader`
           replicas (the shipped configuration) behind the round-robin
           Balancer of the e2e suite (gpugate_e2e.Balancer)
+  spread  namespace bench-spread (bursts only; --no-control leaves it
+          out): as many `gpugate serve --usage-store memory` replicas
+          with one identity, so that each decides on its own ledger and
+          none forwards, behind a Balancer: the control, what that many
+          processes sharing a burst cost without the leader store
 
 Each side's gpugate has its own webhook configurations, selecting its
 namespace only; both serve the same policy (one tenant per namespace,
@@ -36,14 +41,15 @@ Balancer, so that the Python relay's cost is on both sides.
 
 Prints a line per measurement and the summary: the added latency of each
 side (median over rounds of the mean, and of the p50), leader/ledger; the
-burst rate of each side (all creates / all seconds), leader/ledger.  The
+burst rate of each side (all creates / all seconds), leader/ledger and
+leader/spread.  The
 targets of issue #32: added latency <= 1.2 x, bursts >= 0.9 x.  Figures,
 not a test: the exit status is 0 when the run completed.
 
   make bench-replicas [REPLICAS_ARGS="--rounds 5 --creates 60"]
   bench/replica-speed.py [--gpugate build/gpugate] [--leader-args ARGS]
 
-Needs the e2e tools (make e2e-tools-check); about a minute.
+Needs the e2e tools (make e2e-tools-check); about 70 s.
 """
 
 from __future__ import annotations
@@ -83,9 +89,19 @@ tenants:
     namespaces: [bench-leader]
     quota:
       - {flavor: h100-80gb, nominal: 100000}
+  - name: bench-spread
+    namespaces: [bench-spread]
+    quota:
+      - {flavor: h100-80gb, nominal: 100000}
 """
 LEADER_ARGS = f"--usage-store leader --namespace {STORE_NS} --identity bench-{{index}}"
 LEDGER_ARGS = "--usage-store memory"
+# The control of the bursts: as many replicas, none forwarding.  One
+# identity, so that each takes the Lease as its own and decides on its own
+# ledger (over-admitting, which room for every create hides): what K
+# processes sharing a burst cost, without the leader store.
+SPREAD_NS = "gpugate-spread"
+SPREAD_ARGS = f"--usage-store memory --namespace {SPREAD_NS} --identity spread"
 WARM = 10
 BURSTS = (25, 50, 100)
 
@@ -215,6 +231,8 @@ def main() -> int:
                     help=f"the replicas' extra arguments ({{index}}: 0..K-1); default "
                          f"{LEADER_ARGS!r}")
     ap.add_argument("--ledger-args", default=LEDGER_ARGS)
+    ap.add_argument("--no-control", dest="control", action="store_false",
+                    help="no `spread` side (the bursts' control)")
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     sizes = [int(x) for x in a.burst_sizes.split(",") if x]
@@ -235,18 +253,23 @@ def main() -> int:
         policy.write_text(POLICY)
         objs = [{"apiVersion": "v1", "kind": "Namespace",
                  "metadata": {"name": f"bench-{s}", "labels": {LABEL: s}}}
-                for s in ("none", "ledger", "leader")]
+                for s in ("none", "ledger", "leader", "spread")]
         # the Leases: the leader side's, and the one ledger's default
         # (--usage-store memory: only the holder of gpugate/gpugate-memory decides)
         objs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-                 for n in (STORE_NS, "gpugate")]
+                 for n in (STORE_NS, "gpugate", SPREAD_NS)]
         k.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
-        e2e.wait_service_accounts(k, ["bench-none", "bench-ledger", "bench-leader"])
+        e2e.wait_service_accounts(k, ["bench-none", "bench-ledger", "bench-leader",
+                                      "bench-spread"])
         kc = cluster.env["KUBECONFIG"]
         ledger = Side("ledger", 1, a.ledger_args, binary, certs, policy, tmp / "gpugate", kc)
         leader = Side("leader", a.replicas, a.leader_args, binary, certs, policy,
                       tmp / "gpugate", kc)
-        sides = [ledger, leader]
+        spread = None
+        if a.control:
+            spread = Side("spread", a.replicas, SPREAD_ARGS, binary, certs, policy,
+                          tmp / "gpugate", kc)
+        sides = [ledger, leader] + ([spread] if spread else [])
         for s in sides:
             s.start(k, certs.ca_bundle)
         for s in sides:
@@ -257,7 +280,9 @@ def main() -> int:
               f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, source {rev}, "
               f"{os.cpu_count()} CPUs, load {' '.join(open('/proc/loadavg').read().split()[:3])}")
         print(f"  ledger: 1 x `gpugate serve {a.ledger_args}`; leader: {a.replicas} x "
-              f"`gpugate serve {a.leader_args}`; each behind a harness Balancer")
+              f"`gpugate serve {a.leader_args}`"
+              + (f"; spread: {a.replicas} x `gpugate serve {SPREAD_ARGS}`" if spread else "")
+              + "; each behind a harness Balancer")
         # the leader side decides once a replica holds the Lease and passed
         # its start gate: a real create shows it
         e2e.wait_until("the leader side to admit", lambda: api.request(
@@ -302,26 +327,29 @@ def main() -> int:
                   + "; ".join(notes), flush=True)
 
         # -- bursts --
-        rate: dict[str, list[tuple[int, float]]] = {"ledger": [], "leader": []}
-        cpu = {"ledger": 0.0, "leader": 0.0}  # the side's gpugate CPU in its bursts
-        per = {"ledger": [0.0], "leader": [0.0] * a.replicas}  # ... of each process
-        others = {"ledger": 0.0, "leader": 0.0}  # the other side's (its watches)
-        conns = {"ledger": 0, "leader": 0}  # new webhook connections in its bursts
+        bsides = [ledger, leader] + ([spread] if spread else [])
+        names = [b.name for b in bsides]
+        rate: dict[str, list[tuple[int, float]]] = {n: [] for n in names}
+        cpu = {n: 0.0 for n in names}  # the side's gpugate CPU in its bursts
+        per = {b.name: [0.0] * b.k for b in bsides}  # ... of each process
+        others = {n: 0.0 for n in names}  # the other sides' (their watches)
+        conns = {n: 0 for n in names}  # new webhook connections in its bursts
         # not counted: the connections a burst needs (the apiserver's to the
         # webhooks, a follower's to the leader) are opened by the first
-        for side in (ledger, leader):
+        for side in bsides:
             burst(api, side.ns, "warm", max(sizes))
             empty(api, side.ns, side)
         for r in range(a.bursts):
             for n in sizes:
-                for side in ((ledger, leader) if r % 2 == 0 else (leader, ledger)):
+                for side in bsides[r % len(bsides):] + bsides[:r % len(bsides)]:
+                    rest = [b for b in bsides if b is not side]
                     c0 = side.cpus()
-                    o0 = (leader if side is ledger else ledger).cpu()
+                    o0 = sum(b.cpu() for b in rest)
                     k0 = sum(side.balancer.counts())
                     created, wall, bad = burst(api, side.ns, f"b{r}-{n}", n)
                     conns[side.name] += sum(side.balancer.counts()) - k0
-                    others[side.name] += (leader if side is ledger else ledger).cpu() - o0
-                    per[side.name] = [a + b - c for a, b, c in
+                    others[side.name] += sum(b.cpu() for b in rest) - o0
+                    per[side.name] = [x + y - z for x, y, z in
                                       zip(per[side.name], side.cpus(), c0)]
                     cpu[side.name] = sum(per[side.name])
                     rate[side.name].append((created, wall))
@@ -343,19 +371,23 @@ def main() -> int:
         ratio = med["leader"] / med["ledger"] if med["ledger"] > 0 else float("nan")
         print(f"  added latency leader/ledger: {ratio:.2f} x (target <= 1.2 x)")
         rates = {n: sum(c for c, _ in v) / sum(w for _, w in v) for n, v in rate.items()}
-        for n in ("ledger", "leader"):
+        for n in names:
             created = sum(c for c, _ in rate[n])
             print(f"  bursts into one domain, {n:<6}  {rates[n]:.0f} creates/s; the side's "
                   f"gpugate CPU {cpu[n] / max(created, 1) * 1e6:.0f} us a create "
                   f"(its processes, during its bursts"
                   + ("" if len(per[n]) < 2 else ": " + ", ".join(
-                      f"bench-{i} {x / max(created, 1) * 1e6:.0f}" for i, x in enumerate(per[n])))
-                  + f"); the other side's meanwhile "
-                  f"{others[n] / max(created, 1) * 1e6:.0f} us (it watches these pods too); "
+                      f"{n}-{i} {x / max(created, 1) * 1e6:.0f}" for i, x in enumerate(per[n])))
+                  + f"); the other sides' meanwhile "
+                  f"{others[n] / max(created, 1) * 1e6:.0f} us (they watch these pods too); "
                   f"new webhook connections {conns[n] / max(created, 1):.2f} a create")
         print(f"  Lease holder at the end: {lease_holder(api) or 'none'}")
         print(f"  burst rate leader/ledger: {rates['leader'] / rates['ledger']:.2f} x "
               f"(target >= 0.9 x)")
+        if spread:
+            print(f"  burst rate leader/spread: {rates['leader'] / rates['spread']:.2f} x "
+                  f"(the control: as many processes, none forwarding: what the leader "
+                  f"store itself costs in a burst)")
         print(f"  whole run {time.monotonic() - t_start:.0f} s, load "
               f"{' '.join(open('/proc/loadavg').read().split()[:3])}")
         ok = True
