@@ -624,6 +624,7 @@ class Run:
         # --compare-replicas: the leader replicas and their balancer
         self.leaders: list[e2e.Gate] = []
         self.balancer: e2e.Balancer | None = None
+        self.leaders_deciding = False  # past the Lease holder's start gate
         self.report = Report()
         self.api: e2e.Api | None = None
         self.kubectl: e2e.Kubectl | None = None
@@ -787,6 +788,18 @@ class Run:
             self.api.request("POST", f"/api/v1/namespaces/{LATENCY_NS}/pods?dryRun=All", probe)
             return count(mine) > m0 and count(other) == o0
         e2e.wait_until(f"the webhooks to call the {side} side", switched, 30, 0.2)
+        if side == "leader" and not self.leaders_deciding:
+            # the Lease holder decides once past its start gate (5 s and a
+            # relist): a real create shows it (a dry run does not wait for
+            # the gate), deleted again
+            path = f"/api/v1/namespaces/{LATENCY_NS}/pods"
+            e2e.wait_until("the leader replicas to decide", lambda: self.api.request(
+                "POST", path, e2e.pod("leader-probe", LATENCY_NS, "mig"))[0] in (201, 409),
+                60, 0.5)
+            self.api.request("DELETE", f"{path}/leader-probe")
+            e2e.wait_until("pod leader-probe to be gone", lambda: self.api.request(
+                "GET", f"{path}/leader-probe")[0] == 404, 30, 0.2)
+            self.leaders_deciding = True
 
     def fleet(self, counts: dict, cpu: int) -> None:
         n = sum(counts.values()) + cpu
