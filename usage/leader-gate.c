@@ -121,7 +121,8 @@ enum usage_role leader_gate_role(struct leader_gate *g,
 		snprintf(who, size, "no replica holds Lease %s (%s)",
 			 f->lease, f->error);
 	else
-		snprintf(who, size, "no replica holds Lease %s yet",
+		snprintf(who, size, "no replica holds Lease %s as this replica last "
+				    "read it",
 			 f->lease);
 	return USAGE_ROLE_NONE;
 }
