@@ -370,6 +370,8 @@ static void route_readyz(void *ctx, const struct http_request *req,
 	out->body = strbuf_take(&why, &out->len);
 }
 
+static bool memory_gate(void *ctx, char *why, size_t size);
+
 static void route_metrics(void *ctx, const struct http_request *req,
 			  struct http_reply *out)
 {
@@ -402,12 +404,22 @@ static void route_metrics(void *ctx, const struct http_request *req,
 		for (unsigned i = 0; i < st.workers; i++)
 			workers[i] = server_worker_requests(dm->server, i);
 	}
+	/* gpugate_quota_leader in every mode, so that one alert (no replica
+	 * decides) reads the same whatever the store. */
+	st.quota_leader = true;
+	if (dm->memory_lease) {
+		char gate_why[400];
+
+		st.quota_deciding = memory_gate(dm, gate_why, sizeof(gate_why));
+	} else {
+		st.quota_deciding = !dm->quota_leader; /* shared, embedded */
+	}
 	if (dm->quota_leader) {
 		struct quota_leader_stats qs;
 
 		quota_leader_stats(dm->quota_leader, &qs);
-		st.quota_leader = true;
 		st.quota_deciding = qs.deciding;
+		st.quota_forwards = true;
 		st.forwards_answered = qs.answered;
 		st.forwards_failed = qs.failed;
 		st.forward_seconds_sum = qs.answered_seconds;

@@ -564,11 +564,15 @@ static void render_state(struct strbuf *sb, struct metrics *m,
 			    st->api_connected, st->api_synced);
 	if (st->quota_leader)
 		strbuf_addf(sb, "# HELP gpugate_quota_leader 1 while this replica "
-				"decides quota for all (--usage-store leader: it holds "
-				"Lease gpugate-memory and its start gate is open).\n"
+				"decides quota reservations (--usage-store leader: it "
+				"holds Lease gpugate-memory and its start gate is open; "
+				"memory: it holds gpugate-memory; shared and embedded: "
+				"always).\n"
 				"# TYPE gpugate_quota_leader gauge\n"
-				"gpugate_quota_leader %d\n"
-				"# HELP gpugate_quota_forwards_total Quota decisions this "
+				"gpugate_quota_leader %d\n",
+			    st->quota_deciding);
+	if (st->quota_forwards)
+		strbuf_addf(sb, "# HELP gpugate_quota_forwards_total Quota decisions this "
 				"replica forwarded to the leader, by result (failed: no "
 				"answer in time, refused or not understood; denied).\n"
 				"# TYPE gpugate_quota_forwards_total counter\n"
@@ -579,7 +583,6 @@ static void render_state(struct strbuf *sb, struct metrics *m,
 				"# TYPE gpugate_quota_forward_seconds summary\n"
 				"gpugate_quota_forward_seconds_sum %.6f\n"
 				"gpugate_quota_forward_seconds_count %llu\n",
-			    st->quota_deciding,
 			    (unsigned long long)st->forwards_answered,
 			    (unsigned long long)st->forwards_failed, st->forward_seconds_sum,
 			    (unsigned long long)st->forwards_answered);

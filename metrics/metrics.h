@@ -174,12 +174,15 @@ struct metrics_state {
 	 * worker, in the order the workers first served; none when 0. */
 	const uint64_t *worker_requests;
 	unsigned workers;
-	/* --usage-store leader (daemon/quota-leader.h): gpugate_quota_leader
-	 * (this replica decides quota now), gpugate_quota_forwards_total
-	 * {result="answered"|"failed"} and gpugate_quota_forward_seconds (a
-	 * summary of the answered ones); none when quota_leader is false. */
+	/* gpugate_quota_leader when quota_leader: quota_deciding, whether
+	 * this replica decides quota reservations now (daemon/daemon.c says
+	 * per --usage-store).  --usage-store leader (daemon/quota-leader.h),
+	 * when quota_forwards: gpugate_quota_forwards_total{result=
+	 * "answered"|"failed"} and gpugate_quota_forward_seconds (a summary
+	 * of the answered ones). */
 	bool quota_leader;
 	bool quota_deciding;
+	bool quota_forwards;
 	uint64_t forwards_answered, forwards_failed;
 	double forward_seconds_sum;
 };

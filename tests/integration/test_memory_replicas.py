@@ -5,7 +5,7 @@ hand-written Deployment no longer hand out the same last GPUs silently."""
 
 from __future__ import annotations
 
-from conftest import poll
+from conftest import metrics, poll
 from test_watch import admit, gate, kube, started  # noqa: F401
 
 NS = "gpugate"
@@ -37,6 +37,11 @@ def test_one_memory_replica_decides_quota_the_other_refuses(gate, kube):
     assert r.message == refused("replica a holds Lease gpugate/gpugate-memory: with "
                                 "--usage-store memory one replica decides quota"), r.message
     assert 'msg="quota decisions refused" usage_store=memory' in b.stderr_text()
+    # The same gauge as --usage-store leader's: who decides quota now.
+    with a.client() as x:
+        assert metrics(x)["gpugate_quota_leader"] == 1
+    with b.client() as x:
+        assert metrics(x)["gpugate_quota_leader"] == 0
     # What holds no quota is still b's to admit.
     with b.client() as c:
         m = c.admit("validate", {"apiVersion": "v1", "kind": "Pod",
