@@ -1413,38 +1413,16 @@ class Fleet:
 # several replicas behind one address (test_replicas.py, issue #14)
 
 
-class Balancer:
-    """A round-robin TCP balancer, what a Service's ClusterIP is to the
-    apiserver: listens on 127.0.0.1:PORT and forwards each accepted
-    connection, as raw bytes (TLS passes through: the gates' certificate
-    has SAN 127.0.0.1), to the next of its backends (ports on 127.0.0.1).
-    A backend that refuses the connection is skipped for that connection,
-    so a replica killed with SIGKILL costs only the connections it had.
-    connections[i] counts the connections forwarded to backend i.
+class _Relay:
+    """What Balancer and ApiProxy share: an asyncio server on 127.0.0.1:PORT
+    (port 0 picks one) run by a thread of its own, each accepted connection
+    handed to the subclass's async _handle(reader, writer), which registers
+    its task in _tasks so that stop() can cancel it."""
 
-    The apiserver keeps its webhook connections alive and reuses them, so
-    a connection count says little about requests; Gate.requests() does.
-    max_age (seconds, None: never; may be changed at any time): a
-    connection older than that is closed once it is idle (nothing in either
-    direction for `idle` seconds, the last bytes having gone backend ->
-    client, i.e. an answer delivered), so that the apiserver has to open a
-    new one, which goes to the next backend.  It is not safe under load:
-    Go's transport notices the close of an idle connection and dials
-    again, but a POST it writes at that very moment fails ("failed calling
-    webhook ... EOF", not retried: not idempotent); measured, 1-4 of 30
-    creates in a burst.  Use it only with a pause longer than `idle`
-    between requests (create_latency's spread mode).  Off by default."""
+    THREAD = "e2e-relay"
 
-    def __init__(self, ports: Iterable[int], max_age: float | None = None,
-                 idle: float = 0.05):
-        self.ports = list(ports)
-        self.connections = [0] * len(self.ports)
-        self.refused = [0] * len(self.ports)
-        self.aged_out = 0  # connections closed by max_age
-        self.max_age = max_age
-        self.idle = idle
+    def __init__(self) -> None:
         self.port = 0
-        self._next = 0
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -1455,7 +1433,7 @@ class Balancer:
     def url(self) -> str:
         return f"https://127.0.0.1:{self.port}"
 
-    def start(self) -> "Balancer":
+    def start(self):
         ready = threading.Event()
         failed: list[BaseException] = []
 
@@ -1478,10 +1456,10 @@ class Balancer:
                 loop.run_forever()
             finally:
                 loop.close()
-        self._thread = threading.Thread(target=run, name="e2e-balancer", daemon=True)
+        self._thread = threading.Thread(target=run, name=self.THREAD, daemon=True)
         self._thread.start()
         if not ready.wait(10):
-            raise RuntimeError("balancer did not start listening within 10s")
+            raise RuntimeError(f"{self.THREAD} did not start listening within 10s")
         if failed:
             raise failed[0]
         return self
@@ -1502,6 +1480,47 @@ class Balancer:
             asyncio.run_coroutine_threadsafe(shutdown(), loop)
         self._thread.join(10)
         self._thread = None
+
+
+    async def _handle(self, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class Balancer(_Relay):
+    """A round-robin TCP balancer, what a Service's ClusterIP is to the
+    apiserver: listens on 127.0.0.1:PORT and forwards each accepted
+    connection, as raw bytes (TLS passes through: the gates' certificate
+    has SAN 127.0.0.1), to the next of its backends (ports on 127.0.0.1).
+    A backend that refuses the connection is skipped for that connection,
+    so a replica killed with SIGKILL costs only the connections it had.
+    connections[i] counts the connections forwarded to backend i.
+
+    The apiserver keeps its webhook connections alive and reuses them, so
+    a connection count says little about requests; Gate.requests() does.
+    max_age (seconds, None: never; may be changed at any time): a
+    connection older than that is closed once it is idle (nothing in either
+    direction for `idle` seconds, the last bytes having gone backend ->
+    client, i.e. an answer delivered), so that the apiserver has to open a
+    new one, which goes to the next backend.  It is not safe under load:
+    Go's transport notices the close of an idle connection and dials
+    again, but a POST it writes at that very moment fails ("failed calling
+    webhook ... EOF", not retried: not idempotent); measured, 1-4 of 30
+    creates in a burst.  Use it only with a pause longer than `idle`
+    between requests (create_latency's spread mode).  Off by default."""
+
+    THREAD = "e2e-balancer"
+
+    def __init__(self, ports: Iterable[int], max_age: float | None = None,
+                 idle: float = 0.05):
+        super().__init__()
+        self.ports = list(ports)
+        self.connections = [0] * len(self.ports)
+        self.refused = [0] * len(self.ports)
+        self.aged_out = 0  # connections closed by max_age
+        self.max_age = max_age
+        self.idle = idle
+        self._next = 0
 
     def set_backend(self, i: int, port: int) -> None:
         """Backend i is now PORT (a restarted replica listens on a new one)."""
@@ -1587,7 +1606,7 @@ class Balancer:
             await asyncio.gather(*tasks, return_exceptions=True)
 
 
-class ApiProxy:
+class ApiProxy(_Relay):
     """A TCP proxy in front of the apiserver that can be cut (issue #32:
     the apiserver unreachable from one replica): listens on
     127.0.0.1:PORT and relays each connection, as raw bytes (TLS passes
@@ -1604,21 +1623,14 @@ class ApiProxy:
     relay.  cut_at: time.monotonic() of the last cut (None when it
     relays)."""
 
+    THREAD = "e2e-api-proxy"
+
     def __init__(self, target_port: int):
+        super().__init__()
         self.target_port = target_port
-        self.port = 0
         self.cut_at: float | None = None
         self.connections = 0
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._server: asyncio.AbstractServer | None = None
-        self._tasks: set = set()
         self._conns: dict = {}  # the client side of each open connection
-
-    @property
-    def url(self) -> str:
-        return f"https://127.0.0.1:{self.port}"
 
     @property
     def is_cut(self) -> bool:
@@ -1632,37 +1644,6 @@ class ApiProxy:
         dst.write_text(new)
         dst.chmod(0o600)
         return dst
-
-    def start(self) -> "ApiProxy":
-        ready = threading.Event()
-        failed: list[BaseException] = []
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-
-            async def listen() -> None:
-                self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-                self.port = self._server.sockets[0].getsockname()[1]
-            try:
-                loop.run_until_complete(listen())
-            except BaseException as e:  # noqa: BLE001 - reported to start()
-                failed.append(e)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            try:
-                loop.run_forever()
-            finally:
-                loop.close()
-        self._thread = threading.Thread(target=run, name="e2e-api-proxy", daemon=True)
-        self._thread.start()
-        if not ready.wait(10):
-            raise RuntimeError("apiserver proxy did not start listening within 10s")
-        if failed:
-            raise failed[0]
-        return self
 
     def cut(self) -> None:
         with self._lock:
@@ -1682,23 +1663,6 @@ class ApiProxy:
                 for w in doomed:
                     w.close()
             loop.call_soon_threadsafe(close)
-
-    def stop(self) -> None:
-        loop = self._loop
-        if loop is None or self._thread is None:
-            return
-
-        async def shutdown() -> None:
-            if self._server is not None:
-                self._server.close()
-            for t in list(self._tasks):
-                t.cancel()
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-            loop.stop()
-        if loop.is_running():
-            asyncio.run_coroutine_threadsafe(shutdown(), loop)
-        self._thread.join(10)
-        self._thread = None
 
     async def _handle(self, creader: asyncio.StreamReader,
                       cwriter: asyncio.StreamWriter) -> None:
