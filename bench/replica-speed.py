@@ -61,7 +61,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -182,31 +181,10 @@ def empty(api: e2e.Api, ns: str, side: Side | None) -> None:
 
 
 def burst(api: e2e.Api, ns: str, prefix: str, n: int) -> tuple[int, float, list]:
-    """N concurrent creates, each on its own connection (up first), released
-    together: (created, seconds from the release to the last answer, the
-    answers that were not 201)."""
-    gate = threading.Barrier(n + 1)
-    results: list = [None] * n
-
-    def one(i: int) -> None:
-        conn = api.connection()
-        try:
-            conn.connect()
-            gate.wait()
-            results[i] = api.request("POST", f"/api/v1/namespaces/{ns}/pods",
-                                     e2e.pod(f"{prefix}-{i}", ns, "gpu"), conn=conn)
-        except Exception as e:  # noqa: BLE001 - reported
-            results[i] = (0, repr(e))
-        finally:
-            conn.close()
-    ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    for t in ts:
-        t.start()
-    gate.wait()
-    t0 = time.monotonic()
-    for t in ts:
-        t.join(120)
-    wall = time.monotonic() - t0
+    """N concurrent creates released together (e2e.burst_creates): (created,
+    seconds from the release to the last answer, the answers that were not
+    201)."""
+    results, wall = e2e.burst_creates(api, ns, prefix, n, timeout=120.0)
     bad = [(s, str(b)[:200]) for s, b in results if s != 201]
     return n - len(bad), wall, bad
 

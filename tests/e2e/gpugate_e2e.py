@@ -1413,6 +1413,44 @@ class Fleet:
 # several replicas behind one address (test_replicas.py, issue #14)
 
 
+def burst_creates(api: "Api", ns: str, prefix: str, n: int, during=None,
+                  timeout: float = 60.0) -> tuple[list, float]:
+    """N concurrent creates of 1-GPU class pods in NS, released together
+    (each thread has its TLS connection up first).  during(): run in one
+    more thread once the first answer is in.  [(status, body)], wall time
+    from the release to the last answer."""
+    gate = threading.Barrier(n + 1)
+    first = threading.Event()
+    results: list = [None] * n
+
+    def one(i: int) -> None:
+        conn = api.connection()
+        try:
+            conn.connect()
+            gate.wait()
+            results[i] = api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                                     pod(f"{prefix}-{i}", ns, "gpu"), conn=conn)
+        except Exception as e:  # noqa: BLE001 - the caller counts it as failed
+            results[i] = (0, repr(e))
+        finally:
+            conn.close()
+            first.set()
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    if during is not None:
+        threads.append(threading.Thread(target=lambda: (first.wait(30), during())))
+    for t in threads:
+        t.start()
+    gate.wait()
+    t0 = time.monotonic()
+    for t in threads[:n]:
+        t.join(timeout)
+    wall = time.monotonic() - t0
+    for t in threads[n:]:
+        t.join(timeout)
+    return results, wall
+
+
 class _Relay:
     """What Balancer and ApiProxy share: an asyncio server on 127.0.0.1:PORT
     (port 0 picks one) run by a thread of its own, each accepted connection

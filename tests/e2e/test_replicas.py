@@ -43,14 +43,13 @@ connection during a pause.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from dataclasses import dataclass, field
 
 import pytest
 
-from gpugate_e2e import (Replicas, assert_invariant, create_latency, log, percentile, pod,
-                         wait_until)
+from gpugate_e2e import (Replicas, assert_invariant, burst_creates, create_latency, log,
+                         percentile, wait_until)
 
 TENANT = NS = "race"
 BENCH_NS = "race-bench"
@@ -103,40 +102,8 @@ def message(body) -> str:
 
 
 def burst(api, prefix: str, n: int, during=None, ns: str = NS) -> tuple[list, float]:
-    """N concurrent creates of 1-GPU class pods in NS, released together
-    (each thread has its TLS connection up first).  during(): run in one
-    more thread once the first answer is in.  [(status, body)], wall time
-    from the release to the last answer."""
-    gate = threading.Barrier(n + 1)
-    first = threading.Event()
-    results: list = [None] * n
-
-    def one(i: int) -> None:
-        conn = api.connection()
-        try:
-            conn.connect()
-            gate.wait()
-            results[i] = api.request("POST", f"/api/v1/namespaces/{ns}/pods",
-                                     pod(f"{prefix}-{i}", ns, "gpu"), conn=conn)
-        except Exception as e:  # noqa: BLE001 - counted as a failed create
-            results[i] = (0, repr(e))
-        finally:
-            conn.close()
-            first.set()
-
-    threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
-    if during is not None:
-        threads.append(threading.Thread(target=lambda: (first.wait(30), during())))
-    for t in threads:
-        t.start()
-    gate.wait()
-    t0 = time.monotonic()
-    for t in threads[:n]:
-        t.join(60)
-    wall = time.monotonic() - t0
-    for t in threads[n:]:
-        t.join(60)
-    return results, wall
+    """gpugate_e2e.burst_creates in NS (this module's namespace by default)."""
+    return burst_creates(api, ns, prefix, n, during)
 
 
 def delta(after: list, before: list) -> list:
