@@ -78,26 +78,6 @@ static void *tls_of(struct MHD_Connection *c)
 	return ci ? ci->tls_session : NULL;
 }
 
-/* Each connection reads one TLS record with one recv() (tls.c, tls_in;
- * it needs MHD_USE_EPOLL). */
-static void on_connection(void *cls, struct MHD_Connection *c,
-			  void **socket_context,
-			  enum MHD_ConnectionNotificationCode code)
-{
-	(void)cls;
-	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
-		void *tls = tls_of(c);
-		const union MHD_ConnectionInfo *fd =
-			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-
-		if (tls && fd)
-			*socket_context = tls_in_new(tls, fd->connect_fd);
-		return;
-	}
-	tls_in_free(*socket_context);
-	*socket_context = NULL;
-}
-
 /* ---- answers ------------------------------------------------------------ */
 
 void http_reply_text(struct http_reply *out, unsigned status, const char *text)
@@ -608,8 +588,8 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		 const char *key_pem, struct server **out, struct diag *d)
 {
 	struct server *s = calloc(1, sizeof(*s));
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
-			 MHD_USE_TLS | MHD_USE_ITC | MHD_USE_ERROR_LOG |
+	unsigned flags = MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_TLS |
+			 MHD_USE_ITC | MHD_USE_ERROR_LOG |
 			 MHD_USE_NO_LISTEN_SOCKET;
 	bool identity = false;
 	long ncpu;
@@ -650,7 +630,14 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		goto fail;
 	identity = true;
 
-	/* MHD_USE_EPOLL: tls_in (tls.c) needs it.  One option a line. */
+	/*
+	 * poll(), not epoll: libmicrohttpd 0.9.75's epoll mode keeps a
+	 * connection whose TLS handshake waits for the client on its list of
+	 * ready connections, so its worker calls gnutls_handshake() and
+	 * recv() in a loop until the client answers: a whole CPU for every
+	 * handshake in flight (docs/benchmarks.md "Handshakes that spun").
+	 * poll() waits on the socket.  One option a line.
+	 */
 	/* clang-format off */
 	s->daemon = MHD_start_daemon(
 		flags, 0, NULL, NULL, on_request, s,
@@ -665,7 +652,6 @@ int server_start(const struct server_config *cfg, const char *cert_pem,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(16 * 1024),
 		MHD_OPTION_PER_IP_CONNECTION_LIMIT, s->cfg.per_ip_limit,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
-		MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 		MHD_OPTION_EXTERNAL_LOGGER, on_mhd_log, NULL,
 		MHD_OPTION_END);
 	/* clang-format on */

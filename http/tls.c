@@ -3,12 +3,10 @@
 #include "base/diag.h"
 #include "base/log.h"
 
-#include <errno.h>
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -198,14 +196,11 @@ bool tls_cork(void *session, size_t len)
 	return true;
 }
 
-/* The socket GnuTLS sends on: the descriptor libmicrohttpd gave the session
- * (tls_in_new() keeps it as the send pointer). */
+/* The socket GnuTLS sends on: the descriptor libmicrohttpd gave the
+ * session (gnutls_transport_set_int()). */
 static int socket_of(gnutls_session_t tls)
 {
-	gnutls_transport_ptr_t recv_ptr, send_ptr;
-
-	gnutls_transport_get_ptr2(tls, &recv_ptr, &send_ptr);
-	return (int)(long)send_ptr;
+	return gnutls_transport_get_int(tls);
 }
 
 void tls_uncork(void *session)
@@ -230,101 +225,4 @@ void tls_uncork(void *session)
 		  "responses\" error=\"%s\"",
 		  gnutls_strerror((int)rc));
 	shutdown(socket_of(tls), SHUT_RDWR);
-}
-
-/* ---- one recv per record ----------------------------------------------- */
-
-/*
- * One read per request.  GnuTLS reads a record in two recv() calls, its
- * 5-byte header and then the rest, and a review arrives as one record: two
- * system calls a request where one would do.  gpugate gives GnuTLS a pull
- * function that reads up to a whole record at once and hands it over in
- * the pieces GnuTLS asks for.  The buffer is taken for a read and given
- * back once emptied, so an idle connection holds none.
- *
- * libmicrohttpd still sees every byte in order: it reads through GnuTLS
- * until GnuTLS says "again", which it only does when the buffer is empty
- * and the socket has nothing more.  That holds with MHD_USE_EPOLL, where
- * libmicrohttpd keeps a connection readable until then; with poll() or
- * select() it would wait on the socket for a record already in the buffer.
- * GnuTLS's sends are untouched: its send pointer stays the descriptor
- * libmicrohttpd gave it.  test_hostile.py sends records that arrive
- * together.
- */
-#define TLS_RECORD_MAX (5 + 16384 + 256)
-
-struct tls_in {
-	int fd;
-	char *buf;  /* TLS_RECORD_MAX bytes, or NULL when empty */
-	size_t off; /* what GnuTLS has taken of buf */
-	size_t len; /* what buf holds */
-};
-
-static ssize_t tls_pull(gnutls_transport_ptr_t ptr, void *data, size_t size)
-{
-	struct tls_in *in = ptr;
-	size_t k;
-
-	if (!in->buf) {
-		ssize_t n;
-
-		in->buf = size < TLS_RECORD_MAX ? malloc(TLS_RECORD_MAX) : NULL;
-		if (!in->buf) /* large, or out of memory: read it directly */
-			return recv(in->fd, data, size, 0);
-		n = recv(in->fd, in->buf, TLS_RECORD_MAX, 0);
-		if (n <= 0) {
-			int e = errno;
-
-			free(in->buf);
-			in->buf = NULL;
-			errno = e;
-			return n;
-		}
-		in->off = 0;
-		in->len = (size_t)n;
-	}
-	k = in->len - in->off < size ? in->len - in->off : size;
-	memcpy(data, in->buf + in->off, k);
-	in->off += k;
-	if (in->off == in->len) {
-		free(in->buf);
-		in->buf = NULL;
-	}
-	return (ssize_t)k;
-}
-
-/* GnuTLS waits with this only for a blocking session; libmicrohttpd's are
- * not, but the answer is kept true. */
-static int tls_pull_timeout(gnutls_transport_ptr_t ptr, unsigned int ms)
-{
-	struct tls_in *in = ptr;
-	struct pollfd pfd = {.fd = in->fd, .events = POLLIN};
-
-	if (in->buf)
-		return 1;
-	return poll(&pfd, 1, ms == GNUTLS_INDEFINITE_TIMEOUT ? -1 : (int)ms);
-}
-
-struct tls_in *tls_in_new(void *session, int fd)
-{
-	gnutls_session_t tls = session;
-	struct tls_in *in;
-
-	/* Without it (no memory), GnuTLS reads for itself as before. */
-	if (!tls || !(in = calloc(1, sizeof(*in))))
-		return NULL;
-	in->fd = fd;
-	gnutls_transport_set_ptr2(tls, in,
-				  (gnutls_transport_ptr_t)(long)in->fd);
-	gnutls_transport_set_pull_function(tls, tls_pull);
-	gnutls_transport_set_pull_timeout_function(tls, tls_pull_timeout);
-	return in;
-}
-
-void tls_in_free(struct tls_in *in)
-{
-	if (!in)
-		return;
-	free(in->buf);
-	free(in);
 }

@@ -8,7 +8,6 @@
  *                          swapped at run time (tls_identity_set)
  *   the priority string    which versions, ciphers and key exchanges
  *   cork / uncork          one TLS record and one send per answer
- *   tls_in                 one recv() per TLS record read
  *
  * All functions are safe to call from any thread.
  */
@@ -60,16 +59,5 @@ bool tls_cork(void *session, size_t len);
  * answers is shut down.  NULL: no-op.
  */
 void tls_uncork(void *session);
-
-/*
- * One connection's read state: session's pull function becomes one that
- * reads up to a whole TLS record with one recv() on fd.  NULL when out of
- * memory; GnuTLS then reads for itself, as without it.  The caller frees it
- * with tls_in_free() when the connection is closed, after the session's
- * last read.
- */
-struct tls_in;
-struct tls_in *tls_in_new(void *session, int fd);
-void tls_in_free(struct tls_in *in);
 
 #endif

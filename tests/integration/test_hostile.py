@@ -86,6 +86,47 @@ def test_slowloris_cannot_hold_the_server(fresh_server, tmp_path):
     assert _serves_again(srv, deadline=time.monotonic() + 5 * SLOW)
 
 
+def _cpu_seconds(pid: int) -> float:
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_connections_waiting_in_their_handshake_leave_the_workers_asleep(
+        fresh_server, tmp_path):
+    """A connection whose TLS handshake waits for its client costs nothing
+    until the client sends.  libmicrohttpd 0.9.75's epoll mode kept such a
+    connection on its list of ready ones and called gnutls_handshake() and
+    recv() on it in a loop: every handshake in flight a whole CPU, three
+    times the CPU a create in bursts of new connections (docs/benchmarks.md
+    "Handshakes that spun").  Here four connections send nothing and four
+    stop after their ClientHello (the server's answer is never read, no
+    Finished comes); with the spin the server used 2.0 CPU seconds a second,
+    with poll() about 0."""
+    srv = fresh_server(_policy(tmp_path))
+    held = [socket.create_connection(("127.0.0.1", srv.port), timeout=5 * SLOW)
+            for _ in range(4)]
+    for _ in range(4):
+        raw = socket.create_connection(("127.0.0.1", srv.port), timeout=5 * SLOW)
+        incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+        obj = srv.ssl_context().wrap_bio(incoming, outgoing, server_hostname="localhost")
+        with pytest.raises(ssl.SSLWantReadError):
+            obj.do_handshake()
+        raw.sendall(outgoing.read())  # the ClientHello, and nothing more
+        held.append(raw)
+    time.sleep(0.5)  # the server has read the ClientHellos and answered
+    pid = srv.proc.pid
+    c0, t0 = _cpu_seconds(pid), time.monotonic()
+    time.sleep(2.0)
+    used = (_cpu_seconds(pid) - c0) / (time.monotonic() - t0)
+    assert used < 0.25, (f"8 connections waiting in their handshakes cost the server "
+                         f"{used:.2f} CPU seconds a second")
+    # it still serves; the waiting connections are the timeout's to close
+    with srv.client() as c:
+        assert c.get("/healthz").status == 200
+    for s in held:
+        s.close()
+
+
 def _serves_again(srv, deadline: float) -> bool:
     while True:
         try:
@@ -171,12 +212,13 @@ def _records(obj: ssl.SSLObject, outgoing: ssl.MemoryBIO, *payloads: bytes) -> b
 
 
 def test_requests_whose_records_arrive_together_are_all_answered(fresh_server, tmp_path):
-    """gpugate reads up to a whole TLS record at a time for GnuTLS (one recv
-    a request instead of two) and keeps what GnuTLS has not asked for yet.
-    Here three requests, each its own TLS record, reach the socket in one
-    piece: the second and third sit in that buffer, not in the socket, and
-    must be answered without the client sending anything more.  The middle
-    one is split over two records, its headers and its body."""
+    """Three requests, each its own TLS record, reach the socket in one
+    piece: once the first is read, the second and third are already there,
+    and must be answered without the client sending anything more.  The
+    middle one is split over two records, its headers and its body.  (Until
+    gpugate left libmicrohttpd's epoll mode it read up to a whole record a
+    recv() into a buffer of its own, where the later records waited:
+    docs/benchmarks.md "One `recv` per record".)"""
     srv = fresh_server(_policy(tmp_path))
     raw = socket.create_connection(("127.0.0.1", srv.port), timeout=10 * SLOW)
     incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
