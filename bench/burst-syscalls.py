@@ -82,19 +82,8 @@ def main() -> int:
     cluster = e2e.Cluster(tmp / "cluster")
     sides: list = []
     try:
-        cluster.up()
-        k = cluster.kubectl()
-        api = e2e.Api(cluster)
-        certs = e2e.make_certs(binary, tmp / "certs")
-        policy = tmp / "policy.yaml"
-        policy.write_text(rs.POLICY)
         names = ("ledger", "leader", "spread")
-        objs = [{"apiVersion": "v1", "kind": "Namespace",
-                 "metadata": {"name": f"bench-{s}", "labels": {rs.LABEL: s}}} for s in names]
-        objs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-                 for n in (rs.STORE_NS, "gpugate", rs.SPREAD_NS)]
-        k.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
-        e2e.wait_service_accounts(k, [f"bench-{s}" for s in names])
+        k, api, certs, policy = rs.prepare(cluster, binary, tmp, names)
         kc = cluster.env["KUBECONFIG"]
         args = {"ledger": (1, rs.LEDGER_ARGS), "leader": (3, rs.LEADER_ARGS),
                 "spread": (3, rs.SPREAD_ARGS)}

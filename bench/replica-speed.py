@@ -189,6 +189,28 @@ def burst(api: e2e.Api, ns: str, prefix: str, n: int) -> tuple[int, float, list]
     return n - len(bad), wall, bad
 
 
+def prepare(cluster: e2e.Cluster, binary: Path, tmp: Path,
+            names) -> tuple[e2e.Kubectl, e2e.Api, e2e.Certs, Path]:
+    """The control plane up, the certificates and the policy in TMP, a
+    namespace bench-NAME (labelled for its side's webhooks) for each of
+    NAMES and the stores' namespaces: (kubectl, api, certs, policy)."""
+    cluster.up()
+    k = cluster.kubectl()
+    api = e2e.Api(cluster)
+    certs = e2e.make_certs(binary, tmp / "certs")
+    policy = tmp / "policy.yaml"
+    policy.write_text(POLICY)
+    objs = [{"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": f"bench-{s}", "labels": {LABEL: s}}} for s in names]
+    # the Leases: the leader side's, the one ledger's default (--usage-store
+    # memory: only the holder of gpugate/gpugate-memory decides), the spread's
+    objs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
+             for n in (STORE_NS, "gpugate", SPREAD_NS)]
+    k.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
+    e2e.wait_service_accounts(k, [f"bench-{s}" for s in names])
+    return k, api, certs, policy
+
+
 def lease_holder(api: e2e.Api) -> str:
     status, body = api.request(
         "GET", f"/apis/coordination.k8s.io/v1/namespaces/{STORE_NS}/leases/gpugate-memory")
@@ -223,22 +245,8 @@ def main() -> int:
     ok = False
     t_start = time.monotonic()
     try:
-        cluster.up()
-        k = cluster.kubectl()
-        api = e2e.Api(cluster)
-        certs = e2e.make_certs(binary, tmp / "certs")
-        policy = tmp / "policy.yaml"
-        policy.write_text(POLICY)
-        objs = [{"apiVersion": "v1", "kind": "Namespace",
-                 "metadata": {"name": f"bench-{s}", "labels": {LABEL: s}}}
-                for s in ("none", "ledger", "leader", "spread")]
-        # the Leases: the leader side's, and the one ledger's default
-        # (--usage-store memory: only the holder of gpugate/gpugate-memory decides)
-        objs += [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": n}}
-                 for n in (STORE_NS, "gpugate", SPREAD_NS)]
-        k.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
-        e2e.wait_service_accounts(k, ["bench-none", "bench-ledger", "bench-leader",
-                                      "bench-spread"])
+        k, api, certs, policy = prepare(cluster, binary, tmp,
+                                        ("none", "ledger", "leader", "spread"))
         kc = cluster.env["KUBECONFIG"]
         ledger = Side("ledger", 1, a.ledger_args, binary, certs, policy, tmp / "gpugate", kc)
         leader = Side("leader", a.replicas, a.leader_args, binary, certs, policy,
