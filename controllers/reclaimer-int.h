@@ -127,6 +127,7 @@ struct round {
 	struct arena a;
 	struct seen *seen;
 	size_t n, cap;
+	bool seen_oom;             /* seen could not grow: no round */
 	int64_t now_ms;
 	struct strmap seen_by_uid; /* uid -> index into seen */
 	struct strmap rec_by_uid;  /* uid -> index into recs (not gone) */

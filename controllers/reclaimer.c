@@ -40,6 +40,32 @@
 #include "controllers/reclaimer-int.h"
 
 
+/* Room for one more workload: the array grows with the cluster (a round
+ * that took WORKLOADS_MAX at once held 3.4 MB of it whatever the cluster,
+ * docs/benchmarks.md "Memory since then").  False at WORKLOADS_MAX (the
+ * rest wait for the next round) or out of memory (seen_oom: no round). */
+static bool seen_room(struct round *rd)
+{
+	size_t cap;
+	struct seen *n;
+
+	if (rd->n < rd->cap)
+		return true;
+	if (rd->cap == WORKLOADS_MAX)
+		return false;
+	cap = rd->cap ? 2 * rd->cap : 256;
+	if (cap > WORKLOADS_MAX)
+		cap = WORKLOADS_MAX;
+	n = realloc(rd->seen, cap * sizeof(*n));
+	if (!n) {
+		rd->seen_oom = true;
+		return false;
+	}
+	rd->seen = n;
+	rd->cap = cap;
+	return true;
+}
+
 static void collect(void *ctx, const struct usage_workload *w)
 {
 	struct round *rd = ctx;
@@ -49,9 +75,10 @@ static void collect(void *ctx, const struct usage_workload *w)
 
 	/* Every tenant's: the health loop takes workloads of tenants in no
 	 * cohort too (the cohorts' pick looks at their members only). */
-	if (!t || !f || rd->n == rd->cap)
+	if (!t || !f || !seen_room(rd))
 		return;
 	s = &rd->seen[rd->n];
+	memset(s, 0, sizeof(*s));
 	s->w = *w;
 	s->w.uid = arena_strdup(&rd->a, w->uid);
 	s->w.namespace = arena_strdup(&rd->a, w->namespace);
@@ -1064,12 +1091,12 @@ static void round_once(struct reclaimer *r)
 	 * resume. */
 	if (!policy_cohort_count(rd.p) && !rd.health_on && !rd.n_idle && r->known_empty)
 		goto out;
-	rd.cap = WORKLOADS_MAX;
-	rd.seen = calloc(rd.cap, sizeof(*rd.seen));
 	rd.recs = calloc(RECORDS_MAX, sizeof(*rd.recs));
-	if (!rd.seen || !rd.recs)
+	if (!rd.recs)
 		goto out;
 	usage_each_workload(r->cfg.usage, collect, &rd);
+	if (rd.seen_oom)
+		goto out;
 	for (size_t i = 0; i < rd.n; i++)
 		if (strmap_put(&rd.seen_by_uid, rd.seen[i].w.uid, i, NULL) < 0)
 			goto out;
