@@ -38,11 +38,18 @@ static bool list_units(const struct wl_resource *r, size_t n, const char *res,
 	return false;
 }
 
-/* A container's units of res: its limit, else its request. */
+/* A container's units of res: its limit, else its request; for a device
+ * class's implicit name its request, else its limit (the scheduler serves
+ * requests through the claim it makes, KEP-5004). */
 static int64_t container_units(const struct wl_container *ct, const char *res)
 {
 	int64_t v = 0;
 
+	if (policy_implicit_device_class(res)) {
+		if (!list_units(ct->requests, ct->n_requests, res, &v))
+			list_units(ct->limits, ct->n_limits, res, &v);
+		return v;
+	}
 	if (!list_units(ct->limits, ct->n_limits, res, &v))
 		list_units(ct->requests, ct->n_requests, res, &v);
 	return v;
@@ -168,6 +175,16 @@ static const char *owner_job_uid(const struct workload *wl)
 	return wl->owner_job_uid;
 }
 
+/* The pod a claim may ride on: the scheduler's claim for that pod's
+ * extended resources, which no other consumer uses. */
+static const char *owner_pod_uid(const struct workload *wl)
+{
+	if (!wl->owner_pod_uid || !wl->owner_pod_uid[0] ||
+	    !wl->extended_resource_claim || wl->reserved_for_others)
+		return NULL;
+	return wl->owner_pod_uid;
+}
+
 bool charge_pod_terminal(const char *phase)
 {
 	return phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
@@ -202,6 +219,7 @@ void charge_claim(const struct policy *p, const struct workload *wl,
 	out->units = c.units;
 	out->per_pod = c.units; /* one claim, like one pod */
 	out->slots = 1;
+	out->owner_pod_uid = owner_pod_uid(wl);
 	/* A claim holds its devices until it is deleted: allocated or not,
 	 * whatever its pods do (the resourceclaim controller deletes a claim
 	 * it made for a pod once the pod is done). */

@@ -35,6 +35,24 @@
  * matches.  Whether the gang really covers it (same namespace, flavor and
  * per-pod units, within the Job's slots) is the ledger's to decide, since
  * it needs the Job and its other pods.
+ *
+ * Claims that ride on their pod (DRA, docs/design/dra.md D2).  A pod that
+ * asks for a flavor's extended resource, or for
+ * deviceclass.resource.kubernetes.io/C where a flavor lists C in its
+ * deviceClassNames, is charged for it as above, whether a device plugin or
+ * DRA serves it; where DRA does, the scheduler makes a ResourceClaim for
+ * the pod's extended resources (annotation
+ * resource.kubernetes.io/extended-resource-claim "true", a controller
+ * ownerReference to the Pod).  That claim rides on its pod (owner_pod_uid)
+ * when it has both and its status.reservedFor names no other consumer.
+ * Whether the pod really covers it is the ledger's to decide
+ * (usage_claim_ride()): the pod must exist in the claim's namespace, hold
+ * the claim's flavor, not name the claim itself in spec.resourceClaims,
+ * and the claim must be the one its status names (or, before that is
+ * written, its earliest such claim: Kubernetes' ResourceQuota's rule).
+ * A riding claim holds what its devices exceed the pod's units by; any
+ * other claim holds all its devices.  So a forged annotation or owner
+ * buys at most what the pod already pays for.
  */
 #ifndef GPUGATE_POLICY_CHARGE_H
 #define GPUGATE_POLICY_CHARGE_H
@@ -65,6 +83,8 @@ struct charge {
 	 * admission; charged for the first one only). */
 	bool two_flavors;
 	const char *owner_job_uid; /* a pod that may ride on its Job's gang */
+	/* A claim that may ride on its pod (below); NULL otherwise. */
+	const char *owner_pod_uid;
 };
 
 /*

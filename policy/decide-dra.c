@@ -103,13 +103,33 @@ static bool claim_rules(struct ctx *c, const struct dra_claim *h)
 	return false;
 }
 
+/* "2 (claim, device class C)": what the claim asks of the quota.  A claim
+ * riding on its pod asks only what its devices exceed the pod's units by
+ * (policy/charge.h); then the message says so. */
+static int64_t claim_request_text(const struct ctx *c, const struct dra_claim *h,
+				  const struct quota_result *q, char *buf, size_t size)
+{
+	int64_t asked = q->requested > 0 ? q->requested : h->units;
+
+	if (asked < h->units && c->wl->owner_pod)
+		snprintf(buf, size, "%" PRId64 " (claim, device class %s: %" PRId64
+			 " of its %" PRId64 " devices, pod \"%s\" holds the other %"
+			 PRId64 ")", asked, h->device_class, asked, h->units,
+			 c->wl->owner_pod, h->units - asked);
+	else
+		snprintf(buf, size, "%" PRId64 " (claim, device class %s)", asked,
+			 h->device_class);
+	return asked;
+}
+
 /* The quota rules: a claim against the usage q was decided on, a
  * template's claims against an empty cluster.  Nominal quota only. */
 static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 			      const struct quota_result *q)
 {
 	const char *tenant = c->out->tenant->name, *flavor = h->flavor->name;
-	char ceiling[160];
+	char ceiling[160], req[320];
+	int64_t asked;
 
 	if (q->position == QUOTA_NOMINAL)
 		return;
@@ -117,11 +137,8 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 		decide_unavailable(c, q);
 		return;
 	}
+	asked = claim_request_text(c, h, q, req, sizeof(req));
 	if (q->position == QUOTA_LENT_OUT || q->position == QUOTA_RECLAIM_SHORT) {
-		char req[160];
-
-		snprintf(req, sizeof(req), "%" PRId64 " (claim, device class %s)",
-			 h->units, h->device_class);
 		decide_lent_out(c, q, tenant, flavor, req);
 		return;
 	}
@@ -132,7 +149,7 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 			tenant, flavor, h->device_class);
 		return;
 	}
-	if (h->units > q->nominal) {
+	if (asked > q->nominal) {
 		snprintf(ceiling, sizeof(ceiling), "nominal %" PRId64 "%s", q->nominal,
 			 q->cohort ? "; claims do not borrow" : "");
 		if (is_template(c))
@@ -145,25 +162,22 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 			decide_violate(c, RULES_QUOTA,
 				"claim can never be admitted: needs %" PRId64 " %s, "
 				"tenant \"%s\" may hold at most %" PRId64 " (%s)",
-				h->units, flavor, tenant, q->nominal, ceiling);
+				asked, flavor, tenant, q->nominal, ceiling);
 		return;
 	}
 	if (is_template(c))
 		return; /* fits an empty cluster */
 	if (q->cohort)
 		decide_violate(c, RULES_QUOTA,
-			"tenant \"%s\" is over its %s quota: requested %" PRId64
-			" (claim, device class %s), in use %" PRId64 " of nominal "
-			"%" PRId64 ", claims do not borrow from cohort \"%s\"",
-			tenant, flavor, h->units, h->device_class, q->used,
-			q->nominal, q->cohort);
+			"tenant \"%s\" is over its %s quota: requested %s, in use "
+			"%" PRId64 " of nominal %" PRId64 ", claims do not borrow "
+			"from cohort \"%s\"",
+			tenant, flavor, req, q->used, q->nominal, q->cohort);
 	else
 		decide_violate(c, RULES_QUOTA,
-			"tenant \"%s\" is over its %s quota: requested %" PRId64
-			" (claim, device class %s), in use %" PRId64 " of nominal "
-			"%" PRId64 ", no cohort to borrow from",
-			tenant, flavor, h->units, h->device_class, q->used,
-			q->nominal);
+			"tenant \"%s\" is over its %s quota: requested %s, in use "
+			"%" PRId64 " of nominal %" PRId64 ", no cohort to borrow from",
+			tenant, flavor, req, q->used, q->nominal);
 }
 
 /* At /validate, the line kubectl prints for an admitted claim or template. */
@@ -196,6 +210,7 @@ void decide_claim(struct ctx *c)
 	const struct workload *wl = c->wl;
 	struct decision *out = c->out;
 	struct dra_claim h;
+	struct charge ch;
 
 	if (wl->op != WL_CREATE)
 		return;
@@ -218,6 +233,7 @@ void decide_claim(struct ctx *c)
 		return;
 	out->flavor = h.flavor;
 	out->count = h.units > UINT32_MAX ? UINT32_MAX : (unsigned)h.units;
+	charge_claim(c->p, wl, &ch);
 	out->claim = (struct quota_claim){
 		.needed = true,
 		.tenant = out->tenant,
@@ -226,6 +242,9 @@ void decide_claim(struct ctx *c)
 		.per_pod = out->count,
 		.pods = 1,
 		.may_borrow = false,
+		/* The scheduler's claim for a pod's extended resources: the
+		 * store charges it what the pod does not hold already. */
+		.owner_pod_uid = ch.owner_pod_uid,
 	};
 	if (is_template(c)) {
 		struct quota_result q;

@@ -38,6 +38,50 @@ static void flavors_of_resource(const struct policy *p, const char *res,
 	}
 }
 
+/* The first deviceclass.resource.kubernetes.io/C a container of pod names
+ * where C is a GPU device class that no flavor maps; NULL when none. */
+static const char *unmapped_device_class(const struct policy *p,
+					 const struct wl_container *cts, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct wl_resource *lists[2] = {cts[i].requests, cts[i].limits};
+		size_t counts[2] = {cts[i].n_requests, cts[i].n_limits};
+
+		for (size_t l = 0; l < 2; l++)
+			for (size_t k = 0; k < counts[l]; k++) {
+				const char *dc = policy_implicit_device_class(lists[l][k].name);
+
+				if (dc && policy_is_gpu_device_class(p, dc) &&
+				    !policy_flavor_for_device_class(p, dc))
+					return lists[l][k].name;
+			}
+	}
+	return NULL;
+}
+
+bool decide_raw_device_class(struct ctx *c)
+{
+	const struct wl_pod *pod = &c->wl->pod;
+	const struct policy_tenant *t = c->out->tenant;
+	const char *res;
+	char classes[600];
+
+	if (!t || policy_settings(c->p)->raw_gpu_requests != POLICY_RAW_REJECT)
+		return false;
+	res = unmapped_device_class(c->p, pod->containers, pod->n_containers);
+	if (!res)
+		res = unmapped_device_class(c->p, pod->init_containers,
+					    pod->n_init_containers);
+	if (!res)
+		return false;
+	decide_usable_classes(c->p, t, classes, sizeof(classes));
+	return decide_violate(c, RULES_RAW_REQUEST,
+		"this workload asks for %s, a GPU device class that maps to no "
+		"flavor; request GPUs with a class instead: set label %s to one "
+		"of: %s",
+		res, policy_settings(c->p)->class_label, classes);
+}
+
 void decide_raw(struct ctx *c, const char *resource)
 {
 	const struct workload *wl = c->wl;

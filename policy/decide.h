@@ -161,6 +161,8 @@ struct quota_claim {
 	bool may_borrow;    /* the workload is (or will be made) preemptible */
 	/* A pod that may ride on its Job's gang (policy/charge.h). */
 	const char *owner_job_uid;
+	/* A claim that may ride on its pod (policy/charge.h). */
+	const char *owner_pod_uid;
 	/* The priority its pods run at (decide_priority()): what
 	 * reclaimWithinCohort LowerPriority compares. */
 	int32_t priority;

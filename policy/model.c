@@ -814,13 +814,29 @@ const struct policy_flavor *policy_flavor_find(const struct policy *p,
 	return strmap_get(&p->flavor_by_name, name, &i) ? &p->flavors[i] : NULL;
 }
 
+const char *policy_implicit_device_class(const char *resource)
+{
+	size_t n = sizeof(POLICY_DEVICE_CLASS_PREFIX) - 1;
+
+	return strncmp(resource, POLICY_DEVICE_CLASS_PREFIX, n) == 0 && resource[n]
+		       ? resource + n
+		       : NULL;
+}
+
 size_t policy_flavors_for_resource(const struct policy *p, const char *resource,
 				   const struct policy_flavor **out, size_t max)
 {
 	size_t n = 0, first;
 
-	if (!strmap_get(&p->flavor_by_res, resource, &first))
-		return 0;
+	if (!strmap_get(&p->flavor_by_res, resource, &first)) {
+		const char *dc = policy_implicit_device_class(resource);
+		const struct policy_flavor *f =
+			dc ? policy_flavor_for_device_class(p, dc) : NULL;
+
+		if (f && max)
+			out[0] = f;
+		return f ? 1 : 0;
+	}
 	for (size_t i = first; i < p->n_flavors; i++) {
 		if (strcmp(p->flavors[i].resource, resource) != 0)
 			continue;
@@ -833,7 +849,12 @@ size_t policy_flavors_for_resource(const struct policy *p, const char *resource,
 
 bool policy_is_flavor_resource(const struct policy *p, const char *resource)
 {
-	return strmap_get(&p->flavor_by_res, resource, NULL);
+	const char *dc;
+
+	if (strmap_get(&p->flavor_by_res, resource, NULL))
+		return true;
+	dc = policy_implicit_device_class(resource);
+	return dc && policy_flavor_for_device_class(p, dc);
 }
 
 const struct policy_flavor *policy_flavor_for_device_class(const struct policy *p,

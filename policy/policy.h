@@ -369,10 +369,25 @@ size_t policy_flavor_count(const struct policy *p);
 const struct policy_flavor *policy_flavor_at(const struct policy *p, size_t i);
 const struct policy_flavor *policy_flavor_find(const struct policy *p,
 					       const char *name);
-/* The flavors whose extended resource is this name (in file order). */
+/*
+ * Every DeviceClass C may be asked for as a container resource named
+ * deviceclass.resource.kubernetes.io/C (Kubernetes 1.34+, KEP-5004: the
+ * scheduler serves it through a ResourceClaim it makes for the pod).
+ */
+#define POLICY_DEVICE_CLASS_PREFIX "deviceclass.resource.kubernetes.io/"
+
+/* The device class of such a name, or NULL when resource is not one. */
+const char *policy_implicit_device_class(const char *resource);
+
+/*
+ * The flavors whose extended resource is this name (in file order); for
+ * deviceclass.resource.kubernetes.io/C, the flavor that lists C in its
+ * deviceClassNames (there is at most one).
+ */
 size_t policy_flavors_for_resource(const struct policy *p, const char *resource,
 				   const struct policy_flavor **out, size_t max);
-/* True when some flavor uses this extended resource name. */
+/* True when some flavor uses this extended resource name, or maps the
+ * device class it names (above). */
 bool policy_is_flavor_resource(const struct policy *p, const char *resource);
 
 /* The flavor whose deviceClassNames lists this DRA DeviceClass, or NULL. */

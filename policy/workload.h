@@ -222,10 +222,28 @@ struct workload {
 	const char *phase;         /* status.phase, NULL when absent */
 	const char *owner_job;     /* controller ownerReference of kind Job */
 	const char *owner_job_uid;
+	/* DRA (policy/charge.h, "claims that ride on their pod"): the claim
+	 * the scheduler made for the pod's extended resources
+	 * (status.extendedResourceClaimStatus.resourceClaimName), NULL until
+	 * it is written; the claims the pod names itself
+	 * (spec.resourceClaims[].resourceClaimName). */
+	const char *extended_claim;
+	const char *const *claim_names;
+	size_t n_claim_names;
 
 	/* ResourceClaim and ResourceClaimTemplate only (policy/dra.h). */
 	const struct wl_device_request *device_requests;
 	size_t n_device_requests;
+
+	/* ResourceClaim only: its controller ownerReference of kind Pod
+	 * (apiVersion v1), NULL when none; the annotation
+	 * resource.kubernetes.io/extended-resource-claim is "true" (the
+	 * scheduler's claim for a pod's extended resources); status.reservedFor
+	 * names a consumer other than that pod. */
+	const char *owner_pod;
+	const char *owner_pod_uid;
+	bool extended_resource_claim;
+	bool reserved_for_others;
 };
 
 /* The value of key in a label/annotation list, or NULL. */

@@ -73,10 +73,11 @@ json_t *leader_wire_request(const struct workload *wl, const struct quota_claim 
 			    bool force)
 {
 	const char *kind = kind_name(wl->kind);
+	json_t *j;
 
 	if (!kind || !c->tenant || !c->flavor)
 		return NULL;
-	return json_pack(
+	j = json_pack(
 		"{s:i, s:b, s:{s:s, s:o, s:o, s:o, s:o, s:I, s:o},"
 		" s:{s:s, s:s, s:I, s:I, s:I, s:b, s:o, s:i, s:b}}",
 		"v", LEADER_WIRE_VERSION, "force", force,
@@ -92,6 +93,18 @@ json_t *leader_wire_request(const struct workload *wl, const struct quota_claim 
 		"pods", (json_int_t)c->pods, "mayBorrow", c->may_borrow,
 		"ownerJobUid", str_or_null(c->owner_job_uid),
 		"priority", (int)c->priority, "kueueQuota", c->kueue_quota);
+	/* A claim that may ride on its pod (policy/charge.h): added in the
+	 * same version, absent otherwise, so that replicas of the version
+	 * before read every other request as before. */
+	if (j && c->owner_pod_uid &&
+	    (json_object_set_new(json_object_get(j, "claim"), "ownerPodUid",
+				 json_string(c->owner_pod_uid)) < 0 ||
+	     json_object_set_new(json_object_get(j, "workload"), "ownerPod",
+				 str_or_null(wl->owner_pod)) < 0)) {
+		json_decref(j);
+		return NULL;
+	}
+	return j;
 }
 
 json_t *leader_wire_result(const struct quota_result *r)
@@ -274,6 +287,10 @@ int leader_wire_read_request(const json_t *j, const struct policy *p,
 	    get_int(&r, cl, "pods", 1, INT64_MAX, &pods) < 0 ||
 	    get_bool(&r, cl, "mayBorrow", &c->may_borrow) < 0 ||
 	    get_string(&r, cl, "ownerJobUid", true, &c->owner_job_uid) < 0 ||
+	    (json_object_get(cl, "ownerPodUid") &&
+	     get_string(&r, cl, "ownerPodUid", true, &c->owner_pod_uid) < 0) ||
+	    (json_object_get(w, "ownerPod") &&
+	     get_string(&r, w, "ownerPod", true, &wl->owner_pod) < 0) ||
 	    get_int(&r, cl, "priority", INT32_MIN, INT32_MAX, &prio) < 0 ||
 	    get_bool(&r, cl, "kueueQuota", &c->kueue_quota) < 0)
 		return -1;
@@ -289,6 +306,7 @@ int leader_wire_read_request(const json_t *j, const struct policy *p,
 	c->pods = pods;
 	c->priority = (int32_t)prio;
 	wl->owner_job_uid = c->owner_job_uid;
+	wl->owner_pod_uid = c->owner_pod_uid;
 	return 0;
 }
 

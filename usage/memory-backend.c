@@ -59,7 +59,12 @@ struct family;
 
 struct entry {
 	struct sum *sum;
-	struct family *family;         /* a Job's own family, or a pod's Job's */
+	/* A Job's own family, a pod's Job's, or a claim's pod's (of_pod). */
+	struct family *family;
+	struct family *claims;         /* a pod's: the claims that name it */
+	/* A pod's DRA facts (usage_item): malloc'd, or NULL. */
+	char *extended_claim;
+	char *named_claims;
 	struct entry *prev, *next;     /* siblings: the pods of one Job */
 	int64_t per_pod;               /* a pod's units; a Job's per pod */
 	int64_t slots;                 /* a Job's gang; 1 for a pod */
@@ -95,6 +100,11 @@ struct family {
 	struct entry *job;             /* NULL until the Job is known */
 	struct entry *pods;            /* its pods the ledger holds */
 	int64_t riders;                /* pods that ride on the gang */
+	/* A pod and the claims that may ride on it (policy/charge.h): job is
+	 * the pod, pods its claims; at most one rides (claims_settle()).
+	 * Kept in their own map, so that no uid an ownerReference names can
+	 * make a claim a Job's pod or a pod a pod's claim. */
+	bool of_pod;
 	char job_uid[];
 };
 
@@ -105,6 +115,7 @@ struct ledger {
 	struct strmap entries;  /* uid -> entry */
 	struct strmap sums;     /* "tenant\x1fflavor" -> usage */
 	struct strmap families; /* job uid -> family */
+	struct strmap claim_families; /* pod uid -> family (of_pod) */
 	struct strmap names;    /* name_key -> the observed entry of that name */
 	uint64_t generation[USAGE_KINDS]; /* relist generation, by kind */
 	bool watching;          /* usage_set_watching() */
@@ -175,9 +186,15 @@ static void set_charge(struct entry *e, int64_t units)
 	e->charged = units;
 }
 
-static struct family *family_get(struct ledger *l, const char *job_uid)
+static struct strmap *families_of(struct ledger *l, bool of_pod)
 {
-	struct family *f = table_get(&l->families, job_uid);
+	return of_pod ? &l->claim_families : &l->families;
+}
+
+static struct family *family_get(struct ledger *l, const char *job_uid, bool of_pod)
+{
+	struct strmap *map = families_of(l, of_pod);
+	struct family *f = table_get(map, job_uid);
 	size_t n = strlen(job_uid);
 
 	if (f)
@@ -186,9 +203,19 @@ static struct family *family_get(struct ledger *l, const char *job_uid)
 	if (!f)
 		return NULL;
 	memcpy(f->job_uid, job_uid, n + 1);
-	if (table_put(&l->families, f->job_uid, f) < 0) {
+	f->of_pod = of_pod;
+	if (table_put(map, f->job_uid, f) < 0) {
 		free(f);
 		return NULL;
+	}
+	if (of_pod) {
+		/* The pod may be known already. */
+		struct entry *pod = table_get(&l->entries, job_uid);
+
+		if (pod && pod->kind == USAGE_PODS && !pod->claims) {
+			pod->claims = f;
+			f->job = pod;
+		}
 	}
 	return f;
 }
@@ -196,7 +223,7 @@ static struct family *family_get(struct ledger *l, const char *job_uid)
 static void family_maybe_free(struct ledger *l, struct family *f)
 {
 	if (f && !f->job && !f->pods) {
-		table_del(&l->families, f->job_uid);
+		table_del(families_of(l, f->of_pod), f->job_uid);
 		free(f);
 	}
 }
@@ -229,9 +256,67 @@ static void charge_job(struct family *f)
 		set_charge(j, (f->riders > j->slots ? f->riders : j->slots) * j->per_pod);
 }
 
+/* Whether pod entry pod names the claim called name itself
+ * (spec.resourceClaims). */
+static bool names_claim(const struct entry *pod, const char *name)
+{
+	const char *p = pod->named_claims;
+	size_t n = strlen(name);
+
+	if (!p || !n)
+		return false;
+	while ((p = strstr(p, name)) != NULL) {
+		if (p > pod->named_claims && p[-1] == '\x1f' && p[n] == '\x1f')
+			return true;
+		p++;
+	}
+	return false;
+}
+
+/* Claim a is the pod's earlier (creation, then name) than b. */
+static bool earlier(const struct entry *a, const struct entry *b)
+{
+	if (!b)
+		return true;
+	if (a->created_ms != b->created_ms)
+		return a->created_ms < b->created_ms;
+	return strcmp(a->name, b->name) < 0;
+}
+
+/*
+ * The pod's claims (f->of_pod): which one rides, what each holds.  The
+ * one its status names, else (not written yet) the earliest, as
+ * Kubernetes' ResourceQuota picks it; never one the pod names itself.
+ */
+static void claims_settle(struct family *f)
+{
+	const struct entry *pod = f->job, *chosen = NULL;
+	struct usage_holding ph, kh;
+
+	for (struct entry *k = f->pods; pod && k; k = k->next)
+		if (pod->extended_claim ? strcmp(k->name, pod->extended_claim) == 0
+					: earlier(k, chosen))
+			chosen = k;
+	if (chosen && names_claim(pod, chosen->name))
+		chosen = NULL;
+	if (pod)
+		holding_of(pod, &ph);
+	f->riders = 0;
+	for (struct entry *k = f->pods; k; k = k->next) {
+		k->rides = k == chosen;
+		f->riders += k->rides;
+		holding_of(k, &kh);
+		set_charge(k, usage_claim_ride(k->rides ? &ph : NULL, &kh));
+	}
+}
+
 /* Who rides, and what each entry of f adds: after the Job came or went. */
 static void family_settle(struct family *f)
 {
+	if (f->of_pod) {
+		claims_settle(f);
+		return;
+	}
 	f->riders = 0;
 	for (struct entry *k = f->pods; k; k = k->next) {
 		k->rides = fits_gang(f->job, k);
@@ -241,11 +326,15 @@ static void family_settle(struct family *f)
 	charge_job(f);
 }
 
+/*
+ * Adds an entry.  parent_uid: a pod's Job (its gang may hold it), a claim's
+ * pod (it may ride on it); NULL for a Job.
+ */
 static struct entry *entry_add(struct ledger *l, const char *uid,
 			       enum usage_kind kind, const char *name,
 			       const char *ns, const char *tenant,
 			       const char *flavor, int64_t per_pod, int64_t slots,
-			       const char *owner_job_uid)
+			       const char *parent_uid, int64_t created_ms)
 {
 	size_t ul = strlen(uid), nl = strlen(name ? name : ""),
 	       sl = strlen(ns ? ns : "");
@@ -261,6 +350,7 @@ static struct entry *entry_add(struct ledger *l, const char *uid,
 	memcpy(e->uid + ul + nl + 2, ns ? ns : "", sl + 1);
 	e->is_job = is_job;
 	e->kind = kind;
+	e->created_ms = created_ms;
 	if (name && name[0]) {
 		char k[2] = {(char)('0' + (int)kind), '\0'};
 		size_t kl = 2 + sl + 1 + nl + 1;
@@ -279,26 +369,40 @@ static struct entry *entry_add(struct ledger *l, const char *uid,
 		free(e);
 		return NULL;
 	}
+	if (kind == USAGE_PODS) {
+		/* Its claims may have come first. */
+		e->claims = table_get(&l->claim_families, uid);
+		if (e->claims && !e->claims->job)
+			e->claims->job = e;
+		else
+			e->claims = NULL;
+	}
 	if (is_job) {
-		e->family = family_get(l, uid);
+		e->family = family_get(l, uid, false);
 		if (e->family) {
 			e->family->job = e;
 			family_settle(e->family);
 			return e;
 		}
-	} else if (owner_job_uid && owner_job_uid[0]) {
-		e->family = family_get(l, owner_job_uid);
+	} else if (parent_uid && parent_uid[0]) {
+		e->family = family_get(l, parent_uid, kind == USAGE_CLAIMS);
 		if (e->family) {
 			e->next = e->family->pods;
 			if (e->next)
 				e->next->prev = e;
 			e->family->pods = e;
+			if (kind == USAGE_CLAIMS) {
+				claims_settle(e->family);
+				return e;
+			}
 			e->rides = fits_gang(e->family->job, e);
 			e->family->riders += e->rides;
 			charge_job(e->family);
 		}
 	}
 	set_charge(e, e->rides ? 0 : e->per_pod * e->slots);
+	if (e->claims)
+		claims_settle(e->claims);
 	return e;
 }
 
@@ -318,9 +422,20 @@ static void entry_remove(struct ledger *l, struct entry *e)
 		if (e->next)
 			e->next->prev = e->prev;
 		f->riders -= e->rides;
-		charge_job(f);
+		if (f->of_pod)
+			claims_settle(f);
+		else
+			charge_job(f);
 	}
 	family_maybe_free(l, f);
+	if (e->claims) {
+		/* Its claims hold all their devices now. */
+		e->claims->job = NULL;
+		claims_settle(e->claims);
+		family_maybe_free(l, e->claims);
+	}
+	free(e->extended_claim);
+	free(e->named_claims);
 	if (e->named)
 		table_del(&l->names, e->name_key);
 	table_del(&l->entries, e->uid);
@@ -398,6 +513,41 @@ static bool covered(const struct family *f, const char *ns,
 	return usage_gang_takes(&jh, f->job->slots, f->riders, &ph);
 }
 
+/*
+ * What claim c of wl would hold beside its pod (usage_claim_ride()): a
+ * claim that rides holds what its devices exceed the pod's units by, any
+ * other all of them.  A new claim rides when its pod is known and has no
+ * other claim (it would be the latest, claims_settle()), or when the
+ * pod's status names it; a claim asked again (have) holds what it holds.
+ */
+static int64_t claim_would_hold(struct ledger *l, const struct workload *wl,
+				const struct quota_claim *c, const struct entry *have)
+{
+	const struct family *f;
+	const struct entry *pod;
+	const char *name = wl->name ? wl->name : "";
+	struct usage_holding ph, kh = {.namespace = wl->namespace,
+				       .tenant = c->tenant->name,
+				       .flavor = c->flavor->name,
+				       .per_pod = c->units};
+
+	if (wl->kind != WL_CLAIM)
+		return c->units;
+	if (have)
+		return have->charged;
+	if (!c->owner_pod_uid)
+		return c->units;
+	f = table_get(&l->claim_families, c->owner_pod_uid);
+	pod = f ? f->job : table_get(&l->entries, c->owner_pod_uid);
+	if (!pod || pod->kind != USAGE_PODS ||
+	    (pod->extended_claim ? strcmp(name, pod->extended_claim) != 0
+				 : f && f->pods) ||
+	    names_claim(pod, name))
+		return c->units;
+	holding_of(pod, &ph);
+	return usage_claim_ride(&ph, &kh);
+}
+
 /* What the feed will list a workload reserved at /validate as. */
 static enum usage_kind kind_of(const struct workload *wl)
 {
@@ -416,6 +566,7 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 	struct family *fam = NULL;
 	struct entry *have;
 	bool is_job = wl->kind == WL_JOB;
+	int64_t units;
 	char key[400];
 
 	workload_key(wl, key, sizeof(key));
@@ -434,13 +585,17 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 		}
 	}
 	have = table_get(&l->entries, key);
-	if (!is_job && c->owner_job_uid)
+	if (wl->kind == WL_POD && c->owner_job_uid)
 		fam = table_get(&l->families, c->owner_job_uid);
-	if ((have && have->rides) || (!have && covered(fam, wl->namespace, c))) {
-		/* A pod its Job's gang holds: nothing more to charge. */
+	units = claim_would_hold(l, wl, c, have);
+	if ((have && have->rides && have->charged == 0) ||
+	    (!have && covered(fam, wl->namespace, c)) ||
+	    (wl->kind == WL_CLAIM && c->owner_pod_uid && units == 0)) {
+		/* A pod its Job's gang holds, a claim its pod's units cover:
+		 * nothing more to charge. */
 		memset(out, 0, sizeof(*out));
 		out->position = QUOTA_COVERED;
-		out->holder = wl->owner_job;
+		out->holder = wl->kind == WL_CLAIM ? wl->owner_pod : wl->owner_job;
 	} else {
 		/* Asked again for what it already holds (a retried request):
 		 * judge it without its own units, and do not count it twice. */
@@ -448,7 +603,7 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 
 		if (have)
 			set_charge(have, 0);
-		quota_decide(p, c->tenant, c->flavor, c->units, c->may_borrow, &view,
+		quota_decide(p, c->tenant, c->flavor, units, c->may_borrow, &view,
 			     out);
 		if (have)
 			set_charge(have, held);
@@ -464,10 +619,15 @@ static void mem_decide(struct usage_store *u, const struct policy *p,
 		if (l->cfg.reservation_ttl_ms)
 			have->expires_ms = have->made_ms + l->cfg.reservation_ttl_ms;
 	} else if (!have && reserve && (admitted(out->position) || force)) {
+		/* A claim reserved now is its pod's latest until the watch
+		 * shows when it was made. */
 		struct entry *e = entry_add(l, key, kind_of(wl), wl->name, wl->namespace,
 					    c->tenant->name, c->flavor->name,
 					    c->per_pod, is_job ? c->pods : 1,
-					    is_job ? NULL : c->owner_job_uid);
+					    wl->kind == WL_CLAIM ? c->owner_pod_uid
+					    : is_job	 ? NULL
+							 : c->owner_job_uid,
+					    wl->kind == WL_CLAIM ? INT64_MAX : 0);
 
 		if (e) {
 			e->generation = wl->generation;
@@ -501,13 +661,21 @@ static void mem_release(struct usage_store *u, const struct policy *p,
 
 /* ---- what the cluster shows ------------------------------------------------------------- */
 
+/* The entry an observation may ride on: a pod's Job, a claim's pod. */
+static const char *parent_of(const struct usage_item *it)
+{
+	return it->kind == USAGE_JOBS     ? NULL
+	       : it->kind == USAGE_CLAIMS ? it->owner_pod_uid
+					  : it->owner_job_uid;
+}
+
 /* Whether entry e holds what observation it says. */
 static bool same_holding(const struct entry *e, const struct usage_item *it)
 {
 	char key[600];
 	const char *fam = e->family && !e->is_job ? e->family->job_uid : NULL;
 	bool it_job = it->kind == USAGE_JOBS;
-	const char *owner = it_job ? NULL : it->owner_job_uid;
+	const char *owner = parent_of(it);
 
 	sum_key(key, sizeof(key), it->tenant, it->flavor);
 	return strcmp(key, e->sum->key) == 0 && e->kind == it->kind &&
@@ -515,6 +683,19 @@ static bool same_holding(const struct entry *e, const struct usage_item *it)
 	       e->slots == (it_job ? it->slots : 1) &&
 	       strcmp(e->namespace, it->namespace ? it->namespace : "") == 0 &&
 	       (fam && owner ? strcmp(fam, owner) == 0 : !fam == !(owner && owner[0]));
+}
+
+/* *dst becomes a copy of src (NULL: none); true when it changed.  Out of
+ * memory it becomes NULL (the pod then covers no claim by name). */
+static bool set_text(char **dst, const char *src)
+{
+	if (*dst && src && strcmp(*dst, src) == 0)
+		return false;
+	if (!*dst && !src)
+		return false;
+	free(*dst);
+	*dst = src ? strdup(src) : NULL;
+	return true;
 }
 
 static void mem_observe(struct usage_store *u, const struct usage_item *it)
@@ -540,8 +721,10 @@ static void mem_observe(struct usage_store *u, const struct usage_item *it)
 		e = entry_add(l, it->uid, it->kind, it->name, it->namespace,
 			      it->tenant, it->flavor, it->per_pod,
 			      it->kind == USAGE_JOBS ? it->slots : 1,
-			      it->kind == USAGE_JOBS ? NULL : it->owner_job_uid);
+			      parent_of(it), it->created_ms);
 	if (e) {
+		bool resettle = e->created_ms != it->created_ms;
+
 		e->observed = true;
 		e->expires_ms = 0;
 		name_entry(l, e);
@@ -552,6 +735,14 @@ static void mem_observe(struct usage_store *u, const struct usage_item *it)
 		e->created_ms = it->created_ms;
 		e->signalled_ms = it->signalled_ms;
 		e->done_ms = it->done_ms;
+		if (e->kind == USAGE_PODS) {
+			resettle = set_text(&e->extended_claim, it->extended_claim) |
+				   set_text(&e->named_claims, it->named_claims);
+			if (resettle && e->claims)
+				claims_settle(e->claims);
+		} else if (e->kind == USAGE_CLAIMS && resettle && e->family) {
+			claims_settle(e->family);
+		}
 	}
 	pthread_mutex_unlock(&l->mu);
 }
@@ -822,11 +1013,17 @@ static void mem_free(struct usage_store *u)
 	const char *key;
 
 	strmap_release(&l->names); /* its keys and values are the entries' */
-	while (strmap_next(&l->entries, &pos, &key, &v))
-		free(((struct entry *)(uintptr_t)v)->name_key);
+	while (strmap_next(&l->entries, &pos, &key, &v)) {
+		struct entry *e = (struct entry *)(uintptr_t)v;
+
+		free(e->name_key);
+		free(e->extended_claim);
+		free(e->named_claims);
+	}
 	table_free_all(&l->entries);
 	table_free_all(&l->sums);
 	table_free_all(&l->families);
+	table_free_all(&l->claim_families);
 	pthread_mutex_destroy(&l->mu);
 	free(l);
 }

@@ -275,6 +275,7 @@ static void sh_decide(struct usage_store *u, const struct policy *p,
 {
 	struct shared *s = shared_of(u);
 	struct decision_ctx x = {.s = s, .p = p, .c = c, .force = force, .out = out};
+	struct quota_claim ridden;
 	struct resv r;
 	char domain[RESV_DOMAIN_NAME_SIZE], err[200];
 	bool watching;
@@ -285,6 +286,20 @@ static void sh_decide(struct usage_store *u, const struct policy *p,
 	usage_decide(s->local, p, wl, c, false, force, out);
 	if (!reserve)
 		return;
+	if (wl->kind == WL_CLAIM && c->owner_pod_uid) {
+		/* A claim riding on its pod (policy/charge.h): the pod's
+		 * reservation or observation holds its units; the claim's
+		 * record holds what exceeds them, as the ledger says. */
+		if (out->position == QUOTA_COVERED)
+			return;
+		if (out->requested > 0 && out->requested < c->units) {
+			ridden = *c;
+			ridden.units = out->requested;
+			ridden.per_pod = (unsigned)out->requested;
+			c = &ridden;
+			x.c = c;
+		}
+	}
 	pthread_mutex_lock(&s->mu);
 	watching = s->watching;
 	pthread_mutex_unlock(&s->mu);

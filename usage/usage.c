@@ -244,6 +244,15 @@ bool usage_gang_fits(const struct usage_holding *job, const struct usage_holding
 	       same(job->tenant, pod->tenant) && same(job->flavor, pod->flavor);
 }
 
+int64_t usage_claim_ride(const struct usage_holding *pod,
+			 const struct usage_holding *claim)
+{
+	if (!pod || !same(pod->namespace, claim->namespace) ||
+	    !same(pod->tenant, claim->tenant) || !same(pod->flavor, claim->flavor))
+		return claim->per_pod;
+	return claim->per_pod > pod->per_pod ? claim->per_pod - pod->per_pod : 0;
+}
+
 bool usage_gang_takes(const struct usage_holding *job, int64_t slots,
 		      int64_t riders, const struct usage_holding *pod)
 {

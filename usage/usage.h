@@ -61,6 +61,13 @@ struct usage_item {
 	int64_t units;             /* per_pod x slots: what it holds while active */
 	bool active;               /* false: terminal pod, suspended or finished Job */
 	const char *owner_job_uid; /* a pod that may ride on its Job's gang */
+	/* DRA (policy/charge.h, usage_claim_ride()): a claim that may ride on
+	 * its pod, that pod's uid; a pod's claim for its extended resources
+	 * (its status names it; NULL: not yet), and the claims it names
+	 * itself, each between two \x1f ("\x1fa\x1fb\x1f"; NULL: none). */
+	const char *owner_pod_uid;
+	const char *extended_claim;
+	const char *named_claims;
 	int64_t generation;        /* metadata.generation */
 	/* What a reclaim reads (docs/design/reclaim.md); 0 / false when the
 	 * object does not say. */
@@ -121,6 +128,19 @@ bool usage_gang_fits(const struct usage_holding *job, const struct usage_holding
  */
 bool usage_gang_takes(const struct usage_holding *job, int64_t slots,
 		      int64_t riders, const struct usage_holding *pod);
+
+/* ---- DRA claims that ride on their pod: the one rule ------------------ */
+
+/*
+ * What a claim holding `claim` (per_pod: its devices) holds beside the pod
+ * holding `pod` whose claim it is (policy/charge.h; pod NULL: not known,
+ * or the claim is not the pod's chosen one): the devices the pod's own
+ * units do not cover, when both are of one namespace, tenant and flavor;
+ * else all of them.  Memory and shared backends charge a claim by this
+ * function and nothing else.
+ */
+int64_t usage_claim_ride(const struct usage_holding *pod,
+			 const struct usage_holding *claim);
 
 /* A Job's gang as a store knows it (usage_gang()).  Strings are copies. */
 #define USAGE_GANG_NAME_MAX 253

@@ -62,6 +62,34 @@ static void reclaim_facts(const json_t *obj, enum usage_kind kind,
 		       1000;
 }
 
+/* "\x1fa\x1fb\x1f": the claims a pod names itself (usage_item); NULL
+ * when none (or out of memory: the pod then covers a claim it names, which
+ * its own spec keeps off the scheduler's claim anyway). */
+static const char *named_claims(const struct workload *wl, struct arena *a)
+{
+	size_t len = 2;
+	char *out, *o;
+
+	if (!wl->n_claim_names)
+		return NULL;
+	for (size_t i = 0; i < wl->n_claim_names; i++)
+		len += strlen(wl->claim_names[i]) + 1;
+	out = arena_alloc(a, len);
+	if (!out)
+		return NULL;
+	o = out;
+	*o++ = '\x1f';
+	for (size_t i = 0; i < wl->n_claim_names; i++) {
+		size_t n = strlen(wl->claim_names[i]);
+
+		memcpy(o, wl->claim_names[i], n);
+		o += n;
+		*o++ = '\x1f';
+	}
+	*o = '\0';
+	return out;
+}
+
 int charge_item(const struct policy *p, const json_t *obj, enum usage_kind kind,
 		struct arena *a, struct usage_item *out)
 {
@@ -96,6 +124,16 @@ int charge_item_with(const struct policy *p, const json_t *obj,
 	out->tenant = ch.tenant->name;
 	out->flavor = ch.flavor->name;
 	out->owner_job_uid = ch.owner_job_uid;
+	out->owner_pod_uid = ch.owner_pod_uid;
+	if (kind == USAGE_PODS) {
+		out->extended_claim = wl.extended_claim;
+		out->named_claims = named_claims(&wl, a);
+	} else if (kind == USAGE_CLAIMS) {
+		/* Which of a pod's claims is its earliest (usage_claim_ride()). */
+		out->created_ms = text_unix_time(json_string_value(
+					  json_object_get(meta, "creationTimestamp"))) *
+				  1000;
+	}
 	out->per_pod = ch.per_pod;
 	out->slots = ch.slots;
 	out->units = ch.units;

@@ -503,6 +503,75 @@ static void owner_job(struct fx *x, const json_t *meta, struct workload *wl)
 	}
 }
 
+/* DRA facts of a pod: the claims it names itself (spec.resourceClaims[]
+ * entries with a resourceClaimName) and the scheduler's claim for its
+ * extended resources (status.extendedResourceClaimStatus).  Read
+ * leniently: the apiserver validated both, and an entry that is not what
+ * it should be names nothing. */
+static void pod_claims(struct fx *x, const json_t *spec, const json_t *status,
+		       struct workload *wl)
+{
+	const json_t *arr = spec ? jget(spec, "resourceClaims") : NULL;
+	const char **names;
+	size_t i, n = 0;
+	json_t *item;
+
+	wl->extended_claim = json_string_value(jget(
+		jget(status, "extendedResourceClaimStatus"), "resourceClaimName"));
+	if (!arr || !json_is_array(arr) || json_array_size(arr) == 0)
+		return;
+	names = alloc(x, json_array_size(arr), sizeof(*names));
+	if (!names)
+		return;
+	json_array_foreach(arr, i, item) {
+		const char *name = json_string_value(jget(item, "resourceClaimName"));
+
+		if (name)
+			names[n++] = name;
+	}
+	wl->claim_names = names;
+	wl->n_claim_names = n;
+}
+
+/* A claim's controller ownerReference of kind Pod (apiVersion v1), the
+ * scheduler's annotation, and whether status.reservedFor names anything
+ * but that pod. */
+static void claim_owner(const json_t *meta, const json_t *status,
+			struct workload *wl)
+{
+	const json_t *refs = jget(meta, "ownerReferences");
+	const json_t *reserved = jget(status, "reservedFor");
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(refs, i, r) {
+		const char *api = json_string_value(jget(r, "apiVersion"));
+		const char *kind = json_string_value(jget(r, "kind"));
+
+		if (!json_is_true(jget(r, "controller")) || !api || !kind ||
+		    strcmp(api, "v1") != 0 || strcmp(kind, "Pod") != 0)
+			continue;
+		wl->owner_pod = json_string_value(jget(r, "name"));
+		wl->owner_pod_uid = json_string_value(jget(r, "uid"));
+		break;
+	}
+	wl->extended_resource_claim =
+		wl_get(wl->annotations, wl->n_annotations,
+		       "resource.kubernetes.io/extended-resource-claim") &&
+		strcmp(wl_get(wl->annotations, wl->n_annotations,
+			      "resource.kubernetes.io/extended-resource-claim"),
+		       "true") == 0;
+	json_array_foreach(reserved, i, r) {
+		const char *res = json_string_value(jget(r, "resource"));
+		const char *group = json_string_value(jget(r, "apiGroup"));
+		const char *uid = json_string_value(jget(r, "uid"));
+
+		if (!wl->owner_pod_uid || !res || strcmp(res, "pods") != 0 ||
+		    (group && group[0]) || !uid || strcmp(uid, wl->owner_pod_uid) != 0)
+			wl->reserved_for_others = true;
+	}
+}
+
 /* A whole number from 0 to 100000 at key of obj, or dflt when absent. */
 static int64_t count_at(struct fx *x, const json_t *obj, const char *key,
 			const char *path, int64_t dflt)
@@ -724,6 +793,7 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		pod_facts(&x, meta, spec, "metadata", "spec", &wl->pod);
 		wl->phase = string(&x, status, "phase", "status");
 		owner_job(&x, meta, wl);
+		pod_claims(&x, spec, status, wl);
 	} else if (wl->kind == WL_JOB) {
 		char hpath[64], path[80], mpath[96], spath[96];
 		const char *last;
@@ -741,6 +811,7 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		job_facts(&x, spec, status, wl);
 	} else if (wl->kind == WL_CLAIM) {
 		claim_facts(&x, spec, "spec", wl);
+		claim_owner(meta, status, wl);
 	} else if (wl->kind == WL_CLAIM_TEMPLATE) {
 		claim_facts(&x, member(&x, spec, "spec", JSON_OBJECT, "spec"),
 			    "spec.spec", wl);

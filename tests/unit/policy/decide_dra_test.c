@@ -483,3 +483,46 @@ Test(decide_dra, malformed_device_requests_are_bad_input)
 		json_decref(obj);
 	}
 }
+
+/* The kube-scheduler's claim of 4 GPUs for pod "p"'s extended resources:
+ * it may ride on the pod (policy/charge.h); the store says how much of it
+ * the pod covers, and the message says what is left. */
+Test(decide_dra, the_schedulers_claim_asks_what_its_pod_does_not_hold)
+{
+	static const char json[] =
+		"{\"apiVersion\": \"resource.k8s.io/v1\", \"kind\": \"ResourceClaim\","
+		" \"metadata\": {\"generateName\": \"p-extended-resources-\","
+		"  \"namespace\": \"research\", \"uid\": \"uid-c\","
+		"  \"annotations\": {\"resource.kubernetes.io/extended-resource-claim\": \"true\"},"
+		"  \"ownerReferences\": [{\"apiVersion\": \"v1\", \"kind\": \"Pod\","
+		"   \"name\": \"p\", \"uid\": \"uid-p\", \"controller\": true}]},"
+		" \"spec\": {\"devices\": {\"requests\": [" EXACTLY("gpu.nvidia.com", 4) "]}}}";
+	struct run r;
+	struct diag d;
+	struct decide_input in = {.policy = P, .wl = &r.wl, .phase = DECIDE_VALIDATE};
+	struct quota_result q = {.position = QUOTA_OVER, .requested = 2, .used = 15,
+				 .nominal = 16, .cohort = "lab"};
+
+	r.obj = json_loads(json, 0, NULL);
+	cr_assert_not_null(r.obj);
+	arena_init(&r.arena);
+	memset(&r.wl, 0, sizeof(r.wl));
+	r.wl.def = kinds_find("resource.k8s.io", "v1", "ResourceClaim");
+	r.wl.kind = r.wl.def->wl;
+	r.wl.op = WL_CREATE;
+	r.wl.namespace = "research";
+	r.wl.request_uid = "req-1";
+	diag_init(&d);
+	cr_assert_eq(facts_extract(r.obj, &r.wl, &r.arena, &d), 0, "%s", diag_text(&d));
+	decide(&in, &usage, &r.dec);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_eq(r.dec.claim.units, 4, "the store makes it what the pod leaves");
+	cr_assert_str_eq(r.dec.claim.owner_pod_uid, "uid-p");
+	decide_quota(&in, &r.dec, &q);
+	expect_denied(&r, "quota",
+		      "gpugate: tenant \"research\" is over its h100 quota: requested 2 "
+		      "(claim, device class gpu.nvidia.com: 2 of its 4 devices, pod \"p\" "
+		      "holds the other 2), in use 15 of nominal 16, claims do not borrow "
+		      "from cohort \"lab\"");
+	done(&r);
+}

@@ -3482,3 +3482,42 @@ Test(decide, exemptions_as_written_replace_the_defaults)
 	done(&r);
 	restore(saved);
 }
+
+/* deviceclass.resource.kubernetes.io/C (KEP-5004): a GPU device class that
+ * no flavor maps, asked for by name, is a raw request; any other device
+ * class is none of gpugate's business.  (A mapped one is its flavor's
+ * resource: tests/unit/webhook/charge_claims_test.c.) */
+Test(decide, an_unmapped_gpu_device_class_asked_for_by_name_is_a_raw_request)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"app\":\"x\"",
+		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"requests\":"
+		"{\"deviceclass.resource.kubernetes.io/mig.nvidia.com\":\"1\"}}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "raw-request",
+		      "gpugate: this workload asks for "
+		      "deviceclass.resource.kubernetes.io/mig.nvidia.com, a GPU device "
+		      "class that maps to no flavor; request GPUs with a class instead: "
+		      "set label gpugate.io/class to one of: big, small, shared");
+	done(&r);
+	/* With a class too: the class gives the pod its GPUs, not this. */
+	run(&r, "research",
+	    POD("\"gpugate.io/class\":\"small\"",
+		"{\"initContainers\":[{\"name\":\"i\",\"resources\":{\"limits\":"
+		"{\"deviceclass.resource.kubernetes.io/gpu.nvidia.com\":\"1\"}}}],"
+		"\"containers\":[{\"name\":\"m\"}]}"),
+	    DECIDE_MUTATE);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.rule, "raw-request");
+	done(&r);
+	run(&r, "research",
+	    POD("\"app\":\"x\"",
+		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"requests\":"
+		"{\"deviceclass.resource.kubernetes.io/nic.example.com\":\"1\"}}}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_not(r.dec.claim.needed);
+	done(&r);
+}

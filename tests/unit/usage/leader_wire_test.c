@@ -475,3 +475,35 @@ Test(leader_wire, a_holder_for_a_workload_without_a_job_and_a_long_reason)
 	cr_assert_str_eq(got.reason, reason);
 	json_decref(j);
 }
+
+/* A claim that may ride on its pod (policy/charge.h) carries the pod; a
+ * request without those keys (a replica of the version before) reads as
+ * one that rides on nothing. */
+Test(leader_wire, a_claims_pod_round_trips_and_may_be_absent)
+{
+	struct workload wl = {.kind = WL_CLAIM, .namespace = "solo", .name = "",
+			      .uid = "c-1", .owner_pod = "p", .owner_pod_uid = "p-1"},
+			got;
+	struct quota_claim c = a_claim("solo", "a10"), gc;
+	bool force = false;
+	json_t *j;
+
+	c.owner_job_uid = NULL;
+	c.owner_pod_uid = "p-1";
+	j = leader_wire_request(&wl, &c, false);
+	cr_assert_not_null(j);
+	cr_assert_eq(read_req(j, &got, &gc, &force), 0, "%s", err);
+	cr_assert_str_eq(gc.owner_pod_uid, "p-1");
+	cr_assert_str_eq(got.owner_pod_uid, "p-1");
+	cr_assert_str_eq(got.owner_pod, "p");
+	json_object_del(json_object_get(j, "claim"), "ownerPodUid");
+	json_object_del(json_object_get(j, "workload"), "ownerPod");
+	cr_assert_eq(read_req(j, &got, &gc, &force), 0, "%s", err);
+	cr_assert_null(gc.owner_pod_uid);
+	cr_assert_null(got.owner_pod);
+	/* A wrong type is refused, as every other key. */
+	json_object_set_new(json_object_get(j, "claim"), "ownerPodUid", json_integer(1));
+	cr_assert_eq(read_req(j, &got, &gc, &force), -1);
+	cr_assert_str_eq(err, "leader request: \"ownerPodUid\" is not a string or null");
+	json_decref(j);
+}
