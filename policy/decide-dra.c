@@ -131,7 +131,8 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 	char ceiling[160], req[320];
 	int64_t asked;
 
-	if (q->position == QUOTA_NOMINAL)
+	/* Covered: the scheduler's claim, its pod holds its devices. */
+	if (q->position == QUOTA_NOMINAL || q->position == QUOTA_COVERED)
 		return;
 	if (q->position == QUOTA_UNAVAILABLE) {
 		decide_unavailable(c, q);

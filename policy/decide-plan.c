@@ -446,7 +446,10 @@ void decide_position_text(const struct ctx *c, char *buf, size_t size)
 	}
 	switch (q->position) {
 	case QUOTA_COVERED:
-		snprintf(buf, size, "held by job %.63s", q->holder ? q->holder : "");
+		/* A Job's pod rides on its gang, a claim on its pod. */
+		snprintf(buf, size, "held by %s %.63s",
+			 c->wl->kind == WL_CLAIM ? "pod" : "job",
+			 q->holder ? q->holder : "");
 		return;
 	case QUOTA_BORROWED:
 		snprintf(buf, size, "%" PRId64 "/%" PRId64 " in use, %" PRId64

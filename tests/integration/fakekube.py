@@ -1292,16 +1292,22 @@ def api_job(name: str, namespace: str, parallelism: int, gpus: int, *,
 
 def api_claim(name: str, namespace: str, devices: int, *,
               device_class: str = "gpu.nvidia.com", uid: str | None = None,
-              owner_pod: str | None = None) -> dict:
+              owner_pod: str | None = None, owner_pod_uid: str | None = None,
+              extended: bool = False) -> dict:
     """A ResourceClaim (resource.k8s.io/v1) as the API shows it: one request
     of `devices` devices of `device_class`; `owner_pod` makes it a claim
-    the resourceclaim controller made for that pod from a template."""
+    the resourceclaim controller made for that pod from a template, and
+    with `extended` the claim the kube-scheduler made for the pod's
+    extended resources (KEP-5004: its annotation)."""
     meta: dict[str, Any] = {"name": name, "namespace": namespace,
                             "uid": uid or f"uid-claim-{namespace}-{name}"}
     if owner_pod:
         meta["ownerReferences"] = [{"apiVersion": "v1", "kind": "Pod",
-                                    "name": owner_pod, "uid": f"uid-{owner_pod}",
+                                    "name": owner_pod,
+                                    "uid": owner_pod_uid or f"uid-{owner_pod}",
                                     "controller": True, "blockOwnerDeletion": True}]
+    if extended:
+        meta["annotations"] = {"resource.kubernetes.io/extended-resource-claim": "true"}
     return {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
             "metadata": meta,
             "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {

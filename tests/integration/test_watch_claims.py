@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conftest import LINE_POLICY, poll
-from fakekube import api_claim
+from fakekube import api_claim, api_pod
 from test_watch import TTL, WAIT, kube, srv_metrics  # noqa: F401 (kube: a fixture)
 
 USED = 'gpugate_quota_used{tenant="research",flavor="h100-80gb"}'
@@ -96,3 +96,37 @@ def test_an_api_without_resource_claims_is_ready(gate, kube):
         v = c.admit("validate", api_claim("two", "research", 2))
     assert v.allowed, v
     assert used(srv) == 2
+
+
+def test_the_schedulers_claim_rides_on_its_pod(gate, kube):
+    """A pod of 2 H100 that the kube-scheduler serves through DRA (a
+    DeviceClass with extendedResourceName: nvidia.com/gpu) is charged 2,
+    not 2 for the pod and 2 for the claim the scheduler makes for it
+    (docs/quota.md, "What each door costs")."""
+    pod = api_pod("p", "research", 2)
+    uid = pod["metadata"]["uid"]
+    kube.put("pods", pod)
+    srv = gate()
+    poll(lambda: ready(srv) and connected(srv), "ready and connected")
+    assert used(srv) == 2
+    claim = api_claim("p-extended-resources-k8x2z", "research", 2, owner_pod="p",
+                      owner_pod_uid=uid, extended=True)
+    with srv.client() as c:
+        v = c.admit("validate", claim)
+        assert v.allowed, v
+        assert v.warnings == [
+            "gpugate: claim -> 2 x h100-80gb for tenant research (held by pod p)"
+        ], v.warnings
+    kube.event("claims", "ADDED", claim)
+    time.sleep(1)
+    assert used(srv) == 2, "charged once"
+    # The same claim without the scheduler's annotation is a claim of its
+    # own: a tenant who forges the owner buys nothing.
+    forged = api_claim("forged", "research", 3, owner_pod="p", owner_pod_uid=uid)
+    kube.event("claims", "ADDED", forged)
+    wait_used(srv, 5)
+    kube.event("claims", "DELETED", forged)
+    kube.event("pods", "DELETED", pod)
+    wait_used(srv, 2)  # the claim holds its devices until it is deleted
+    kube.event("claims", "DELETED", claim)
+    wait_used(srv, 0)

@@ -524,5 +524,13 @@ Test(decide_dra, the_schedulers_claim_asks_what_its_pod_does_not_hold)
 		      "(claim, device class gpu.nvidia.com: 2 of its 4 devices, pod \"p\" "
 		      "holds the other 2), in use 15 of nominal 16, claims do not borrow "
 		      "from cohort \"lab\"");
+	/* Covered whole by its pod: admitted, and the line says by whom. */
+	memset(&r.dec, 0, sizeof(r.dec));
+	decide(&in, &usage, &r.dec);
+	q = (struct quota_result){.position = QUOTA_COVERED, .holder = "p"};
+	decide_quota(&in, &r.dec, &q);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	cr_assert_str_eq(r.dec.success,
+			 "gpugate: claim -> 4 x h100 for tenant research (held by pod p)");
 	done(&r);
 }
