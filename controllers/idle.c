@@ -7,6 +7,7 @@
 
 #include "base/arena.h"
 #include "base/diag.h"
+#include "base/grow.h"
 #include "base/log.h"
 #include "base/strmap.h"
 #include "base/text.h"
@@ -105,14 +106,36 @@ struct round {
 	int64_t window_s;          /* the longest `for`; 0: no rule */
 	int64_t recent_s;          /* the metering window */
 	struct wl *wls;
-	size_t nw;
+	size_t nw, capw;
 	struct strmap wl_by_uid;   /* uid -> index into wls */
 	struct pod *pods;
 	size_t np, capp;
 	struct strmap pod_by_key;  /* "ns/name" -> index into pods */
 	unsigned budget;
 	bool partial;              /* not every pod was read */
+	bool oom;                  /* an array could not grow */
 };
+
+/* Room for one more workload or pod (base/grow.h). */
+static bool wl_room(struct round *rd)
+{
+	void *items = rd->wls;
+	bool ok = grow_room(&items, &rd->capw, rd->nw, WORKLOADS_MAX, sizeof(*rd->wls),
+			    &rd->oom);
+
+	rd->wls = items;
+	return ok;
+}
+
+static bool pod_room(struct round *rd)
+{
+	void *items = rd->pods;
+	bool ok = grow_room(&items, &rd->capp, rd->np, PODS_MAX, sizeof(*rd->pods),
+			    &rd->oom);
+
+	rd->pods = items;
+	return ok;
+}
 
 static const char *str(const json_t *o, const char *k)
 {
@@ -162,7 +185,7 @@ static void collect(void *ctx, const struct usage_workload *w)
 	const struct policy_tenant *t = policy_tenant_find(rd->p, w->tenant);
 	struct wl *x;
 
-	if (!t || !w->flavor || rd->nw == WORKLOADS_MAX)
+	if (!t || !w->flavor || !wl_room(rd))
 		return;
 	x = &rd->wls[rd->nw];
 	memset(x, 0, sizeof(*x));
@@ -225,7 +248,7 @@ static void pod_add(struct round *rd, const json_t *obj)
 	if (!uid || !ns || !name || !phase || strcmp(phase, "Running") != 0 ||
 	    json_object_get(meta, "deletionTimestamp"))
 		return;
-	if (rd->np == rd->capp) {
+	if (!pod_room(rd)) {
 		rd->partial = true;
 		return;
 	}
@@ -788,12 +811,9 @@ static void round_once(struct idle_controller *c)
 			gap = 2 * (int64_t)c->cfg.interval_ms;
 		rd.recent_s = (gap + 999) / 1000;
 	}
-	rd.wls = calloc(WORKLOADS_MAX, sizeof(*rd.wls));
-	rd.capp = PODS_MAX;
-	rd.pods = calloc(rd.capp, sizeof(*rd.pods));
-	if (!rd.wls || !rd.pods)
-		goto publish;
 	usage_each_workload(c->cfg.usage, collect, &rd);
+	if (rd.oom)
+		goto publish;
 	for (size_t i = 0; i < rd.nw; i++) {
 		struct wl *w = &rd.wls[i];
 		struct usage_gang g;
@@ -804,7 +824,7 @@ static void round_once(struct idle_controller *c)
 		if (strmap_put(&rd.wl_by_uid, w->w.uid, i, NULL) < 0)
 			goto publish;
 	}
-	if (list_pods(&rd) < 0)
+	if (list_pods(&rd) < 0 || rd.oom)
 		goto publish;
 	worker_recovered(&c->w);
 	if (rd.partial)

@@ -8,6 +8,7 @@
 
 #include "base/arena.h"
 #include "base/diag.h"
+#include "base/grow.h"
 #include "base/log.h"
 #include "base/strmap.h"
 #include "base/text.h"
@@ -46,24 +47,12 @@
  * rest wait for the next round) or out of memory (seen_oom: no round). */
 static bool seen_room(struct round *rd)
 {
-	size_t cap;
-	struct seen *n;
+	void *items = rd->seen;
+	bool ok = grow_room(&items, &rd->cap, rd->n, WORKLOADS_MAX, sizeof(*rd->seen),
+			    &rd->seen_oom);
 
-	if (rd->n < rd->cap)
-		return true;
-	if (rd->cap == WORKLOADS_MAX)
-		return false;
-	cap = rd->cap ? 2 * rd->cap : 256;
-	if (cap > WORKLOADS_MAX)
-		cap = WORKLOADS_MAX;
-	n = realloc(rd->seen, cap * sizeof(*n));
-	if (!n) {
-		rd->seen_oom = true;
-		return false;
-	}
-	rd->seen = n;
-	rd->cap = cap;
-	return true;
+	rd->seen = items;
+	return ok;
 }
 
 static void collect(void *ctx, const struct usage_workload *w)
