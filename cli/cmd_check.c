@@ -108,6 +108,70 @@ out:
 	kube_free(k);
 }
 
+/* Most DeviceClasses read. */
+#define CHECK_MAX_DEVICE_CLASSES 4096
+
+/*
+ * The cluster's DRA DeviceClasses against the flavors' deviceClassNames
+ * and resources (cluster_check_device_classes()): warnings on stderr.  An
+ * API that does not serve resource.k8s.io/v1 (404) has no DRA: nothing to
+ * say.  Never fails the check.
+ */
+static void device_classes(const struct policy *p, const struct kube_config *kube)
+{
+	static const char path[] = "/apis/resource.k8s.io/v1/deviceclasses";
+	struct cluster_device_class *dcs = NULL;
+	struct kube *k;
+	json_t *list = NULL, *items, *item;
+	struct diag d, w;
+	size_t n = 0, i;
+	int rc = -1;
+
+	diag_init(&d);
+	diag_init(&w);
+	k = kube_new(kube, &d);
+	if (k)
+		rc = kube_get_json(k, path, 0, &list, &d);
+	if (rc == 404)
+		goto out;
+	if (rc != 0) {
+		char why[512];
+
+		if (rc > 0)
+			snprintf(why, sizeof(why), "HTTP %d", rc);
+		else
+			diag_first(&d, why, sizeof(why));
+		fprintf(stderr, "%s: warning: the cluster's DeviceClasses could not be "
+				"listed (%s): whether the flavors' deviceClassNames exist is "
+				"not known\n",
+			policy_source(p), why);
+		goto out;
+	}
+	items = json_object_get(list, "items");
+	dcs = calloc(json_array_size(items) + 1, sizeof(*dcs));
+	if (!dcs) {
+		fputs("gpugate check: out of memory\n", stderr);
+		goto out;
+	}
+	json_array_foreach(items, i, item) {
+		const char *name = json_string_value(
+			json_object_get(json_object_get(item, "metadata"), "name"));
+
+		if (!name || n == CHECK_MAX_DEVICE_CLASSES)
+			continue;
+		dcs[n].name = name;
+		dcs[n].extended_resource = json_string_value(json_object_get(
+			json_object_get(item, "spec"), "extendedResourceName"));
+		n++;
+	}
+	if (cluster_check_device_classes(p, dcs, n, &w))
+		fputs(diag_text(&w), stderr);
+out:
+	free(dcs);
+	json_decref(list);
+	kube_free(k);
+}
+
 /*
  * The policy held against the cluster: one line per flavor on stdout
  * (unless quiet), a warning on stderr where the nominal quota is more
@@ -168,6 +232,7 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 	if (diag_count(&w))
 		fputs(diag_text(&w), stderr);
 	priority_classes(p, kube);
+	device_classes(p, kube);
 	rc = 0;
 out:
 	free(v);

@@ -41,6 +41,88 @@ unsigned cluster_check_priority_classes(const struct policy *p,
 	return found;
 }
 
+/* Whether flavor f lists device class dc. */
+static bool lists_class(const struct policy_flavor *f, const char *dc)
+{
+	for (size_t i = 0; i < f->n_device_classes; i++)
+		if (strcmp(f->device_classes[i], dc) == 0)
+			return true;
+	return false;
+}
+
+/* A class of the cluster that serves a flavor resource through DRA. */
+static unsigned check_served_resource(const struct policy *p,
+				      const struct cluster_device_class *dc,
+				      struct diag *w)
+{
+	const struct policy_flavor *fs[8], *mapped;
+	size_t n = policy_flavors_for_resource(p, dc->extended_resource, fs, 8);
+
+	if (n == 0 || policy_implicit_device_class(dc->extended_resource))
+		return 0;
+	if (n > 8)
+		n = 8;
+	for (size_t i = 0; i < n; i++)
+		if (lists_class(fs[i], dc->name))
+			return 0;
+	mapped = policy_flavor_for_device_class(p, dc->name);
+	if (mapped) {
+		diag_addf(w, "%s: warning: DeviceClass \"%s\" serves %s through DRA "
+			     "(extendedResourceName), but flavor %s lists it in "
+			     "deviceClassNames, not %s: the claim the kube-scheduler "
+			     "makes for such a pod cannot ride on the pod, and both are "
+			     "charged (docs/quota.md, \"What each door costs\")",
+			  policy_source(p), dc->name, dc->extended_resource,
+			  mapped->name, fs[0]->name);
+		return 1;
+	}
+	diag_addf(w, "%s: warning: DeviceClass \"%s\" serves %s through DRA "
+		     "(extendedResourceName), which flavor %s uses, but no flavor "
+		     "lists \"%s\" in deviceClassNames: the claim the kube-scheduler "
+		     "makes for such a pod asks for that class, %s; add it to flavor "
+		     "%s's deviceClassNames (docs/quota.md, \"What each door costs\")",
+		  policy_source(p), dc->name, dc->extended_resource, fs[0]->name,
+		  dc->name,
+		  !policy_is_gpu_device_class(p, dc->name)
+			  ? "which gpugate does not count"
+		  : policy_settings(p)->raw_gpu_requests == POLICY_RAW_REJECT
+			  ? "a raw GPU request that gpugate refuses (rawGpuRequests: "
+			    "reject), so the pod never binds"
+			  : "a raw GPU request that gpugate does not charge",
+		  fs[0]->name);
+	return 1;
+}
+
+unsigned cluster_check_device_classes(const struct policy *p,
+				      const struct cluster_device_class *dcs,
+				      size_t n, struct diag *w)
+{
+	unsigned found = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (dcs[i].name && dcs[i].extended_resource)
+			found += check_served_resource(p, &dcs[i], w);
+	for (size_t f = 0; f < policy_flavor_count(p); f++) {
+		const struct policy_flavor *fl = policy_flavor_at(p, f);
+
+		for (size_t k = 0; k < fl->n_device_classes; k++) {
+			size_t i;
+
+			for (i = 0; i < n; i++)
+				if (dcs[i].name && strcmp(dcs[i].name, fl->device_classes[k]) == 0)
+					break;
+			if (i < n)
+				continue;
+			diag_addf(w, "%s: warning: flavor %s: deviceClassNames: the cluster "
+				     "has no DeviceClass \"%s\" (kubectl get deviceclasses): "
+				     "no claim of it can be allocated",
+				  policy_source(p), fl->name, fl->device_classes[k]);
+			found++;
+		}
+	}
+	return found;
+}
+
 static size_t nodes_of(const struct pool_summary *s)
 {
 	size_t n = 0;

@@ -48,4 +48,29 @@ unsigned cluster_check_priority_classes(const struct policy *p,
 unsigned cluster_check_capacity(const struct policy *p, const struct pool_summary *s,
 				size_t n, const struct usage_view *u, struct diag *w);
 
+/* A DRA DeviceClass of the cluster: its name, and the extended resource it
+ * serves (spec.extendedResourceName), or NULL. */
+struct cluster_device_class {
+	const char *name;
+	const char *extended_resource;
+};
+
+/*
+ * The cluster's n DeviceClasses against the policy (docs/quota.md, "What
+ * each door costs"): one warning line in w for each class that serves a
+ * flavor's resource through DRA but that no flavor of that resource lists
+ * in deviceClassNames (the kube-scheduler's claim for such pods asks for
+ * that class: a raw GPU request, or none of gpugate's), or that another
+ * flavor lists (its claims cannot ride on their pods: charged twice); and
+ * for each deviceClassNames entry the cluster has no DeviceClass of.
+ * Returns how many were found.
+ *
+ *   FILE: warning: DeviceClass "C" serves nvidia.com/gpu through DRA
+ *   (extendedResourceName), which flavor F uses, but F does not list "C" in
+ *   deviceClassNames: the claims the kube-scheduler makes for such pods ...
+ */
+unsigned cluster_check_device_classes(const struct policy *p,
+				      const struct cluster_device_class *dcs,
+				      size_t n, struct diag *w);
+
 #endif

@@ -6,7 +6,8 @@ It serves what gpugate asks for and nothing else:
 
     GET /api/v1/pods, GET /apis/batch/v1/jobs, GET /api/v1/nodes
     and GET /apis/resource.k8s.io/v1/resourceclaims (404 while `serve`d off),
-    GET /apis/scheduling.k8s.io/v1/priorityclasses (404 until `serve`d on)
+    GET /apis/scheduling.k8s.io/v1/priorityclasses and
+    GET /apis/resource.k8s.io/v1/deviceclasses (404 until `serve`d on)
         ?labelSelector=KEY           objects that carry label KEY (the only
                                      selector served: gpugate.io/tenant)
         &limit=N&continue=TOKEN      pages in key order (namespace/name), as
@@ -661,6 +662,11 @@ class FakeKube(_Objects):
                                          "/apis/scheduling.k8s.io/v1/priorityclasses",
                                          "PriorityClassList", "PriorityClass",
                                          "scheduling.k8s.io/v1", served=False),
+            # Off unless a test serves it (gpugate check --kubeconfig).
+            "deviceclasses": _Resource("deviceclasses",
+                                       "/apis/resource.k8s.io/v1/deviceclasses",
+                                       "DeviceClassList", "DeviceClass",
+                                       "resource.k8s.io/v1", served=False),
         }
         self._by_path = {r.path: r for r in self._res.values()}
         self._objects_init()

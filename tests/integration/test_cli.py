@@ -512,3 +512,41 @@ def test_check_kubeconfig_says_when_priority_classes_cannot_be_read(gpugate_bin,
     assert (rc, out) == (0, ""), err
     assert (f"{policy}: warning: the cluster's PriorityClasses could not be listed "
             "(HTTP 404): whether the ones the classes name exist is not known\n") in err, err
+
+
+# ---------------------------------------------------------------------------
+# gpugate check --kubeconfig: the DRA DeviceClasses (docs/quota.md, "What
+# each door costs")
+
+
+def device_class(name: str, extended: str | None = None) -> dict:
+    spec: dict = {"selectors": [{"cel": {"expression": "device.driver == 'x'"}}]}
+    if extended:
+        spec["extendedResourceName"] = extended
+    return {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+            "metadata": {"name": name, "uid": f"uid-dc-{name}"}, "spec": spec}
+
+
+def test_check_kubeconfig_warns_about_device_classes_the_policy_does_not_map(gpugate_bin,
+                                                                            kube):
+    policy = "policy/examples/gpu-cluster.yaml"
+    # No DRA served (404): nothing about DeviceClasses.
+    rc, out, err = outcome(gpugate_bin, "check", "-q", "--kubeconfig", str(kube.kubeconfig),
+                           policy)
+    assert (rc, out) == (0, ""), err
+    assert "DeviceClass" not in err, err
+    kube.serve("deviceclasses", True)
+    kube.put("deviceclasses", device_class("gpu.nvidia.com"),
+             device_class("h100.example.com", "nvidia.com/gpu"))
+    rc, out, err = outcome(gpugate_bin, "check", "-q", "--kubeconfig", str(kube.kubeconfig),
+                           policy)
+    assert (rc, out) == (0, ""), err
+    assert (f'{policy}: warning: DeviceClass "h100.example.com" serves nvidia.com/gpu '
+            "through DRA (extendedResourceName), which flavor h100-80gb uses, but no "
+            'flavor lists "h100.example.com" in deviceClassNames: the claim the '
+            "kube-scheduler makes for such a pod asks for that class, which gpugate "
+            "does not count; add it to flavor h100-80gb's deviceClassNames "
+            '(docs/quota.md, "What each door costs")\n') in err, err
+    assert "the cluster has no DeviceClass" not in err, err
+    assert [q.watch for q in kube.requests("deviceclasses")] == [False, False], \
+        "one list a check, no watch"

@@ -142,3 +142,63 @@ Test(cluster_check, capacity_warns_per_flavor_not_backed_with_the_tenants_short)
 	cr_assert_eq(diag_count(&w), 0);
 	policy_free(p);
 }
+
+/* ---- DRA DeviceClasses (docs/quota.md, "What each door costs") -------- */
+
+static const char DRA_POLICY[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: h100, resource: nvidia.com/gpu, sharing: exclusive, gpusPerNode: 8,\n"
+	"     deviceClassNames: [gpu.nvidia.com]}\n"
+	"  - {name: mig, resource: nvidia.com/mig-1g.10gb, sharing: mig, gpusPerNode: 56,\n"
+	"     deviceClassNames: [mig-1g.example.com]}\n"
+	"classes: []\n"
+	"tenants: [{name: t, namespaces: [t]}]\n";
+
+Test(cluster_check, a_device_class_serving_a_flavor_resource_must_be_that_flavors)
+{
+	static const struct cluster_device_class ok[] = {
+		{"gpu.nvidia.com", "nvidia.com/gpu"},
+		{"mig-1g.example.com", NULL},
+		{"nic.example.com", "example.com/nic"}, /* not a flavor's */
+	};
+	static const struct cluster_device_class bad[] = {
+		{"gpu.nvidia.com", NULL},
+		{"mig-1g.example.com", "nvidia.com/gpu"},   /* another flavor's class */
+		{"mig.nvidia.com", "nvidia.com/mig-1g.10gb"}, /* a raw GPU class */
+		{"h100.example.com", "nvidia.com/gpu"},     /* none of gpugate's */
+	};
+	struct policy *p = test_policy(DRA_POLICY);
+	struct diag w;
+
+	diag_init(&w);
+	cr_assert_eq(cluster_check_device_classes(p, ok, 3, &w), 0, "%s", diag_text(&w));
+	cr_assert_eq(cluster_check_device_classes(p, bad, 4, &w), 3);
+	cr_assert_str_eq(
+		diag_text(&w),
+		"t.yaml: warning: DeviceClass \"mig-1g.example.com\" serves nvidia.com/gpu "
+		"through DRA (extendedResourceName), but flavor mig lists it in "
+		"deviceClassNames, not h100: the claim the kube-scheduler makes for such a "
+		"pod cannot ride on the pod, and both are charged (docs/quota.md, \"What "
+		"each door costs\")\n"
+		"t.yaml: warning: DeviceClass \"mig.nvidia.com\" serves nvidia.com/mig-1g.10gb "
+		"through DRA (extendedResourceName), which flavor mig uses, but no flavor "
+		"lists \"mig.nvidia.com\" in deviceClassNames: the claim the kube-scheduler "
+		"makes for such a pod asks for that class, a raw GPU request that gpugate "
+		"refuses (rawGpuRequests: reject), so the pod never binds; add it to flavor "
+		"mig's deviceClassNames (docs/quota.md, \"What each door costs\")\n"
+		"t.yaml: warning: DeviceClass \"h100.example.com\" serves nvidia.com/gpu "
+		"through DRA (extendedResourceName), which flavor h100 uses, but no flavor "
+		"lists \"h100.example.com\" in deviceClassNames: the claim the "
+		"kube-scheduler makes for such a pod asks for that class, which gpugate "
+		"does not count; add it to flavor h100's deviceClassNames (docs/quota.md, "
+		"\"What each door costs\")\n");
+	diag_init(&w);
+	cr_assert_eq(cluster_check_device_classes(p, ok, 1, &w), 1,
+		     "mig-1g.example.com is not in the cluster");
+	cr_assert_str_eq(diag_text(&w),
+			 "t.yaml: warning: flavor mig: deviceClassNames: the cluster has "
+			 "no DeviceClass \"mig-1g.example.com\" (kubectl get deviceclasses): "
+			 "no claim of it can be allocated\n");
+	policy_free(p);
+}
