@@ -100,10 +100,38 @@ struct policy_toleration {
 	int64_t seconds;
 };
 
+/*
+ * A flavor's dra block (docs/policy.md, "DRA flavors"): its classes get
+ * their devices through a ResourceClaimTemplate gpugate keeps
+ * (policy/dra-template.h), which asks for devices of device_class that
+ * driver publishes and whose attributes and capacity match.
+ */
+struct policy_dra {
+	const char *device_class;           /* dra.deviceClassName */
+	const char *driver;                 /* dra.driver */
+	const struct policy_kv *attributes; /* name = string value */
+	size_t n_attributes;
+	const struct policy_kv *min_capacity; /* name = quantity, as written */
+	size_t n_min_capacity;
+	const char *const *selectors;       /* extra CEL expressions */
+	size_t n_selectors;
+	/* DeviceTolerations put in the template's request (effect "" for
+	 * every effect). */
+	const struct policy_toleration *tolerations;
+	size_t n_tolerations;
+	/* 6 base-32 characters of a hash of the block: what the template's
+	 * spec depends on besides the count, so that a change of the block
+	 * makes new template names (a template's spec is immutable). */
+	char hash[7];
+};
+
 struct policy_flavor {
 	unsigned index; /* position in the policy, 0-based */
 	const char *name;
+	/* The extended resource its pods ask for; NULL for a DRA flavor,
+	 * whose pods name a claim template instead (dra). */
 	const char *resource;
+	const struct policy_dra *dra; /* NULL: not served through DRA */
 	enum policy_sharing sharing;
 	const struct policy_kv *node_selector;
 	size_t n_node_selector;
