@@ -1585,6 +1585,19 @@ class DraFleet:
                        lambda: k("get", "pod", name, "-n", ns).rc != 0
                        and not special_claims(k, ns, name), timeout)
 
+    def requeue(self) -> None:
+        """Makes the scheduler try again every pod waiting for DRA devices:
+        an update of the DeviceClass (a label) is an event its
+        DynamicResources plugin registers without a queueing hint.  Needed
+        where the scheduler itself does not requeue a pod: it deletes a
+        claim it takes for the pod's own from an earlier cycle (PostFilter),
+        and that claim's deletion (it had no allocation) is QueueSkip
+        (isSchedulableAfterClaimChange), so the pod would wait for the
+        5-minute flush of unschedulable pods."""
+        self._requeues = getattr(self, "_requeues", 0) + 1
+        self.kubectl("label", "deviceclass", self.class_name,
+                     f"e2e.gpugate.io/requeue={self._requeues}", "--overwrite").check()
+
     def delete(self, timeout: float = 60.0) -> None:
         try:
             self.fleet.delete(timeout)
