@@ -6,6 +6,8 @@
  */
 #include "policy/decide-int.h"
 
+#include "policy/dra-template.h"
+
 #include "base/hash.h"
 #include "base/text.h"
 #include "policy/kinds.h"
@@ -486,6 +488,9 @@ static void plan_mapping(struct ctx *c)
 	pl->map = true;
 	pl->resource = cls->flavor->resource;
 	pl->count = c->out->count;
+	if (cls->flavor->dra &&
+	    !dra_template_name(cls, pl->count, pl->dra_template, sizeof(pl->dra_template)))
+		pl->dra_template[0] = '\0';
 	pl->flavor = cls->flavor;
 	pl->tenant = c->out->tenant->name;
 	pl->cpu = cls->cpu;
