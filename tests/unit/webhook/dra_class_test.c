@@ -165,6 +165,15 @@ Test(dra_class, mutate_names_the_template_and_the_container_uses_it)
 	cr_assert(r.dec.allowed, "%s", r.dec.message);
 	cr_assert(r.dec.claim.needed);
 	cr_assert_eq(r.dec.claim.units, 4);
+	{
+		struct quota_result q = {.position = QUOTA_NOMINAL, .requested = 4,
+					 .used = 8, .nominal = 32};
+		struct decide_input in = {.policy = P, .wl = &r.wl, .phase = DECIDE_VALIDATE};
+
+		decide_quota(&in, &r.dec, &q);
+		cr_assert_str_eq(r.dec.success, "gpugate: train -> 4 x h100-dra (DRA) for "
+						"tenant research (12/32 in use)");
+	}
 	arena_release(&r.a);
 
 	/* The feed charges the pod from its template's name. */
