@@ -8,7 +8,7 @@ command line at the bottom:
                                                         # (+ EXAMPLE_FLEET, Ready)
     python3 tests/e2e/gpugate_e2e.py down DIR   # stop gpugate (SIGTERM), cluster down
 
-Three gpugate processes serve one cluster, each with its own policy and its
+Four gpugate processes serve one cluster, each with its own policy and its
 own pair of webhook configurations:
 
   - "example": policy/examples/gpu-cluster.yaml, for every namespace except
@@ -18,7 +18,9 @@ own pair of webhook configurations:
     e2e.gpugate.io/policy=quota;
   - "raw": RAW_POLICY (rawGpuRequests: allow, a global setting; two
     flavors share nvidia.com/gpu), only for namespaces labelled
-    e2e.gpugate.io/policy=raw.
+    e2e.gpugate.io/policy=raw;
+  - "dra": DRA_POLICY (a class served through DRA), only for namespaces
+    labelled e2e.gpugate.io/policy=dra.
 
 All register their webhooks as mutate.gpugate.io and validate.gpugate.io
 (names need only be unique within one configuration), so users see the
@@ -362,6 +364,45 @@ QUOTA_NAMESPACES = ["alpha", "beta", "solo", "batch", "dry", "durable", "lenient
                     "mallory", "victim", "loose", "quiet", "near", "owner", "taker",
                     "keeper", "holder", "modest", "eager", "kq", "gq"]
 RAW_NAMESPACES = ["rawgpu"]
+
+# test_dra_classes.py (issue #33 step 2-3): a class served through DRA (a
+# flavor with a dra block), its templates kept by gpugate, on the KWOK
+# fleet's DRA nodes (DraFleet).  Served by the "dra" gpugate, in namespaces
+# labelled e2e.gpugate.io/policy=dra.  The devices the template asks for:
+# driver gpu.nvidia.com, productName H100 (fleet.py's DRA slices; the test
+# adds A100 devices beside them that it must never get).
+DRA_POLICY = """\
+version: 1
+settings:
+  admissionWarnings: all
+  rawGpuRequests: reject
+  mode: enforce
+flavors:
+  - name: h100-dra
+    sharing: exclusive
+    nodeSelector: ["nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"]
+    tolerations:
+      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
+    gpusPerNode: 8
+    dra:
+      deviceClassName: gpu.nvidia.com
+      driver: gpu.nvidia.com
+      attributes: ["productName=NVIDIA H100 80GB HBM3"]
+      minCapacity: ["memory=80Gi"]
+classes:
+  - name: train-dra
+    description: 1 to 4 H100 through DRA
+    flavor: h100-dra
+    gpus: 1
+    maxGpus: 4
+tenants:
+  - name: dra
+    namespaces: [dra-team]
+    classes: [train-dra]
+    quota:
+      - {flavor: h100-dra, nominal: 8}
+"""
+DRA_NAMESPACES = ["dra-team"]
 # Created by Stack.start_replicas; REPLICA_STORE_NAMESPACE is where a shared
 # usage store may keep its objects (--namespace in GPUGATE_E2E_REPLICA_ARGS).
 REPLICA_NAMESPACES = ["race", "race-bench", "pair-a", "pair-b"]
@@ -2224,6 +2265,7 @@ class Stack:
         self.example_policy = self.dir / "example-policy.yaml"
         self.quota_policy = self.dir / "quota-policy.yaml"
         self.raw_policy = self.dir / "raw-policy.yaml"
+        self.dra_policy = self.dir / "dra-policy.yaml"
         self.gates: dict[str, Gate] = {}
         self.retired: list[Gate] = []  # stopped by tests; checked at the end
         self.tenants: dict[str, Kubectl] = {}  # namespace -> its tenant's kubectl
@@ -2243,10 +2285,12 @@ class Stack:
         self.example_policy.write_text(with_success_lines(EXAMPLE_POLICY.read_text()))
         self.quota_policy.write_text(QUOTA_POLICY)
         self.raw_policy.write_text(RAW_POLICY)
+        self.dra_policy.write_text(DRA_POLICY)
         policies = {"example": self.example_policy}
         if self.with_quota:
             policies["quota"] = self.quota_policy
             policies["raw"] = self.raw_policy
+            policies["dra"] = self.dra_policy
         for name, policy in policies.items():
             self.gates[name] = self.start_gate(name, policy)
         for name, gate in self.gates.items():
@@ -2257,6 +2301,7 @@ class Stack:
         if self.with_quota:
             objs += [namespace_obj(ns, "quota") for ns in QUOTA_NAMESPACES]
             objs += [namespace_obj(ns, "raw") for ns in RAW_NAMESPACES]
+            objs += [namespace_obj(ns, "dra") for ns in DRA_NAMESPACES]
         objs += priority_classes()
         k.apply({"apiVersion": "v1", "kind": "List", "items": objs}).check()
         create_checkpoint_claims(k)
