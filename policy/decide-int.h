@@ -102,9 +102,9 @@ bool decide_check_security(struct ctx *c, long gpu_index);
 
 /* A flavor resource without a class: rules, then the quota claim. */
 void decide_raw(struct ctx *c, const char *resource);
-/* rule raw-request for deviceclass.resource.kubernetes.io/C where C is a GPU
- * device class no flavor maps (rawGpuRequests: reject); true when it
- * denied. */
+/* deviceclass.resource.kubernetes.io/C of a GPU device class C: rule
+ * gpus-invalid for a fraction of it, rule raw-request where no flavor maps
+ * C (rawGpuRequests: reject); true when it denied. */
 bool decide_raw_device_class(struct ctx *c);
 /* A class: rules, mapping, then the quota claim. */
 void decide_class(struct ctx *c, const char *class_name);

@@ -6,6 +6,7 @@
 #include "policy/decide-int.h"
 
 #include "base/text.h"
+#include "policy/k8s.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -59,6 +60,38 @@ static const char *unmapped_device_class(const struct policy *p,
 	return NULL;
 }
 
+/* A container of cts asking for a fraction of a GPU device class by name:
+ * the scheduler makes no claim for it (its PreBind fails again and again),
+ * so the pod would never start.  True when it denied. */
+static bool fractional_device_class(struct ctx *c, const struct wl_container *cts,
+				    size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct wl_resource *lists[2] = {cts[i].requests, cts[i].limits};
+		size_t counts[2] = {cts[i].n_requests, cts[i].n_limits};
+
+		for (size_t l = 0; l < 2; l++)
+			for (size_t k = 0; k < counts[l]; k++) {
+				const struct wl_resource *r = &lists[l][k];
+				const char *dc = policy_implicit_device_class(r->name);
+				int64_t units;
+
+				if (!dc || !policy_is_gpu_device_class(c->p, dc) ||
+				    (r->quantity && k8s_quantity_whole(r->quantity, &units) == 0))
+					continue;
+				if (decide_violate(c, RULES_GPUS_INVALID,
+					    "container \"%s\" asks for %s of %s: devices come "
+					    "whole (1, 2, ...); the scheduler cannot serve a "
+					    "fraction and the pod would never start",
+					    cts[i].name ? cts[i].name : "",
+					    r->quantity ? r->quantity : "a malformed quantity",
+					    r->name))
+					return true;
+			}
+	}
+	return false;
+}
+
 bool decide_raw_device_class(struct ctx *c)
 {
 	const struct wl_pod *pod = &c->wl->pod;
@@ -66,6 +99,9 @@ bool decide_raw_device_class(struct ctx *c)
 	const char *res;
 	char classes[600];
 
+	if (fractional_device_class(c, pod->containers, pod->n_containers) ||
+	    fractional_device_class(c, pod->init_containers, pod->n_init_containers))
+		return true;
 	if (!t || policy_settings(c->p)->raw_gpu_requests != POLICY_RAW_REJECT)
 		return false;
 	res = unmapped_device_class(c->p, pod->containers, pod->n_containers);

@@ -34,6 +34,8 @@ struct policy_dra;
 #define DRA_TEMPLATE_REQUEST "gpu"
 /* A name: "gpugate." + 63 + "." + 3 + "." + 6, and the NUL. */
 #define DRA_TEMPLATE_NAME_MAX 96
+/* The most devices a template asks for (a claim's allocation results). */
+#define DRA_TEMPLATE_COUNT_MAX 32
 /* The CEL selector: 16 attributes of 64 + capacities + the driver. */
 #define DRA_TEMPLATE_CEL_MAX 4096
 

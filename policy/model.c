@@ -6,6 +6,7 @@
 #include "policy/model.h"
 
 #include "base/arena.h"
+#include "base/hash.h"
 #include "base/strmap.h"
 #include "policy/health.h"
 #include "policy/idle.h"
@@ -157,6 +158,84 @@ static void build_device_classes(struct builder *b, const struct src_flavor *s,
 	f->n_device_classes = s->deviceClassNames_count;
 }
 
+/* The lower-case base-32 digits of names gpugate makes (DNS labels). */
+static const char base32[] = "0123456789abcdefghijklmnopqrstuv";
+
+/* A flavor's dra block (validated), with the hash of what a template's
+ * spec depends on besides the count. */
+static const struct policy_dra *build_dra(struct builder *b, const struct src_dra *s)
+{
+	static const char *const ops[] = {"Exists", "Equal"};
+	static const char *const effects[] = {"NoSchedule", "PreferNoSchedule",
+					      "NoExecute"};
+	struct policy_dra *d;
+	struct policy_kv *attrs, *caps;
+	struct policy_toleration *tol;
+	const char **sel;
+	uint64_t h = HASH_FNV1A_SEED;
+
+	if (!s)
+		return NULL;
+	d = alloc(b, 1, sizeof(*d));
+	attrs = alloc(b, s->attributes_count, sizeof(*attrs));
+	caps = alloc(b, s->minCapacity_count, sizeof(*caps));
+	sel = alloc(b, s->selectors_count, sizeof(*sel));
+	tol = alloc(b, s->tolerations_count, sizeof(*tol));
+	if (b->oom)
+		return NULL;
+	d->device_class = dup(b, s->deviceClassName);
+	d->driver = dup(b, s->driver);
+	/* Each field ends with a byte no field has, so that "ab" "c" and
+	 * "a" "bc" hash apart. */
+	h = hash_fnv1a(hash_fnv1a(h, s->deviceClassName), "\x1e");
+	h = hash_fnv1a(hash_fnv1a(h, s->driver), "\x1e");
+	for (unsigned k = 0; k < s->attributes_count; k++) {
+		split_kv(b, s->attributes[k], &attrs[k]);
+		h = hash_fnv1a(hash_fnv1a(h, s->attributes[k]), "\x1f");
+	}
+	h = hash_fnv1a(h, "\x1e");
+	for (unsigned k = 0; k < s->minCapacity_count; k++) {
+		split_kv(b, s->minCapacity[k], &caps[k]);
+		h = hash_fnv1a(hash_fnv1a(h, s->minCapacity[k]), "\x1f");
+	}
+	h = hash_fnv1a(h, "\x1e");
+	for (unsigned k = 0; k < s->selectors_count; k++) {
+		sel[k] = dup(b, s->selectors[k]);
+		h = hash_fnv1a(hash_fnv1a(h, s->selectors[k]), "\x1f");
+	}
+	h = hash_fnv1a(h, "\x1e");
+	for (unsigned k = 0; k < s->tolerations_count; k++) {
+		const struct src_toleration *st = &s->tolerations[k];
+		char secs[24];
+
+		tol[k].key = dup(b, st->key ? st->key : "");
+		tol[k].op = ops[st->operator ? *st->operator : SRC_OP_EQUAL];
+		tol[k].value = dup(b, st->value ? st->value : "");
+		tol[k].effect = st->effect ? effects[*st->effect] : "";
+		tol[k].has_seconds = st->tolerationSeconds != NULL;
+		tol[k].seconds = st->tolerationSeconds ? *st->tolerationSeconds : 0;
+		snprintf(secs, sizeof(secs), "%lld",
+			 tol[k].has_seconds ? (long long)tol[k].seconds : -1LL);
+		h = hash_fnv1a(hash_fnv1a(h, tol[k].key), "\x1d");
+		h = hash_fnv1a(hash_fnv1a(h, tol[k].op), "\x1d");
+		h = hash_fnv1a(hash_fnv1a(h, tol[k].value), "\x1d");
+		h = hash_fnv1a(hash_fnv1a(h, tol[k].effect), "\x1d");
+		h = hash_fnv1a(hash_fnv1a(h, secs), "\x1f");
+	}
+	for (int i = 0; i < 6; i++)
+		d->hash[i] = base32[(h >> (5 * i)) & 31];
+	d->hash[6] = '\0';
+	d->attributes = attrs;
+	d->n_attributes = s->attributes_count;
+	d->min_capacity = caps;
+	d->n_min_capacity = s->minCapacity_count;
+	d->selectors = sel;
+	d->n_selectors = s->selectors_count;
+	d->tolerations = tol;
+	d->n_tolerations = s->tolerations_count;
+	return d;
+}
+
 static void build_flavors(struct builder *b)
 {
 	struct policy *p = b->p;
@@ -180,7 +259,8 @@ static void build_flavors(struct builder *b)
 			return;
 		f->index = i;
 		f->name = dup(b, s->name);
-		f->resource = dup(b, s->resource);
+		f->resource = s->resource ? dup(b, s->resource) : NULL;
+		f->dra = build_dra(b, s->dra);
 		f->sharing = (enum policy_sharing)s->sharing;
 		f->gpus_per_node = (unsigned)s->gpusPerNode;
 		for (unsigned k = 0; k < s->nodeSelector_count; k++)
@@ -838,7 +918,8 @@ size_t policy_flavors_for_resource(const struct policy *p, const char *resource,
 		return f ? 1 : 0;
 	}
 	for (size_t i = first; i < p->n_flavors; i++) {
-		if (strcmp(p->flavors[i].resource, resource) != 0)
+		if (!p->flavors[i].resource ||
+		    strcmp(p->flavors[i].resource, resource) != 0)
 			continue;
 		if (n < max)
 			out[n] = &p->flavors[i];

@@ -151,11 +151,34 @@ static const cyaml_schema_value_t toleration_entry = {
 			    toleration_fields),
 };
 
+/* A flavor's dra block: at most 16 attributes and capacities, 8 extra
+ * selectors of 1 KiB, 16 device tolerations (docs/policy.md). */
+static const cyaml_schema_value_t cel_entry = {
+	CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 1, 1024),
+};
+static const cyaml_schema_field_t dra_fields[] = {
+	CYAML_FIELD_STRING_PTR("deviceClassName", CYAML_FLAG_POINTER, struct src_dra,
+			       deviceClassName, 1, NAME_MAX_LEN),
+	CYAML_FIELD_STRING_PTR("driver", CYAML_FLAG_POINTER, struct src_dra, driver, 1,
+			       NAME_MAX_LEN),
+	CYAML_FIELD_SEQUENCE("attributes", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_dra, attributes, &text_entry, 0, 16),
+	CYAML_FIELD_SEQUENCE("minCapacity", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_dra, minCapacity, &text_entry, 0, 16),
+	CYAML_FIELD_SEQUENCE("selectors", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_dra, selectors, &cel_entry, 0, 8),
+	CYAML_FIELD_SEQUENCE("tolerations", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			     struct src_dra, tolerations, &toleration_entry, 0, 16),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t flavor_fields[] = {
 	CYAML_FIELD_STRING_PTR("name", CYAML_FLAG_POINTER, struct src_flavor,
 			       name, 1, NAME_MAX_LEN),
-	CYAML_FIELD_STRING_PTR("resource", CYAML_FLAG_POINTER, struct src_flavor,
-			       resource, 1, KEY_MAX_LEN),
+	CYAML_FIELD_STRING_PTR("resource", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
+			       struct src_flavor, resource, 1, KEY_MAX_LEN),
+	CYAML_FIELD_MAPPING_PTR("dra", CYAML_FLAG_OPTIONAL,
+				struct src_flavor, dra, dra_fields),
 	CYAML_FIELD_ENUM("sharing", CYAML_FLAG_DEFAULT, struct src_flavor,
 			 sharing, sharing_strings,
 			 CYAML_ARRAY_LEN(sharing_strings)),

@@ -39,9 +39,24 @@ struct src_toleration {
 	int64_t *tolerationSeconds;
 };
 
+/* A flavor's dra block (policy_dra). */
+struct src_dra {
+	char *deviceClassName;
+	char *driver;
+	char **attributes;          /* "name=value" */
+	unsigned attributes_count;
+	char **minCapacity;         /* "name=quantity" */
+	unsigned minCapacity_count;
+	char **selectors;
+	unsigned selectors_count;
+	struct src_toleration *tolerations;
+	unsigned tolerations_count;
+};
+
 struct src_flavor {
 	char *name;
-	char *resource;
+	char *resource;             /* NULL when absent (a DRA flavor) */
+	struct src_dra *dra;
 	int sharing;
 	char **nodeSelector;
 	unsigned nodeSelector_count;

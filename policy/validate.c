@@ -11,6 +11,7 @@
 #include "base/diag.h"
 #include "base/strmap.h"
 #include "base/text.h"
+#include "policy/dra.h"
 #include "policy/idle.h"
 #include "policy/k8s.h"
 #include "policy/pool.h"
@@ -220,12 +221,15 @@ static bool webhook_ignored_selector(const char *kv, size_t klen)
 	       (klen == 18 && strncmp(kv, "kubernetes.io/arch", 18) == 0);
 }
 
-#define LINE() srcpos_line(v->pos, "flavors[%u].tolerations[%u]", fi, t)
+/* The tolerations at flavors[fi].<where> (tolerations, or a dra block's
+ * device tolerations). */
+#define LINE() srcpos_line(v->pos, "flavors[%u].%s[%u]", fi, where, t)
 static void check_tolerations(struct vctx *v, unsigned fi, const char *owner,
-			      const struct src_flavor *f)
+			      const char *where, const struct src_toleration *tols,
+			      unsigned n)
 {
-	for (unsigned t = 0; t < f->tolerations_count; t++) {
-		const struct src_toleration *tl = &f->tolerations[t];
+	for (unsigned t = 0; t < n; t++) {
+		const struct src_toleration *tl = &tols[t];
 		int op = tl->operator ? *tl->operator : SRC_OP_EQUAL;
 		const char *key = tl->key ? tl->key : "";
 
@@ -256,7 +260,7 @@ static void check_tolerations(struct vctx *v, unsigned fi, const char *owner,
 			    owner, tl->value);
 		if (tl->tolerationSeconds) {
 			int64_t s = *tl->tolerationSeconds;
-#define SLINE() srcpos_line(v->pos, "flavors[%u].tolerations[%u].tolerationSeconds", fi, t)
+#define SLINE() srcpos_line(v->pos, "flavors[%u].%s[%u].tolerationSeconds", fi, where, t)
 
 			if (!tl->effect || *tl->effect != SRC_EFFECT_NO_EXECUTE)
 				err(v, SLINE(),
@@ -307,6 +311,132 @@ static void check_device_classes(struct vctx *v, unsigned fi, const char *owner,
 }
 #undef LINE
 
+/* A DRA attribute or capacity name: a C identifier of at most 32, with an
+ * optional domain (resource.k8s.io's QualifiedName). */
+static bool dra_name_valid(const char *s, size_t n)
+{
+	const char *slash = memchr(s, '/', n);
+	size_t start = 0;
+
+	if (slash) {
+		char domain[254];
+		size_t dl = (size_t)(slash - s);
+
+		if (dl == 0 || dl >= sizeof(domain))
+			return false;
+		memcpy(domain, s, dl);
+		domain[dl] = '\0';
+		if (!k8s_dns_subdomain_valid(domain))
+			return false;
+		start = dl + 1;
+	}
+	if (n - start < 1 || n - start > 32 ||
+	    !(s[start] == '_' || (s[start] >= 'a' && s[start] <= 'z') ||
+	      (s[start] >= 'A' && s[start] <= 'Z')))
+		return false;
+	for (size_t i = start; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') ||
+		      (s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= '0' && s[i] <= '9')))
+			return false;
+	return true;
+}
+
+/* A value written into a CEL string literal: printable, no ' or \. */
+static bool dra_value_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 64)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f || *s == '\'' || *s == '\\')
+			return false;
+	return true;
+}
+
+/* attributes or minCapacity of a dra block: "name=value" entries. */
+static void check_dra_pairs(struct vctx *v, unsigned fi, const char *owner,
+			    const char *key, char *const *list, unsigned n,
+			    bool quantity)
+{
+	for (unsigned k = 0; k < n; k++) {
+		const char *kv = list[k], *eq = strchr(kv, '=');
+		unsigned line = srcpos_line(v->pos, "flavors[%u].dra.%s[%u]", fi, key, k);
+		size_t kl = eq ? (size_t)(eq - kv) : 0;
+
+		if (!eq || !dra_name_valid(kv, kl)) {
+			err(v, line,
+			    "%s: dra.%s: \"%s\" is not name=value with a device "
+			    "attribute name (a letter or _, then letters, digits or _, "
+			    "at most 32; optionally domain/name)",
+			    owner, key, kv);
+			continue;
+		}
+		if (quantity ? !k8s_quantity_valid(eq + 1) : !dra_value_valid(eq + 1))
+			err(v, line,
+			    quantity ? "%s: dra.%s: \"%s\" is not a quantity (e.g. 80Gi)"
+				     : "%s: dra.%s: \"%s\" must be 1 to 64 printable "
+				       "characters without ' or \\",
+			    owner, key, eq + 1);
+		for (unsigned r = 0; r < k; r++)
+			if (strncmp(list[r], kv, kl + 1) == 0) {
+				err(v, line, "%s: dra.%s: \"%.*s\" is set twice", owner,
+				    key, (int)kl, kv);
+				break;
+			}
+	}
+}
+
+/* The dra block of flavor fi (docs/policy.md, "DRA flavors"). */
+static void check_dra(struct vctx *v, unsigned fi, const char *owner,
+		      const struct src_flavor *f)
+{
+	const struct src_dra *d = f->dra;
+	bool has_profile = false;
+
+	if (!d)
+		return;
+	if (!k8s_dns_subdomain_valid(d->deviceClassName))
+		err(v, srcpos_line(v->pos, "flavors[%u].dra.deviceClassName", fi),
+		    "%s: dra.deviceClassName: \"%s\" is not a valid DeviceClass "
+		    "name (" DEVICE_CLASS_RULE ")",
+		    owner, d->deviceClassName);
+	if (!k8s_dns_subdomain_valid(d->driver))
+		err(v, srcpos_line(v->pos, "flavors[%u].dra.driver", fi),
+		    "%s: dra.driver: \"%s\" is not a driver name (a DNS subdomain, "
+		    "e.g. gpu.nvidia.com)",
+		    owner, d->driver);
+	check_dra_pairs(v, fi, owner, "attributes", d->attributes, d->attributes_count,
+			false);
+	check_dra_pairs(v, fi, owner, "minCapacity", d->minCapacity,
+			d->minCapacity_count, true);
+	check_tolerations(v, fi, owner, "dra.tolerations", d->tolerations,
+			  d->tolerations_count);
+	for (unsigned t = 0; t < d->tolerations_count; t++)
+		if (d->tolerations[t].effect &&
+		    *d->tolerations[t].effect == SRC_EFFECT_PREFER_NO_SCHEDULE)
+			err(v, srcpos_line(v->pos, "flavors[%u].dra.tolerations[%u]", fi, t),
+			    "%s: dra.tolerations: a device taint has no effect "
+			    "PreferNoSchedule (NoSchedule or NoExecute)",
+			    owner);
+	for (unsigned k = 0; k < d->attributes_count; k++)
+		if (strncmp(d->attributes[k], "profile=", 8) == 0)
+			has_profile = true;
+	if (f->sharing == POLICY_SHARING_MIG && !has_profile)
+		err(v, srcpos_line(v->pos, "flavors[%u].dra", fi),
+		    "%s: a mig flavor served through DRA names its partition's "
+		    "profile (attributes: [\"profile=1g.10gb\"]): one flavor per "
+		    "profile, its units are partitions",
+		    owner);
+	if (f->sharing != POLICY_SHARING_EXCLUSIVE && f->sharing != POLICY_SHARING_MIG)
+		err(v, srcpos_line(v->pos, "flavors[%u].sharing", fi),
+		    "%s: sharing %s through DRA shares a device by its capacity "
+		    "(consumable capacity), which gpugate does not support yet: "
+		    "use exclusive or mig, or a flavor with resource for shared "
+		    "GPUs",
+		    owner, policy_sharing_name((enum policy_sharing)f->sharing));
+}
+
 #define LINE() srcpos_line(v->pos, "flavors[%u].nodeSelector[%u]", i, s)
 static void check_flavors(struct vctx *v)
 {
@@ -316,7 +446,20 @@ static void check_flavors(struct vctx *v)
 
 		snprintf(owner, sizeof(owner), "flavor \"%s\"", f->name);
 		check_name(v, &v->flavors, "flavor", "flavors", i, f->name);
-		if (!strchr(f->resource, '/') || !k8s_qualified_name_valid(f->resource))
+		if (f->dra && f->resource)
+			err(v, srcpos_line(v->pos, "flavors[%u].resource", i),
+			    "%s: a flavor served through DRA (dra) has no resource: "
+			    "its pods get their devices through a claim template; "
+			    "remove resource, or make a second flavor for the "
+			    "device plugin's",
+			    owner);
+		else if (!f->dra && !f->resource)
+			err(v, srcpos_line(v->pos, "flavors[%u]", i),
+			    "%s: needs resource (the extended resource its GPUs "
+			    "are, e.g. nvidia.com/gpu) or dra (a DeviceClass)",
+			    owner);
+		else if (f->resource && (!strchr(f->resource, '/') ||
+					 !k8s_qualified_name_valid(f->resource)))
 			err(v, srcpos_line(v->pos, "flavors[%u].resource", i),
 			    "%s: resource \"%s\" is not an extended resource name "
 			    "(expected domain/name, e.g. nvidia.com/gpu)",
@@ -343,8 +486,10 @@ static void check_flavors(struct vctx *v)
 				}
 			}
 		}
-		check_tolerations(v, i, owner, f);
+		check_tolerations(v, i, owner, "tolerations", f->tolerations,
+				  f->tolerations_count);
 		check_device_classes(v, i, owner, f);
+		check_dra(v, i, owner, f);
 		if (f->gpusPerNode < 1 || f->gpusPerNode > POLICY_MAX_GPUS_PER_NODE)
 			err(v, srcpos_line(v->pos, "flavors[%u].gpusPerNode", i),
 			    "%s: gpusPerNode %" PRId64 " must be between 1 and %d", owner,
@@ -434,6 +579,22 @@ static void check_class_counts(struct vctx *v, unsigned i,
 		    " of flavor \"%s\"",
 		    c->name, *c->maxGpus, f->gpusPerNode, f->name);
 }
+
+/* A class of a DRA flavor: one claim holds its devices, and a claim is
+ * allocated at most DRA_ALL_DEVICES (resource.k8s.io's
+ * AllocationResultsMaxSize). */
+static void check_class_dra(struct vctx *v, unsigned i, const struct src_class *c,
+			    const struct src_flavor *f)
+{
+	int64_t most = c->maxGpus ? *c->maxGpus : c->gpus;
+
+	if (f && f->dra && most > DRA_ALL_DEVICES)
+		err(v, srcpos_line(v->pos, c->maxGpus ? "classes[%u].maxGpus"
+						      : "classes[%u].gpus", i),
+		    "class \"%s\": %" PRId64 " devices a pod, but one DRA claim is "
+		    "allocated at most %d (flavor \"%s\" is served through DRA)",
+		    c->name, most, DRA_ALL_DEVICES, f->name);
+}
 #undef MLINE
 #undef GLINE
 
@@ -501,6 +662,7 @@ static void check_classes(struct vctx *v)
 			    "class \"%s\": unknown flavor \"%s\"%s", c->name,
 			    c->flavor, suggest_flavor(v, c->flavor, &sg));
 		check_class_counts(v, i, c, f);
+		check_class_dra(v, i, c, f);
 		check_idle(v, "class", c->name, "classes", i, c->idle);
 		if (c->cpu && !k8s_quantity_valid(c->cpu))
 			err(v, srcpos_line(v->pos, "classes[%u].cpu", i),

@@ -210,3 +210,20 @@ def fleet(stack):
         yield f
     finally:
         f.delete()
+
+
+@pytest.fixture(scope="module")
+def dra_fleet(stack):
+    """GPUs served through DRA, for the tests of one module
+    (e2e.DraFleet): six KWOK nodes h100-80gb-dra-0..5 that look like the
+    example policy's H100 nodes (labels, taint) but advertise no
+    nvidia.com/gpu, a ResourceSlice of 8 devices each (driver
+    gpu.nvidia.com), and DeviceClass gpu.nvidia.com with extendedResourceName
+    nvidia.com/gpu (in place of any class of that name, put back after the
+    module: test_dra.py makes one without).  Ready once a probe pod has run
+    on them through the scheduler's claim."""
+    f = e2e.DraFleet(stack.kubectl).create()
+    try:
+        yield f
+    finally:
+        f.delete()

@@ -18,13 +18,19 @@ NVIDIA's GPU Feature Discovery and device plugin make of real GPU nodes:
 - a taint for each of the flavor's tolerations (key, value, effect), so only
   pods that gpugate mapped land there;
 
-plus `--cpu-nodes` CPU-only nodes. Every node carries the annotation
+plus `--cpu-nodes` CPU-only nodes, and `--dra-nodes FLAVOR=N` nodes served
+through Dynamic Resource Allocation instead of a device plugin (see
+make_dra_nodes): the flavor's labels and taints, but none of its resource in
+capacity or allocatable, and one ResourceSlice each that publishes the
+node's GPUs as NVIDIA's DRA driver would. Every node carries the annotation
 `kwok.x-k8s.io/node: fake` (KWOK manages it, tests/e2e/cluster.sh) and the
-label `fleet.gpugate.io/fleet: <name>` (delete with `-l`).
+label `fleet.gpugate.io/fleet: <name>` (delete with `-l`; the slices carry
+it too).
 
 Usage:
   fleet.py POLICY [--nodes N] [--nodes FLAVOR=N ...] [--cpu-nodes N]
-           [--clique-size K] [--replicas R] [--name NAME] > fleet.json
+           [--dra-nodes FLAVOR=N ...] [--clique-size K] [--replicas R]
+           [--name NAME] > fleet.json
   kubectl create -f fleet.json
 
 Writes one `v1 List` as JSON on stdout. Needs PyYAML (python3-yaml).
@@ -207,12 +213,105 @@ def make_fleet(policy, nodes=2, per_flavor=None, cpu_nodes=2, clique_size=2,
     return items
 
 
+# ---------------------------------------------------------------------------
+# Nodes served through DRA (resource.k8s.io/v1, issue #33)
+#
+# What NVIDIA's DRA driver (k8s-dra-driver-gpu, cmd/gpu-kubelet-plugin,
+# docs/design/dra.md F5) publishes for a node of whole GPUs: one
+# ResourceSlice, driver gpu.nvidia.com, pool = the node's name, a device
+# gpu-<minor> per GPU with the attributes type, uuid, productName, brand,
+# architecture and the capacity memory.  On such a node no device plugin
+# runs, so the node advertises no nvidia.com/gpu: the kube-scheduler serves
+# a pod's nvidia.com/gpu through DRA there when a DeviceClass names it as its
+# extendedResourceName (device_class below), by a claim it makes for the
+# pod (docs/design/dra.md F3).
+
+DRA_DRIVER = "gpu.nvidia.com"
+
+
+def dra_product_name(labels):
+    """GFD's product label as the driver's productName attribute:
+    'NVIDIA-H100-80GB-HBM3' -> 'NVIDIA H100 80GB HBM3'."""
+    return labels.get("nvidia.com/gpu.product", "NVIDIA-GPU").replace("-", " ")
+
+
+def dra_device(node_name, index, labels, fleet):
+    family, mem_mib = product_of(labels)[:2]
+    uid = uuid.uuid5(uuid.NAMESPACE_DNS, f"{node_name}.{index}.{fleet}.{DOMAIN}")
+    return {
+        "name": f"gpu-{index}",
+        "attributes": {
+            "type": {"string": "gpu"},
+            "uuid": {"string": f"GPU-{uid}"},
+            "productName": {"string": dra_product_name(labels)},
+            "brand": {"string": "Nvidia"},
+            "architecture": {"string": family.replace("-", " ").title()},
+        },
+        "capacity": {"memory": {"value": f"{round(mem_mib / 1024)}Gi"}},
+    }
+
+
+def resource_slice(node_name, fleet, devices, driver=DRA_DRIVER):
+    """The one ResourceSlice of a node's pool (generation 1, one slice)."""
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": {"name": f"{node_name}-{driver}",
+                     "labels": {f"{DOMAIN}/fleet": fleet}},
+        "spec": {"driver": driver, "nodeName": node_name,
+                 "pool": {"name": node_name, "generation": 1, "resourceSliceCount": 1},
+                 "devices": devices},
+    }
+
+
+def device_class(name=DRA_DRIVER, driver=DRA_DRIVER, extended_resource_name=None):
+    """A DeviceClass selecting every device of DRIVER (as NVIDIA's chart
+    installs gpu.nvidia.com), optionally serving an extended resource."""
+    obj = {"apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass",
+           "metadata": {"name": name},
+           "spec": {"selectors": [{"cel": {"expression": f"device.driver == '{driver}'"}}]}}
+    if extended_resource_name:
+        obj["spec"]["extendedResourceName"] = extended_resource_name
+    return obj
+
+
+def make_dra_nodes(policy, per_flavor, name="e2e", driver=DRA_DRIVER, replicas=4):
+    """(nodes, slices) for N nodes of each flavor in PER_FLAVOR, served
+    through DRA: `<flavor>-dra-<i>`, with the flavor's nodeSelector and GFD
+    labels (nvidia.com/gpu.count: its physical GPUs), the label
+    fleet.gpugate.io/dra: DRIVER, a taint for each of its tolerations, the
+    machine's CPU and memory and NO capacity of the flavor's resource; and
+    one ResourceSlice per node with a device per physical GPU."""
+    flavors = {f["name"]: f for f in policy.get("flavors") or []}
+    unknown = set(per_flavor) - set(flavors)
+    if unknown:
+        raise ValueError(f"no flavor {', '.join(sorted(unknown))} in the policy")
+    nodes, slices = [], []
+    for fname, count in per_flavor.items():
+        flavor = flavors[fname]
+        labels, resources = gpu_labels(flavor, replicas)
+        resources.pop(flavor["resource"], None)
+        labels[f"{DOMAIN}/dra"] = driver
+        gpus = int(labels["nvidia.com/gpu.count"])
+        taints = taints_for(flavor.get("tolerations"))
+        for i in range(count):
+            node_name = f"{dns_label(fname)}-dra-{i}"
+            nodes.append(node(node_name, name, labels, resources, taints))
+            slices.append(resource_slice(
+                node_name, name, [dra_device(node_name, g, labels, name) for g in range(gpus)],
+                driver))
+    return nodes, slices
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("policy", help="a gpugate policy file")
     ap.add_argument("--nodes", action="append", default=[], metavar="[FLAVOR=]N",
                     help="nodes per flavor (default 2); FLAVOR=N for one flavor")
     ap.add_argument("--cpu-nodes", type=int, default=2, metavar="N")
+    ap.add_argument("--dra-nodes", action="append", default=[], metavar="FLAVOR=N",
+                    help="N more nodes of FLAVOR served through DRA (driver %s), "
+                         "with their ResourceSlices" % DRA_DRIVER)
     ap.add_argument("--clique-size", type=int, default=2, metavar="K",
                     help="nodes per NVLink domain (default 2)")
     ap.add_argument("--replicas", type=int, default=4, metavar="R",
@@ -228,13 +327,21 @@ def main(argv=None):
             per_flavor[flavor] = int(count)
         else:
             default = int(count)
+    dra = {}
+    for n in args.dra_nodes:
+        flavor, eq, count = n.rpartition("=")
+        if not eq or not flavor or not count.isdigit():
+            ap.error(f"--dra-nodes {n}: want FLAVOR=N")
+        dra[flavor] = int(count)
     with open(args.policy, encoding="utf-8") as f:
         policy = yaml.safe_load(f)
     try:
         items = make_fleet(policy, default, per_flavor, args.cpu_nodes,
                            args.clique_size, args.replicas, args.name)
+        dra_nodes, slices = make_dra_nodes(policy, dra, args.name, replicas=args.replicas)
     except ValueError as e:
         ap.error(str(e))
+    items += dra_nodes + slices
     json.dump({"apiVersion": "v1", "kind": "List", "items": items}, sys.stdout, indent=1)
     sys.stdout.write("\n")
     return 0

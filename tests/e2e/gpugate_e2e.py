@@ -252,7 +252,9 @@ checkpoint:
 # under a policy that allows it.
 # a100-80gb shares nvidia.com/gpu with h100-80gb (#26): a raw request must
 # select one of them by its nodeSelector (RAW_H100 selects h100-80gb), and
-# rawgpu has no A100 quota.
+# rawgpu has no A100 quota.  h100-80gb also takes DRA's whole GPUs
+# (deviceClassNames, as in the example policy): test_dra_doors.py asks for
+# them through deviceclass.resource.kubernetes.io/gpu.nvidia.com.
 RAW_POLICY = """\
 version: 1
 settings:
@@ -265,7 +267,9 @@ flavors:
     sharing: exclusive
     nodeSelector: ["nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB"]
     gpusPerNode: 8
-""" + H100_FLAVOR_AND_CLASS_GPU.replace("flavors:\n", "", 1) + """\
+""" + H100_FLAVOR_AND_CLASS_GPU.replace("flavors:\n", "", 1).replace(
+    "    gpusPerNode: 8\nclasses:",
+    "    gpusPerNode: 8\n    deviceClassNames: [gpu.nvidia.com]\nclasses:", 1) + """\
 tenants:
   - name: rawgpu
     namespaces: [rawgpu]
@@ -1356,7 +1360,12 @@ class Fleet:
 
     def __init__(self, kubectl: Kubectl, policy: Path = EXAMPLE_POLICY,
                  name: str = "e2e", nodes: dict[str, int] | None = None,
-                 default_nodes: int = 2, cpu_nodes: int = 2, clique_size: int = 2):
+                 default_nodes: int = 2, cpu_nodes: int = 2, clique_size: int = 2,
+                 dra_nodes: dict[str, int] | None = None):
+        """dra_nodes: {flavor: N} more nodes served through DRA
+        (fleet.make_dra_nodes: no device-plugin resource, one ResourceSlice
+        each, created after the nodes and deleted before them).  Which
+        DeviceClass serves them is the caller's (see DraFleet)."""
         import fleet  # tests/e2e/fleet.py: needs PyYAML
         import yaml
 
@@ -1365,17 +1374,31 @@ class Fleet:
         self.policy = yaml.safe_load(Path(policy).read_text())
         self.items = fleet.make_fleet(self.policy, default_nodes, nodes or {},
                                       cpu_nodes, clique_size, name=name)
+        dra, self.slices = fleet.make_dra_nodes(self.policy, dra_nodes or {}, name)
+        self.items += dra
         self.by_name = {n["metadata"]["name"]: n for n in self.items}
+        # DRA node -> its flavor (its allocatable does not name the resource)
+        self.dra_flavors = {f"{fleet.dns_label(f)}-dra-{i}": f
+                            for f, count in (dra_nodes or {}).items() for i in range(count)}
+        assert set(self.dra_flavors) == {n["metadata"]["name"] for n in dra}
 
     def create(self, timeout: float = 60.0) -> "Fleet":
         t0 = time.monotonic()
         self.kubectl.create({"apiVersion": "v1", "kind": "List",
                              "items": self.items}).check()
+        if self.slices:
+            self.kubectl.create({"apiVersion": "v1", "kind": "List",
+                                 "items": self.slices}).check()
         wait_until(f"the {len(self.items)} nodes of fleet {self.name} to be Ready",
                    self.ready, timeout, interval=0.5)
         log(f"fleet {self.name}: {len(self.items)} nodes Ready in "
-            f"{time.monotonic() - t0:.1f}s")
+            f"{time.monotonic() - t0:.1f}s"
+            + (f", {len(self.slices)} of them served through DRA" if self.slices else ""))
         return self
+
+    @property
+    def dra_nodes(self) -> list[str]:
+        return sorted(self.dra_flavors)
 
     def ready(self) -> bool:
         items = self.kubectl("get", "nodes", "-l", f"{FLEET_LABEL}={self.name}",
@@ -1389,15 +1412,20 @@ class Fleet:
         return ok == len(self.items)
 
     def delete(self, timeout: float = 60.0) -> None:
+        if self.slices:
+            self.kubectl("delete", "resourceslices", "-l", f"{FLEET_LABEL}={self.name}",
+                         "--wait=true", timeout=timeout).check()
         self.kubectl("delete", "nodes", "-l", f"{FLEET_LABEL}={self.name}",
                      "--wait=true", timeout=timeout).check()
 
     def flavor_of(self, node_name: str) -> str | None:
-        """The flavor a fleet node was made for; None for a CPU node or a
-        node that is not the fleet's."""
+        """The flavor a fleet node was made for (a DRA node's too); None
+        for a CPU node or a node that is not the fleet's."""
         n = self.by_name.get(node_name)
         if not n:
             return None
+        if node_name in self.dra_flavors:
+            return self.dra_flavors[node_name]
         for f in self.policy.get("flavors") or []:
             if f["resource"] in n["status"]["allocatable"]:
                 sel = dict(s.split("=", 1) for s in f.get("nodeSelector") or [])
@@ -1407,6 +1435,176 @@ class Fleet:
 
     def label(self, node_name: str, key: str) -> str | None:
         return self.by_name[node_name]["metadata"]["labels"].get(key)
+
+
+# ---------------------------------------------------------------------------
+# GPUs served through DRA on the fake fleet (issue #33, docs/design/dra.md F3)
+#
+# A DraFleet is KWOK nodes that look like a flavor's nodes to gpugate's
+# class mapping (its nodeSelector labels, its taints) but advertise none of
+# its resource: NVIDIA's DRA driver publishes their GPUs instead, one
+# ResourceSlice a node (fleet.make_dra_nodes, created here as the admin),
+# and a DeviceClass with extendedResourceName makes the kube-scheduler serve
+# the extended resource (nvidia.com/gpu) from those devices: for a pod that
+# asks for it, it creates a ResourceClaim of its own in PreBind (the
+# "special claim": generateName <pod>-extended-resources-, annotation
+# resource.kubernetes.io/extended-resource-claim: "true", a controller
+# ownerReference to the Pod), allocates it, and writes the pod's
+# status.extendedResourceClaimStatus before it binds the pod.  In 1.37.2
+# DynamicResourceAllocation and DRAExtendedResource are GA: no feature gate.
+
+DRA_DRIVER = "gpu.nvidia.com"
+DRA_CLASS = "gpu.nvidia.com"  # the example policy's h100-80gb lists it
+EXTENDED_RESOURCE_CLAIM = "resource.kubernetes.io/extended-resource-claim"
+DEVICECLASS_PREFIX = "deviceclass.resource.kubernetes.io/"
+# Six H100 nodes of 8 devices: 48 GPUs, more than research may hold (40).
+DRA_FLEET = {"name": "dra", "nodes": {}, "default_nodes": 0, "cpu_nodes": 0,
+             "dra_nodes": {"h100-80gb": 6}}
+
+
+def put_device_class(kubectl: Kubectl, obj: dict) -> Callable[[], None]:
+    """Creates DeviceClass OBJ in place of any DeviceClass of its name (that
+    one deleted first, so that none of its fields survive, e.g. a
+    test_dra.py class without extendedResourceName).  Returns restore(),
+    which deletes OBJ's class and puts back the one it replaced, if any
+    (its name, labels, annotations and spec)."""
+    name = obj["metadata"]["name"]
+    r = kubectl("get", "deviceclass", name, "-o", "json")
+    old = json.loads(r.out) if r.rc == 0 else None
+    if old is not None:
+        kubectl("delete", "deviceclass", name, "--wait=true").check()
+    kubectl.create(obj).check()
+
+    def restore() -> None:
+        kubectl("delete", "deviceclass", name, "--ignore-not-found", "--wait=true").check()
+        if old is not None:
+            meta = {k: v for k, v in old["metadata"].items()
+                    if k in ("name", "labels", "annotations")}
+            kubectl.create({"apiVersion": old["apiVersion"], "kind": "DeviceClass",
+                            "metadata": meta, "spec": old["spec"]}).check()
+    return restore
+
+
+def claim_owner(claim: dict) -> dict | None:
+    """The controller ownerReference of a claim (None without one)."""
+    for o in claim["metadata"].get("ownerReferences") or []:
+        if o.get("controller"):
+            return o
+    return None
+
+
+def special_claims(kubectl: Kubectl, ns: str, pod_name: str | None = None) -> list[dict]:
+    """The ResourceClaims of NS that the scheduler would take for a pod's
+    extended-resource claim (its findExtendedResourceClaim: the annotation
+    "true" and a controller ownerReference to the Pod), of pod POD_NAME
+    only when given; oldest first."""
+    items = kubectl("get", "resourceclaims", "-n", ns, "-o", "json").json()["items"]
+    out = []
+    for c in items:
+        owner = claim_owner(c)
+        if ((c["metadata"].get("annotations") or {}).get(EXTENDED_RESOURCE_CLAIM) == "true"
+                and owner and owner.get("kind") == "Pod" and owner.get("apiVersion") == "v1"
+                and (pod_name is None or owner.get("name") == pod_name)):
+            out.append(c)
+    return sorted(out, key=lambda c: (c["metadata"]["creationTimestamp"], c["metadata"]["name"]))
+
+
+def allocated_devices(claim: dict) -> list[dict]:
+    """status.allocation.devices.results ([] while not allocated)."""
+    return (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}
+            ).get("results") or []
+
+
+class DraFleet:
+    """DRA nodes on KWOK (Fleet with dra_nodes only) and the DeviceClass
+    that serves their devices as an extended resource (put_device_class:
+    whatever class of that name was there comes back after delete()).
+    create() returns once the nodes are Ready and a probe pod in
+    kube-system (no gpugate webhook there) asking for 1 of the extended
+    resource has run on one of them through the scheduler's claim."""
+
+    def __init__(self, kubectl: Kubectl, policy: Path = EXAMPLE_POLICY,
+                 name: str = DRA_FLEET["name"], nodes: dict[str, int] | None = None,
+                 device_class: str = DRA_CLASS, driver: str = DRA_DRIVER,
+                 extended_resource: str | None = "nvidia.com/gpu"):
+        import fleet  # tests/e2e/fleet.py: needs PyYAML
+        self.kubectl = kubectl
+        self.fleet = Fleet(kubectl, policy, name, nodes={}, default_nodes=0, cpu_nodes=0,
+                           dra_nodes=nodes or DRA_FLEET["dra_nodes"])
+        self.device_class = fleet.device_class(device_class, driver, extended_resource)
+        self.class_name = device_class
+        self.driver = driver
+        self.extended_resource = extended_resource
+        self._restore: Callable[[], None] | None = None
+
+    @property
+    def nodes(self) -> list[str]:
+        return self.fleet.dra_nodes
+
+    def create(self, timeout: float = 60.0) -> "DraFleet":
+        t0 = time.monotonic()
+        self._restore = put_device_class(self.kubectl, self.device_class)
+        try:
+            self.fleet.create(timeout)
+            self.probe(timeout)
+        except BaseException:
+            self.delete()
+            raise
+        log(f"DRA fleet {self.fleet.name}: {len(self.nodes)} nodes, DeviceClass "
+            f"{self.class_name} ({self.extended_resource}), probe ran, in "
+            f"{time.monotonic() - t0:.1f}s")
+        return self
+
+    def probe(self, timeout: float = 60.0) -> None:
+        """A pod asking for 1 of the extended resource (or of the class's
+        implicit name) runs on a DRA node with its claim allocated; then it
+        and its claim are gone again.  Fails with the pod's events."""
+        k, ns, name = self.kubectl, "kube-system", "gpugate-e2e-dra-probe"
+        res = self.extended_resource or DEVICECLASS_PREFIX + self.class_name
+        k.create(pod(name, ns, containers=[container(resources={"limits": {res: "1"}})],
+                     tolerations=[{"operator": "Exists"}],
+                     nodeSelector={"fleet.gpugate.io/dra": self.driver})).check()
+        try:
+            def ran():
+                p = k.get("pod", name, ns)
+                claims = special_claims(k, ns, name)
+                return ((p.get("status") or {}).get("phase") == "Running"
+                        and p["spec"].get("nodeName") in self.nodes
+                        and claims and allocated_devices(claims[0]))
+            try:
+                wait_until("the DRA probe pod to run on a DRA node with its claim", ran,
+                           timeout, 0.25)
+            except AssertionError as e:
+                ev = k("get", "events", "-n", ns, "--field-selector",
+                       f"involvedObject.name={name}", "-o",
+                       "jsonpath={range .items[*]}{.reason}: {.message}{'\\n'}{end}").out
+                raise AssertionError(f"{e}; the probe pod's events:\n{ev}") from None
+        finally:
+            k("delete", "pod", name, "-n", ns, "--ignore-not-found", "--wait=false")
+            wait_until("the DRA probe pod and its claim gone",
+                       lambda: k("get", "pod", name, "-n", ns).rc != 0
+                       and not special_claims(k, ns, name), timeout)
+
+    def requeue(self) -> None:
+        """Makes the scheduler try again every pod waiting for DRA devices:
+        an update of the DeviceClass (a label) is an event its
+        DynamicResources plugin registers without a queueing hint.  Needed
+        where the scheduler itself does not requeue a pod: it deletes a
+        claim it takes for the pod's own from an earlier cycle (PostFilter),
+        and that claim's deletion (it had no allocation) is QueueSkip
+        (isSchedulableAfterClaimChange), so the pod would wait for the
+        5-minute flush of unschedulable pods."""
+        self._requeues = getattr(self, "_requeues", 0) + 1
+        self.kubectl("label", "deviceclass", self.class_name,
+                     f"e2e.gpugate.io/requeue={self._requeues}", "--overwrite").check()
+
+    def delete(self, timeout: float = 60.0) -> None:
+        try:
+            self.fleet.delete(timeout)
+        finally:
+            if self._restore is not None:
+                self._restore()
+                self._restore = None
 
 
 # ---------------------------------------------------------------------------

@@ -3521,3 +3521,30 @@ Test(decide, an_unmapped_gpu_device_class_asked_for_by_name_is_a_raw_request)
 	cr_assert_not(r.dec.claim.needed);
 	done(&r);
 }
+
+/* A fraction of a GPU device class asked for by name: the apiserver takes
+ * it, the scheduler never serves it (its PreBind fails again and again). */
+Test(decide, a_fraction_of_a_gpu_device_class_is_refused)
+{
+	struct run r;
+
+	run(&r, "research",
+	    POD("\"app\":\"x\"",
+		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"requests\":"
+		"{\"deviceclass.resource.kubernetes.io/gpu.nvidia.com\":\"1500m\"}}}]}"),
+	    DECIDE_MUTATE);
+	expect_denied(&r, "gpus-invalid",
+		      "gpugate: container \"m\" asks for 1500m of "
+		      "deviceclass.resource.kubernetes.io/gpu.nvidia.com: devices come "
+		      "whole (1, 2, ...); the scheduler cannot serve a fraction and the "
+		      "pod would never start");
+	done(&r);
+	/* Not a GPU class: none of gpugate's business. */
+	run(&r, "research",
+	    POD("\"app\":\"x\"",
+		"{\"containers\":[{\"name\":\"m\",\"resources\":{\"requests\":"
+		"{\"deviceclass.resource.kubernetes.io/nic.example.com\":\"500m\"}}}]}"),
+	    DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	done(&r);
+}

@@ -92,7 +92,6 @@ static struct bad_case bad_cases[] = {
 	 "t.yaml:11: classes[0].preemptible: \"yes\" is not true or false\n"},
 	{"missing required fields",
 	 "version: 1\nflavors:\n  - name: a\nclasses: []\ntenants: []\n",
-	 "t.yaml:3: flavors[0]: missing required key \"resource\"\n"
 	 "t.yaml:3: flavors[0]: missing required key \"sharing\"\n"
 	 "t.yaml:3: flavors[0]: missing required key \"gpusPerNode\"\n"},
 	{"wrong node kinds",
@@ -107,7 +106,7 @@ static struct bad_case bad_cases[] = {
 	 "time-slicing, mps\n"
 	 "t.yaml:6: flavors[0].gpusPerNode: \"many\" is not a whole number\n"
 	 "t.yaml:7: flavors[0]: unknown key \"color\" (expected one of: name, "
-	 "resource, sharing, nodeSelector, tolerations, gpusPerNode, "
+	 "resource, dra, sharing, nodeSelector, tolerations, gpusPerNode, "
 	 "deviceClassNames)\n"},
 	{"duplicate names",
 	 "version: 1\nflavors:\n"
@@ -643,6 +642,41 @@ static struct bad_case bad_cases[] = {
 	 "version: 1\nflavors: []\nclasses: []\ntenants:\n  - name: t\n"
 	 "    namespaces: [t]\n    idle: {below: \"5%\", for: 30m, action: kill}\n",
 	 "t.yaml:7: tenants[0].idle.action: \"kill\" is not one of: warn, reclaim\n"},
+	{"a flavor with neither resource nor dra, and one with both",
+	 "version: 1\nflavors:\n  - {name: a, sharing: exclusive, gpusPerNode: 8}\n"
+	 "  - name: b\n    resource: nvidia.com/gpu\n    sharing: exclusive\n"
+	 "    gpusPerNode: 8\n    dra: {deviceClassName: gpu.nvidia.com, driver: gpu.nvidia.com}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:3: flavor \"a\": needs resource (the extended resource its GPUs are, "
+	 "e.g. nvidia.com/gpu) or dra (a DeviceClass)\n"
+	 "t.yaml:5: flavor \"b\": a flavor served through DRA (dra) has no resource: its "
+	 "pods get their devices through a claim template; remove resource, or make a "
+	 "second flavor for the device plugin's\n"},
+	{"a dra block with bad names and values",
+	 "version: 1\nflavors:\n  - name: m\n    sharing: mig\n    gpusPerNode: 56\n"
+	 "    dra:\n      deviceClassName: Mig_Class\n      driver: \"gpu nvidia\"\n"
+	 "      attributes: [\"9lives=x\", \"productName=it's\", \"a=1\", \"a=2\"]\n"
+	 "      minCapacity: [memory=lots]\n      selectors: [\"true\"]\n"
+	 "      tolerations: [{key: k, operator: Exists, effect: PreferNoSchedule}]\n"
+	 "classes: [{name: c, flavor: m, gpus: 1, maxGpus: 40}]\ntenants: []\n",
+	 "t.yaml:7: flavor \"m\": dra.deviceClassName: \"Mig_Class\" is not a valid "
+	 "DeviceClass name (a DNS subdomain: lower-case letters, digits, '-' and '.')\n"
+	 "t.yaml:8: flavor \"m\": dra.driver: \"gpu nvidia\" is not a driver name (a DNS "
+	 "subdomain, e.g. gpu.nvidia.com)\n"
+	 "t.yaml:9: flavor \"m\": dra.attributes: \"9lives=x\" is not name=value with a "
+	 "device attribute name (a letter or _, then letters, digits or _, at most 32; "
+	 "optionally domain/name)\n"
+	 "t.yaml:9: flavor \"m\": dra.attributes: \"it's\" must be 1 to 64 printable "
+	 "characters without ' or \\\n"
+	 "t.yaml:9: flavor \"m\": dra.attributes: \"a\" is set twice\n"
+	 "t.yaml:10: flavor \"m\": dra.minCapacity: \"lots\" is not a quantity (e.g. 80Gi)\n"
+	 "t.yaml:12: flavor \"m\": dra.tolerations: a device taint has no effect "
+	 "PreferNoSchedule (NoSchedule or NoExecute)\n"
+	 "t.yaml:6: flavor \"m\": a mig flavor served through DRA names its partition's "
+	 "profile (attributes: [\"profile=1g.10gb\"]): one flavor per profile, its units "
+	 "are partitions\n"
+	 "t.yaml:13: class \"c\": 40 devices a pod, but one DRA claim is allocated at most "
+	 "32 (flavor \"m\" is served through DRA)\n"},
 	{"an unknown health key",
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
 	 "  taint: [x]\n",
