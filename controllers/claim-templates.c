@@ -23,6 +23,8 @@
 
 /* One request; a template is never urgent (admission does not wait). */
 #define SYNC_TIMEOUT_MS 10000u
+/* app.kubernetes.io/managed-by=gpugate, as a query parameter. */
+#define OWNER_SELECTOR "app.kubernetes.io%2Fmanaged-by%3Dgpugate"
 /* The most templates and namespaces one round reads. */
 #define MAX_SEEN 200000u
 
@@ -247,7 +249,28 @@ static void taken(struct claim_templates *s, const char *ns, const char *name)
 				    "of its class are denied\"", ns, name);
 }
 
-/* One template: 1 created, 0 taken (409), -1 refused (in d). */
+/* A create answered 409 AlreadyExists: made since the list (by the
+ * leader before this one, or by a user).  1 when it is gpugate's, 0 when
+ * taken, -1 when it could not be read (in d). */
+static int already(struct claim_templates *s, const struct claim_templates_create *c,
+		   const char *collection, struct diag *d)
+{
+	char path[600];
+	json_t *obj = NULL;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", collection, c->name);
+	if (kube_get_json(s->w.kube, path, SYNC_TIMEOUT_MS, &obj, d) != 0)
+		return -1;
+	rc = owner_labelled(obj) ? 1 : 0;
+	json_decref(obj);
+	if (!rc)
+		taken(s, c->ns, c->name);
+	return rc;
+}
+
+/* One template: 1 created (or found gpugate's), 0 taken (409), -1
+ * refused (in d). */
 static int create_one(struct claim_templates *s, const struct claim_templates_create *c,
 		      struct diag *d)
 {
@@ -263,10 +286,8 @@ static int create_one(struct claim_templates *s, const struct claim_templates_cr
 		 c->ns);
 	rc = kube_create(s->w.kube, path, obj, SYNC_TIMEOUT_MS, NULL, d);
 	json_decref(obj);
-	if (rc == 409) {
-		taken(s, c->ns, c->name); /* not in the list a moment ago */
-		return 0;
-	}
+	if (rc == 409)
+		return already(s, c, path, d);
 	if (rc != 0)
 		return -1;
 	log_event(LOG_INFO, "msg=\"claim template created\" template=%s/%s class=%s count=%u",
@@ -384,7 +405,12 @@ static void sync_once(struct claim_templates *s, const struct policy *p, bool wr
 	int rc = 0, st;
 
 	diag_init(&d);
-	st = kube_get_json(s->w.kube, CLAIM_TEMPLATES_API "/resourceclaimtemplates",
+	/* Without a DRA class nothing is wanted, so only gpugate's own can
+	 * be garbage: the list is theirs alone. */
+	st = kube_get_json(s->w.kube,
+			   policy_has_dra(p) ? CLAIM_TEMPLATES_API "/resourceclaimtemplates"
+					     : CLAIM_TEMPLATES_API "/resourceclaimtemplates"
+							"?labelSelector=" OWNER_SELECTOR,
 			   SYNC_TIMEOUT_MS, &r.templates, &d);
 	if (st == 404) {
 		unserved(s, p);

@@ -219,3 +219,27 @@ def test_not_served_is_said_once(gate, kube):
     kube.serve_templates(True)
     poll(lambda: len(templates(kube)) == 2, "made once served", WAIT)
     assert 'msg="claim templates served"' in srv.stderr_text()
+
+
+def test_without_a_dra_class_only_its_own_are_listed_and_collected(gate, kube):
+    kube.set_namespaces({"research": "Active"})
+    kube.serve_templates(True)
+    kube.create("resourceclaimtemplates", "research",
+                template("research", "gpugate.train.2.aaaaaa", labelled=True))
+    backdate(kube, "research", "gpugate.train.2.aaaaaa", 3600)
+    srv = gate(POLICY.replace("""    dra:
+      deviceClassName: gpu.nvidia.com
+      driver: gpu.nvidia.com
+      attributes: ["productName=NVIDIA H100 80GB HBM3"]
+      minCapacity: [memory=80Gi]
+      selectors: ["device.attributes['gpu.nvidia.com'].brand == 'Nvidia'"]
+      tolerations: [{key: example.com/flaky, operator: Exists, effect: NoSchedule}]
+""", "    resource: nvidia.com/gpu\n"))
+    poll(lambda: templates(kube) == {}, "the DRA flavor's old template deleted", WAIT)
+    with kube._cond:
+        lists = [r for r in kube._requests
+                 if r.path == "/apis/resource.k8s.io/v1/resourceclaimtemplates"]
+    assert lists and all(r.query.get("labelSelector") ==
+                         "app.kubernetes.io/managed-by=gpugate" for r in lists), lists
+    assert 'msg="claim template deleted" template=research/gpugate.train.2.aaaaaa' \
+        in srv.stderr_text()
