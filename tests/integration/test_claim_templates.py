@@ -20,12 +20,7 @@ from test_watch import WAIT, kube, srv_metrics  # noqa: F401 (kube: a fixture)
 
 ROUND_ENV = {"GPUGATE_TEST_ROUND_MS": "1000"}
 
-POLICY = """\
-version: 1
-flavors:
-  - name: h100-dra
-    sharing: exclusive
-    gpusPerNode: 8
+DRA = """\
     dra:
       deviceClassName: gpu.nvidia.com
       driver: gpu.nvidia.com
@@ -33,6 +28,14 @@ flavors:
       minCapacity: [memory=80Gi]
       selectors: ["device.attributes['gpu.nvidia.com'].brand == 'Nvidia'"]
       tolerations: [{key: example.com/flaky, operator: Exists, effect: NoSchedule}]
+"""
+POLICY = """\
+version: 1
+flavors:
+  - name: h100-dra
+    sharing: exclusive
+    gpusPerNode: 8
+""" + DRA + """\
 classes:
   - {name: train, flavor: h100-dra, gpus: 2, maxGpus: 3}
 tenants:
@@ -227,14 +230,7 @@ def test_without_a_dra_class_only_its_own_are_listed_and_collected(gate, kube):
     kube.create("resourceclaimtemplates", "research",
                 template("research", "gpugate.train.2.aaaaaa", labelled=True))
     backdate(kube, "research", "gpugate.train.2.aaaaaa", 3600)
-    srv = gate(POLICY.replace("""    dra:
-      deviceClassName: gpu.nvidia.com
-      driver: gpu.nvidia.com
-      attributes: ["productName=NVIDIA H100 80GB HBM3"]
-      minCapacity: [memory=80Gi]
-      selectors: ["device.attributes['gpu.nvidia.com'].brand == 'Nvidia'"]
-      tolerations: [{key: example.com/flaky, operator: Exists, effect: NoSchedule}]
-""", "    resource: nvidia.com/gpu\n"))
+    srv = gate(POLICY.replace(DRA, "    resource: nvidia.com/gpu\n"))
     poll(lambda: templates(kube) == {}, "the DRA flavor's old template deleted", WAIT)
     with kube._cond:
         lists = [r for r in kube._requests
