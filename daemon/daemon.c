@@ -129,8 +129,9 @@ static bool changed(struct watched *w)
 /*
  * Who gpugate is to the apiserver (a SelfSubjectReview, which every
  * authenticated user may create): only gpugate takes its gang gate off a
- * pod (policy/decide-gang.c).  Not known (logged): only a ServiceAccount
- * of gpugate's namespace may.
+ * pod (policy/decide-gang.c) and writes its claim templates
+ * (policy/decide-dra.c).  Not known (logged): only a ServiceAccount of
+ * gpugate's namespace may.
  */
 static void whoami(struct daemon *dm)
 {
@@ -156,7 +157,8 @@ static void whoami(struct daemon *dm)
 	} else {
 		log_event(LOG_WARN, "msg=\"who gpugate is not known\" status=%d "
 				    "detail=\"only ServiceAccounts of gpugate's namespace "
-				    "may release gang gates\"", st);
+				    "may release gang gates and write gpugate's "
+				    "claim templates\"", st);
 	}
 	json_decref(out);
 	json_decref(body);

@@ -239,3 +239,25 @@ def test_without_a_dra_class_only_its_own_are_listed_and_collected(gate, kube):
                          "app.kubernetes.io/managed-by=gpugate" for r in lists), lists
     assert 'msg="claim template deleted" template=research/gpugate.train.2.aaaaaa' \
         in srv.stderr_text()
+
+
+def test_only_gpugate_writes_its_templates(gate, kube):
+    """Through /validate of the binary: a user's CREATE of a gpugate.* name
+    and a user's UPDATE that removes gpugate's label are refused (rule
+    claim-template); the same UPDATE that leaves the label passes."""
+    srv = gate()
+    ours = template("research", "gpugate.train.2.aaaaaa", labelled=True)
+    bare = template("research", "gpugate.train.2.aaaaaa", labelled=False)
+    with srv.client() as c:
+        v = c.admit("validate", bare)
+        assert not v.allowed, v
+        assert v.message == ("gpugate: claim template names starting with gpugate. "
+                             "are gpugate's; choose another name"), v.message
+        v = c.admit("validate", bare, operation="UPDATE", old=ours)
+        assert not v.allowed, v
+        assert v.message == (
+            'gpugate: the label app.kubernetes.io/managed-by=gpugate of claim '
+            'template "gpugate.train.2.aaaaaa" is gpugate\'s to set; leave it as it '
+            'was'), v.message
+        v = c.admit("validate", ours, operation="UPDATE", old=ours)
+        assert v.allowed, v
