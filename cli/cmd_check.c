@@ -227,7 +227,9 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 			       " %s allocatable, %" PRId64 " allocated; nominal quota %"
 			       PRId64 "\n",
 			       f->name, nodes, nodes == 1 ? "" : "s", s->nodes[POOL_USABLE],
-			       s->allocatable, f->resource, s->allocated, nominal);
+			       s->allocatable,
+			       f->resource ? f->resource : "devices (DRA, not counted)",
+			       s->allocated, nominal);
 	}
 	if (diag_count(&w))
 		fputs(diag_text(&w), stderr);

@@ -355,8 +355,17 @@ static void print_mapping(const struct run *run, const struct outcome *oc)
 	printf("class      %s%s%s%s\n", dec->cls->name,
 	       dec->cls->description[0] ? " (" : "", dec->cls->description,
 	       dec->cls->description[0] ? ")" : "");
-	printf("flavor     %s: %s, %s sharing, nodeSelector", dec->flavor->name,
-	       dec->flavor->resource, policy_sharing_name(dec->flavor->sharing));
+	if (dec->flavor->dra)
+		/* docs/policy.md, "DRA flavors": the devices come through
+		 * gpugate's claim template. */
+		printf("flavor     %s: DRA device class %s (claim template %s), %s "
+		       "sharing, nodeSelector",
+		       dec->flavor->name, dec->flavor->dra->device_class,
+		       dec->plan.dra_template[0] ? dec->plan.dra_template : "(none)",
+		       policy_sharing_name(dec->flavor->sharing));
+	else
+		printf("flavor     %s: %s, %s sharing, nodeSelector", dec->flavor->name,
+		       dec->flavor->resource, policy_sharing_name(dec->flavor->sharing));
 	for (size_t i = 0; i < dec->flavor->n_node_selector; i++)
 		printf(" %s=%s", dec->flavor->node_selector[i].key,
 		       dec->flavor->node_selector[i].value);
@@ -366,7 +375,7 @@ static void print_mapping(const struct run *run, const struct outcome *oc)
 	if (dec->claim.pods > 0)
 		printf(" x %" PRId64 " pod%s = %" PRId64 " %s", dec->claim.pods,
 		       dec->claim.pods == 1 ? "" : "s", dec->claim.units,
-		       dec->flavor->resource);
+		       dec->flavor->resource ? dec->flavor->resource : "devices");
 	putchar('\n');
 	if (dec->has_quota)
 		printf("quota      %s (nominal %" PRId64 ", at most %" PRId64

@@ -1,5 +1,6 @@
 #include "policy/charge.h"
 
+#include "policy/dra-template.h"
 #include "policy/dra.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
@@ -175,12 +176,52 @@ static const char *owner_job_uid(const struct workload *wl)
 	return wl->owner_job_uid;
 }
 
-/* The pod a claim may ride on: the scheduler's claim for that pod's
- * extended resources, which no other consumer uses. */
-static const char *owner_pod_uid(const struct workload *wl)
+const struct policy_flavor *charge_template_claim_flavor(const struct policy *p,
+							 const struct workload *wl)
 {
-	if (!wl->owner_pod_uid || !wl->owner_pod_uid[0] ||
-	    !wl->extended_resource_claim || wl->reserved_for_others)
+	const char *entry = wl_get(wl->annotations, wl->n_annotations,
+				   CHARGE_POD_CLAIM_ANNOTATION);
+	const char *name = wl_get(wl->annotations, wl->n_annotations,
+				  CHARGE_FLAVOR_ANNOTATION);
+	const struct policy_flavor *f = name ? policy_flavor_find(p, name) : NULL;
+
+	if (wl->kind != WL_CLAIM || !entry || strcmp(entry, DRA_TEMPLATE_ENTRY) != 0 ||
+	    !f || !f->dra)
+		return NULL;
+	return f;
+}
+
+/* The devices of class dc a claim's requests ask for: exactly's count
+ * (All: DRA_ALL_DEVICES), a firstAvailable's largest. */
+static int64_t class_devices(const struct workload *wl, const char *dc)
+{
+	int64_t units = 0;
+
+	for (size_t i = 0; i < wl->n_device_requests; i++) {
+		const struct wl_device_request *r = &wl->device_requests[i];
+		int64_t most = 0;
+
+		if (r->device_class && strcmp(r->device_class, dc) == 0)
+			most = r->mode == WL_ALLOCATE_ALL ? DRA_ALL_DEVICES : r->count;
+		for (size_t k = 0; k < r->n_first_available; k++) {
+			const struct wl_device_request *s = &r->first_available[k];
+			int64_t n = s->mode == WL_ALLOCATE_ALL ? DRA_ALL_DEVICES : s->count;
+
+			if (s->device_class && strcmp(s->device_class, dc) == 0 && n > most)
+				most = n;
+		}
+		units += most;
+	}
+	return units;
+}
+
+/* The pod a claim may ride on: the scheduler's claim for that pod's
+ * extended resources, or the claim made from gpugate's template for it,
+ * which no other consumer uses. */
+static const char *owner_pod_uid(const struct policy *p, const struct workload *wl)
+{
+	if (!wl->owner_pod_uid || !wl->owner_pod_uid[0] || wl->reserved_for_others ||
+	    (!wl->extended_resource_claim && !charge_template_claim_flavor(p, wl)))
 		return NULL;
 	return wl->owner_pod_uid;
 }
@@ -203,6 +244,7 @@ void charge_claim(const struct policy *p, const struct workload *wl,
 		  struct charge *out)
 {
 	const struct policy_tenant *t;
+	const struct policy_flavor *tf;
 	struct dra_claim c;
 
 	memset(out, 0, sizeof(*out));
@@ -212,6 +254,12 @@ void charge_claim(const struct policy *p, const struct workload *wl,
 	if (!t)
 		return;
 	dra_decide(p, wl->device_requests, wl->n_device_requests, &c);
+	/* Made from gpugate's template: its devices are that flavor's. */
+	tf = charge_template_claim_flavor(p, wl);
+	if (tf) {
+		c.flavor = tf;
+		c.units = class_devices(wl, tf->dra->device_class);
+	}
 	if (!c.flavor)
 		return;
 	out->tenant = t;
@@ -219,11 +267,45 @@ void charge_claim(const struct policy *p, const struct workload *wl,
 	out->units = c.units;
 	out->per_pod = c.units; /* one claim, like one pod */
 	out->slots = 1;
-	out->owner_pod_uid = owner_pod_uid(wl);
+	out->owner_pod_uid = owner_pod_uid(p, wl);
 	/* A claim holds its devices until it is deleted: allocated or not,
 	 * whatever its pods do (the resourceclaim controller deletes a claim
 	 * it made for a pod once the pod is done). */
 	out->active = c.units > 0;
+}
+
+/*
+ * The door of a DRA class: the pod's spec.resourceClaims entries that name
+ * a template of gpugate's (policy/dra-template.h), whatever the entry;
+ * its flavor and per-pod units (*units), from the first; *other when
+ * another names a template of another flavor.  NULL when none does.
+ */
+static const struct policy_flavor *template_door(const struct policy *p,
+						 const struct wl_pod *pod,
+						 int64_t *units, bool *other)
+{
+	const struct policy_flavor *f = NULL;
+	int64_t sum = 0;
+
+	for (size_t i = 0; i < pod->n_claims; i++) {
+		unsigned count;
+		bool current;
+		const struct policy_class *c =
+			dra_template_parse(p, pod->claims[i].template_name, &count, &current);
+
+		if (!c)
+			continue;
+		if (f && c->flavor != f) {
+			if (other)
+				*other = true;
+			continue;
+		}
+		f = c->flavor;
+		sum += count;
+	}
+	if (units)
+		*units = sum;
+	return f;
 }
 
 void charge_decide(const struct policy *p, const struct workload *wl,
@@ -243,12 +325,17 @@ void charge_decide(const struct policy *p, const struct workload *wl,
 	t = policy_tenant_for_namespace(p, wl->namespace);
 	res = t ? charge_pod_resource(p, &wl->pod, NULL) : NULL;
 	f = res ? pick_flavor(p, &wl->pod, res) : NULL;
+	if (t && !f && (f = template_door(p, &wl->pod, &out->per_pod, &out->two_flavors)))
+		res = NULL; /* a DRA class: its claim template says */
+	else if (f)
+		out->per_pod = charge_pod_units(&wl->pod, res);
 	if (!f)
 		return;
 	out->tenant = t;
 	out->flavor = f;
-	out->per_pod = charge_pod_units(&wl->pod, res);
-	out->two_flavors = charge_pod_resource(p, &wl->pod, res) != NULL;
+	if (res)
+		out->two_flavors = charge_pod_resource(p, &wl->pod, res) != NULL ||
+				   template_door(p, &wl->pod, NULL, NULL) != NULL;
 	if (wl->kind == WL_JOB) {
 		out->slots = charge_job_slots(wl);
 		out->active = !wl->job_finished && !wl->job_suspended;

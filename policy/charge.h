@@ -67,6 +67,12 @@ struct wl_container;
 struct wl_pod;
 struct workload;
 
+/* What the resourceclaim controller writes on a claim it makes for a pod
+ * from a template: the pod's entry; and what gpugate's templates add to
+ * every claim made from them (policy/dra-template.h): their flavor. */
+#define CHARGE_POD_CLAIM_ANNOTATION "resource.kubernetes.io/pod-claim-name"
+#define CHARGE_FLAVOR_ANNOTATION "gpugate.io/flavor"
+
 /* The job controller's label on the pods it creates: the Job's uid. */
 #define CHARGE_CONTROLLER_UID_LABEL "batch.kubernetes.io/controller-uid"
 
@@ -116,6 +122,17 @@ const struct policy_flavor *charge_selected_flavor(const struct policy *p,
  */
 void charge_claim(const struct policy *p, const struct workload *wl,
 		  struct charge *out);
+
+/*
+ * The DRA flavor of a claim made from one of gpugate's templates: its
+ * annotation resource.kubernetes.io/pod-claim-name is DRA_TEMPLATE_ENTRY
+ * and gpugate.io/flavor names a DRA flavor of p; NULL otherwise.  Such a
+ * claim holds the devices of that flavor's device class it asks for, and
+ * may ride on its pod.  The annotations can be forged: a forged claim is
+ * charged its devices, and rides only as its pod's claim.
+ */
+const struct policy_flavor *charge_template_claim_flavor(const struct policy *p,
+							 const struct workload *wl);
 
 /*
  * The first flavor resource (a resource some flavor of p uses) container ct

@@ -274,13 +274,22 @@ void decide_class(struct ctx *c, const char *class_name)
 	}
 	c->out->plan.gpu_container = gpu;
 
-	if (c->in->phase == DECIDE_MUTATE && check_user_count(c, gpu, count))
-		return;
-	if (check_class_resources(c, gpu) || decide_check_security(c, (long)gpu) ||
-	    check_node_selector(c))
-		return;
-	if (c->in->phase == DECIDE_VALIDATE && check_mutated_resources(c, gpu))
-		return;
+	if (cls->flavor->dra) {
+		/* Its devices come through gpugate's claim template. */
+		if (decide_dra_class_mutate(c, gpu, count) ||
+		    decide_check_security(c, (long)gpu) || check_node_selector(c))
+			return;
+		if (c->in->phase == DECIDE_VALIDATE && decide_dra_class_mutated(c, gpu))
+			return;
+	} else {
+		if (c->in->phase == DECIDE_MUTATE && check_user_count(c, gpu, count))
+			return;
+		if (check_class_resources(c, gpu) || decide_check_security(c, (long)gpu) ||
+		    check_node_selector(c))
+			return;
+		if (c->in->phase == DECIDE_VALIDATE && check_mutated_resources(c, gpu))
+			return;
+	}
 
 	c->out->claim = (struct quota_claim){
 		.needed = true,

@@ -182,6 +182,30 @@ static void claim_quota_rules(struct ctx *c, const struct dra_claim *h,
 			tenant, flavor, req, q->used, q->nominal);
 }
 
+/*
+ * What the claim asks for (dra_decide()); a claim made from one of
+ * gpugate's templates asks for its DRA flavor's devices
+ * (charge_template_claim_flavor()), whatever flavor, if any, its device
+ * class maps to: no raw-request or two-flavors rule for it.
+ */
+static void claim_facts_of(const struct ctx *c, struct dra_claim *h)
+{
+	const struct policy_flavor *tf = charge_template_claim_flavor(c->p, c->wl);
+	struct charge ch;
+
+	dra_decide(c->p, c->wl->device_requests, c->wl->n_device_requests, h);
+	if (!tf)
+		return;
+	charge_claim(c->p, c->wl, &ch);
+	h->gpu = true;
+	h->flavor = tf;
+	h->device_class = tf->dra->device_class;
+	h->units = ch.units;
+	h->raw.device_class = NULL;
+	h->two_flavors.device_class = NULL;
+	h->other_flavor = NULL;
+}
+
 /* At /validate, the line kubectl prints for an admitted claim or template. */
 static void claim_success_line(struct ctx *c)
 {
@@ -273,7 +297,7 @@ void decide_claim(struct ctx *c)
 		return;
 	if (wl->op != WL_CREATE)
 		return;
-	dra_decide(c->p, wl->device_requests, wl->n_device_requests, &h);
+	claim_facts_of(c, &h);
 	if (!h.gpu)
 		return; /* no GPUs: none of gpugate's business */
 	out->tenant = policy_tenant_for_namespace(c->p, wl->namespace);
@@ -322,7 +346,7 @@ void decide_claim_quota(struct ctx *c, const struct quota_result *q)
 
 	c->out->has_quota = true;
 	c->out->quota = *q;
-	dra_decide(c->p, c->wl->device_requests, c->wl->n_device_requests, &h);
+	claim_facts_of(c, &h);
 	claim_quota_rules(c, &h, q);
 	claim_success_line(c);
 }

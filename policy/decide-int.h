@@ -102,6 +102,13 @@ bool decide_check_security(struct ctx *c, long gpu_index);
 
 /* A flavor resource without a class: rules, then the quota claim. */
 void decide_raw(struct ctx *c, const char *resource);
+/* DRA classes (policy/decide-class-dra.c).  Every pod: gpugate's entry
+ * and template names are gpugate's (rule class-conflict).  A class of a
+ * DRA flavor: at /mutate, what the pod has already; at /validate, that it
+ * carries the class's template.  True when denied. */
+bool decide_dra_entries(struct ctx *c, const char *class_name);
+bool decide_dra_class_mutate(struct ctx *c, size_t gpu, unsigned count);
+bool decide_dra_class_mutated(struct ctx *c, size_t gpu);
 /* deviceclass.resource.kubernetes.io/C of a GPU device class C: rule
  * gpus-invalid for a fraction of it, rule raw-request where no flavor maps
  * C (rawGpuRequests: reject); true when it denied. */

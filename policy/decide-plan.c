@@ -6,6 +6,8 @@
  */
 #include "policy/decide-int.h"
 
+#include "policy/dra-template.h"
+
 #include "base/hash.h"
 #include "base/text.h"
 #include "policy/kinds.h"
@@ -486,6 +488,9 @@ static void plan_mapping(struct ctx *c)
 	pl->map = true;
 	pl->resource = cls->flavor->resource;
 	pl->count = c->out->count;
+	if (cls->flavor->dra &&
+	    !dra_template_name(cls, pl->count, pl->dra_template, sizeof(pl->dra_template)))
+		pl->dra_template[0] = '\0';
 	pl->flavor = cls->flavor;
 	pl->tenant = c->out->tenant->name;
 	pl->cpu = cls->cpu;
@@ -532,15 +537,18 @@ static void plan_mapping(struct ctx *c)
 			 text_int(pods, c->out->claim.pods),
 			 c->out->claim.pods == 1 ? " pod x " : " pods x ",
 			 text_decimal(count, c->out->count), " x ", cls->flavor->name,
+			 cls->flavor->dra ? " (DRA)" : "",
 			 " for tenant ", c->out->tenant->name, "; ", pos, NULL);
 	else if (wl->kind == WL_TEMPLATE)
 		text_cat(pl->decision, sizeof(pl->decision), cls->name, ": ",
 			 template_pods(wl, pods, sizeof(pods)),
 			 text_decimal(count, c->out->count), " x ", cls->flavor->name,
+			 cls->flavor->dra ? " (DRA)" : "",
 			 " for tenant ", c->out->tenant->name, "; ", pos, NULL);
 	else
 		text_cat(pl->decision, sizeof(pl->decision), cls->name, ": ",
 			 text_decimal(count, c->out->count), " x ", cls->flavor->name,
+			 cls->flavor->dra ? " (DRA)" : "",
 			 " for tenant ", c->out->tenant->name, "; ", pos, NULL);
 
 	text_clean(pl->decision);
@@ -597,15 +605,18 @@ static void success_line(struct ctx *c)
 			 text_int(pods, out->claim.pods),
 			 out->claim.pods == 1 ? " pod x " : " pods x ",
 			 text_decimal(count, out->count), " x ", out->flavor->name,
+			 out->flavor->dra ? " (DRA)" : "",
 			 " for tenant ", out->tenant->name, NULL);
 	else if (c->wl->kind == WL_TEMPLATE)
 		text_cat(head, sizeof(head), "gpugate: ", out->cls->name, " -> ",
 			 template_pods(c->wl, pods, sizeof(pods)),
 			 text_decimal(count, out->count), " x ", out->flavor->name,
+			 out->flavor->dra ? " (DRA)" : "",
 			 " for tenant ", out->tenant->name, NULL);
 	else
 		text_cat(head, sizeof(head), "gpugate: ", out->cls->name, " -> ",
 			 text_decimal(count, out->count), " x ", out->flavor->name,
+			 out->flavor->dra ? " (DRA)" : "",
 			 " for tenant ", out->tenant->name, NULL);
 	text_cat(tail, sizeof(tail), " (", pos, ")", NULL);
 	decide_add_success(c, head, tail);

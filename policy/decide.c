@@ -225,7 +225,7 @@ static void judge(struct ctx *c)
 	class_name = class_of(c);
 	if (out->violation) {
 		/* class-conflict: nothing to map */
-	} else if (decide_raw_device_class(c)) {
+	} else if (decide_dra_entries(c, class_name) || decide_raw_device_class(c)) {
 		/* a GPU device class no flavor maps, asked for by name */
 	} else if (class_name) {
 		decide_class(c, class_name);

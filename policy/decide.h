@@ -192,7 +192,11 @@ struct plan {
 	/* Class mapping (pod, or Job pod template). */
 	bool map;
 	size_t gpu_container;        /* index into wl->pod.containers */
-	const char *resource;        /* limits[resource] = count */
+	const char *resource;        /* limits[resource] = count; NULL: DRA */
+	/* A class of a DRA flavor: spec.resourceClaims entry
+	 * DRA_TEMPLATE_ENTRY names this template, and the GPU container uses
+	 * it (policy/dra-template.h); "" otherwise. */
+	char dra_template[96];
 	unsigned count;
 	const struct policy_flavor *flavor; /* nodeSelector, tolerations */
 	const char *cpu;             /* requests.cpu to set, or NULL */

@@ -86,7 +86,8 @@ bool pool_node_in_flavor(const struct pool_node *n, const struct policy_flavor *
 		if (!v || strcmp(v, f->node_selector[i].value) != 0)
 			return false;
 	}
-	return pool_node_resource(n, f->resource) != NULL;
+	/* A DRA flavor's devices are not a node's extended resource. */
+	return f->resource && pool_node_resource(n, f->resource) != NULL;
 }
 
 /* The scheduler's rule (TolerationsTolerateTaint): an empty key with

@@ -93,6 +93,17 @@ struct wl_container {
 	/* restartPolicy of an init container ("Always": a native sidecar),
 	 * NULL when absent. */
 	const char *restart_policy;
+	/* resources.claims[].name: the pod's resourceClaims entries it uses. */
+	const char *const *claims;
+	size_t n_claims;
+};
+
+/* An entry of a pod's spec.resourceClaims: exactly one of claim and
+ * template is set (the other NULL; both NULL when it is malformed). */
+struct wl_pod_claim {
+	const char *name;          /* the entry's name */
+	const char *claim;         /* resourceClaimName */
+	const char *template_name; /* resourceClaimTemplateName */
 };
 
 struct wl_volume {
@@ -166,6 +177,9 @@ struct wl_pod {
 	const char *scheduler_name;
 	/* spec.schedulingGroup.podGroupName; NULL when absent. */
 	const char *pod_group_name;
+	/* spec.resourceClaims (DRA). */
+	const struct wl_pod_claim *claims;
+	size_t n_claims;
 };
 
 struct workload {
@@ -224,12 +238,12 @@ struct workload {
 	const char *owner_job_uid;
 	/* DRA (policy/charge.h, "claims that ride on their pod"): the claim
 	 * the scheduler made for the pod's extended resources
-	 * (status.extendedResourceClaimStatus.resourceClaimName), NULL until
-	 * it is written; the claims the pod names itself
-	 * (spec.resourceClaims[].resourceClaimName). */
+	 * (status.extendedResourceClaimStatus.resourceClaimName), and the
+	 * claim the resourceclaim controller made from gpugate's template
+	 * (status.resourceClaimStatuses[] of entry DRA_TEMPLATE_ENTRY); NULL
+	 * until written.  The claims the pod names itself are pod.claims. */
 	const char *extended_claim;
-	const char *const *claim_names;
-	size_t n_claim_names;
+	const char *template_claim;
 
 	/* ResourceClaim and ResourceClaimTemplate only (policy/dra.h). */
 	const struct wl_device_request *device_requests;

@@ -24,7 +24,10 @@ json_t *classes_spec_new(const struct policy *p, const struct policy_class *c)
 	if (c->description[0])
 		rc |= set(o, "description", json_string(c->description));
 	rc |= set(o, "flavor", json_string(c->flavor->name));
-	rc |= set(o, "resource", json_string(c->flavor->resource));
+	if (c->flavor->dra)
+		rc |= set(o, "deviceClassName", json_string(c->flavor->dra->device_class));
+	else
+		rc |= set(o, "resource", json_string(c->flavor->resource));
 	rc |= set(o, "sharing", json_string(policy_sharing_name(c->flavor->sharing)));
 	rc |= set(o, "gpus", json_integer(c->gpus));
 	rc |= set(o, "maxGpus", json_integer(c->max_gpus));

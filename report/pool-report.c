@@ -105,7 +105,10 @@ static void flavor_json(void *ctx, const struct pool_view *v)
 	}
 	pool_summarize(v, &s);
 	add(f, "name", json_string(v->flavor->name), &b->oom);
-	add(f, "resource", json_string(v->flavor->resource), &b->oom);
+	if (v->flavor->dra)
+		add(f, "deviceClassName", json_string(v->flavor->dra->device_class), &b->oom);
+	else
+		add(f, "resource", json_string(v->flavor->resource), &b->oom);
 	add(f, "sharing", json_string(policy_sharing_name(v->flavor->sharing)), &b->oom);
 	add(f, "nodes", json_integer((json_int_t)v->n_members), &b->oom);
 	add(f, "usable", json_integer((json_int_t)v->n_usable), &b->oom);

@@ -688,7 +688,9 @@ void inventory_fit_in(struct inventory *inv, const struct policy *p,
 	pthread_mutex_lock(&inv->mu);
 	/* A cluster without a single Node (a control plane alone) says
 	 * nothing about its pool. */
-	if (inv->synced[INVENTORY_NODES] && inv->synced[INVENTORY_PODS] &&
+	/* A DRA flavor's devices are in ResourceSlices, which the pool does
+	 * not read yet (docs/design/dra.md, step 4): not known. */
+	if (!f->dra && inv->synced[INVENTORY_NODES] && inv->synced[INVENTORY_PODS] &&
 	    inv->n_nodes > 0 && view(inv, p, f, policy_health(p), &v) == 0)
 		pool_check_build_in(&v, per_pod, pods, topology_key, domain, out);
 	pthread_mutex_unlock(&inv->mu);

@@ -5,6 +5,7 @@
 #include "codec/jget.h"
 #include "codec/jsonmem.h"
 #include "codec/jsonout.h"
+#include "policy/dra-template.h"
 #include "policy/kinds.h"
 
 #include <pthread.h>
@@ -181,10 +182,15 @@ static void map_resources(struct ap *a, json_t *ct, const struct plan *pl)
 	char count[TEXT_DECIMAL_MAX];
 	const char *n = text_decimal(count, pl->count);
 
-	set_string(a, limits, pl->resource, n);
-	/* An extended resource's request must equal its limit. */
-	if (json_is_object(requests) && jget(requests, pl->resource))
-		set_string(a, requests, pl->resource, n);
+	if (pl->resource) {
+		set_string(a, limits, pl->resource, n);
+		/* An extended resource's request must equal its limit. */
+		if (json_is_object(requests) && jget(requests, pl->resource))
+			set_string(a, requests, pl->resource, n);
+	} else if (json_object_size(limits) == 0) {
+		/* A DRA class: no extended resource, and no empty limits. */
+		json_object_del(res, "limits");
+	}
 	/* cpu and memory: only where the container asks for none (a limit
 	 * alone is a request too: Kubernetes copies it). */
 	if (pl->cpu && !requests_resource(ct, "cpu"))
@@ -295,6 +301,54 @@ static json_t *list_of(json_t *item)
 		return NULL;
 	}
 	return l;
+}
+
+/*
+ * A class of a DRA flavor: the pod's spec.resourceClaims entry
+ * DRA_TEMPLATE_ENTRY names the class's template (replaced when it names
+ * another: decide_dra_class_mutate() said it may be), and the GPU
+ * container uses it.
+ */
+static void map_claim(struct ap *a, json_t *spec, json_t *ct, const struct plan *pl)
+{
+	json_t *entries = jget(spec, "resourceClaims"), *uses, *item;
+	size_t i, at = SIZE_MAX;
+
+	if (!json_is_array(entries)) {
+		entries = json_array();
+		if (!entries || json_object_set_new(spec, "resourceClaims", entries) < 0) {
+			oom(a);
+			return;
+		}
+	}
+	json_array_foreach(entries, i, item)
+		if (json_is_object(item) &&
+		    strcmp(str_or(item, "name", ""), DRA_TEMPLATE_ENTRY) == 0)
+			at = i;
+	if (at != SIZE_MAX &&
+	    strcmp(str_or(json_array_get(entries, at), "resourceClaimTemplateName", ""),
+		   pl->dra_template) != 0) {
+		/* Replaced, never edited: the entry may be shared with the
+		 * request's object (apply_copy()). */
+		json_array_remove(entries, at);
+		at = SIZE_MAX;
+	}
+	if (at == SIZE_MAX)
+		append(a, entries, obj("name", json_string(DRA_TEMPLATE_ENTRY),
+				       "resourceClaimTemplateName",
+				       json_string(pl->dra_template), NULL));
+	uses = jget(ensure_object(a, ct, "resources"), "claims");
+	if (!json_is_array(uses)) {
+		uses = json_array();
+		if (!uses || json_object_set_new(jget(ct, "resources"), "claims", uses) < 0) {
+			oom(a);
+			return;
+		}
+	}
+	json_array_foreach(uses, i, item)
+		if (strcmp(str_or(item, "name", ""), DRA_TEMPLATE_ENTRY) == 0)
+			return;
+	append(a, uses, obj("name", json_string(DRA_TEMPLATE_ENTRY), NULL));
 }
 
 static json_t *affinity_term(const struct plan *pl)
@@ -650,6 +704,8 @@ int apply_plan(json_t *object, const struct workload *wl,
 		return -1;
 	}
 	map_resources(&a, gpu_ct, pl);
+	if (pl->dra_template[0])
+		map_claim(&a, spec, gpu_ct, pl);
 	for (size_t i = 0; i < pl->flavor->n_node_selector; i++)
 		set_string(&a, ensure_object(&a, spec, "nodeSelector"),
 			   pl->flavor->node_selector[i].key,
@@ -732,6 +788,7 @@ static void own_pod_spec(struct cow *w, json_t *spec)
 	own(w, spec, "volumes");
 	own(w, spec, "schedulingGates");
 	own(w, spec, "schedulingGroup");
+	own(w, spec, "resourceClaims");
 	aff = own(w, spec, "affinity");
 	pa = own(w, aff, "podAffinity");
 	own(w, pa, "requiredDuringSchedulingIgnoredDuringExecution");
@@ -747,6 +804,7 @@ static void own_pod_spec(struct cow *w, json_t *spec)
 		res = own(w, c, "resources");
 		own(w, res, "limits");
 		own(w, res, "requests");
+		own(w, res, "claims");
 		own(w, c, "env");
 		own(w, c, "volumeMounts");
 		own(w, c, "lifecycle");

@@ -67,22 +67,29 @@ static void reclaim_facts(const json_t *obj, enum usage_kind kind,
  * its own spec keeps off the scheduler's claim anyway). */
 static const char *named_claims(const struct workload *wl, struct arena *a)
 {
-	size_t len = 2;
+	const struct wl_pod *pod = &wl->pod;
+	size_t len = 2, named = 0;
 	char *out, *o;
 
-	if (!wl->n_claim_names)
+	for (size_t i = 0; i < pod->n_claims; i++)
+		if (pod->claims[i].claim) {
+			len += strlen(pod->claims[i].claim) + 1;
+			named++;
+		}
+	if (!named)
 		return NULL;
-	for (size_t i = 0; i < wl->n_claim_names; i++)
-		len += strlen(wl->claim_names[i]) + 1;
 	out = arena_alloc(a, len);
 	if (!out)
 		return NULL;
 	o = out;
 	*o++ = '\x1f';
-	for (size_t i = 0; i < wl->n_claim_names; i++) {
-		size_t n = strlen(wl->claim_names[i]);
+	for (size_t i = 0; i < pod->n_claims; i++) {
+		size_t n;
 
-		memcpy(o, wl->claim_names[i], n);
+		if (!pod->claims[i].claim)
+			continue;
+		n = strlen(pod->claims[i].claim);
+		memcpy(o, pod->claims[i].claim, n);
 		o += n;
 		*o++ = '\x1f';
 	}
@@ -126,7 +133,10 @@ int charge_item_with(const struct policy *p, const json_t *obj,
 	out->owner_job_uid = ch.owner_job_uid;
 	out->owner_pod_uid = ch.owner_pod_uid;
 	if (kind == USAGE_PODS) {
-		out->extended_claim = wl.extended_claim;
+		/* The claim its status names for its GPUs: the scheduler's,
+		 * or the one made from gpugate's template. */
+		out->extended_claim = wl.extended_claim ? wl.extended_claim
+							: wl.template_claim;
 		out->named_claims = named_claims(&wl, a);
 	} else if (kind == USAGE_CLAIMS) {
 		/* Which of a pod's claims is its earliest (usage_claim_ride()). */

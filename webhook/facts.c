@@ -4,6 +4,7 @@
 #include "base/diag.h"
 #include "base/text.h"
 #include "codec/jget.h"
+#include "policy/dra-template.h"
 #include "policy/kinds.h"
 
 #include <stdint.h>
@@ -211,6 +212,30 @@ static void env_from(struct fx *x, const json_t *c, const char *path,
 	out->n_env_from = json_array_size(arr);
 }
 
+/* resources.claims[].name, read leniently like spec.resourceClaims. */
+static void container_claims(struct fx *x, const json_t *res,
+			     struct wl_container *out)
+{
+	const json_t *arr = jget(res, "claims");
+	const char **names;
+	size_t i, n = 0;
+	json_t *item;
+
+	if (!arr || !json_is_array(arr) || json_array_size(arr) == 0)
+		return;
+	names = alloc(x, json_array_size(arr), sizeof(*names));
+	if (!names)
+		return;
+	json_array_foreach(arr, i, item) {
+		const char *name = json_string_value(jget(item, "name"));
+
+		if (name)
+			names[n++] = name;
+	}
+	out->claims = names;
+	out->n_claims = n;
+}
+
 static void container(struct fx *x, const json_t *c, const char *path,
 		      struct wl_container *out)
 {
@@ -228,6 +253,7 @@ static void container(struct fx *x, const json_t *c, const char *path,
 		sub(rp, sizeof(rp), path, "resources", -1);
 		out->limits = resources(x, res, "limits", rp, &out->n_limits);
 		out->requests = resources(x, res, "requests", rp, &out->n_requests);
+		container_claims(x, res, out);
 	}
 	env = member(x, c, "env", JSON_ARRAY, path);
 	if (env) {
@@ -429,6 +455,34 @@ static void scheduling_gates(struct fx *x, const json_t *spec, struct wl_pod *po
 	pod->n_scheduling_gates = n;
 }
 
+/* spec.resourceClaims[] of a pod (or a pod template), read leniently: the
+ * apiserver validated it, and an entry that is not an object names
+ * nothing. */
+static void pod_claim_entries(struct fx *x, const json_t *spec, struct wl_pod *pod)
+{
+	const json_t *arr = spec ? jget(spec, "resourceClaims") : NULL;
+	struct wl_pod_claim *out;
+	size_t i, n = 0;
+	json_t *item;
+
+	if (!arr || !json_is_array(arr) || json_array_size(arr) == 0)
+		return;
+	out = alloc(x, json_array_size(arr), sizeof(*out));
+	if (!out)
+		return;
+	json_array_foreach(arr, i, item) {
+		if (!json_is_object(item))
+			continue;
+		out[n].name = json_string_value(jget(item, "name"));
+		out[n].claim = json_string_value(jget(item, "resourceClaimName"));
+		out[n].template_name =
+			json_string_value(jget(item, "resourceClaimTemplateName"));
+		n++;
+	}
+	pod->claims = out;
+	pod->n_claims = n;
+}
+
 /* metadata + spec of a pod (a Pod, or a Job's spec.template). */
 static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 		      const char *mpath, const char *spath, struct wl_pod *pod)
@@ -473,6 +527,7 @@ static void pod_facts(struct fx *x, const json_t *meta, const json_t *spec,
 	pod->scheduler_name = string(x, spec, "schedulerName", spath);
 	pod->pod_group_name = json_string_value(
 		jget(jget(spec, "schedulingGroup"), "podGroupName"));
+	pod_claim_entries(x, spec, pod);
 }
 
 static void owner_job(struct fx *x, const json_t *meta, struct workload *wl)
@@ -503,34 +558,23 @@ static void owner_job(struct fx *x, const json_t *meta, struct workload *wl)
 	}
 }
 
-/* DRA facts of a pod: the claims it names itself (spec.resourceClaims[]
- * entries with a resourceClaimName) and the scheduler's claim for its
- * extended resources (status.extendedResourceClaimStatus).  Read
- * leniently: the apiserver validated both, and an entry that is not what
- * it should be names nothing. */
-static void pod_claims(struct fx *x, const json_t *spec, const json_t *status,
-		       struct workload *wl)
+/* A Pod's status: the scheduler's claim for its extended resources, and
+ * the claim made from gpugate's template (policy/charge.h). */
+static void pod_claim_status(const json_t *status, struct workload *wl)
 {
-	const json_t *arr = spec ? jget(spec, "resourceClaims") : NULL;
-	const char **names;
-	size_t i, n = 0;
+	const json_t *arr = jget(status, "resourceClaimStatuses");
+	size_t i;
 	json_t *item;
 
 	wl->extended_claim = json_string_value(jget(
 		jget(status, "extendedResourceClaimStatus"), "resourceClaimName"));
-	if (!arr || !json_is_array(arr) || json_array_size(arr) == 0)
-		return;
-	names = alloc(x, json_array_size(arr), sizeof(*names));
-	if (!names)
-		return;
 	json_array_foreach(arr, i, item) {
-		const char *name = json_string_value(jget(item, "resourceClaimName"));
+		const char *name = json_string_value(jget(item, "name"));
 
-		if (name)
-			names[n++] = name;
+		if (name && strcmp(name, DRA_TEMPLATE_ENTRY) == 0)
+			wl->template_claim =
+				json_string_value(jget(item, "resourceClaimName"));
 	}
-	wl->claim_names = names;
-	wl->n_claim_names = n;
 }
 
 /* A claim's controller ownerReference of kind Pod (apiVersion v1), the
@@ -793,7 +837,7 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 		pod_facts(&x, meta, spec, "metadata", "spec", &wl->pod);
 		wl->phase = string(&x, status, "phase", "status");
 		owner_job(&x, meta, wl);
-		pod_claims(&x, spec, status, wl);
+		pod_claim_status(status, wl);
 	} else if (wl->kind == WL_JOB) {
 		char hpath[64], path[80], mpath[96], spath[96];
 		const char *last;
