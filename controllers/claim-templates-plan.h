@@ -57,6 +57,7 @@ struct claim_templates_seen {
 	const char *name;
 	bool ours;         /* labelled app.kubernetes.io/managed-by=gpugate */
 	int64_t created_s; /* metadata.creationTimestamp, Unix seconds; 0: unknown */
+	const char *uid;   /* the delete's precondition; NULL: none */
 };
 
 struct claim_templates_create {

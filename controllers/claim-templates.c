@@ -151,8 +151,7 @@ struct round {
 	struct claim_templates_ns *ns;
 	size_t n_ns, cap_ns;
 	struct claim_templates_seen *seen;
-	const char **uids; /* beside seen */
-	size_t n_seen, cap_seen, cap_uids;
+	size_t n_seen, cap_seen;
 };
 
 static void round_release(struct round *r)
@@ -161,7 +160,6 @@ static void round_release(struct round *r)
 	json_decref(r->namespaces);
 	free(r->ns);
 	free(r->seen);
-	free(r->uids);
 }
 
 static int read_namespaces(struct round *r)
@@ -199,13 +197,11 @@ static int read_templates(struct round *r)
 		if (!ns || !name)
 			continue;
 		if (!grow_room((void **)&r->seen, &r->cap_seen, r->n_seen, MAX_SEEN,
-			       sizeof(*r->seen), &oom) ||
-		    !grow_room((void **)&r->uids, &r->cap_uids, r->n_seen, MAX_SEEN,
-			       sizeof(*r->uids), &oom))
+			       sizeof(*r->seen), &oom))
 			return oom ? -1 : 0;
-		r->uids[r->n_seen] = meta_string(item, "uid");
 		r->seen[r->n_seen++] = (struct claim_templates_seen){
-			.ns = ns, .name = name, .ours = owner_labelled(item),
+			.ns = ns, .name = name, .uid = meta_string(item, "uid"),
+			.ours = owner_labelled(item),
 			.created_s = text_unix_time(meta_string(item, "creationTimestamp"))};
 	}
 	return 0;
@@ -347,8 +343,8 @@ static bool first_old(const struct claim_templates_plan *pl, size_t i)
 /* The garbage of the plan that is old enough and unused: deleted (the
  * uid as precondition: never a template made again under the name).
  * Returns how many are left; -1 in *rc when something failed (in d). */
-static size_t collect(struct claim_templates *s, const struct round *r,
-		      const struct claim_templates_plan *pl, int *rc, struct diag *d)
+static size_t collect(struct claim_templates *s, const struct claim_templates_plan *pl,
+		      int *rc, struct diag *d)
 {
 	size_t left = pl->n_garbage;
 
@@ -379,7 +375,7 @@ static size_t collect(struct claim_templates *s, const struct round *r,
 			snprintf(path, sizeof(path),
 				 CLAIM_TEMPLATES_API "/namespaces/%s/resourceclaimtemplates/%s",
 				 h->t->ns, h->t->name);
-			st = kube_delete(s->w.kube, path, r->uids[h->t - r->seen], NULL,
+			st = kube_delete(s->w.kube, path, h->t->uid, NULL,
 					 SYNC_TIMEOUT_MS, NULL, d);
 			if (st == 0 || st == 404) {
 				left--;
@@ -444,7 +440,7 @@ static void sync_once(struct claim_templates *s, const struct policy *p, bool wr
 			kept += (size_t)one;
 	}
 	template_board_taken_end(s->cfg.board);
-	left = write ? collect(s, &r, &pl, &rc, &d) : pl.n_garbage;
+	left = write ? collect(s, &pl, &rc, &d) : pl.n_garbage;
 	metrics_dra_templates(s->cfg.metrics, true, kept,
 			      template_board_taken_count(s->cfg.board), left);
 	if (rc < 0)

@@ -104,7 +104,7 @@ Test(claim_templates_plan, nothing_in_a_namespace_that_is_not_active)
 {
 	const struct claim_templates_ns ns[] = {{"research", false}};
 	const struct claim_templates_seen seen[] = {
-		{"research", "gpugate.train.2.stale0", true, NOW - 3600},
+		{"research", "gpugate.train.2.stale0", true, NOW - 3600, NULL},
 	};
 	struct claim_templates_plan pl;
 
@@ -118,14 +118,14 @@ Test(claim_templates_plan, kept_and_taken)
 {
 	const struct claim_templates_ns ns[] = {{"research", true}};
 	struct claim_templates_seen seen[] = {
-		{"research", NULL, true, NOW - 10},  /* train 2: gpugate's */
-		{"research", NULL, false, NOW - 10}, /* train 3: a stranger's */
+		{"research", NULL, true, NOW - 10, NULL},  /* train 2: gpugate's */
+		{"research", NULL, false, NOW - 10, NULL}, /* train 3: a stranger's */
 		/* A stranger's of a name gpugate does not want: none of its
 		 * business. */
-		{"research", "gpugate.nope.1.abcdef", false, NOW - 10},
-		{"research", "my-template", false, NOW - 10},
+		{"research", "gpugate.nope.1.abcdef", false, NOW - 10, NULL},
+		{"research", "my-template", false, NOW - 10, NULL},
 		/* In a namespace not listed: nothing. */
-		{"elsewhere", NULL, true, NOW - 3600},
+		{"elsewhere", NULL, true, NOW - 3600, NULL},
 	};
 	struct claim_templates_plan pl;
 
@@ -147,13 +147,13 @@ Test(claim_templates_plan, garbage_a_stale_hash_a_class_left_a_namespace_left)
 	const struct claim_templates_ns ns[] = {{"research", true}, {"web", true}};
 	char stale[DRA_TEMPLATE_NAME_MAX];
 	struct claim_templates_seen seen[] = {
-		{"research", NULL, true, NOW - 3600}, /* an earlier dra block */
-		{"research", NULL, true, NOW - 3600}, /* class one: not research's */
-		{"web", NULL, true, NOW - 3600},      /* web is no tenant's */
-		{"research", "gpugate.gone.2.abcdef", true, NOW - 3600}, /* class gone */
-		{"research", "gpugate.train.9.abcdef", true, NOW - 3600}, /* count gone */
+		{"research", NULL, true, NOW - 3600, NULL}, /* an earlier dra block */
+		{"research", NULL, true, NOW - 3600, NULL}, /* class one: not research's */
+		{"web", NULL, true, NOW - 3600, NULL},      /* web is no tenant's */
+		{"research", "gpugate.gone.2.abcdef", true, NOW - 3600, NULL}, /* class gone */
+		{"research", "gpugate.train.9.abcdef", true, NOW - 3600, NULL}, /* count gone */
 		/* Labelled gpugate's, but not gpugate's name: not touched. */
-		{"research", "mine", true, NOW - 3600},
+		{"research", "mine", true, NOW - 3600, NULL},
 	};
 	struct claim_templates_plan pl;
 
@@ -179,9 +179,9 @@ Test(claim_templates_plan, garbage_goes_when_old_and_unused)
 {
 	const struct claim_templates_ns ns[] = {{"web", true}};
 	struct claim_templates_seen seen[] = {
-		{"web", "gpugate.train.2.aaaaaa", true, NOW - CLAIM_TEMPLATES_GRACE_S},
-		{"web", "gpugate.train.3.aaaaaa", true, NOW - CLAIM_TEMPLATES_GRACE_S + 1},
-		{"web", "gpugate.train.4.aaaaaa", true, 0}, /* age unknown */
+		{"web", "gpugate.train.2.aaaaaa", true, NOW - CLAIM_TEMPLATES_GRACE_S, NULL},
+		{"web", "gpugate.train.3.aaaaaa", true, NOW - CLAIM_TEMPLATES_GRACE_S + 1, NULL},
+		{"web", "gpugate.train.4.aaaaaa", true, 0, NULL}, /* age unknown */
 	};
 	const char *const used[] = {"other", "gpugate.train.2.aaaaaa"};
 	struct claim_templates_plan pl;
@@ -209,7 +209,7 @@ Test(claim_templates_plan, a_policy_without_dra_wants_nothing)
 		"tenants: [{name: t, namespaces: [t], quota: [{flavor: l4, nominal: 1}]}]\n");
 	const struct claim_templates_ns ns[] = {{"t", true}};
 	const struct claim_templates_seen seen[] = {
-		{"t", "gpugate.train.2.aaaaaa", true, NOW - 3600},
+		{"t", "gpugate.train.2.aaaaaa", true, NOW - 3600, NULL},
 	};
 	struct claim_templates_plan pl;
 
