@@ -3,6 +3,7 @@
 
 #include "base/diag.h"
 #include "controllers/claim-sync.h"
+#include "controllers/claim-templates.h"
 #include "controllers/class-sync.h"
 #include "controllers/gang-groups.h"
 #include "controllers/gang-probe.h"
@@ -253,6 +254,30 @@ static void idle_row_stop(void *c)
 	idle_stop(c);
 }
 
+/* DRA classes' claim templates: reads on every replica (the board its
+ * admission asks), writes on the leader; nothing while the cluster serves
+ * no templates. */
+static int claim_templates_row_start(const struct controller_deps *deps, void **out,
+				     struct diag *d)
+{
+	struct claim_templates *s = NULL;
+	struct claim_templates_config c = {
+		.kube = deps->kube, .policy = deps->policy, .board = deps->templates,
+		.metrics = deps->metrics,
+		.interval_s = deps->round_ms ? (deps->round_ms + 999) / 1000 : 0,
+		.leading = deps->leading, .leading_ctx = deps->ctx,
+	};
+	int rc = claim_templates_start(&c, &s, d);
+
+	*out = s;
+	return rc;
+}
+
+static void claim_templates_row_stop(void *c)
+{
+	claim_templates_stop(c);
+}
+
 const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	{"waiter",
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_INVENTORY |
@@ -292,9 +317,13 @@ const struct controller controllers_table[CONTROLLERS_COUNT] = {
 	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_USAGE |
 		 CONTROLLER_NEEDS_METRICS | CONTROLLER_NEEDS_IDENTITY | CONTROLLER_NEEDS_SYNCED,
 	 true, NULL, idle_row_start, idle_row_stop},
+	{"claim-templates",
+	 CONTROLLER_NEEDS_KUBE | CONTROLLER_NEEDS_POLICY | CONTROLLER_NEEDS_METRICS |
+		 CONTROLLER_NEEDS_TEMPLATES,
+	 true, NULL, claim_templates_row_start, claim_templates_row_stop},
 };
 
-_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 10,
+_Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 11,
 	       "CONTROLLERS_COUNT rows, no empty one");
 
 /* ---- the walk's helpers ------------------------------------------------ */
@@ -302,7 +331,7 @@ _Static_assert(sizeof(controllers_table) / sizeof(controllers_table[0]) == 10,
 static const char *const need_names[] = {"kube",     "policy",    "usage",
 					 "inventory", "pvcs",    "metrics",
 					 "identity", "namespace", "synced",
-					 "gang-served"};
+					 "gang-served", "templates"};
 
 unsigned controller_missing(const struct controller *c,
 			    const struct controller_deps *deps)
@@ -311,7 +340,7 @@ unsigned controller_missing(const struct controller *c,
 		deps->kube != NULL,      deps->policy != NULL,   deps->usage != NULL,
 		deps->inventory != NULL, deps->pvcs != NULL,     deps->metrics != NULL,
 		deps->identity != NULL,  deps->namespace != NULL, deps->synced != NULL,
-		deps->gang_served != NULL,
+		deps->gang_served != NULL, deps->templates != NULL,
 	};
 	unsigned missing = 0;
 

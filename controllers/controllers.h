@@ -34,10 +34,14 @@
  *               warning, the wants of the reclaimer, the busy meter
  *               (controllers/idle.h); always in API mode, judging only
  *               with --prometheus-url
+ *   claim-templates  the ResourceClaimTemplates of DRA classes
+ *               (controllers/claim-templates.h): every replica reads them
+ *               for its admission (the board), the leader writes
  *
  * All but gang-probe write API objects, so they are leader-only; the
  * probe writes nothing (its dry runs store nothing) and every replica's
- * webhook needs its answer.
+ * webhook needs its answer.  claim-templates is leader-only and reads
+ * while another replica leads (its idle turn).
  */
 #ifndef GPUGATE_CONTROLLERS_H
 #define GPUGATE_CONTROLLERS_H
@@ -54,6 +58,7 @@ struct kube_config;
 struct metrics;
 struct prom_config;
 struct pvcs;
+struct template_board;
 struct usage_store;
 
 /* What the daemon hands the controllers: filled once, borrowed by every
@@ -91,6 +96,9 @@ struct controller_deps {
 	const struct prom_config *prom;
 	unsigned idle_interval_ms;
 	struct idle_board *idle_board;
+	/* What the template keeper found, for admission
+	 * (usage/template-board.h). */
+	struct template_board *templates;
 };
 
 /* What a row's start takes from the deps (besides the switches). */
@@ -105,6 +113,7 @@ enum controller_needs {
 	CONTROLLER_NEEDS_NAMESPACE = 1u << 7,
 	CONTROLLER_NEEDS_SYNCED = 1u << 8,
 	CONTROLLER_NEEDS_GANG_SERVED = 1u << 9,
+	CONTROLLER_NEEDS_TEMPLATES = 1u << 10,
 };
 
 struct controller {
@@ -120,7 +129,7 @@ struct controller {
 };
 
 /* The rows, in start order. */
-#define CONTROLLERS_COUNT 10
+#define CONTROLLERS_COUNT 11
 extern const struct controller controllers_table[CONTROLLERS_COUNT];
 
 /* The needs of c that deps lacks (0: none): which of its pointers are

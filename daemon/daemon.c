@@ -25,6 +25,7 @@
 #include "policy/idle.h"
 #include "policy/policy.h"
 #include "usage/shared-backend.h"
+#include "usage/template-board.h"
 #include "usage/usage.h"
 #include "webhook/charge.h"
 #include "controllers/controllers.h"
@@ -94,6 +95,9 @@ struct daemon {
 	 * apiserver ("": not known). */
 	_Atomic unsigned gang_served;
 	char self_user[256];
+	/* What the template keeper found (claim templates of DRA classes):
+	 * its controller writes, admission reads. */
+	struct template_board *templates;
 	struct timespec last_prune;
 	struct watched policy_file, cert_file, key_file;
 	struct holder *holder;
@@ -125,8 +129,9 @@ static bool changed(struct watched *w)
 /*
  * Who gpugate is to the apiserver (a SelfSubjectReview, which every
  * authenticated user may create): only gpugate takes its gang gate off a
- * pod (policy/decide-gang.c).  Not known (logged): only a ServiceAccount
- * of gpugate's namespace may.
+ * pod (policy/decide-gang.c) and writes its claim templates
+ * (policy/decide-dra.c).  Not known (logged): only a ServiceAccount of
+ * gpugate's namespace may.
  */
 static void whoami(struct daemon *dm)
 {
@@ -152,7 +157,8 @@ static void whoami(struct daemon *dm)
 	} else {
 		log_event(LOG_WARN, "msg=\"who gpugate is not known\" status=%d "
 				    "detail=\"only ServiceAccounts of gpugate's namespace "
-				    "may release gang gates\"", st);
+				    "may release gang gates and write gpugate's "
+				    "claim templates\"", st);
 	}
 	json_decref(out);
 	json_decref(body);
@@ -723,6 +729,7 @@ static int start_controllers(struct daemon *dm, struct diag *d)
 							       ? dm->cfg.idle_interval_s
 							       : DAEMON_IDLE_INTERVAL_S_DEFAULT),
 		.idle_board = dm->idle_board,
+		.templates = dm->templates,
 	};
 
 	for (size_t i = 0; i < CONTROLLERS_COUNT; i++)
@@ -882,10 +889,11 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 		dm->pvcs = pvcs_new();
 		dm->parents = parents_new(&dm->kube, d);
 		dm->idle_board = idle_board_new();
+		dm->templates = template_board_new();
 		dm->charge = (struct charge_source){.holder = dm->holder,
 						    .priorities = dm->priorities};
 		if (!dm->inventory || !dm->meter || !dm->priorities || !dm->pvcs ||
-		    !dm->parents || !dm->idle_board) {
+		    !dm->parents || !dm->idle_board || !dm->templates) {
 			diag_addf(d, "gpugate serve: out of memory");
 			goto fail;
 		}
@@ -1017,6 +1025,7 @@ void daemon_stop(struct daemon *dm)
 	inventory_free(dm->inventory);
 	priorities_free(dm->priorities);
 	pvcs_free(dm->pvcs);
+	template_board_free(dm->templates);
 	parents_free(dm->parents);
 	meter_free(dm->meter);
 	usage_free(dm->usage);

@@ -62,6 +62,11 @@ struct metrics {
 	uint64_t reclaim_waits;
 	/* The route auto picks, + 1 (0: never pushed). */
 	atomic_int gang_route;
+	/* The template keeper's: served + 1 (0: never pushed), and its
+	 * counts, pushed together. */
+	pthread_mutex_t dra_mu;
+	int dra_served;
+	uint64_t dra_templates[3];
 	struct metrics_gangs *gangs; /* gang start's (metrics/gangs.c) */
 	struct metrics_idle *idle;   /* idle GPUs' (metrics/idle.c) */
 	/* The health controller's steps (metrics/health.c renders). */
@@ -83,6 +88,7 @@ struct metrics *metrics_new(void)
 	if (m) {
 		pthread_mutex_init(&m->denials_mu, NULL);
 		pthread_mutex_init(&m->reclaims_mu, NULL);
+		pthread_mutex_init(&m->dra_mu, NULL);
 		m->gangs = metrics_gangs_new();
 		m->idle = metrics_idle_new();
 		if (!m->gangs || !m->idle) {
@@ -99,6 +105,7 @@ void metrics_free(struct metrics *m)
 		return;
 	pthread_mutex_destroy(&m->denials_mu);
 	pthread_mutex_destroy(&m->reclaims_mu);
+	pthread_mutex_destroy(&m->dra_mu);
 	metrics_gangs_free(m->gangs);
 	metrics_idle_free(m->idle);
 	free(m->denials);
@@ -278,6 +285,47 @@ static void render_gang_route(struct strbuf *sb, struct metrics *m)
 	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
 		strbuf_addf(sb, "gpugate_gang_route{route=\"%s\"} %d\n",
 			    gang_route_name(routes[i]), (int)routes[i] + 1 == now);
+}
+
+void metrics_dra_templates(struct metrics *m, bool served, size_t kept, size_t taken,
+			   size_t garbage)
+{
+	if (!m)
+		return;
+	pthread_mutex_lock(&m->dra_mu);
+	m->dra_served = served ? 2 : 1;
+	m->dra_templates[0] = kept;
+	m->dra_templates[1] = taken;
+	m->dra_templates[2] = garbage;
+	pthread_mutex_unlock(&m->dra_mu);
+}
+
+static void render_dra_templates(struct strbuf *sb, struct metrics *m)
+{
+	static const char *const states[] = {"kept", "taken", "garbage"};
+	uint64_t n[3];
+	int served;
+
+	pthread_mutex_lock(&m->dra_mu);
+	served = m->dra_served;
+	memcpy(n, m->dra_templates, sizeof(n));
+	pthread_mutex_unlock(&m->dra_mu);
+	if (!served)
+		return;
+	strbuf_addf(sb, "# HELP gpugate_dra_templates_served Whether the cluster serves "
+			"resource.k8s.io/v1 resourceclaimtemplates (1) or not (0).\n"
+			"# TYPE gpugate_dra_templates_served gauge\n"
+			"gpugate_dra_templates_served %d\n", served - 1);
+	if (served == 1)
+		return;
+	strbuf_addf(sb, "# HELP gpugate_dra_templates The claim templates of DRA "
+			"classes: kept (gpugate's), taken (gpugate's names held by "
+			"templates that are not gpugate's), garbage (gpugate's, no "
+			"longer wanted, not deleted yet).\n"
+			"# TYPE gpugate_dra_templates gauge\n");
+	for (size_t i = 0; i < 3; i++)
+		strbuf_addf(sb, "gpugate_dra_templates{state=\"%s\"} %llu\n", states[i],
+			    (unsigned long long)n[i]);
 }
 
 static uint64_t load(atomic_uint_fast64_t *v)
@@ -683,6 +731,7 @@ int metrics_render(struct metrics *m, const struct metrics_state *st,
 		    (unsigned long long)load(&m->cert_reloads[1]),
 		    (unsigned long long)load(&m->cert_reloads[0]));
 	render_gang_route(&sb, m);
+	render_dra_templates(&sb, m);
 	metrics_idle_render(m->idle, &sb);
 	if (st) {
 		render_state(&sb, m, st);

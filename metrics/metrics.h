@@ -82,6 +82,18 @@ void metrics_reclaim_released(struct metrics *m, bool reported, double wait_seco
 void metrics_gang_route(struct metrics *m, enum gang_route r);
 
 /*
+ * The template keeper (controllers/claim-templates.h), pushed once a
+ * round: gpugate_dra_templates_served (1: resource.k8s.io/v1
+ * resourceclaimtemplates is served, 0: not) and, while served,
+ * gpugate_dra_templates{state}: kept (gpugate's, wanted), taken (names
+ * gpugate wants held by templates not labelled gpugate's) and garbage
+ * (gpugate's, no longer wanted, not deleted yet).  Written once pushed.
+ * Any thread; m NULL: nothing.
+ */
+void metrics_dra_templates(struct metrics *m, bool served, size_t kept, size_t taken,
+			   size_t garbage);
+
+/*
  * Gang start (SPEC section 9; controllers/gang-start.h), written once
  * metrics_gangs_on() was called (a gang-start controller runs):
  * gpugate_gangs_waiting{route,tenant,flavor}, replaced whole for one

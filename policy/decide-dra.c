@@ -4,6 +4,7 @@
 #include "policy/decide-int.h"
 
 #include "base/text.h"
+#include "policy/dra-template.h"
 #include "policy/dra.h"
 
 #include <inttypes.h>
@@ -230,6 +231,61 @@ static void claim_success_line(struct ctx *c)
 	decide_add_success(c, head, tail);
 }
 
+/* ---- gpugate's claim templates (policy/dra-template.h) ------------------ */
+
+/* The label that says a template is gpugate's (controllers/claim-sync.h's
+ * CLAIM_SYNC_OWNER_LABEL, which the core cannot include). */
+#define OWNER_LABEL "app.kubernetes.io/managed-by"
+#define OWNER "gpugate"
+
+static bool labelled_gpugates(const struct workload *wl)
+{
+	const char *v = wl ? wl_get(wl->labels, wl->n_labels, OWNER_LABEL) : NULL;
+
+	return v && strcmp(v, OWNER) == 0;
+}
+
+/*
+ * The templates of DRA classes are gpugate's (docs/design/dra.md,
+ * "Keeping users out"): nobody else creates one under its prefix, or
+ * changes or removes its label on one (the keeper would take it for a
+ * stranger's and leave it).  Deleting stays allowed: the keeper makes it
+ * again, and a namespace's deletion never waits on gpugate.  True when
+ * the request is decided here (denied, or gpugate's own write, which
+ * the claim rules below do not judge).
+ */
+static bool template_guard(struct ctx *c)
+{
+	const struct workload *wl = c->wl, *old = c->in->old;
+	bool self = decide_gpugate_user(c->in);
+	struct decision *out = c->out;
+
+	out->tenant = policy_tenant_for_namespace(c->p, wl->namespace);
+	if (out->tenant)
+		out->mode = out->tenant->mode;
+	if (wl->op == WL_CREATE && wl->name && dra_template_is_gpugates(wl->name)) {
+		if (!self)
+			decide_violate(c, RULES_CLAIM_TEMPLATE,
+				"claim template names starting with " DRA_TEMPLATE_PREFIX
+				" are gpugate's; choose another name");
+		return true;
+	}
+	/* Added to a gpugate.* name, the label would make a stranger's
+	 * template pass for gpugate's. */
+	if (wl->op == WL_UPDATE && old && labelled_gpugates(old) != labelled_gpugates(wl) &&
+	    (labelled_gpugates(old) || (wl->name && dra_template_is_gpugates(wl->name)))) {
+		if (!self)
+			decide_violate(c, RULES_CLAIM_TEMPLATE,
+				"the label " OWNER_LABEL "=" OWNER " of claim template "
+				"\"%.253s\" is gpugate's to set; leave it as it was",
+				wl->name ? wl->name : "");
+		return true;
+	}
+	out->tenant = NULL;
+	out->mode = policy_settings(c->p)->mode;
+	return false;
+}
+
 void decide_claim(struct ctx *c)
 {
 	const struct workload *wl = c->wl;
@@ -237,6 +293,8 @@ void decide_claim(struct ctx *c)
 	struct dra_claim h;
 	struct charge ch;
 
+	if (is_template(c) && template_guard(c))
+		return;
 	if (wl->op != WL_CREATE)
 		return;
 	claim_facts_of(c, &h);

@@ -180,11 +180,7 @@ void decide_gang_plan(struct ctx *c)
 	       gang_route_name(pl->gang_route));
 }
 
-/*
- * Whether user may take gpugate's gate off a pod: gpugate itself (its
- * user, or a ServiceAccount of its namespace when its user is not known).
- */
-static bool gpugate_user(const struct decide_input *in)
+bool decide_gpugate_user(const struct decide_input *in)
 {
 	const char *u = in->wl->user;
 	char sa[300];
@@ -237,7 +233,7 @@ bool decide_gang_guard(struct ctx *c)
 			"starts all at once through the scheduler; leave nodeName unset",
 			wl->owner_job ? wl->owner_job : "?");
 	if (wl->kind == WL_POD && old && has_gate(&old->pod) && !has_gate(&wl->pod) &&
-	    !gpugate_user(c->in))
+	    !decide_gpugate_user(c->in))
 		return decide_violate(c, RULES_GANG,
 			"scheduling gate " GANG_GATE " is removed by gpugate only, "
 			"when the whole gang has room: the pod waits for its gang "

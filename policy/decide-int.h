@@ -154,6 +154,13 @@ enum gang_route decide_gang_route(const struct policy *p, const struct policy_cl
 void decide_gang_plan(struct ctx *c);
 /* /validate: what would start part of a gang early.  True when final. */
 bool decide_gang_guard(struct ctx *c);
+/*
+ * Whether the request's user is gpugate itself: its user
+ * (decide_input.self_user, learned by a SelfSubjectReview at start), or,
+ * while that is not known, any ServiceAccount of its namespace.  Only
+ * gpugate takes its gang gate off a pod and writes its claim templates.
+ */
+bool decide_gpugate_user(const struct decide_input *in);
 
 /* ---- decide.c ---------------------------------------------------------- */
 

@@ -54,14 +54,16 @@ static const struct kind_hook SCALED_HOOKS[] = {
 	{NULL, NULL, 0},
 };
 /* DRA: gpugate changes neither; a claim is charged, a claim template only
- * judged (the claims made from it are charged). */
+ * judged (the claims made from it are charged), and its UPDATE held to
+ * gpugate's label on gpugate's templates (policy/decide-dra.c; DELETE is
+ * not hooked: the keeper makes a deleted one again). */
 static const struct kind_hook CLAIM_HOOKS[] = {
 	{VALIDATE, "", KIND_CREATE},
 	{RELEASE, "", KIND_DELETE},
 	{NULL, NULL, 0},
 };
 static const struct kind_hook CLAIM_TEMPLATE_HOOKS[] = {
-	{VALIDATE, "", KIND_CREATE},
+	{VALIDATE, "", CU},
 	{NULL, NULL, 0},
 };
 

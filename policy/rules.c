@@ -96,6 +96,10 @@ static const struct rules_row table[RULES__COUNT] = {
 				       "an update leaves a pod's class and GPU count "
 				       "labels as they are",
 				       USERS, "denials"},
+	[RULES_CLAIM_TEMPLATE] = {"claim-template",
+				  "claim templates named gpugate.* are created, and "
+				  "gpugate's label on them changed, by gpugate only",
+				  USERS, "gpus-through-dra-resourceclaims"},
 };
 
 const struct rules_row *rules_row(enum rules_id r)

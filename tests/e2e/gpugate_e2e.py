@@ -1286,10 +1286,15 @@ def webhook_configs(config_name: str, url: str, ca_bundle: str, policy: str) -> 
              "resources": ["deployments/scale", "statefulsets/scale", "replicasets/scale"],
              "scope": "Namespaced"}
 
-    # DRA claims and templates: validated (and claims charged), never mutated.
+    # DRA claims and templates: validated (and claims charged), never mutated;
+    # a template's UPDATE too (gpugate's label on gpugate's templates: the
+    # shipped matchConditions send it only when that label changes).
     dra = [{"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"],
             "operations": ["CREATE"], "scope": "Namespaced",
-            "resources": ["resourceclaims", "resourceclaimtemplates"]}]
+            "resources": ["resourceclaims"]},
+           {"apiGroups": ["resource.k8s.io"], "apiVersions": ["v1"],
+            "operations": ["CREATE", "UPDATE"], "scope": "Namespaced",
+            "resources": ["resourceclaimtemplates"]}]
 
     mutating = {
         "apiVersion": "admissionregistration.k8s.io/v1",

@@ -218,7 +218,13 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("watch", "statefulsets.apps", "no"),
                             ("get", "daemonsets.apps", "no"),
                             ("update", "deployments.apps", "no"),
-                            ("list", "resourceclaimtemplates.resource.k8s.io", "no"),
+                            # The claim templates of DRA classes (#33):
+                            # created and deleted, never updated.
+                            ("list", "resourceclaimtemplates.resource.k8s.io", "yes"),
+                            ("create", "resourceclaimtemplates.resource.k8s.io", "yes"),
+                            ("delete", "resourceclaimtemplates.resource.k8s.io", "yes"),
+                            ("update", "resourceclaimtemplates.resource.k8s.io", "no"),
+                            ("patch", "resourceclaimtemplates.resource.k8s.io", "no"),
                             ("list", "secrets", "no"), ("create", "pods", "no"),
                             ("update", "mutatingwebhookconfigurations", "no"),
                             # The GPUClass objects (#18): kept in step with

@@ -32,8 +32,12 @@ GPU workloads with gpugate's label), listed like the others, and modified in
 bursts of watch events (`burst`); bench/feed-memory.sh runs the fake so,
 as a program with --pods/--gpu-pods/--jobs/--gpu-jobs.
 
-and, for the tests of the API client's write verbs (kube/client.c), a store
-of namespaced ConfigMaps and Leases with GET, POST, PUT, PATCH and DELETE
+and, for the tests of the API client's write verbs (kube/client.c) and of
+the controllers that write, a store of namespaced ConfigMaps, Leases and
+ResourceClaimTemplates (the template keeper) with GET, POST, PUT, PATCH and
+DELETE, with the lists across namespaces the template keeper reads (GET
+/api/v1/namespaces, /apis/resource.k8s.io/v1/resourceclaimtemplates and
+/api/v1/namespaces/NS/pods: `set_namespaces`, `serve_templates`)
 (the "objects" section below; as a program, `python3 fakekube.py --ca ...`,
 see _main at the end).
 
@@ -235,7 +239,22 @@ _OBJECT_ROUTES = (
      "statefulsets", "apps", "StatefulSet", "apps/v1"),
     (re.compile(r"^/apis/apps/v1/namespaces/([^/]+)/replicasets(?:/([^/]+))?$"),
      "replicasets", "apps", "ReplicaSet", "apps/v1"),
+    # the claim templates of DRA classes (controllers/claim-templates.c)
+    (re.compile(r"^/apis/resource\.k8s\.io/v1/namespaces/([^/]+)/resourceclaimtemplates"
+                r"(?:/([^/]+))?$"),
+     "resourceclaimtemplates", "resource.k8s.io", "ResourceClaimTemplate",
+     "resource.k8s.io/v1"),
 )
+
+# Lists across namespaces that the object store and the watched store
+# answer (off until a test serves them: `namespaces`, `serve_templates`):
+#
+#   GET /api/v1/namespaces                          FakeKube.namespaces
+#   GET /apis/resource.k8s.io/v1/resourceclaimtemplates   the store's
+#   GET /api/v1/namespaces/NS/pods                  the watched pods of NS
+_NAMESPACES = "/api/v1/namespaces"
+_TEMPLATES = "/apis/resource.k8s.io/v1/resourceclaimtemplates"
+_NS_PODS = re.compile(r"^/api/v1/namespaces/([^/]+)/pods$")
 
 # What POST /_fake/call may call: FakeKube's scripting methods whose
 # arguments and results are JSON.
@@ -669,6 +688,8 @@ class FakeKube(_Objects):
                                        "resource.k8s.io/v1", served=False),
         }
         self._by_path = {r.path: r for r in self._res.values()}
+        self.namespaces: dict[str, str] | None = None
+        self.templates_served = False
         self._objects_init()
         self._httpd = _Server(self, ctx)
         self.port = self._httpd.server_address[1]
@@ -917,6 +938,8 @@ class FakeKube(_Objects):
             return
         if self._watched_object(h, u.path):
             return
+        if h.command == "GET" and self._cluster_list(h, u.path):
+            return
         if h.command != "GET":
             # The body is read first: left in the stream it would be read
             # as the next request of a kept-alive connection.
@@ -932,6 +955,53 @@ class FakeKube(_Objects):
             self._watch(h, r, query)
         else:
             self._list(h, r, query)
+
+    def _cluster_list(self, h: _Handler, path: str) -> bool:
+        """GET of the lists across namespaces above; False when path is
+        none of them."""
+        m = _NS_PODS.match(path)
+        if path not in (_NAMESPACES, _TEMPLATES) and not m:
+            return False
+        with self._cond:
+            self._count(f"GET {path}")
+            if path == _NAMESPACES and self.namespaces is not None:
+                items = [{"apiVersion": "v1", "kind": "Namespace",
+                          "metadata": {"name": n, "uid": f"ns-{n}"},
+                          "status": {"phase": phase}}
+                         for n, phase in self.namespaces.items()]
+                answer = {"kind": "NamespaceList", "apiVersion": "v1", "items": items}
+            elif path == _TEMPLATES and self.templates_served:
+                items = [copy.deepcopy(o) for (r, _, _), o in sorted(self._objects.items())
+                         if r == "resourceclaimtemplates"]
+                answer = {"kind": "ResourceClaimTemplateList",
+                          "apiVersion": "resource.k8s.io/v1", "items": items}
+            elif m:
+                items = [copy.deepcopy(o) for o in self._res["pods"].objects.values()
+                         if o["metadata"].get("namespace") == m.group(1)]
+                answer = {"kind": "PodList", "apiVersion": "v1", "items": items}
+            else:
+                answer = None
+            if answer is not None:
+                answer["metadata"] = {"resourceVersion": str(self._rv)}
+        if answer is None:
+            _send_json(h, 404, _status(404, "NotFound", "the server could not "
+                                       "find the requested resource"))
+        else:
+            _send_json(h, 200, answer)
+        return True
+
+    def set_namespaces(self, namespaces: dict[str, str] | None) -> None:
+        """The Namespaces GET /api/v1/namespaces lists, name -> phase
+        ("Active", "Terminating"); None: not served (404)."""
+        with self._cond:
+            self.namespaces = dict(namespaces) if namespaces is not None else None
+
+    def serve_templates(self, on: bool) -> None:
+        """Whether resource.k8s.io/v1 resourceclaimtemplates is served: off,
+        the list across namespaces is 404 (the namespaced paths are the
+        object store's, always there)."""
+        with self._cond:
+            self.templates_served = on
 
     def _watched_object(self, h: _Handler, path: str) -> bool:
         """GET and PATCH (merge, JSON) of one Pod, Job or Node of the

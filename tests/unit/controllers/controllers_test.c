@@ -25,6 +25,8 @@ Test(controllers, the_rows_in_start_order_and_what_they_need)
 		{"gang-start", "kube policy inventory metrics namespace", true},
 		/* Writes annotations and Events: the leader's. */
 		{"idle", "kube policy usage metrics identity synced", true},
+		/* Reads on every replica (its idle turn), writes on the leader. */
+		{"claim-templates", "kube policy metrics templates", true},
 	};
 
 	for (size_t i = 0; i < CONTROLLERS_COUNT; i++) {
@@ -139,4 +141,6 @@ Test(controllers, the_switches_of_gpugate_serve)
 						"pod is gated)");
 	cr_expect_null(controllers_table[9].on, "idle: always (without --prometheus-url "
 						"nothing is idle)");
+	cr_expect_null(controllers_table[10].on, "claim-templates: always (it only "
+						 "reads while no class is of a DRA flavor)");
 }

@@ -534,3 +534,151 @@ Test(decide_dra, the_schedulers_claim_asks_what_its_pod_does_not_hold)
 			 "gpugate: claim -> 4 x h100 for tenant research (held by pod p)");
 	done(&r);
 }
+
+/* ---- gpugate's claim templates: only gpugate writes them --------------- */
+
+/* A template named name, labelled gpugate's or not, written by user as op
+ * (old: labelled as before, for an UPDATE), decided at /validate. */
+struct guard {
+	struct run now, before;
+};
+
+static void guard_one(struct run *r, const char *ns, const char *name, bool labelled)
+{
+	char json[2048];
+	struct diag d;
+	json_error_t err;
+
+	snprintf(json, sizeof(json),
+		 "{\"apiVersion\": \"resource.k8s.io/v1\", \"kind\": \"ResourceClaimTemplate\","
+		 " \"metadata\": {\"name\": \"%s\", \"namespace\": \"%s\"%s},"
+		 " \"spec\": {\"spec\": {\"devices\": {\"requests\": %s}}}}",
+		 name, ns,
+		 labelled ? ", \"labels\": {\"app.kubernetes.io/managed-by\": \"gpugate\"}" : "",
+		 TWO_H100);
+	r->obj = json_loads(json, 0, &err);
+	cr_assert_not_null(r->obj, "%s: %s", err.text, json);
+	arena_init(&r->arena);
+	memset(&r->wl, 0, sizeof(r->wl));
+	r->wl.def = kinds_find("resource.k8s.io", "v1", "ResourceClaimTemplate");
+	r->wl.kind = r->wl.def->wl;
+	r->wl.namespace = ns;
+	r->wl.name = name;
+	diag_init(&d);
+	cr_assert_eq(facts_extract(r->obj, &r->wl, &r->arena, &d), 0, "%s",
+		     diag_text(&d));
+}
+
+static void guard_run(struct guard *g, const char *ns, const char *name, enum wl_op op,
+		      const char *user, bool labelled, bool was_labelled)
+{
+	struct decide_input in = {.policy = P, .wl = &g->now.wl, .phase = DECIDE_VALIDATE,
+				  .self_user = "system:serviceaccount:gpugate:gpugate",
+				  .self_namespace = "gpugate"};
+
+	guard_one(&g->now, ns, name, labelled);
+	guard_one(&g->before, ns, name, was_labelled);
+	g->now.wl.op = op;
+	g->now.wl.user = user;
+	if (op == WL_UPDATE)
+		in.old = &g->before.wl;
+	decide(&in, &usage, &g->now.dec);
+}
+
+static void guard_done(struct guard *g)
+{
+	done(&g->now);
+	done(&g->before);
+}
+
+#define ALICE "alice@example.com"
+#define SELF "system:serviceaccount:gpugate:gpugate"
+
+Test(decide_dra, a_template_named_gpugate_dot_is_gpugates_to_create)
+{
+	struct guard g;
+
+	guard_run(&g, "research", "gpugate.train.2.abc123", WL_CREATE, ALICE, true, false);
+	expect_denied(&g.now, "claim-template",
+		      "gpugate: claim template names starting with gpugate. are "
+		      "gpugate's; choose another name");
+	guard_done(&g);
+	/* Unlabelled, and in a namespace of no tenant: the name decides. */
+	guard_run(&g, "web", "gpugate.x", WL_CREATE, ALICE, false, false);
+	cr_assert_not(g.now.dec.allowed);
+	cr_assert_str_eq(g.now.dec.rule, "claim-template");
+	guard_done(&g);
+	/* gpugate itself: admitted, and not judged as a user's template
+	 * (gpu.nvidia.com would be checked against the tenant's quota). */
+	guard_run(&g, "research", "gpugate.train.2.abc123", WL_CREATE, SELF, true, false);
+	expect_admitted_untouched(&g.now);
+	cr_assert_null(g.now.dec.flavor, "not judged");
+	guard_done(&g);
+	/* gpugate's user not known: a ServiceAccount of its namespace is it. */
+	{
+		struct decide_input in = {.policy = P, .wl = &g.now.wl,
+					  .phase = DECIDE_VALIDATE, .self_namespace = "gpugate"};
+
+		guard_one(&g.now, "research", "gpugate.train.2.abc123", true);
+		guard_one(&g.before, "research", "x", false);
+		g.now.wl.op = WL_CREATE;
+		g.now.wl.user = "system:serviceaccount:gpugate:other";
+		decide(&in, &usage, &g.now.dec);
+		expect_admitted_untouched(&g.now);
+		guard_done(&g);
+	}
+	/* Another name: judged as any template (the claim rules). */
+	guard_run(&g, "research", "gpugate-like", WL_CREATE, ALICE, false, false);
+	cr_assert(g.now.dec.allowed, "%s", g.now.dec.message);
+	cr_assert_not_null(g.now.dec.flavor, "judged: its devices are h100's");
+	cr_assert_str_eq(g.now.dec.flavor->name, "h100");
+	guard_done(&g);
+}
+
+Test(decide_dra, gpugates_label_on_a_template_is_gpugates_to_change)
+{
+	static const char msg[] =
+		"gpugate: the label app.kubernetes.io/managed-by=gpugate of claim template "
+		"\"gpugate.train.2.abc123\" is gpugate's to set; leave it as it was";
+	struct guard g;
+
+	/* Removed from gpugate's template. */
+	guard_run(&g, "research", "gpugate.train.2.abc123", WL_UPDATE, ALICE, false, true);
+	expect_denied(&g.now, "claim-template", msg);
+	guard_done(&g);
+	/* Added to a stranger's template of gpugate's name. */
+	guard_run(&g, "research", "gpugate.train.2.abc123", WL_UPDATE, ALICE, true, false);
+	expect_denied(&g.now, "claim-template", msg);
+	guard_done(&g);
+	/* Removed from any template labelled gpugate's. */
+	guard_run(&g, "research", "mine", WL_UPDATE, ALICE, false, true);
+	cr_assert_str_eq(g.now.dec.rule, "claim-template");
+	guard_done(&g);
+	/* Left as it was, or by gpugate, or added to another name: admitted. */
+	guard_run(&g, "research", "gpugate.train.2.abc123", WL_UPDATE, ALICE, true, true);
+	expect_admitted_untouched(&g.now);
+	guard_done(&g);
+	guard_run(&g, "research", "gpugate.train.2.abc123", WL_UPDATE, SELF, false, true);
+	expect_admitted_untouched(&g.now);
+	guard_done(&g);
+	guard_run(&g, "research", "mine", WL_UPDATE, ALICE, true, false);
+	expect_admitted_untouched(&g.now);
+	guard_done(&g);
+	/* Deleting stays allowed (the keeper makes it again). */
+	guard_run(&g, "research", "gpugate.train.2.abc123", WL_DELETE, ALICE, true, true);
+	expect_admitted_untouched(&g.now);
+	guard_done(&g);
+}
+
+Test(decide_dra, warn_mode_warns_of_a_template_named_gpugate_dot)
+{
+	struct guard g;
+
+	guard_run(&g, "sandbox", "gpugate.x", WL_CREATE, ALICE, false, false);
+	cr_assert(g.now.dec.allowed);
+	cr_assert_str_eq(g.now.dec.rule, "claim-template");
+	cr_assert_str_eq(g.now.dec.warnings[0],
+			 "gpugate: claim template names starting with gpugate. are "
+			 "gpugate's; choose another name");
+	guard_done(&g);
+}

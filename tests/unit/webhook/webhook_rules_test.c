@@ -407,6 +407,32 @@ static void check_gang_rbac(const struct yamljson_doc *docs, size_t n, const cha
 			    file);
 }
 
+/* The template keeper (controllers/claim-templates.h): get, list, watch,
+ * create and delete claim templates, never update or patch (a template's
+ * spec is immutable; a stranger's is never touched). */
+static void check_template_rbac(const struct yamljson_doc *docs, size_t n,
+				const char *file, const char *role, const char *shown,
+				struct strbuf *problems)
+{
+	static const struct kind_def tmpl = {.group = "resource.k8s.io", .version = "v1",
+					     .resource = "resourceclaimtemplates"};
+	const char *const yes[] = {"get", "list", "watch", "create", "delete"};
+	const char *const no[] = {"update", "patch"};
+
+	for (size_t v = 0; v < sizeof(yes) / sizeof(yes[0]); v++)
+		if (!allowed(docs, n, role, &tmpl, yes[v]))
+			strbuf_addf(problems, "%s: ClusterRole %s: missing %s on "
+					      "resource.k8s.io/v1 resourceclaimtemplates "
+					      "(the template keeper)\n",
+				    file, shown, yes[v]);
+	for (size_t v = 0; v < sizeof(no) / sizeof(no[0]); v++)
+		if (allowed(docs, n, role, &tmpl, no[v]))
+			strbuf_addf(problems, "%s: ClusterRole %s: %s on resource.k8s.io/v1 "
+					      "resourceclaimtemplates (never: the template "
+					      "keeper only creates and deletes)\n",
+				    file, shown, no[v]);
+}
+
 /* file's ClusterRole `role` (shown as `shown`) against the table: "" when
  * it lets gpugate do all it must (the caller frees). */
 static char *check_rbac(const char *file, const char *text, size_t len, const char *role,
@@ -442,6 +468,7 @@ static char *check_rbac(const char *file, const char *text, size_t len, const ch
 				    k->resource, k->kind);
 	}
 	check_gang_rbac(docs, n, file, role, shown, &problems);
+	check_template_rbac(docs, n, file, role, shown, &problems);
 	yamljson_docs_free(docs, n);
 	return strbuf_take(&problems, NULL);
 }
