@@ -945,6 +945,7 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 	dm->handler.gang_served = &dm->gang_served;
 	dm->handler.self_user = dm->self_user[0] ? dm->self_user : NULL;
 	dm->handler.self_namespace = dm->namespace[0] ? dm->namespace : NULL;
+	dm->handler.templates = dm->templates;
 	if (dm->parents) {
 		dm->parent_source = (struct handler_parents){parents_get, dm->parents};
 		dm->handler.parents = &dm->parent_source;

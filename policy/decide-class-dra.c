@@ -57,6 +57,32 @@ bool decide_dra_entries(struct ctx *c, const char *class_name)
 	return false;
 }
 
+/* Where the class's template cannot be had: the cluster serves no claim
+ * templates, or a stranger's template has its name (the keeper found it:
+ * controllers/claim-templates.h).  Rule claim-template; true when
+ * denied. */
+static bool decide_dra_template_gone(struct ctx *c, unsigned count)
+{
+	const struct decide_template_source *ts = c->in->templates;
+	const struct policy_class *cls = c->out->cls;
+	char name[DRA_TEMPLATE_NAME_MAX];
+
+	if (!ts || !dra_template_name(cls, count, name, sizeof(name)))
+		return false;
+	if (ts->served(ts->ctx) == DECIDE_TEMPLATES_NOT_SERVED)
+		return decide_violate(c, RULES_CLAIM_TEMPLATE,
+			"class \"%s\" is served through DRA (resource.k8s.io/v1 "
+			"ResourceClaimTemplates), which this cluster does not serve; ask "
+			"the platform team (Kubernetes 1.34 or later) or use another class",
+			cls->name);
+	if (c->wl->namespace && ts->taken(ts->ctx, c->wl->namespace, name))
+		return decide_violate(c, RULES_CLAIM_TEMPLATE,
+			"claim template \"%s\" in namespace \"%s\" is not gpugate's (no "
+			"label app.kubernetes.io/managed-by=gpugate); delete or rename it",
+			name, c->wl->namespace);
+	return false;
+}
+
 /* At /mutate: an entry of gpugate's that the pod already has must be the
  * class's (a template of the same class and count; a stale hash is
  * rewritten), and no container may ask for an extended GPU resource. */
@@ -87,6 +113,8 @@ bool decide_dra_class_mutate(struct ctx *c, size_t gpu, unsigned count)
 			    pod->containers[gpu].name ? pod->containers[gpu].name : ""))
 			return true;
 	}
+	if (decide_dra_template_gone(c, count))
+		return true;
 	if (e) {
 		unsigned have = 0;
 		bool current;

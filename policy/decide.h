@@ -125,6 +125,25 @@ struct decide_input {
 	 * gate off a pod. */
 	const char *self_user;
 	const char *self_namespace;
+	/* What gpugate's template keeper found (controllers/claim-templates.h):
+	 * NULL, nothing known (a DRA class is then never denied for it). */
+	const struct decide_template_source *templates;
+};
+
+/*
+ * The claim templates of DRA classes, as the keeper last found them
+ * (usage/template-board.h): whether the cluster serves them (DECIDE_*),
+ * and whether template name in namespace ns is a stranger's.
+ */
+enum decide_templates_served {
+	DECIDE_TEMPLATES_UNKNOWN,
+	DECIDE_TEMPLATES_SERVED,
+	DECIDE_TEMPLATES_NOT_SERVED,
+};
+struct decide_template_source {
+	enum decide_templates_served (*served)(void *ctx);
+	bool (*taken)(void *ctx, const char *ns, const char *name);
+	void *ctx;
 };
 
 /*

@@ -11,6 +11,7 @@
 #include "usage/inventory.h"
 #include "usage/priorities.h"
 #include "usage/pvcs.h"
+#include "usage/template-board.h"
 #include "usage/usage.h"
 #include "webhook/apply.h"
 #include "webhook/facts.h"
@@ -308,6 +309,24 @@ static int judge_scale(const struct review *rv, const char *kind,
 	return 0;
 }
 
+/* The keeper's board as the decision reads it. */
+static enum decide_templates_served templates_served(void *ctx)
+{
+	switch (template_board_served(ctx)) {
+	case TEMPLATES_SERVED:
+		return DECIDE_TEMPLATES_SERVED;
+	case TEMPLATES_NOT_SERVED:
+		return DECIDE_TEMPLATES_NOT_SERVED;
+	default:
+		return DECIDE_TEMPLATES_UNKNOWN;
+	}
+}
+
+static bool templates_taken(void *ctx, const char *ns, const char *name)
+{
+	return template_board_taken(ctx, ns, name);
+}
+
 int handler_evaluate(const struct policy *p, const struct review *rv,
 		     enum handler_endpoint ep, struct usage_store *u,
 		     struct inventory *inv, struct evaluation *ev)
@@ -316,6 +335,8 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 	struct inventory_pool ipool = {.inv = inv, .policy = p};
 	struct decide_pool_source pool = {.fit = inventory_pool_fit, .ctx = &ipool};
 	struct decide_node_source nodes = {.flavor_of = inventory_node, .ctx = &ipool};
+	struct decide_template_source templates = {
+		.served = templates_served, .taken = templates_taken, .ctx = ev->templates};
 	struct decide_input in = {
 		.policy = p,
 		.wl = &ev->wl,
@@ -327,6 +348,7 @@ int handler_evaluate(const struct policy *p, const struct review *rv,
 		.gang_served = ev->gang_served,
 		.self_user = ev->self_user,
 		.self_namespace = ev->self_namespace,
+		.templates = ev->templates ? &templates : NULL,
 	};
 	bool debug = is_ephemeral_update(rv, ep);
 	bool status = is_status_update(rv, ep);
@@ -563,6 +585,7 @@ void handler_admit(struct handler *h, enum handler_endpoint ep,
 	ev.gang_served = h->gang_served ? *h->gang_served : 0;
 	ev.self_user = h->self_user;
 	ev.self_namespace = h->self_namespace;
+	ev.templates = h->templates;
 	if ((h->read_all ? review_decode_all : review_decode)(body, len, &rv, err,
 							   sizeof(err)) < 0) {
 		snprintf(msg, sizeof(msg), "gpugate: bad request: %s", err);

@@ -25,6 +25,7 @@ enum handler_endpoint { HANDLER_MUTATE, HANDLER_VALIDATE };
 struct inventory;
 struct priorities;
 struct pvcs;
+struct template_board;
 struct usage_store;
 
 /*
@@ -57,6 +58,8 @@ struct evaluation {
 	unsigned gang_served;
 	const char *self_user;
 	const char *self_namespace;
+	/* In: the claim-template keeper's board (NULL: nothing known). */
+	struct template_board *templates;
 	struct arena arena;       /* the workload's arrays */
 	struct workload wl;
 	struct workload old;      /* UPDATE: the object before */
@@ -122,6 +125,9 @@ struct handler {
 	const _Atomic unsigned *gang_served;
 	const char *self_user;
 	const char *self_namespace;
+	/* What the claim-template keeper found (API mode); NULL: nothing
+	 * known, no DRA class is denied for it. */
+	struct template_board *templates;
 	/* Build the whole review, even the parts no rule reads
 	 * (review_decode_all()): for tests that compare the two. */
 	bool read_all;

@@ -73,9 +73,28 @@ static json_t *parse(const char *json)
 	return v;
 }
 
+/* The keeper's board, as a test says it. */
+static enum decide_templates_served board_served = DECIDE_TEMPLATES_UNKNOWN;
+static const char *board_taken; /* the one taken name, or NULL */
+
+static enum decide_templates_served served_fn(void *ctx)
+{
+	(void)ctx;
+	return board_served;
+}
+
+static bool taken_fn(void *ctx, const char *ns, const char *name)
+{
+	(void)ctx;
+	return board_taken && strcmp(ns, "research") == 0 && strcmp(name, board_taken) == 0;
+}
+
+static const struct decide_template_source board = {served_fn, taken_fn, NULL};
+
 static void decide_on(struct run *r, const json_t *obj, enum decide_phase phase)
 {
-	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = phase};
+	struct decide_input in = {.policy = P, .wl = &r->wl, .phase = phase,
+				  .templates = &board};
 	const char *kind = json_string_value(json_object_get(obj, "kind"));
 	struct diag d;
 
@@ -295,4 +314,42 @@ Test(dra_class, the_claim_made_from_the_template_is_the_flavors_and_rides)
 	arena_release(&r.a);
 	json_decref(obj);
 	json_decref(raw);
+}
+
+Test(dra_class, a_template_gpugate_cannot_have_is_said_at_the_door)
+{
+	json_t *obj = pod("4", "");
+	char want[512];
+	struct run r;
+
+	/* Not served: every DRA class pod. */
+	board_served = DECIDE_TEMPLATES_NOT_SERVED;
+	decide_on(&r, obj, DECIDE_MUTATE);
+	cr_assert_not(r.dec.allowed);
+	cr_assert_str_eq(r.dec.rule, "claim-template");
+	cr_assert_str_eq(r.dec.message,
+			 "gpugate: class \"train\" is served through DRA (resource.k8s.io/v1 "
+			 "ResourceClaimTemplates), which this cluster does not serve; ask the "
+			 "platform team (Kubernetes 1.34 or later) or use another class");
+	arena_release(&r.a);
+	/* Served, its name a stranger's. */
+	board_served = DECIDE_TEMPLATES_SERVED;
+	board_taken = TEMPLATE4;
+	decide_on(&r, obj, DECIDE_MUTATE);
+	cr_assert_not(r.dec.allowed);
+	snprintf(want, sizeof(want),
+		 "gpugate: claim template \"%s\" in namespace \"research\" is not gpugate's "
+		 "(no label app.kubernetes.io/managed-by=gpugate); delete or rename it",
+		 TEMPLATE4);
+	cr_assert_str_eq(r.dec.message, want);
+	arena_release(&r.a);
+	/* Another count's template is free: admitted. */
+	json_decref(obj);
+	obj = pod("2", "");
+	decide_on(&r, obj, DECIDE_MUTATE);
+	cr_assert(r.dec.allowed, "%s", r.dec.message);
+	arena_release(&r.a);
+	board_taken = NULL;
+	board_served = DECIDE_TEMPLATES_UNKNOWN;
+	json_decref(obj);
 }
