@@ -161,13 +161,26 @@ static void build_device_classes(struct builder *b, const struct src_flavor *s,
 /* The lower-case base-32 digits of names gpugate makes (DNS labels). */
 static const char base32[] = "0123456789abcdefghijklmnopqrstuv";
 
-/* A flavor's dra block (validated), with the hash of what a template's
- * spec depends on besides the count. */
-static const struct policy_dra *build_dra(struct builder *b, const struct src_dra *s)
+/* One toleration (validated): a flavor's, or a dra block's device one. */
+static void build_toleration(struct builder *b, const struct src_toleration *st,
+			     struct policy_toleration *out)
 {
 	static const char *const ops[] = {"Exists", "Equal"};
 	static const char *const effects[] = {"NoSchedule", "PreferNoSchedule",
 					      "NoExecute"};
+
+	out->key = dup(b, st->key ? st->key : "");
+	out->op = ops[st->operator ? *st->operator : SRC_OP_EQUAL];
+	out->value = dup(b, st->value ? st->value : "");
+	out->effect = st->effect ? effects[*st->effect] : "";
+	out->has_seconds = st->tolerationSeconds != NULL;
+	out->seconds = st->tolerationSeconds ? *st->tolerationSeconds : 0;
+}
+
+/* A flavor's dra block (validated), with the hash of what a template's
+ * spec depends on besides the count. */
+static const struct policy_dra *build_dra(struct builder *b, const struct src_dra *s)
+{
 	struct policy_dra *d;
 	struct policy_kv *attrs, *caps;
 	struct policy_toleration *tol;
@@ -205,15 +218,9 @@ static const struct policy_dra *build_dra(struct builder *b, const struct src_dr
 	}
 	h = hash_fnv1a(h, "\x1e");
 	for (unsigned k = 0; k < s->tolerations_count; k++) {
-		const struct src_toleration *st = &s->tolerations[k];
 		char secs[24];
 
-		tol[k].key = dup(b, st->key ? st->key : "");
-		tol[k].op = ops[st->operator ? *st->operator : SRC_OP_EQUAL];
-		tol[k].value = dup(b, st->value ? st->value : "");
-		tol[k].effect = st->effect ? effects[*st->effect] : "";
-		tol[k].has_seconds = st->tolerationSeconds != NULL;
-		tol[k].seconds = st->tolerationSeconds ? *st->tolerationSeconds : 0;
+		build_toleration(b, &s->tolerations[k], &tol[k]);
 		snprintf(secs, sizeof(secs), "%lld",
 			 tol[k].has_seconds ? (long long)tol[k].seconds : -1LL);
 		h = hash_fnv1a(hash_fnv1a(h, tol[k].key), "\x1d");
@@ -250,10 +257,6 @@ static void build_flavors(struct builder *b)
 		struct policy_kv *sel = alloc(b, s->nodeSelector_count, sizeof(*sel));
 		struct policy_toleration *tol =
 			alloc(b, s->tolerations_count, sizeof(*tol));
-		static const char *const ops[] = {"Exists", "Equal"};
-		static const char *const effects[] = {"NoSchedule",
-						      "PreferNoSchedule",
-						      "NoExecute"};
 
 		if (b->oom)
 			return;
@@ -267,16 +270,8 @@ static void build_flavors(struct builder *b)
 			split_kv(b, s->nodeSelector[k], &sel[k]);
 		f->node_selector = sel;
 		f->n_node_selector = s->nodeSelector_count;
-		for (unsigned k = 0; k < s->tolerations_count; k++) {
-			const struct src_toleration *st = &s->tolerations[k];
-
-			tol[k].key = dup(b, st->key ? st->key : "");
-			tol[k].op = ops[st->operator ? *st->operator : SRC_OP_EQUAL];
-			tol[k].value = dup(b, st->value ? st->value : "");
-			tol[k].effect = st->effect ? effects[*st->effect] : "";
-			tol[k].has_seconds = st->tolerationSeconds != NULL;
-			tol[k].seconds = st->tolerationSeconds ? *st->tolerationSeconds : 0;
-		}
+		for (unsigned k = 0; k < s->tolerations_count; k++)
+			build_toleration(b, &s->tolerations[k], &tol[k]);
 		f->tolerations = tol;
 		f->n_tolerations = s->tolerations_count;
 		build_device_classes(b, s, f);
