@@ -69,8 +69,7 @@ static const struct kind_def *kind_of(const json_t *gvk)
 	spec "/dnsPolicy|dnsConfig|"                                             \
 	     "automountServiceAccountToken|enableServiceLinks|"                  \
 	     "imagePullSecrets|readinessGates|topologySpreadConstraints|"        \
-	     "hostAliases|securityContext|hostname|subdomain|"                   \
-	     "resourceClaims|os"
+	     "hostAliases|securityContext|hostname|subdomain|os"
 
 static const char *const unread[] = {
 	"request/object|oldObject/metadata/managedFields",

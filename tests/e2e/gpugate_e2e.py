@@ -416,7 +416,7 @@ REPLICA_STORE_NAMESPACE = "gpugate-e2e"
 # the only one that runs the health controller: see GATE_ARGS).
 # "idle": the gpugate of test_idle.py (its own policy with idle rules, its
 # own fleet, the only one given a Prometheus: --prometheus-url).
-LABELLED_POLICIES = ("quota", "raw", "replicas", "defaults", "gang", "health", "idle")
+LABELLED_POLICIES = ("quota", "raw", "dra", "replicas", "defaults", "gang", "health", "idle")
 
 ASAN_DEFAULTS = "detect_leaks=1:abort_on_error=0:halt_on_error=1"
 UBSAN_DEFAULTS = "print_stacktrace=1:halt_on_error=0"
@@ -1339,7 +1339,8 @@ def register(kubectl: Kubectl, config_name: str, gate: Gate, policy: str) -> Non
 # A namespace and class each gpugate admits, for probes (dry runs: nothing
 # is reserved).
 PROBES = {"example": ("research", "train-small"), "quota": ("solo", "gpu"),
-          "raw": ("rawgpu", "gpu"), "replicas": ("race", "gpu"),
+          "raw": ("rawgpu", "gpu"), "dra": ("dra-team", "train-dra"),
+          "replicas": ("race", "gpu"),
           "gang": ("gang-a", "solo"), "health": ("health-a", "gpu"),
           "idle": ("idle-a", "gpu")}
 
