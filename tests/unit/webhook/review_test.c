@@ -294,7 +294,9 @@ Test(review, leaves_out_what_no_rule_reads)
 		"\"securityContext\":{\"privileged\":true},\"livenessProbe\":{}}],"
 		"\"volumes\":[{\"name\":\"h\",\"hostPath\":{\"path\":\"/x\"}},"
 		"{\"name\":\"s\",\"secret\":{\"secretName\":\"s\"}}],"
-		"\"dnsPolicy\":\"ClusterFirst\",\"priority\":0}";
+		"\"dnsPolicy\":\"ClusterFirst\",\"priority\":0,"
+		"\"resourceClaims\":[{\"name\":\"gpugate-gpu\","
+		"\"resourceClaimTemplateName\":\"t\"}]}";
 	char body[4096], err[256];
 	struct review rv, all;
 
@@ -333,6 +335,8 @@ Test(review, leaves_out_what_no_rule_reads)
 		cr_assert_null(json_object_get(sp, "dnsPolicy"));
 		cr_assert_not_null(json_object_get(sp, "priority"),
 				   "apply_plan removes it: kept");
+		cr_assert_not_null(json_object_get(sp, "resourceClaims"),
+				   "a DRA class's entry is read and written: kept");
 	}
 	cr_assert_null(json_object_get(json_object_get(rv.object, "metadata"),
 				       "managedFields"));
