@@ -54,26 +54,27 @@ void cmd_check_usage(FILE *out)
 #define CHECK_MAX_PRIORITY_CLASSES 4096
 
 /*
- * The PriorityClasses of the cluster (a read-only list) against the ones
- * the classes name: a warning on stderr for each missing one
- * (cluster_check_priority_classes()), or one saying they could not be
- * read.  Never fails the check: the policy itself is valid.
+ * One read-only list of the cluster at path, its items in *items (owned by
+ * *list, which the caller frees).  0; 1 when the API does not serve it
+ * (404) and not_served_ok; -1 after a warning on stderr saying that what
+ * (e.g. "PriorityClasses") could not be listed and what is not known.
  */
-static void priority_classes(const struct policy *p, const struct kube_config *kube)
+static int list_cluster(const struct policy *p, const struct kube_config *kube,
+			const char *path, const char *what, const char *unknown,
+			bool not_served_ok, json_t **list, json_t **items)
 {
-	static const char path[] = "/apis/scheduling.k8s.io/v1/priorityclasses";
-	const char **names = NULL;
 	struct kube *k;
-	json_t *list = NULL, *items, *item;
-	struct diag d, w;
-	size_t n = 0, i;
+	struct diag d;
 	int rc = -1;
 
+	*list = *items = NULL;
 	diag_init(&d);
-	diag_init(&w);
 	k = kube_new(kube, &d);
 	if (k)
-		rc = kube_get_json(k, path, 0, &list, &d);
+		rc = kube_get_json(k, path, 0, list, &d);
+	kube_free(k);
+	if (rc == 404 && not_served_ok)
+		return 1;
 	if (rc != 0) {
 		char why[512];
 
@@ -81,13 +82,33 @@ static void priority_classes(const struct policy *p, const struct kube_config *k
 			snprintf(why, sizeof(why), "HTTP %d", rc);
 		else
 			diag_first(&d, why, sizeof(why));
-		fprintf(stderr, "%s: warning: the cluster's PriorityClasses could not be "
-				"listed (%s): whether the ones the classes name exist is "
-				"not known\n",
-			policy_source(p), why);
-		goto out;
+		fprintf(stderr, "%s: warning: the cluster's %s could not be listed (%s): %s\n",
+			policy_source(p), what, why, unknown);
+		return -1;
 	}
-	items = json_object_get(list, "items");
+	*items = json_object_get(*list, "items");
+	return 0;
+}
+
+/*
+ * The PriorityClasses of the cluster (a read-only list) against the ones
+ * the classes name: a warning on stderr for each missing one
+ * (cluster_check_priority_classes()), or one saying they could not be
+ * read.  Never fails the check: the policy itself is valid.
+ */
+static void priority_classes(const struct policy *p, const struct kube_config *kube)
+{
+	const char **names = NULL;
+	json_t *list, *items, *item;
+	struct diag w;
+	size_t n = 0, i;
+
+	diag_init(&w);
+	if (list_cluster(p, kube, "/apis/scheduling.k8s.io/v1/priorityclasses",
+			 "PriorityClasses",
+			 "whether the ones the classes name exist is not known", false,
+			 &list, &items) != 0)
+		goto out;
 	names = calloc(json_array_size(items) + 1, sizeof(*names));
 	if (!names) {
 		fputs("gpugate check: out of memory\n", stderr);
@@ -105,7 +126,6 @@ static void priority_classes(const struct policy *p, const struct kube_config *k
 out:
 	free(names);
 	json_decref(list);
-	kube_free(k);
 }
 
 /* Most DeviceClasses read. */
@@ -119,35 +139,16 @@ out:
  */
 static void device_classes(const struct policy *p, const struct kube_config *kube)
 {
-	static const char path[] = "/apis/resource.k8s.io/v1/deviceclasses";
 	struct cluster_device_class *dcs = NULL;
-	struct kube *k;
-	json_t *list = NULL, *items, *item;
-	struct diag d, w;
+	json_t *list, *items, *item;
+	struct diag w;
 	size_t n = 0, i;
-	int rc = -1;
 
-	diag_init(&d);
 	diag_init(&w);
-	k = kube_new(kube, &d);
-	if (k)
-		rc = kube_get_json(k, path, 0, &list, &d);
-	if (rc == 404)
+	if (list_cluster(p, kube, "/apis/resource.k8s.io/v1/deviceclasses", "DeviceClasses",
+			 "whether the flavors' deviceClassNames exist is not known", true,
+			 &list, &items) != 0)
 		goto out;
-	if (rc != 0) {
-		char why[512];
-
-		if (rc > 0)
-			snprintf(why, sizeof(why), "HTTP %d", rc);
-		else
-			diag_first(&d, why, sizeof(why));
-		fprintf(stderr, "%s: warning: the cluster's DeviceClasses could not be "
-				"listed (%s): whether the flavors' deviceClassNames exist is "
-				"not known\n",
-			policy_source(p), why);
-		goto out;
-	}
-	items = json_object_get(list, "items");
 	dcs = calloc(json_array_size(items) + 1, sizeof(*dcs));
 	if (!dcs) {
 		fputs("gpugate check: out of memory\n", stderr);
@@ -169,7 +170,6 @@ static void device_classes(const struct policy *p, const struct kube_config *kub
 out:
 	free(dcs);
 	json_decref(list);
-	kube_free(k);
 }
 
 /*
