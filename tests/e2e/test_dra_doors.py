@@ -43,6 +43,7 @@ import re
 import time
 
 import pytest
+from test_integrity import created, gpugate_denial
 from test_kubectl_admission import warning
 
 import gpugate_e2e as e2e
@@ -63,19 +64,6 @@ RESEARCH_CEILING = 40
 
 # ---------------------------------------------------------------------------
 # helpers
-
-
-def created(r, name: str, kind: str = "pod") -> None:
-    assert (r.rc, r.out) == (0, f"{kind}/{name} created\n"), r
-
-
-def gpugate_denial(r) -> str:
-    """gpugate's message in the stderr of a refused kubectl command."""
-    m = re.search(r'admission webhook "(?:mutate|validate)\.gpugate\.io" denied the request: '
-                  r'(.*)', r.err)
-    assert r.rc != 0 and m, (f"expected gpugate to deny `kubectl {' '.join(r.args)}`, got "
-                             f"rc {r.rc}, stdout {r.out!r}, stderr {r.err!r}")
-    return m.group(1)
 
 
 def door_pod(name: str, ns: str, requests: int | None, limits: int | None = None,
