@@ -2243,6 +2243,38 @@ def create_latency(api: Api, ns: str, n: int = 200, cls: str = "gpu",
     return times
 
 
+def create_latency_interleaved(api: Api, namespaces: list[str], n: int,
+                               cls: str = "gpu", prefix: str = "lat") -> dict[str, list[float]]:
+    """N class pods in each of NAMESPACES, one create at a time through the
+    apiserver on one kept-alive connection, the namespaces taking turns
+    (create i goes to each namespace in turn, the order rotated by one each
+    time): each namespace's latencies, in seconds, in order.  What slows
+    the machine for a moment slows every namespace alike, so that the
+    differences between them are the webhooks', not the moment's (a paired
+    design; create_latency() times one namespace's creates in a block).
+    Every create must succeed; a webhook connection race is retried once
+    and the retry timed, as in create_latency()."""
+    conn = api.connection()
+    times: dict[str, list[float]] = {ns: [] for ns in namespaces}
+    try:
+        for i in range(n):
+            k = i % len(namespaces)
+            for ns in namespaces[k:] + namespaces[:k]:
+                obj = pod(f"{prefix}-{i}", ns, cls)
+                t = time.perf_counter()
+                status, body = api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                                           obj, conn=conn)
+                if webhook_connection_race(status, body):
+                    t = time.perf_counter()
+                    status, body = api.request("POST", f"/api/v1/namespaces/{ns}/pods",
+                                               obj, conn=conn)
+                times[ns].append(time.perf_counter() - t)
+                assert status == 201, (f"create {i} of {n} in {ns}: {status}", body)
+    finally:
+        conn.close()
+    return times
+
+
 def webhook_connection_race(status: int, body) -> bool:
     """The test Balancer closed a kept-alive webhook connection (max_age,
     or idle) just as the apiserver reused it: "broken pipe" or "connection
