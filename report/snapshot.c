@@ -4,10 +4,13 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/feed.h"
+#include "policy/policy.h"
 #include "usage/inventory.h"
 #include "usage/usage.h"
 #include "report/quotas.h"
 #include "webhook/charge.h"
+#include "webhook/dra-facts.h"
+#include "webhook/holder.h"
 #include "webhook/node-facts.h"
 
 #include <stdio.h>
@@ -79,6 +82,19 @@ static int probe(const struct kube_config *kube, unsigned long long deadline,
 	return rc;
 }
 
+static bool has_dra_flavor(struct holder *holder)
+{
+	struct holder_ref *ref;
+	const struct policy *p = holder ? holder_acquire(holder, &ref) : NULL;
+	bool dra = false;
+
+	for (size_t i = 0; p && i < policy_flavor_count(p); i++)
+		dra = dra || policy_flavor_at(p, i)->dra;
+	if (holder)
+		holder_release(ref);
+	return dra;
+}
+
 int snapshot_take(const struct kube_config *kube, struct holder *holder,
 		  unsigned timeout_ms, struct snapshot *out, struct diag *d)
 {
@@ -92,6 +108,7 @@ int snapshot_take_as(const struct kube_config *kube, struct holder *holder,
 	struct feed_config fc = {.kube = kube, .charge = charge_item_current,
 				 .charge_ctx = holder, .node = node_facts_cb,
 				 .placement = pod_placement_cb,
+				 .dra_put = dra_facts_put, .dra_delete = dra_facts_delete,
 				 .facts_ctx = holder};
 	struct feed *f = NULL;
 	unsigned long long deadline = now_ms() + timeout_ms;
@@ -124,6 +141,11 @@ int snapshot_take_as(const struct kube_config *kube, struct holder *holder,
 		}
 		nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
 	}
+	/* A DRA flavor's pool needs the DRA kinds too: waited for while
+	 * there is time, else its pool is shown not known. */
+	while (has_dra_flavor(holder) && !inventory_dra_known(out->inventory) &&
+	       now_ms() < deadline)
+		nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
 	feed_stop(f);
 	return 0;
 fail:

@@ -288,3 +288,55 @@ int dra_class_facts(const json_t *obj, struct dra_class *out)
 		out->extended_resource = NULL;
 	return 0;
 }
+
+int dra_facts_put(struct inventory *inv, enum inventory_kind kind, const json_t *obj,
+		  struct arena *a)
+{
+	switch (kind) {
+	case INVENTORY_SLICES: {
+		struct inventory_slice s;
+
+		return dra_slice_facts(obj, a, &s) < 0 ? -1 : inventory_slice_put(inv, &s);
+	}
+	case INVENTORY_TAINT_RULES: {
+		struct inventory_taint_rule r;
+
+		return dra_taint_rule_facts(obj, &r) < 0 ? -1
+							 : inventory_taint_rule_put(inv, &r);
+	}
+	case INVENTORY_CLAIMS: {
+		struct dra_claim c;
+
+		return dra_claim_facts(obj, a, &c) < 0
+			       ? -1
+			       : inventory_claim_put(inv, c.uid, c.devices, c.n_devices);
+	}
+	case INVENTORY_DEVICE_CLASSES: {
+		struct dra_class c;
+
+		return dra_class_facts(obj, &c) < 0
+			       ? -1
+			       : inventory_device_class_put(inv, c.name, c.extended_resource);
+	}
+	default:
+		return -1;
+	}
+}
+
+void dra_facts_delete(struct inventory *inv, enum inventory_kind kind, const json_t *obj)
+{
+	const json_t *meta = json_object_get(obj, "metadata");
+	const char *name = get_str(meta, "name");
+	const char *uid = get_str(meta, "uid");
+
+	if (kind == INVENTORY_CLAIMS && uid)
+		inventory_claim_delete(inv, uid);
+	if (!name)
+		return;
+	if (kind == INVENTORY_SLICES)
+		inventory_slice_delete(inv, name);
+	else if (kind == INVENTORY_TAINT_RULES)
+		inventory_taint_rule_delete(inv, name);
+	else if (kind == INVENTORY_DEVICE_CLASSES)
+		inventory_device_class_delete(inv, name);
+}

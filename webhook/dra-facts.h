@@ -65,4 +65,12 @@ struct dra_class {
 };
 int dra_class_facts(const json_t *obj, struct dra_class *out);
 
+/* The feed's readers (struct feed_config dra_put, dra_delete): obj of
+ * kind (INVENTORY_CLAIMS, _SLICES, _TAINT_RULES, _DEVICE_CLASSES) read as
+ * above and put into inv (-1: unreadable, or the inventory's -1), or its
+ * last state dropped (by metadata.uid for a claim, else metadata.name). */
+int dra_facts_put(struct inventory *inv, enum inventory_kind kind, const json_t *obj,
+		  struct arena *a);
+void dra_facts_delete(struct inventory *inv, enum inventory_kind kind, const json_t *obj);
+
 #endif
