@@ -48,4 +48,11 @@ bool k8s_quantity_valid(const char *s);
  */
 int k8s_quantity_whole(const char *s, int64_t *out);
 
+/*
+ * Compares quantities a and b exactly ("81559Mi" and "80Gi", "1.5k" and
+ * "1500", "100m" and "0.1"): *cmp < 0, 0 or > 0 as a is less than, equal
+ * to or more than b.  Returns 0, or -1 when either is not a quantity.
+ */
+int k8s_quantity_cmp(const char *a, const char *b, int *cmp);
+
 #endif
