@@ -1,6 +1,7 @@
 #include "webhook/dra-facts.h"
 
 #include "base/arena.h"
+#include "policy/dra-template.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -17,22 +18,24 @@ static bool absent_or(const json_t *v, json_type want)
 	return !v || json_typeof(v) == want;
 }
 
-/* "<driver>/<name>" for a name without a domain, else name. */
+/* name as the API qualifies it, "<domain>/<id>" (dra_name_split: the one
+ * rule; a name without a domain is the driver's). */
 static const char *qualified(const char *driver, const char *name, struct arena *a)
 {
-	size_t nd, nn;
+	struct dra_name n;
+	size_t ni;
 	char *s;
 
-	if (strchr(name, '/'))
+	dra_name_split(driver, name, &n);
+	if (n.domain == name)
 		return name;
-	nd = strlen(driver);
-	nn = strlen(name);
-	s = arena_alloc(a, nd + nn + 2);
+	ni = strlen(n.id);
+	s = arena_alloc(a, n.domain_len + ni + 2);
 	if (!s)
 		return NULL;
-	memcpy(s, driver, nd);
-	s[nd] = '/';
-	memcpy(s + nd + 1, name, nn + 1);
+	memcpy(s, n.domain, n.domain_len);
+	s[n.domain_len] = '/';
+	memcpy(s + n.domain_len + 1, n.id, ni + 1);
 	return s;
 }
 
