@@ -86,10 +86,8 @@ static bool has_dra_flavor(struct holder *holder)
 {
 	struct holder_ref *ref;
 	const struct policy *p = holder ? holder_acquire(holder, &ref) : NULL;
-	bool dra = false;
+	bool dra = p && policy_has_dra_flavor(p);
 
-	for (size_t i = 0; p && i < policy_flavor_count(p); i++)
-		dra = dra || policy_flavor_at(p, i)->dra;
 	if (holder)
 		holder_release(ref);
 	return dra;
