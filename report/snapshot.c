@@ -106,8 +106,10 @@ int snapshot_take_as(const struct kube_config *kube, struct holder *holder,
 	struct feed_config fc = {.kube = kube, .charge = charge_item_current,
 				 .charge_ctx = holder, .node = node_facts_cb,
 				 .placement = pod_placement_cb,
-				 .dra_put = dra_facts_put, .dra_delete = dra_facts_delete,
 				 .facts_ctx = holder};
+	/* The DRA kinds only for a policy with a DRA flavor: no other reads
+	 * them. */
+	bool dra = has_dra_flavor(holder);
 	struct feed *f = NULL;
 	unsigned long long deadline = now_ms() + timeout_ms;
 
@@ -127,6 +129,10 @@ int snapshot_take_as(const struct kube_config *kube, struct holder *holder,
 	}
 	fc.usage = out->usage;
 	fc.inventory = out->inventory;
+	if (dra) {
+		fc.dra_put = dra_facts_put;
+		fc.dra_delete = dra_facts_delete;
+	}
 	if (feed_start(&fc, &f, d) < 0)
 		goto fail;
 	while (!(feed_synced(f) && inventory_synced(out->inventory))) {
@@ -141,7 +147,7 @@ int snapshot_take_as(const struct kube_config *kube, struct holder *holder,
 	}
 	/* A DRA flavor's pool needs the DRA kinds too: waited for while
 	 * there is time, else its pool is shown not known. */
-	while (has_dra_flavor(holder) && !inventory_dra_known(out->inventory) &&
+	while (dra && !inventory_dra_known(out->inventory) &&
 	       now_ms() < deadline)
 		nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
 	feed_stop(f);
