@@ -349,10 +349,12 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 		if (!f->dra && !(r = pool_node_resource(n, f->resource)))
 			continue;
 		m = &members[v->n_members++];
-		memset(m, 0, sizeof(*m));
 		m->node = n;
 		m->exclusion = pool_node_exclusion(n, f, h, m->why, sizeof(m->why));
+		m->devices_tainted = 0;
+		m->device_why[0] = '\0';
 		if (f->dra) {
+			m->capacity = m->allocatable = m->allocated = 0;
 			member_devices(n, f, m);
 		} else {
 			m->capacity = at_least_zero(r->capacity);
