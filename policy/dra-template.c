@@ -109,24 +109,15 @@ static bool add(char *buf, size_t size, size_t *len, const char *s)
 	return true;
 }
 
-void dra_name_split(const char *driver, const char *name, struct dra_name *out)
-{
-	const char *slash = strchr(name, '/');
-
-	out->domain = slash ? name : driver;
-	out->domain_len = slash ? (size_t)(slash - name) : strlen(driver);
-	out->id = slash ? slash + 1 : name;
-}
-
 /* The attribute or capacity name of kv as CEL reads it: indexed by its
- * domain (dra_name_split). */
+ * domain (k8s_dra_name_split). */
 static bool add_field(char *buf, size_t size, size_t *len, const char *what,
 		      const char *driver, const char *name)
 {
-	struct dra_name n;
+	struct k8s_dra_name n;
 	char domain[256];
 
-	dra_name_split(driver, name, &n);
+	k8s_dra_name_split(driver, name, &n);
 	if (n.domain_len >= sizeof(domain))
 		return false;
 	memcpy(domain, n.domain, n.domain_len);

@@ -72,17 +72,4 @@ bool dra_template_is_gpugates(const char *name);
  */
 int dra_template_cel(const struct policy_dra *d, char *buf, size_t size);
 
-/*
- * An attribute or capacity name of a dra block as the API qualifies it:
- * one with a domain ("example.com/rack") is that domain's, one without
- * ("productName") the driver's.  The CEL above indexes by the domain; a
- * ResourceSlice's device names it "<domain>/<id>" (policy/pool.h).
- */
-struct dra_name {
-	const char *domain; /* domain_len bytes, not NUL-terminated */
-	size_t domain_len;
-	const char *id;
-};
-void dra_name_split(const char *driver, const char *name, struct dra_name *out);
-
 #endif

@@ -324,3 +324,12 @@ int k8s_quantity_cmp(const char *a, const char *b, int *cmp)
 			*cmp = v[0].limb[i] < v[1].limb[i] ? -1 : 1;
 	return 0;
 }
+
+void k8s_dra_name_split(const char *driver, const char *name, struct k8s_dra_name *out)
+{
+	const char *slash = strchr(name, '/');
+
+	out->domain = slash ? name : driver;
+	out->domain_len = slash ? (size_t)(slash - name) : strlen(driver);
+	out->id = slash ? slash + 1 : name;
+}

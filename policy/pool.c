@@ -1,6 +1,5 @@
 #include "policy/pool.h"
 
-#include "policy/dra-template.h"
 #include "policy/health.h"
 #include "policy/k8s.h"
 #include "policy/policy.h"
@@ -99,13 +98,13 @@ bool pool_node_in_flavor(const struct pool_node *n, const struct policy_flavor *
 }
 
 /* The entry of ls (n of them) whose qualified name is dra name `name`
- * under driver (dra_name_split), or -1. */
+ * under driver (k8s_dra_name_split), or -1. */
 static long qualified(const struct pool_label *ls, size_t n, const char *driver,
 		      const char *name)
 {
-	struct dra_name q;
+	struct k8s_dra_name q;
 
-	dra_name_split(driver, name, &q);
+	k8s_dra_name_split(driver, name, &q);
 	for (size_t i = 0; i < n; i++) {
 		const char *k = ls[i].key;
 
@@ -349,10 +348,12 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 		if (!f->dra && !(r = pool_node_resource(n, f->resource)))
 			continue;
 		m = &members[v->n_members++];
-		memset(m, 0, sizeof(*m));
 		m->node = n;
 		m->exclusion = pool_node_exclusion(n, f, h, m->why, sizeof(m->why));
+		m->devices_tainted = 0;
+		m->device_why[0] = '\0';
 		if (f->dra) {
+			m->capacity = m->allocatable = m->allocated = 0;
 			member_devices(n, f, m);
 		} else {
 			m->capacity = at_least_zero(r->capacity);

@@ -30,9 +30,9 @@ struct slot {
 	unsigned char *member;
 	size_t n_member;
 	uint64_t member_slices; /* ... and of slices (0: a policy without DRA) */
-	/* Its DRA devices as of dra_serial devices_of (struct pool_device:
-	 * arrays in dev_arena, strings the slices' and rules'); node.devices
-	 * points here. */
+	/* Its DRA devices as the last build made them (devices_ensure;
+	 * arrays in dev_arena, strings the slices' and rules', so a change
+	 * of those detaches them first); node.devices points here. */
 	struct arena dev_arena;
 	struct pool_device *devices;
 	size_t n_devices;

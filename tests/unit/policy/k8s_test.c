@@ -144,3 +144,17 @@ Test(k8s, quantities_compare_exactly)
 		cr_expect_eq(cmp, 99, "untouched when not quantities");
 	}
 }
+
+Test(k8s, a_dra_name_without_a_domain_is_the_drivers)
+{
+	struct k8s_dra_name n;
+
+	k8s_dra_name_split("gpu.nvidia.com", "productName", &n);
+	cr_expect_eq(n.domain_len, strlen("gpu.nvidia.com"));
+	cr_expect_eq(strncmp(n.domain, "gpu.nvidia.com", n.domain_len), 0);
+	cr_expect_str_eq(n.id, "productName");
+	k8s_dra_name_split("gpu.nvidia.com", "example.com/rack", &n);
+	cr_expect_eq(n.domain_len, strlen("example.com"));
+	cr_expect_eq(strncmp(n.domain, "example.com", n.domain_len), 0);
+	cr_expect_str_eq(n.id, "rack");
+}

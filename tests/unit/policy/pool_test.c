@@ -69,6 +69,17 @@ static void h100(struct h100 *x, const char *name, int64_t alloc, int64_t used,
 	};
 }
 
+/* The totals of a view: capacity, allocatable, allocated and free units. */
+static void expect_totals(const struct pool_view *v, int64_t capacity,
+			  int64_t allocatable, int64_t allocated, int64_t free_)
+{
+	cr_assert_eq(v->capacity, capacity, "capacity %lld", (long long)v->capacity);
+	cr_assert_eq(v->allocatable, allocatable, "allocatable %lld",
+		     (long long)v->allocatable);
+	cr_assert_eq(v->allocated, allocated, "allocated %lld", (long long)v->allocated);
+	cr_assert_eq(v->free, free_, "free %lld", (long long)v->free);
+}
+
 Test(pool, membership_needs_the_labels_and_the_resource)
 {
 	struct h100 a;
@@ -182,10 +193,7 @@ Test(pool, view_totals_count_usable_nodes_only)
 	pool_view_build(nodes, 3, H100, NULL, m, &v);
 	cr_assert_eq(v.n_members, 3);
 	cr_assert_eq(v.n_usable, 2);
-	cr_assert_eq(v.capacity, 16);
-	cr_assert_eq(v.allocatable, 15);
-	cr_assert_eq(v.allocated, 3);
-	cr_assert_eq(v.free, 12);
+	expect_totals(&v, 16, 15, 3, 12);
 	cr_assert_eq(v.largest_allocatable, 8);
 	cr_assert_str_eq(v.largest_allocatable_node, "a");
 	cr_assert_eq(v.largest_free, 7);
@@ -681,10 +689,7 @@ Test(pool_dra, the_units_of_a_dra_flavor_are_its_devices)
 	cr_assert_eq(m[1].free, 1);
 	cr_assert_eq(m[1].devices_tainted, 0);
 	cr_assert_str_eq(m[1].device_why, "");
-	cr_assert_eq(v.capacity, 4);
-	cr_assert_eq(v.allocatable, 2);
-	cr_assert_eq(v.allocated, 1);
-	cr_assert_eq(v.free, 1);
+	expect_totals(&v, 4, 2, 1, 1);
 	cr_assert_eq(v.devices_tainted, 2);
 	cr_assert_str_eq(v.largest_free_node, "b");
 	cr_assert_not(v.approximate, "no selectors: the counts are exact");
