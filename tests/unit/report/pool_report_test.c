@@ -725,13 +725,9 @@ Test(pool_report, without_the_idle_board_the_share_is_null_and_not_shown)
 static const char dra_policy_yaml[] =
 	"version: 1\n"
 	"flavors:\n"
-	"  - name: h100-dra\n"
-	"    sharing: exclusive\n"
-	"    gpusPerNode: 8\n"
-	"    dra:\n"
-	"      deviceClassName: gpu.nvidia.com\n"
-	"      driver: gpu.nvidia.com\n"
-	"      attributes: [\"productName=NVIDIA H100 80GB HBM3\"]\n"
+	"  - {name: h100-dra, sharing: exclusive, gpusPerNode: 8,\n"
+	"     dra: {deviceClassName: gpu.nvidia.com, driver: gpu.nvidia.com,\n"
+	"           attributes: [\"productName=NVIDIA H100 80GB HBM3\"]}}\n"
 	"classes: []\n"
 	"tenants:\n"
 	"  - {name: research, namespaces: [research], quota: [{flavor: h100-dra, "
@@ -784,18 +780,28 @@ static long long jnum(const json_t *o, const char *key)
 	return (long long)json_integer_value(json_object_get(o, key));
 }
 
-Test(pool_report, a_dra_flavor_counts_devices_and_names_the_tainted)
+/* The report of dra_cluster(listed) under dra_policy_yaml, its flavor in
+ * *f and its text in *text (the caller frees both). */
+static json_t *dra_report(bool listed, const json_t **f, char **text)
 {
-	const json_t *f, *n;
 	json_t *r;
-	char *text;
 
 	policy_free(P);
 	P = test_policy(dra_policy_yaml);
-	dra_cluster(true);
+	dra_cluster(listed);
 	r = pool_report(P, I, U);
 	cr_assert_not_null(r);
-	f = json_array_get(json_object_get(r, "flavors"), 0);
+	*f = json_array_get(json_object_get(r, "flavors"), 0);
+	*text = text_of(r);
+	return r;
+}
+
+Test(pool_report, a_dra_flavor_counts_devices_and_names_the_tainted)
+{
+	const json_t *f, *n;
+	char *text;
+	json_t *r = dra_report(true, &f, &text);
+
 	cr_assert_str_eq(json_string_value(json_object_get(f, "units")), "devices");
 	cr_expect(json_is_true(json_object_get(f, "known")));
 	cr_expect(json_is_false(json_object_get(f, "approximate")));
@@ -809,7 +815,6 @@ Test(pool_report, a_dra_flavor_counts_devices_and_names_the_tainted)
 	cr_expect_eq(jnum(n, "devicesTainted"), 1);
 	cr_expect_str_eq(json_string_value(json_object_get(n, "deviceWhy")),
 			 "gpu-1: taint gpu.nvidia.com/xid=79:NoExecute");
-	text = text_of(r);
 	cr_expect(strstr(text, "\nDEVICES (DRA flavors: ResourceSlices, DeviceTaintRules, "
 			       "claims)\n"
 			       "h100-dra: units are devices; 1 tainted\n"
@@ -823,18 +828,11 @@ Test(pool_report, a_dra_flavor_counts_devices_and_names_the_tainted)
 Test(pool_report, without_resource_slices_a_dra_flavor_is_not_known)
 {
 	const json_t *f;
-	json_t *r;
 	char *text;
+	json_t *r = dra_report(false, &f, &text);
 
-	policy_free(P);
-	P = test_policy(dra_policy_yaml);
-	dra_cluster(false);
-	r = pool_report(P, I, U);
-	cr_assert_not_null(r);
-	f = json_array_get(json_object_get(r, "flavors"), 0);
 	cr_expect(json_is_false(json_object_get(f, "known")));
 	cr_expect_eq(jnum(f, "capacity"), 0);
-	text = text_of(r);
 	cr_expect(strstr(text, "h100-dra: units are devices, not known (ResourceSlices not "
 			       "listed or not served)\n"),
 		  "%s", text);
