@@ -61,6 +61,39 @@ struct pool_resource {
 	int64_t allocated;   /* what its bound pods ask for (the inventory's sum) */
 };
 
+/*
+ * A DRA device on a node (docs/design/dra.md D3): a device of a
+ * ResourceSlice whose spec.nodeName is the node, of a pool whose slices
+ * are all seen at its newest generation (an incomplete or outdated pool
+ * offers nothing, as the scheduler's allocator reads it).  The inventory
+ * (usage/inventory.h) puts them on its copy of the node when it builds a
+ * view; webhook/node-facts.c leaves them empty.
+ */
+struct pool_device_taint {
+	struct pool_taint taint; /* effect "NoSchedule", "NoExecute" or "None" */
+	const char *rule;        /* the DeviceTaintRule's name; NULL: the slice's */
+};
+
+struct pool_device {
+	const char *driver, *pool, *name;
+	/* Attribute names qualified ("gpu.nvidia.com/productName": a name
+	 * without a domain is the driver's); the value as text, and whether
+	 * it is a string attribute (only those match a flavor's attributes:
+	 * the template's CEL compares strings). */
+	const struct pool_label *attributes;
+	const bool *attribute_is_string; /* n_attributes of them */
+	size_t n_attributes;
+	/* Capacity names qualified the same way, values as written
+	 * ("80Gi"). */
+	const struct pool_label *capacity;
+	size_t n_capacity;
+	/* The slice's taints, then those of every DeviceTaintRule whose
+	 * selector (driver, pool, device; absent: any) matches. */
+	const struct pool_device_taint *taints;
+	size_t n_taints;
+	bool allocated; /* a claim's status.allocation.devices.results names it */
+};
+
 /* A node as the API shows it (strings borrowed from wherever the caller
  * keeps them). */
 struct pool_node {
@@ -78,6 +111,9 @@ struct pool_node {
 	/* gpugate's record (annotation gpugate.io/health, policy/health.h),
 	 * NULL when absent. */
 	const char *health_record;
+	/* Its DRA devices (every driver's), for DRA flavors. */
+	const struct pool_device *devices;
+	size_t n_devices;
 };
 
 enum pool_exclusion {
@@ -117,8 +153,31 @@ const char *pool_node_label(const struct pool_node *n, const char *key);
 const struct pool_resource *pool_node_resource(const struct pool_node *n,
 					       const char *res);
 
-/* True when n carries f's node labels and offers its resource. */
+/* True when n carries f's node labels and offers its resource; for a DRA
+ * flavor (f->dra), when it carries the labels and has at least one device
+ * of the flavor (pool_device_in_flavor), whatever its taints. */
 bool pool_node_in_flavor(const struct pool_node *n, const struct policy_flavor *f);
+
+/*
+ * True when device d is DRA flavor f's: its driver is f->dra->driver,
+ * every dra.attributes entry names a string attribute of d with that very
+ * value, and every dra.minCapacity entry a capacity of d at least that
+ * quantity (names without a domain are the driver's).  dra.selectors and
+ * the DeviceClass's own selectors are CEL, which gpugate does not
+ * evaluate: the pool is an upper bound where they narrow further
+ * (pool_view.approximate).  False for a flavor without dra.
+ */
+bool pool_device_in_flavor(const struct pool_device *d, const struct policy_flavor *f);
+
+/*
+ * Why device d is out of DRA flavor f's pool: the first of its taints with
+ * effect NoSchedule or NoExecute that f->dra->tolerations do not tolerate
+ * (the scheduler's rule), as `taint K=V:NoExecute` or `DeviceTaintRule
+ * NAME: taint K=V:NoSchedule` in why (size > 0).  Returns false (why "")
+ * when none: effect None is informational.
+ */
+bool pool_device_tainted(const struct pool_device *d, const struct policy_flavor *f,
+			 char *why, size_t size);
 
 /*
  * Why n is excluded for f (POOL_USABLE when it is not), with the signal in
@@ -133,12 +192,21 @@ enum pool_exclusion pool_node_exclusion(const struct pool_node *n,
 					const struct policy_health *h,
 					char *why, size_t size);
 
-/* One node of a flavor, as the view shows it. */
+/*
+ * One node of a flavor, as the view shows it.  For a DRA flavor the units
+ * are its devices of the flavor: capacity all of them, allocatable those
+ * not tainted (as a device plugin lowers allocatable for a sick device),
+ * allocated the allocatable ones a claim holds, free the rest;
+ * devices_tainted the tainted ones (allocated or not) and device_why the
+ * first one's device and reason ("gpu-3: taint K=V:NoExecute").
+ */
 struct pool_member {
 	const struct pool_node *node;
 	enum pool_exclusion exclusion;
 	char why[160];
 	int64_t capacity, allocatable, allocated, free;
+	int64_t devices_tainted;
+	char device_why[160];
 };
 
 /* A flavor's nodes.  The totals count usable nodes only. */
@@ -152,6 +220,11 @@ struct pool_view {
 	int64_t largest_free;
 	const char *largest_allocatable_node; /* NULL when none */
 	const char *largest_free_node;
+	/* DRA flavors: tainted devices of the usable nodes; approximate when
+	 * CEL that gpugate does not evaluate narrows the devices
+	 * (dra.selectors: the counts are an upper bound). */
+	int64_t devices_tainted;
+	bool approximate;
 };
 
 /*
@@ -169,6 +242,7 @@ struct pool_summary {
 	int64_t capacity;      /* status.capacity of every node of the flavor */
 	int64_t allocatable, allocated, free, largest_free; /* usable nodes */
 	int64_t excluded;      /* capacity of the excluded nodes */
+	int64_t devices_tainted; /* DRA: tainted devices of the usable nodes */
 };
 
 void pool_summarize(const struct pool_view *v, struct pool_summary *out);

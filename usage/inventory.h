@@ -28,6 +28,12 @@ struct policy_flavor;
 enum inventory_kind {
 	INVENTORY_NODES,
 	INVENTORY_PODS,
+	/* DRA (resource.k8s.io/v1, docs/design/dra.md D3): optional kinds,
+	 * each either listed or not served (inventory_not_served). */
+	INVENTORY_SLICES,        /* ResourceSlices */
+	INVENTORY_TAINT_RULES,   /* DeviceTaintRules */
+	INVENTORY_CLAIMS,        /* ResourceClaims' allocations */
+	INVENTORY_DEVICE_CLASSES,/* DeviceClasses' extendedResourceName */
 	INVENTORY_KINDS
 };
 
@@ -98,13 +104,72 @@ void inventory_node_delete(struct inventory *inv, const char *name);
 int inventory_pod_put(struct inventory *inv, const struct inventory_placement *pl);
 void inventory_pod_delete(struct inventory *inv, const char *uid);
 
+/* ---- DRA ------------------------------------------------------------ */
+
+/*
+ * A ResourceSlice as the pool needs it (webhook/dra-facts.h reads it).
+ * Its devices' driver and pool are the slice's; their taints the slice's
+ * own (rule NULL); allocated is ignored (claims say it).  Copied in.
+ */
+struct inventory_slice {
+	const char *name;        /* metadata.name: the key */
+	const char *driver;      /* spec.driver */
+	const char *pool;        /* spec.pool.name */
+	int64_t generation;      /* spec.pool.generation */
+	int64_t slice_count;     /* spec.pool.resourceSliceCount */
+	const char *node;        /* spec.nodeName; NULL: not node-local
+				  * (allNodes, nodeSelector, perDeviceNodeSelection:
+				  * on no node's pool) */
+	const struct pool_device *devices;
+	size_t n_devices;
+};
+int inventory_slice_put(struct inventory *inv, const struct inventory_slice *s);
+void inventory_slice_delete(struct inventory *inv, const char *name);
+
+/* A DeviceTaintRule: its taint applies to every device of every slice
+ * that its selector's set fields match (driver, pool, device; NULL: any;
+ * a rule without deviceSelector matches nothing). */
+struct inventory_taint_rule {
+	const char *name;
+	bool has_selector;
+	const char *driver, *pool, *device;
+	struct pool_taint taint;
+};
+int inventory_taint_rule_put(struct inventory *inv, const struct inventory_taint_rule *r);
+void inventory_taint_rule_delete(struct inventory *inv, const char *name);
+
+/* The devices a ResourceClaim's status.allocation.devices.results name
+ * (n 0: none, as before allocation: forgets what uid held). */
+struct inventory_claim_device {
+	const char *driver, *pool, *device;
+};
+int inventory_claim_put(struct inventory *inv, const char *uid,
+			const struct inventory_claim_device *d, size_t n);
+void inventory_claim_delete(struct inventory *inv, const char *uid);
+
+/* A DeviceClass and the extended resource it serves through DRA
+ * (spec.extendedResourceName; NULL: none).  Pods asking for a flavor's
+ * resource that a DeviceClass serves may get it from devices the nodes
+ * do not advertise: the pool of such a flavor is not known. */
+int inventory_device_class_put(struct inventory *inv, const char *name,
+			       const char *extended_resource);
+void inventory_device_class_delete(struct inventory *inv, const char *name);
+
+/* The API does not serve kind (404 to its list): nothing of it is known,
+ * what was is dropped, and it counts as listed.  A later relist_end of
+ * the kind makes it served again. */
+void inventory_not_served(struct inventory *inv, enum inventory_kind kind);
+
 /* A whole list of kind replaces what was known of it: what was not put
  * between begin and end is dropped at end.  The first end of each kind
  * makes it synced. */
 void inventory_relist_begin(struct inventory *inv, enum inventory_kind kind);
 void inventory_relist_end(struct inventory *inv, enum inventory_kind kind);
-/* Both kinds have been listed once. */
+/* Nodes and pods have been listed once (the DRA kinds do not count). */
 bool inventory_synced(struct inventory *inv);
+/* The DRA kinds have each been listed once or found not served, and
+ * ResourceSlices are served: a DRA flavor's pool can be known. */
+bool inventory_dra_known(struct inventory *inv);
 
 size_t inventory_nodes(struct inventory *inv);
 size_t inventory_pods(struct inventory *inv);
@@ -131,7 +196,10 @@ void inventory_running_each(struct inventory *inv,
  * (pool_fit, in one domain of topology_key when not NULL), under p's
  * health settings, into *out.  out->known false: the inventory has not
  * listed nodes and pods yet, the cluster has no Node at all (a control
- * plane alone), or out of memory: nothing is known.
+ * plane alone), or out of memory: nothing is known; for a DRA flavor
+ * also while !inventory_dra_known(); for a flavor whose resource a
+ * DeviceClass serves through DRA (extendedResourceName), always.
+ * A DRA flavor's units are its devices (struct pool_member).
  */
 void inventory_fit(struct inventory *inv, const struct policy *p,
 		   const struct policy_flavor *f, int64_t per_pod, int64_t pods,
