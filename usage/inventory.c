@@ -686,13 +686,15 @@ static void dra_changed(struct inventory *inv, enum inventory_kind kind)
 		detach_all(inv);
 }
 
-/* Puts e (of kind) under mu, or frees it when the copy failed (-1). */
-static int dra_put(struct inventory *inv, enum inventory_kind kind,
-		   struct dra_entry *e, bool copied)
+/* Puts an entry of kind for key, copied by copy (false: out of memory)
+ * from `from` into its arena, outside the lock.  -1 when out of memory. */
+static int dra_put(struct inventory *inv, enum inventory_kind kind, const char *key,
+		   bool (*copy)(struct dra_entry *e, const void *from), const void *from)
 {
+	struct dra_entry *e = dra_entry_new(key);
 	int rc = -1;
 
-	if (!copied) {
+	if (!e || !copy(e, from)) {
 		dra_entry_free(e);
 		return -1;
 	}
@@ -775,27 +777,27 @@ static bool copy_device(struct arena *a, const struct inventory_slice *s,
 	return true;
 }
 
-int inventory_slice_put(struct inventory *inv, const struct inventory_slice *s)
+static bool copy_slice(struct dra_entry *e, const void *from)
 {
-	struct dra_entry *e = dra_entry_new(s->name);
-	struct inventory_slice *c;
-	struct pool_device *d;
-	bool ok = e != NULL;
+	const struct inventory_slice *s = from;
+	struct inventory_slice *c = &e->u.slice;
+	struct pool_device *d = arena_calloc(&e->arena, s->n_devices + 1, sizeof(*d));
+	bool ok = d != NULL;
 
-	if (!ok)
-		return -1;
-	c = &e->u.slice;
 	*c = *s;
 	c->name = e->key;
 	c->driver = dup_or_null(&e->arena, s->driver ? s->driver : "", &ok);
 	c->pool = dup_or_null(&e->arena, s->pool ? s->pool : "", &ok);
 	c->node = dup_or_null(&e->arena, s->node, &ok);
-	d = arena_calloc(&e->arena, s->n_devices + 1, sizeof(*d));
-	ok = ok && d;
 	for (size_t i = 0; ok && i < s->n_devices; i++)
 		ok = copy_device(&e->arena, c, &s->devices[i], &d[i]);
 	c->devices = d;
-	return dra_put(inv, INVENTORY_SLICES, e, ok);
+	return ok;
+}
+
+int inventory_slice_put(struct inventory *inv, const struct inventory_slice *s)
+{
+	return dra_put(inv, INVENTORY_SLICES, s->name, copy_slice, s);
 }
 
 void inventory_slice_delete(struct inventory *inv, const char *name)
@@ -803,22 +805,23 @@ void inventory_slice_delete(struct inventory *inv, const char *name)
 	dra_delete(inv, INVENTORY_SLICES, name);
 }
 
-int inventory_taint_rule_put(struct inventory *inv, const struct inventory_taint_rule *r)
+static bool copy_rule(struct dra_entry *e, const void *from)
 {
-	struct dra_entry *e = dra_entry_new(r->name);
-	struct inventory_taint_rule *c;
-	bool ok = e != NULL;
+	const struct inventory_taint_rule *r = from;
+	struct inventory_taint_rule *c = &e->u.rule;
+	bool ok = true;
 
-	if (!ok)
-		return -1;
-	c = &e->u.rule;
 	*c = *r;
 	c->name = e->key;
 	c->driver = dup_or_null(&e->arena, r->driver, &ok);
 	c->pool = dup_or_null(&e->arena, r->pool, &ok);
 	c->device = dup_or_null(&e->arena, r->device, &ok);
-	ok = ok && copy_taint(&e->arena, &r->taint, &c->taint);
-	return dra_put(inv, INVENTORY_TAINT_RULES, e, ok);
+	return ok && copy_taint(&e->arena, &r->taint, &c->taint);
+}
+
+int inventory_taint_rule_put(struct inventory *inv, const struct inventory_taint_rule *r)
+{
+	return dra_put(inv, INVENTORY_TAINT_RULES, r->name, copy_rule, r);
 }
 
 void inventory_taint_rule_delete(struct inventory *inv, const char *name)
@@ -826,29 +829,36 @@ void inventory_taint_rule_delete(struct inventory *inv, const char *name)
 	dra_delete(inv, INVENTORY_TAINT_RULES, name);
 }
 
+struct claim_devices {
+	const struct inventory_claim_device *d;
+	size_t n;
+};
+
+static bool copy_claim(struct dra_entry *e, const void *from)
+{
+	const struct claim_devices *h = from;
+	struct inventory_claim_device *c = arena_calloc(&e->arena, h->n, sizeof(*c));
+	bool ok = c != NULL;
+
+	for (size_t i = 0; ok && i < h->n; i++) {
+		c[i].driver = dup_or_null(&e->arena, h->d[i].driver, &ok);
+		c[i].pool = dup_or_null(&e->arena, h->d[i].pool, &ok);
+		c[i].device = dup_or_null(&e->arena, h->d[i].device, &ok);
+	}
+	e->u.claim.d = c;
+	e->u.claim.n = h->n;
+	return ok;
+}
+
 int inventory_claim_put(struct inventory *inv, const char *uid,
 			const struct inventory_claim_device *d, size_t n)
 {
-	struct dra_entry *e;
-	struct inventory_claim_device *c;
-	bool ok = true;
-
 	if (n == 0) {
 		inventory_claim_delete(inv, uid);
 		return 0;
 	}
-	if (!(e = dra_entry_new(uid)))
-		return -1;
-	c = arena_calloc(&e->arena, n, sizeof(*c));
-	ok = c != NULL;
-	for (size_t i = 0; ok && i < n; i++) {
-		c[i].driver = dup_or_null(&e->arena, d[i].driver, &ok);
-		c[i].pool = dup_or_null(&e->arena, d[i].pool, &ok);
-		c[i].device = dup_or_null(&e->arena, d[i].device, &ok);
-	}
-	e->u.claim.d = c;
-	e->u.claim.n = n;
-	return dra_put(inv, INVENTORY_CLAIMS, e, ok);
+	return dra_put(inv, INVENTORY_CLAIMS, uid, copy_claim,
+		       &(struct claim_devices){d, n});
 }
 
 void inventory_claim_delete(struct inventory *inv, const char *uid)
@@ -856,16 +866,18 @@ void inventory_claim_delete(struct inventory *inv, const char *uid)
 	dra_delete(inv, INVENTORY_CLAIMS, uid);
 }
 
+static bool copy_class(struct dra_entry *e, const void *from)
+{
+	bool ok = true;
+
+	e->u.resource = dup_or_null(&e->arena, from, &ok);
+	return ok;
+}
+
 int inventory_device_class_put(struct inventory *inv, const char *name,
 			       const char *extended_resource)
 {
-	struct dra_entry *e = dra_entry_new(name);
-	bool ok = e != NULL;
-
-	if (!ok)
-		return -1;
-	e->u.resource = dup_or_null(&e->arena, extended_resource, &ok);
-	return dra_put(inv, INVENTORY_DEVICE_CLASSES, e, ok);
+	return dra_put(inv, INVENTORY_DEVICE_CLASSES, name, copy_class, extended_resource);
 }
 
 void inventory_device_class_delete(struct inventory *inv, const char *name)
