@@ -34,6 +34,7 @@
 #include "webhook/handler.h"
 #include "webhook/holder.h"
 #include "metrics/metrics.h"
+#include "webhook/dra-facts.h"
 #include "webhook/node-facts.h"
 #include "webhook/parents.h"
 #include "webhook/policy-review.h"
@@ -881,6 +882,8 @@ int daemon_start(const struct daemon_config *cfg, struct daemon **out,
 					 .charge_ctx = &dm->charge,
 					 .node = node_facts_cb,
 					 .placement = pod_placement_cb,
+					 .dra_put = dra_facts_put,
+					 .dra_delete = dra_facts_delete,
 					 .facts_ctx = dm->holder};
 
 		dm->inventory = inventory_new();

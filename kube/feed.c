@@ -10,15 +10,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The kinds of usage, then Nodes (with an inventory only) and
- * PriorityClasses (with a priorities table only). */
+/* The kinds of usage, then Nodes (with an inventory only),
+ * PriorityClasses (with a priorities table only), PersistentVolumeClaims
+ * (with a claims table only) and the DRA kinds of the pool (with an
+ * inventory and the DRA readers only). */
 #define FEED_NODES USAGE_KINDS
 #define FEED_PRIORITIES (USAGE_KINDS + 1)
 #define FEED_PVCS (USAGE_KINDS + 2)
-#define FEED_KINDS (USAGE_KINDS + 3)
+#define FEED_SLICES (USAGE_KINDS + 3)
+#define FEED_TAINT_RULES (USAGE_KINDS + 4)
+#define FEED_DEVICE_CLASSES (USAGE_KINDS + 5)
+#define FEED_KINDS (USAGE_KINDS + 6)
 
-/* What the feed watches, by enum usage_kind and FEED_NODES: every object
- * of each kind (no label selector, see feed.h). */
+/* What the feed watches, by enum usage_kind and FEED_*: every object of
+ * each kind (no label selector, see feed.h). */
 static const struct {
 	const char *name, *path;
 	bool optional;
@@ -31,6 +36,12 @@ static const struct {
 	[FEED_PRIORITIES] = {"priorityclasses",
 			     "/apis/scheduling.k8s.io/v1/priorityclasses", false},
 	[FEED_PVCS] = {"persistentvolumeclaims", "/api/v1/persistentvolumeclaims", false},
+	/* The DRA pool's kinds: optional as claims are. */
+	[FEED_SLICES] = {"resourceslices", "/apis/resource.k8s.io/v1/resourceslices", true},
+	[FEED_TAINT_RULES] = {"devicetaintrules",
+			      "/apis/resource.k8s.io/v1/devicetaintrules", true},
+	[FEED_DEVICE_CLASSES] = {"deviceclasses", "/apis/resource.k8s.io/v1/deviceclasses",
+				 true},
 };
 
 struct feed_kind {
@@ -51,10 +62,50 @@ static const char *kind_name(const struct feed_kind *k)
 	return watched[k->kind].name;
 }
 
-/* A Node or a Pod into the inventory. */
-static void to_inventory(struct feed *f, int kind, const json_t *obj, struct arena *a)
+/* The inventory's kind that kind feeds; -1: none (no inventory, or a DRA
+ * kind without the DRA readers). */
+static int inventory_kind(const struct feed *f, int kind)
 {
-	if (kind == FEED_NODES) {
+	bool dra = f->cfg.dra_put != NULL;
+
+	if (!f->cfg.inventory)
+		return -1;
+	switch (kind) {
+	case FEED_NODES:
+		return INVENTORY_NODES;
+	case USAGE_PODS:
+		return INVENTORY_PODS;
+	case USAGE_CLAIMS:
+		return dra ? INVENTORY_CLAIMS : -1;
+	case FEED_SLICES:
+		return dra ? INVENTORY_SLICES : -1;
+	case FEED_TAINT_RULES:
+		return dra ? INVENTORY_TAINT_RULES : -1;
+	case FEED_DEVICE_CLASSES:
+		return dra ? INVENTORY_DEVICE_CLASSES : -1;
+	default:
+		return -1;
+	}
+}
+
+/* A Node, a Pod or a DRA object (of the inventory's kind ik) into the
+ * inventory. */
+static void to_inventory(const struct feed_kind *k, int ik, const json_t *obj,
+			 struct arena *a)
+{
+	struct feed *f = k->f;
+
+	if (ik != INVENTORY_NODES && ik != INVENTORY_PODS) {
+		const char *name = json_string_value(
+			json_object_get(json_object_get(obj, "metadata"), "name"));
+
+		if (f->cfg.dra_put(f->cfg.inventory, (enum inventory_kind)ik, obj, a) < 0)
+			log_event(LOG_WARN, "msg=\"inventory: not kept (unreadable or out "
+					    "of memory)\" kind=%s name=%s",
+				  kind_name(k), name ? name : "-");
+		return;
+	}
+	if (ik == INVENTORY_NODES) {
 		struct pool_node n;
 
 		if (f->cfg.node(f->cfg.facts_ctx, obj, a, &n) == 0 &&
@@ -115,6 +166,7 @@ static void on_object(void *ctx, const json_t *obj)
 {
 	struct feed_kind *k = ctx;
 	struct feed *f = k->f;
+	int ik = inventory_kind(f, k->kind);
 	struct usage_item it;
 	struct arena a;
 
@@ -127,13 +179,13 @@ static void on_object(void *ctx, const json_t *obj)
 		return;
 	}
 	arena_init(&a);
-	if (k->kind != FEED_NODES &&
+	if (k->kind < USAGE_KINDS &&
 	    f->cfg.charge(f->cfg.charge_ctx, obj, (enum usage_kind)k->kind, &a, &it) == 0)
 		/* Active or not: a finished pod, or a Job suspended at this
 		 * generation, is shown holding nothing (usage_observe()). */
 		usage_observe(f->cfg.usage, &it);
-	if (f->cfg.inventory && (k->kind == FEED_NODES || k->kind == USAGE_PODS))
-		to_inventory(f, k->kind, obj, &a);
+	if (ik >= 0)
+		to_inventory(k, ik, obj, &a);
 	if (f->cfg.meter && k->kind == USAGE_PODS) {
 		struct meter_pod mp;
 
@@ -146,6 +198,8 @@ static void on_object(void *ctx, const json_t *obj)
 static void on_delete(void *ctx, const json_t *obj)
 {
 	struct feed_kind *k = ctx;
+	struct inventory *inv = k->f->cfg.inventory;
+	int ik = inventory_kind(k->f, k->kind);
 	const json_t *meta = json_object_get(obj, "metadata");
 	const char *uid = json_string_value(json_object_get(meta, "uid"));
 
@@ -164,14 +218,16 @@ static void on_delete(void *ctx, const json_t *obj)
 		const char *name = json_string_value(json_object_get(meta, "name"));
 
 		if (name)
-			inventory_node_delete(k->f->cfg.inventory, name);
+			inventory_node_delete(inv, name);
 		return;
 	}
-	if (!uid)
+	if (ik >= 0 && ik != INVENTORY_PODS)
+		k->f->cfg.dra_delete(inv, (enum inventory_kind)ik, obj);
+	if (!uid || k->kind >= USAGE_KINDS)
 		return;
 	usage_forget(k->f->cfg.usage, uid);
-	if (k->f->cfg.inventory && k->kind == USAGE_PODS)
-		inventory_pod_delete(k->f->cfg.inventory, uid);
+	if (ik == INVENTORY_PODS)
+		inventory_pod_delete(inv, uid);
 	if (k->f->cfg.meter && k->kind == USAGE_PODS)
 		meter_gone(k->f->cfg.meter, uid);
 }
@@ -179,7 +235,7 @@ static void on_delete(void *ctx, const json_t *obj)
 static void on_relist_begin(void *ctx)
 {
 	struct feed_kind *k = ctx;
-	struct inventory *inv = k->f->cfg.inventory;
+	int ik = inventory_kind(k->f, k->kind);
 
 	if (k->kind == FEED_PRIORITIES) {
 		priorities_relist_begin(k->f->cfg.priorities);
@@ -189,13 +245,11 @@ static void on_relist_begin(void *ctx)
 		pvcs_relist_begin(k->f->cfg.pvcs);
 		return;
 	}
-	if (k->kind == FEED_NODES) {
-		inventory_relist_begin(inv, INVENTORY_NODES);
+	if (ik >= 0)
+		inventory_relist_begin(k->f->cfg.inventory, (enum inventory_kind)ik);
+	if (k->kind >= USAGE_KINDS)
 		return;
-	}
 	usage_relist_begin(k->f->cfg.usage, (enum usage_kind)k->kind);
-	if (inv && k->kind == USAGE_PODS)
-		inventory_relist_begin(inv, INVENTORY_PODS);
 	if (k->f->cfg.meter && k->kind == USAGE_PODS)
 		meter_relist_begin(k->f->cfg.meter);
 }
@@ -204,6 +258,7 @@ static void on_relist_end(void *ctx, bool first)
 {
 	struct feed_kind *k = ctx;
 	struct inventory *inv = k->f->cfg.inventory;
+	int ik = inventory_kind(k->f, k->kind);
 
 	if (k->kind == FEED_PVCS) {
 		pvcs_relist_end(k->f->cfg.pvcs);
@@ -219,21 +274,41 @@ static void on_relist_end(void *ctx, bool first)
 					    "entries=%zu", priorities_count(k->f->cfg.priorities));
 		return;
 	}
+	if (ik >= 0)
+		inventory_relist_end(inv, (enum inventory_kind)ik);
 	if (k->kind == FEED_NODES) {
-		inventory_relist_end(inv, INVENTORY_NODES);
 		if (first)
 			log_event(LOG_INFO, "msg=\"inventory synced\" kind=nodes "
 					    "entries=%zu", inventory_nodes(inv));
 		return;
 	}
+	if (k->kind >= USAGE_KINDS) {
+		if (first)
+			log_event(LOG_INFO, "msg=\"inventory synced\" kind=%s",
+				  kind_name(k));
+		return;
+	}
 	usage_relist_end(k->f->cfg.usage, (enum usage_kind)k->kind);
-	if (inv && k->kind == USAGE_PODS)
-		inventory_relist_end(inv, INVENTORY_PODS);
 	if (k->f->cfg.meter && k->kind == USAGE_PODS)
 		meter_relist_end(k->f->cfg.meter);
 	if (first)
 		log_event(LOG_INFO, "msg=\"usage synced\" kind=%s entries=%zu",
 			  kind_name(k), usage_entries(k->f->cfg.usage));
+}
+
+/* An optional kind is not served (404): usage hears the empty relist
+ * (there are no claims), the inventory that the kind is not served. */
+static void on_not_served(void *ctx, bool first)
+{
+	struct feed_kind *k = ctx;
+	int ik = inventory_kind(k->f, k->kind);
+
+	if (k->kind < USAGE_KINDS) {
+		on_relist_begin(ctx);
+		on_relist_end(ctx, first);
+	}
+	if (ik >= 0)
+		inventory_not_served(k->f->cfg.inventory, (enum inventory_kind)ik);
 }
 
 /* The store lets reservations expire only while every watch is open: the
@@ -268,6 +343,10 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 		diag_addf(d, "feed: an inventory needs the node and placement readers");
 		return -1;
 	}
+	if (cfg->dra_put && (!cfg->inventory || !cfg->dra_delete)) {
+		diag_addf(d, "feed: the DRA readers need an inventory and both readers");
+		return -1;
+	}
 	if (cfg->meter && !cfg->run) {
 		diag_addf(d, "feed: a meter needs the run reader");
 		return -1;
@@ -293,14 +372,16 @@ int feed_start(const struct feed_config *cfg, struct feed **out,
 			.on = {.object = on_object, .delete = on_delete,
 			       .relist_begin = on_relist_begin,
 			       .relist_end = on_relist_end,
-			       .connected = on_connected, .ctx = k},
+			       .connected = on_connected,
+			       .not_served = on_not_served, .ctx = k},
 		};
 
 		k->f = f;
 		k->kind = i;
 		if ((i == FEED_NODES && !cfg->inventory) ||
 		    (i == FEED_PRIORITIES && !cfg->priorities) ||
-		    (i == FEED_PVCS && !cfg->pvcs))
+		    (i == FEED_PVCS && !cfg->pvcs) ||
+		    (i >= FEED_SLICES && inventory_kind(f, i) < 0))
 			continue;
 		if (informer_start(&ic, &k->inf, d) < 0)
 			goto fail;

@@ -41,6 +41,17 @@
  * for feed_connected: quota does not depend on them, and a cluster that
  * refuses to list Nodes (RBAC) only leaves the pool unknown (logged).
  *
+ * With an inventory and the DRA readers (dra_put, dra_delete), three more
+ * informers list and watch the pool's DRA kinds (docs/design/dra.md D3):
+ * ResourceSlices, DeviceTaintRules and DeviceClasses
+ * (/apis/resource.k8s.io/v1/...), and every ResourceClaim also goes to
+ * the inventory (its allocated devices).  Like Nodes they count for
+ * neither; like claims they are optional: a 404 to the list tells the
+ * inventory the kind is not served (inventory_not_served: a DRA flavor's
+ * pool is then not known) and the list is asked again every
+ * unserved_retry_ms.  Their first whole list is logged
+ * (msg="inventory synced" kind=resourceslices).
+ *
  * The feed knows neither the policy nor what an object holds: the caller
  * gives it the charge rule (webhook/charge.h charge_item_current with the
  * policy holder, in gpugate serve) and, for the inventory, the readers of
@@ -83,6 +94,16 @@ struct feed_config {
 	int (*placement)(void *ctx, const json_t *obj, struct arena *a,
 			 struct inventory_placement *out);
 	void *facts_ctx;
+	/* Optional, with an inventory: how to put a DRA object of kind
+	 * (INVENTORY_CLAIMS, _SLICES, _TAINT_RULES, _DEVICE_CLASSES) into it,
+	 * -1 when it cannot (webhook/dra-facts.h dra_facts_put), and drop its
+	 * last state (dra_facts_delete).  With them, ResourceSlices,
+	 * DeviceTaintRules and DeviceClasses are watched, and claims go to
+	 * the inventory too. */
+	int (*dra_put)(struct inventory *inv, enum inventory_kind kind, const json_t *obj,
+		       struct arena *a);
+	void (*dra_delete)(struct inventory *inv, enum inventory_kind kind,
+			   const json_t *obj);
 	/* Optional: the PriorityClasses to keep (a fifth informer; counts
 	 * neither for feed_synced nor for feed_connected: a cluster that
 	 * refuses to list them only leaves Job priorities unknown). */
@@ -95,7 +116,7 @@ struct feed_config {
 	int (*run)(void *ctx, const json_t *obj, struct arena *a,
 		   struct meter_pod *out);
 	unsigned idle_seconds;          /* a silent watch is broken; 0: 180 */
-	unsigned unserved_retry_ms;     /* claims not served: 0: 300000 */
+	unsigned unserved_retry_ms;     /* an optional kind not served: 0: 300000 */
 };
 
 struct feed;

@@ -446,10 +446,14 @@ static void not_served(struct informer *inf)
 		inf->unserved = true;
 		log_event(LOG_INFO, "msg=\"not served\" kind=%s path=%s retry_s=%u",
 			  inf->name, inf->path, inf->unserved_retry_ms / 1000);
-		if (inf->on.relist_begin)
-			inf->on.relist_begin(inf->on.ctx);
-		if (inf->on.relist_end)
-			inf->on.relist_end(inf->on.ctx, first);
+		if (inf->on.not_served)
+			inf->on.not_served(inf->on.ctx, first);
+		else {
+			if (inf->on.relist_begin)
+				inf->on.relist_begin(inf->on.ctx);
+			if (inf->on.relist_end)
+				inf->on.relist_end(inf->on.ctx, first);
+		}
 		atomic_store(&inf->synced, true);
 	}
 	atomic_store(&inf->resync_done, inf->resync_taken);

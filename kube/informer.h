@@ -44,7 +44,8 @@
  * An optional informer is for a resource the API may not serve (an API
  * group of a feature the cluster lacks, or a version it does not have
  * yet).  A 404 to its list means that there is none of it: the caller
- * hears an empty relist (what it knew is gone), the informer counts as
+ * hears an empty relist (what it knew is gone; or not_served, when it has
+ * one, to tell "none" from "not served"), the informer counts as
  * synced and as connected (there is nothing to miss), logs it once
  *
  *   info  msg="not served" kind=K path=P retry_s=N
@@ -95,6 +96,11 @@ struct informer_handler {
 	/* The watch answered 200 (up), or a watch that had done so ended
 	 * (down).  Called only on changes, up first. */
 	void (*connected)(void *ctx, bool up);
+	/* An optional informer's path is not served (404 to its list), said
+	 * when it starts being so.  When set, called instead of the empty
+	 * relist (relist_begin, relist_end) that says it otherwise; first as
+	 * for relist_end. */
+	void (*not_served)(void *ctx, bool first);
 	void *ctx;
 };
 

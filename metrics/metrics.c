@@ -425,6 +425,28 @@ out:
 	free(ct);
 }
 
+/* DRA flavors only (the others have no devices: their output stays as
+ * it was): the tainted devices of their usable nodes. */
+static void render_devices_tainted(struct strbuf *sb, const struct summaries *s)
+{
+	bool head = false;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (!s->v[i].flavor->dra)
+			continue;
+		if (!head)
+			strbuf_addf(sb, "# HELP gpugate_pool_devices_tainted DRA flavors: "
+					"devices of the usable nodes with a taint (the "
+					"ResourceSlice's or a DeviceTaintRule's, NoSchedule "
+					"or NoExecute) the flavor does not tolerate: out of "
+					"allocatable.\n"
+					"# TYPE gpugate_pool_devices_tainted gauge\n");
+		head = true;
+		strbuf_addf(sb, "gpugate_pool_devices_tainted{flavor=\"%s\"} %" PRId64 "\n",
+			    s->v[i].flavor->name, s->v[i].devices_tainted);
+	}
+}
+
 static void render_pool(struct strbuf *sb, const struct metrics_state *st)
 {
 	struct summaries s = {.cap = policy_flavor_count(st->policy)};
@@ -435,6 +457,14 @@ static void render_pool(struct strbuf *sb, const struct metrics_state *st)
 			"# TYPE gpugate_pool_synced gauge\n"
 			"gpugate_pool_synced %d\n",
 		    synced);
+	if (policy_has_dra_flavor(st->policy))
+		strbuf_addf(sb, "# HELP gpugate_pool_dra_known 1 once ResourceSlices, "
+				"DeviceTaintRules, ResourceClaims and DeviceClasses were "
+				"each listed (or found not served) and ResourceSlices are "
+				"served: the pool of DRA flavors is known.\n"
+				"# TYPE gpugate_pool_dra_known gauge\n"
+				"gpugate_pool_dra_known %d\n",
+			    inventory_dra_known(st->inventory));
 	if (!synced || !s.cap)
 		return;
 	s.v = calloc(s.cap, sizeof(*s.v));
@@ -479,6 +509,7 @@ static void render_pool(struct strbuf *sb, const struct metrics_state *st)
 		   "Capacity of the excluded nodes (health, NotReady, cordoned, "
 		   "tainted).",
 		   offsetof(struct pool_summary, excluded));
+	render_devices_tainted(sb, &s);
 	render_capacity(sb, st, &s);
 	free(s.v);
 }

@@ -109,28 +109,22 @@ static bool add(char *buf, size_t size, size_t *len, const char *s)
 	return true;
 }
 
-/* The attribute or capacity name of kv as CEL reads it: a name with a
- * domain is indexed by that domain, else by the driver's. */
+/* The attribute or capacity name of kv as CEL reads it: indexed by its
+ * domain (k8s_dra_name_split). */
 static bool add_field(char *buf, size_t size, size_t *len, const char *what,
 		      const char *driver, const char *name)
 {
-	const char *slash = strchr(name, '/');
+	struct k8s_dra_name n;
 	char domain[256];
 
-	if (slash) {
-		size_t dl = (size_t)(slash - name);
-
-		if (dl >= sizeof(domain))
-			return false;
-		memcpy(domain, name, dl);
-		domain[dl] = '\0';
-		name = slash + 1;
-	} else {
-		snprintf(domain, sizeof(domain), "%s", driver);
-	}
+	k8s_dra_name_split(driver, name, &n);
+	if (n.domain_len >= sizeof(domain))
+		return false;
+	memcpy(domain, n.domain, n.domain_len);
+	domain[n.domain_len] = '\0';
 	return add(buf, size, len, "device.") && add(buf, size, len, what) &&
 	       add(buf, size, len, "['") && add(buf, size, len, domain) &&
-	       add(buf, size, len, "'].") && add(buf, size, len, name);
+	       add(buf, size, len, "'].") && add(buf, size, len, n.id);
 }
 
 int dra_template_cel(const struct policy_dra *d, char *buf, size_t size)

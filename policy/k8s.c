@@ -240,3 +240,96 @@ int k8s_quantity_whole(const char *s, int64_t *out)
 	*out = v;
 	return 0;
 }
+
+/* A natural number in base 10^9, least significant limb first: enough
+ * for a quantity's 64 digits moved by 2064 decimal places (the widest gap
+ * between two exponents qty_split takes) and times 2^60. */
+#define BIG_BASE 1000000000u
+#define BIG_LIMBS 256
+
+struct big {
+	uint32_t limb[BIG_LIMBS];
+	size_t n;
+};
+
+/* b *= m (m < BIG_BASE); -1 when it overflows BIG_LIMBS. */
+static int big_mul(struct big *b, uint32_t m)
+{
+	uint64_t carry = 0;
+
+	for (size_t i = 0; i < b->n; i++) {
+		uint64_t x = (uint64_t)b->limb[i] * m + carry;
+
+		b->limb[i] = (uint32_t)(x % BIG_BASE);
+		carry = x / BIG_BASE;
+	}
+	while (carry) {
+		if (b->n == BIG_LIMBS)
+			return -1;
+		b->limb[b->n++] = (uint32_t)(carry % BIG_BASE);
+		carry /= BIG_BASE;
+	}
+	return 0;
+}
+
+/* b = q's digits * 10^ten * 2^two (ten, two >= 0). */
+static int big_of(const struct qty *q, int ten, int two, struct big *b)
+{
+	b->n = 0;
+	for (size_t i = 0; i < q->int_len + q->frac_len; i++) {
+		char d = i < q->int_len ? q->int_part[i] : q->frac_part[i - q->int_len];
+
+		if (big_mul(b, 10) < 0)
+			return -1;
+		if (d != '0') { /* digit d added: limb 0 has room below BIG_BASE */
+			if (b->n == 0)
+				b->limb[b->n++] = 0;
+			b->limb[0] += (uint32_t)(d - '0');
+		}
+	}
+	for (; ten >= 9; ten -= 9)
+		if (big_mul(b, BIG_BASE) < 0)
+			return -1;
+	for (; ten > 0; ten--)
+		if (big_mul(b, 10) < 0)
+			return -1;
+	for (; two >= 29; two -= 29)
+		if (big_mul(b, 1u << 29) < 0)
+			return -1;
+	return two > 0 ? big_mul(b, 1u << two) : 0;
+}
+
+int k8s_quantity_cmp(const char *a, const char *b, int *cmp)
+{
+	struct qty q[2];
+	struct big v[2];
+	int ten[2], two[2], low;
+
+	if (qty_split(a, &q[0]) < 0 || qty_split(b, &q[1]) < 0)
+		return -1;
+	/* value = digits * 10^ten * 2^two: both scaled to the lower ten. */
+	for (int i = 0; i < 2; i++) {
+		ten[i] = (q[i].base == 10 ? q[i].exp : 0) - (int)q[i].frac_len;
+		two[i] = q[i].base == 2 ? q[i].exp : 0;
+	}
+	low = ten[0] < ten[1] ? ten[0] : ten[1];
+	if (big_of(&q[0], ten[0] - low, two[0], &v[0]) < 0 ||
+	    big_of(&q[1], ten[1] - low, two[1], &v[1]) < 0)
+		return -1;
+	*cmp = 0;
+	if (v[0].n != v[1].n)
+		*cmp = v[0].n < v[1].n ? -1 : 1;
+	for (size_t i = v[0].n; *cmp == 0 && i-- > 0;)
+		if (v[0].limb[i] != v[1].limb[i])
+			*cmp = v[0].limb[i] < v[1].limb[i] ? -1 : 1;
+	return 0;
+}
+
+void k8s_dra_name_split(const char *driver, const char *name, struct k8s_dra_name *out)
+{
+	const char *slash = strchr(name, '/');
+
+	out->domain = slash ? name : driver;
+	out->domain_len = slash ? (size_t)(slash - name) : strlen(driver);
+	out->id = slash ? slash + 1 : name;
+}

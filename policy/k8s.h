@@ -7,6 +7,7 @@
 #define GPUGATE_K8S_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* RFC 1123 label: [a-z0-9]([-a-z0-9]*[a-z0-9])?, at most 63 bytes. */
@@ -47,5 +48,27 @@ bool k8s_quantity_valid(const char *s);
  * fractional ("1500m", "0.5"), or does not fit in int64_t.
  */
 int k8s_quantity_whole(const char *s, int64_t *out);
+
+/*
+ * Compares quantities a and b exactly ("81559Mi" and "80Gi", "1.5k" and
+ * "1500", "100m" and "0.1"): *cmp < 0, 0 or > 0 as a is less than, equal
+ * to or more than b.  Returns 0, or -1 when either is not a quantity.
+ */
+int k8s_quantity_cmp(const char *a, const char *b, int *cmp);
+
+/*
+ * A DRA attribute or capacity name (a dra block's, policy/policy.h) as
+ * resource.k8s.io qualifies it: one with a domain ("example.com/rack") is
+ * that domain's, one without ("productName") the driver's.  The template's
+ * CEL indexes by the domain (policy/dra-template.h); a ResourceSlice's
+ * device names it "<domain>/<id>" (policy/pool.h).
+ */
+struct k8s_dra_name {
+	const char *domain; /* domain_len bytes, not NUL-terminated */
+	size_t domain_len;
+	const char *id;
+};
+void k8s_dra_name_split(const char *driver, const char *name,
+			struct k8s_dra_name *out);
 
 #endif

@@ -876,6 +876,14 @@ size_t policy_flavor_count(const struct policy *p)
 	return p->n_flavors;
 }
 
+bool policy_has_dra_flavor(const struct policy *p)
+{
+	for (size_t i = 0; i < p->n_flavors; i++)
+		if (policy_flavor_at(p, i)->dra)
+			return true;
+	return false;
+}
+
 const struct policy_flavor *policy_flavor_at(const struct policy *p, size_t i)
 {
 	return i < p->n_flavors ? &p->flavors[i] : NULL;

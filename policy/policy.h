@@ -395,6 +395,9 @@ enum policy_claim_status policy_checkpoint_claim(const struct policy *p,
 
 size_t policy_flavor_count(const struct policy *p);
 const struct policy_flavor *policy_flavor_at(const struct policy *p, size_t i);
+/* Whether a flavor of p is served through DRA (policy_flavor.dra): its
+ * pool needs the DRA kinds (usage/inventory.h inventory_dra_known). */
+bool policy_has_dra_flavor(const struct policy *p);
 const struct policy_flavor *policy_flavor_find(const struct policy *p,
 					       const char *name);
 /*

@@ -1,6 +1,7 @@
 #include "policy/pool.h"
 
 #include "policy/health.h"
+#include "policy/k8s.h"
 #include "policy/policy.h"
 
 #include "base/strmap.h"
@@ -87,15 +88,70 @@ bool pool_node_in_flavor(const struct pool_node *n, const struct policy_flavor *
 			return false;
 	}
 	/* A DRA flavor's devices are not a node's extended resource. */
+	if (f->dra) {
+		for (size_t i = 0; i < n->n_devices; i++)
+			if (pool_device_in_flavor(&n->devices[i], f))
+				return true;
+		return false;
+	}
 	return f->resource && pool_node_resource(n, f->resource) != NULL;
 }
 
-/* The scheduler's rule (TolerationsTolerateTaint): an empty key with
- * Exists tolerates every taint; an empty effect every effect. */
-static bool tolerated(const struct policy_flavor *f, const struct pool_taint *t)
+/* The entry of ls (n of them) whose qualified name is dra name `name`
+ * under driver (k8s_dra_name_split), or -1. */
+static long qualified(const struct pool_label *ls, size_t n, const char *driver,
+		      const char *name)
 {
-	for (size_t i = 0; i < f->n_tolerations; i++) {
-		const struct policy_toleration *x = &f->tolerations[i];
+	struct k8s_dra_name q;
+
+	k8s_dra_name_split(driver, name, &q);
+	for (size_t i = 0; i < n; i++) {
+		const char *k = ls[i].key;
+
+		if (strncmp(k, q.domain, q.domain_len) == 0 && k[q.domain_len] == '/' &&
+		    strcmp(k + q.domain_len + 1, q.id) == 0)
+			return (long)i;
+	}
+	return -1;
+}
+
+bool pool_device_in_flavor(const struct pool_device *d, const struct policy_flavor *f)
+{
+	const struct policy_dra *dra = f->dra;
+
+	if (!dra || strcmp(d->driver, dra->driver) != 0)
+		return false;
+	for (size_t i = 0; i < dra->n_attributes; i++) {
+		long k = qualified(d->attributes, d->n_attributes, dra->driver,
+				   dra->attributes[i].key);
+
+		if (k < 0 || !d->attribute_is_string[k] ||
+		    strcmp(d->attributes[k].value, dra->attributes[i].value) != 0)
+			return false;
+	}
+	for (size_t i = 0; i < dra->n_min_capacity; i++) {
+		long k = qualified(d->capacity, d->n_capacity, dra->driver,
+				   dra->min_capacity[i].key);
+		int cmp;
+
+		if (k < 0 ||
+		    k8s_quantity_cmp(d->capacity[k].value, dra->min_capacity[i].value,
+				     &cmp) < 0 ||
+		    cmp < 0)
+			return false;
+	}
+	return true;
+}
+
+/* The scheduler's rule (TolerationsTolerateTaint, and resourceclaim's
+ * ToleratesTaint for devices): an empty key with Exists tolerates every
+ * taint; an empty effect every effect.  (An empty key with Equal, which
+ * the validation refuses, tolerates nothing here.) */
+static bool tolerated(const struct policy_toleration *xs, size_t n,
+		      const struct pool_taint *t)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct policy_toleration *x = &xs[i];
 		bool exists = strcmp(x->op, "Exists") == 0;
 
 		if (x->effect[0] && strcmp(x->effect, t->effect) != 0)
@@ -111,6 +167,12 @@ static bool tolerated(const struct policy_flavor *f, const struct pool_taint *t)
 			return true;
 	}
 	return false;
+}
+
+/* A taint that keeps pods (or claims) away: NoSchedule or NoExecute. */
+static bool repels(const struct pool_taint *t)
+{
+	return strcmp(t->effect, "NoSchedule") == 0 || strcmp(t->effect, "NoExecute") == 0;
 }
 
 static bool health_taint(const struct policy_health *h, const struct pool_taint *t)
@@ -130,6 +192,27 @@ static void taint_text(const struct pool_taint *t, char *why, size_t size)
 {
 	snprintf(why, size, "taint %s%s%s:%s", t->key, t->value[0] ? "=" : "",
 		 t->value, t->effect);
+}
+
+bool pool_device_tainted(const struct pool_device *d, const struct policy_flavor *f,
+			 char *why, size_t size)
+{
+	why[0] = '\0';
+	for (size_t i = 0; i < d->n_taints; i++) {
+		const struct pool_device_taint *t = &d->taints[i];
+		int n = 0;
+
+		if (!repels(&t->taint) ||
+		    (f->dra && tolerated(f->dra->tolerations, f->dra->n_tolerations,
+					 &t->taint)))
+			continue;
+		if (t->rule)
+			n = snprintf(why, size, "DeviceTaintRule %s: ", t->rule);
+		if (n >= 0 && (size_t)n < size)
+			taint_text(&t->taint, why + n, size - (size_t)n);
+		return true;
+	}
+	return false;
 }
 
 /* Why a node whose signal is gone is still out (pool.h). */
@@ -204,8 +287,7 @@ enum pool_exclusion pool_node_exclusion(const struct pool_node *n,
 	for (size_t i = 0; i < n->n_taints; i++) {
 		const struct pool_taint *t = &n->taints[i];
 
-		if ((strcmp(t->effect, "NoSchedule") == 0 ||
-		     strcmp(t->effect, "NoExecute") == 0) && !tolerated(f, t) &&
+		if (repels(t) && !tolerated(f->tolerations, f->n_tolerations, t) &&
 		    strcmp(t->key, HEALTH_TAINT) != 0) {
 			taint_text(t, why, size);
 			return POOL_TAINTED;
@@ -219,6 +301,35 @@ static int64_t at_least_zero(int64_t v)
 	return v < 0 ? 0 : v;
 }
 
+/* A DRA flavor's units on n: its devices of f (pool_member). */
+static void member_devices(const struct pool_node *n, const struct policy_flavor *f,
+			   struct pool_member *m)
+{
+	char why[sizeof(m->device_why)];
+
+	for (size_t i = 0; i < n->n_devices; i++) {
+		const struct pool_device *d = &n->devices[i];
+
+		if (!pool_device_in_flavor(d, f))
+			continue;
+		m->capacity++;
+		if (pool_device_tainted(d, f, why, sizeof(why))) {
+			/* The first one's reason, after its name. */
+			int at = m->devices_tainted++ ? -1
+				: snprintf(m->device_why, sizeof(m->device_why),
+					   "%s: ", d->name);
+
+			if (at >= 0 && (size_t)at < sizeof(m->device_why))
+				pool_device_tainted(d, f, m->device_why + at,
+						    sizeof(m->device_why) - (size_t)at);
+			continue;
+		}
+		m->allocatable++;
+		if (d->allocated)
+			m->allocated++;
+	}
+}
+
 void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 		     const struct policy_flavor *f, const struct policy_health *h,
 		     struct pool_member *members, struct pool_view *v)
@@ -226,22 +337,32 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 	memset(v, 0, sizeof(*v));
 	v->flavor = f;
 	v->members = members;
+	v->approximate = f->dra && f->dra->n_selectors > 0;
 	for (size_t i = 0; i < n_nodes; i++) {
 		const struct pool_node *n = nodes[i];
-		const struct pool_resource *r;
+		const struct pool_resource *r = NULL;
 		struct pool_member *m;
 
-		r = pool_node_in_flavor(n, f) ? pool_node_resource(n, f->resource) : NULL;
-		if (!r)
+		if (!pool_node_in_flavor(n, f))
+			continue;
+		if (!f->dra && !(r = pool_node_resource(n, f->resource)))
 			continue;
 		m = &members[v->n_members++];
 		m->node = n;
 		m->exclusion = pool_node_exclusion(n, f, h, m->why, sizeof(m->why));
-		m->capacity = at_least_zero(r->capacity);
-		/* The kubelet reports allocatable beside capacity; without it
-		 * the scheduler has nothing to place against. */
-		m->allocatable = at_least_zero(r->allocatable);
-		m->allocated = at_least_zero(r->allocated);
+		m->devices_tainted = 0;
+		m->device_why[0] = '\0';
+		if (f->dra) {
+			m->capacity = m->allocatable = m->allocated = 0;
+			member_devices(n, f, m);
+		} else {
+			m->capacity = at_least_zero(r->capacity);
+			/* The kubelet reports allocatable beside capacity;
+			 * without it the scheduler has nothing to place
+			 * against. */
+			m->allocatable = at_least_zero(r->allocatable);
+			m->allocated = at_least_zero(r->allocated);
+		}
 		m->free = at_least_zero(m->allocatable - m->allocated);
 		if (m->exclusion != POOL_USABLE)
 			continue;
@@ -250,6 +371,7 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 		v->allocatable += m->allocatable;
 		v->allocated += m->allocated;
 		v->free += m->free;
+		v->devices_tainted += m->devices_tainted;
 		if (!v->largest_allocatable_node || m->allocatable > v->largest_allocatable) {
 			v->largest_allocatable = m->allocatable;
 			v->largest_allocatable_node = n->name;
@@ -418,6 +540,7 @@ void pool_summarize(const struct pool_view *v, struct pool_summary *out)
 	out->allocated = v->allocated;
 	out->free = v->free;
 	out->largest_free = v->largest_free;
+	out->devices_tainted = v->devices_tainted;
 	for (size_t i = 0; i < v->n_members; i++) {
 		const struct pool_member *m = &v->members[i];
 

@@ -24,6 +24,7 @@ struct build {
 	bool oom;
 	const struct policy *p;
 	int64_t now_ms;
+	bool dra_known; /* inventory_dra_known(), read before inventory_each */
 };
 
 static void add(json_t *obj, const char *key, json_t *v, bool *oom)
@@ -86,6 +87,10 @@ static json_t *node_json(const struct pool_member *m, const struct build *b, boo
 	add(n, "allocatable", json_integer(m->allocatable), oom);
 	add(n, "allocated", json_integer(m->allocated), oom);
 	add(n, "free", json_integer(m->free), oom);
+	if (m->devices_tainted > 0) {
+		add(n, "devicesTainted", json_integer(m->devices_tainted), oom);
+		add(n, "deviceWhy", json_string(m->device_why), oom);
+	}
 	health_json(n, m, b, oom);
 	return n;
 }
@@ -105,9 +110,15 @@ static void flavor_json(void *ctx, const struct pool_view *v)
 	}
 	pool_summarize(v, &s);
 	add(f, "name", json_string(v->flavor->name), &b->oom);
-	if (v->flavor->dra)
+	if (v->flavor->dra) {
+		/* Units are devices (policy/pool.h struct pool_member), known
+		 * once the DRA kinds are (usage/inventory.h). */
 		add(f, "deviceClassName", json_string(v->flavor->dra->device_class), &b->oom);
-	else
+		add(f, "units", json_string("devices"), &b->oom);
+		add(f, "known", json_boolean(b->dra_known), &b->oom);
+		add(f, "devicesTainted", json_integer(s.devices_tainted), &b->oom);
+		add(f, "approximate", json_boolean(v->approximate), &b->oom);
+	} else
 		add(f, "resource", json_string(v->flavor->resource), &b->oom);
 	add(f, "sharing", json_string(policy_sharing_name(v->flavor->sharing)), &b->oom);
 	add(f, "nodes", json_integer((json_int_t)v->n_members), &b->oom);
@@ -505,6 +516,7 @@ json_t *pool_report_idle(const struct policy *p, struct inventory *inv,
 		return NULL;
 	}
 	add(r, "synced", json_boolean(synced), &b.oom);
+	b.dra_known = synced && inventory_dra_known(inv);
 	if (synced && inventory_each(inv, p, flavor_json, &b) < 0)
 		b.oom = true;
 	/* Outside the inventory's lock: the usage store has its own. */
@@ -586,6 +598,39 @@ static void effective_text(const json_t *flavors, struct strbuf *out)
 			strbuf_addf(out, ": %lld of its nominal not backed\n",
 				    num(t, "short"));
 		}
+	}
+}
+
+/* The DRA flavors: units are devices, whether the pool is known or an
+ * upper bound, and the nodes with tainted devices (none: nothing). */
+static void devices_text(const json_t *flavors, struct strbuf *out)
+{
+	const json_t *f, *n;
+	size_t i, k;
+	bool head = false;
+
+	json_array_foreach(flavors, i, f) {
+		if (!json_object_get(f, "units"))
+			continue;
+		if (!head) {
+			strbuf_addf(out, "\nDEVICES (DRA flavors: ResourceSlices, "
+					 "DeviceTaintRules, claims)\n");
+			head = true;
+		}
+		strbuf_addf(out, "%s: units are %s", text(f, "name"), text(f, "units"));
+		if (!json_is_true(json_object_get(f, "known")))
+			strbuf_addf(out, ", not known (ResourceSlices not listed or not "
+					 "served)\n");
+		else {
+			if (json_is_true(json_object_get(f, "approximate")))
+				strbuf_addf(out, ", an upper bound (dra.selectors are CEL "
+						 "gpugate does not evaluate)");
+			strbuf_addf(out, "; %lld tainted\n", num(f, "devicesTainted"));
+		}
+		json_array_foreach(json_object_get(f, "nodeList"), k, n)
+			if (num(n, "devicesTainted") > 0)
+				strbuf_addf(out, "  %-20s %lld tainted (%s)\n", text(n, "name"),
+					    num(n, "devicesTainted"), text(n, "deviceWhy"));
 	}
 }
 
@@ -704,6 +749,7 @@ int pool_report_text(const json_t *report, struct strbuf *out)
 			strbuf_addf(out, "%s\n", shown ? "" : "-");
 		}
 		effective_text(flavors, out);
+		devices_text(flavors, out);
 	}
 	out_for_health(flavors, out);
 	strbuf_addf(out, "\n%-20s %-20s %6s %8s %9s %6s\n", "TENANT", "FLAVOR", "USED",

@@ -4,10 +4,13 @@
 #include "kube/client.h"
 #include "kube/config.h"
 #include "kube/feed.h"
+#include "policy/policy.h"
 #include "usage/inventory.h"
 #include "usage/usage.h"
 #include "report/quotas.h"
 #include "webhook/charge.h"
+#include "webhook/dra-facts.h"
+#include "webhook/holder.h"
 #include "webhook/node-facts.h"
 
 #include <stdio.h>
@@ -79,6 +82,17 @@ static int probe(const struct kube_config *kube, unsigned long long deadline,
 	return rc;
 }
 
+static bool has_dra_flavor(struct holder *holder)
+{
+	struct holder_ref *ref;
+	const struct policy *p = holder ? holder_acquire(holder, &ref) : NULL;
+	bool dra = p && policy_has_dra_flavor(p);
+
+	if (holder)
+		holder_release(ref);
+	return dra;
+}
+
 int snapshot_take(const struct kube_config *kube, struct holder *holder,
 		  unsigned timeout_ms, struct snapshot *out, struct diag *d)
 {
@@ -93,6 +107,9 @@ int snapshot_take_as(const struct kube_config *kube, struct holder *holder,
 				 .charge_ctx = holder, .node = node_facts_cb,
 				 .placement = pod_placement_cb,
 				 .facts_ctx = holder};
+	/* The DRA kinds only for a policy with a DRA flavor: no other reads
+	 * them. */
+	bool dra = has_dra_flavor(holder);
 	struct feed *f = NULL;
 	unsigned long long deadline = now_ms() + timeout_ms;
 
@@ -112,6 +129,10 @@ int snapshot_take_as(const struct kube_config *kube, struct holder *holder,
 	}
 	fc.usage = out->usage;
 	fc.inventory = out->inventory;
+	if (dra) {
+		fc.dra_put = dra_facts_put;
+		fc.dra_delete = dra_facts_delete;
+	}
 	if (feed_start(&fc, &f, d) < 0)
 		goto fail;
 	while (!(feed_synced(f) && inventory_synced(out->inventory))) {
@@ -124,6 +145,11 @@ int snapshot_take_as(const struct kube_config *kube, struct holder *holder,
 		}
 		nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
 	}
+	/* A DRA flavor's pool needs the DRA kinds too: waited for while
+	 * there is time, else its pool is shown not known. */
+	while (dra && !inventory_dra_known(out->inventory) &&
+	       now_ms() < deadline)
+		nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
 	feed_stop(f);
 	return 0;
 fail:

@@ -29,6 +29,13 @@ struct slot {
 	uint64_t member_of;
 	unsigned char *member;
 	size_t n_member;
+	uint64_t member_slices; /* ... and of slices (0: a policy without DRA) */
+	/* Its DRA devices as the last build made them (devices_ensure;
+	 * arrays in dev_arena, strings the slices' and rules', so a change
+	 * of those detaches them first); node.devices points here. */
+	struct arena dev_arena;
+	struct pool_device *devices;
+	size_t n_devices;
 };
 
 struct pod {
@@ -46,6 +53,32 @@ struct pod {
 	struct inventory_running run;
 };
 
+/* One DRA object (ResourceSlice, DeviceTaintRule, ResourceClaim,
+ * DeviceClass), copied into its own arena. */
+struct dra_entry {
+	char *key; /* in arena */
+	bool stale;
+	struct arena arena;
+	union {
+		struct inventory_slice slice;
+		struct inventory_taint_rule rule;
+		struct {
+			struct inventory_claim_device *d;
+			size_t n;
+		} claim;
+		const char *resource; /* a DeviceClass's extended resource, or NULL */
+	} u;
+};
+
+/* The entries of one DRA kind by key. */
+struct dra_table {
+	struct strmap index;
+	struct dra_entry **e;
+	size_t n, cap;
+};
+
+#define DRA_KINDS (INVENTORY_KINDS - INVENTORY_SLICES)
+
 struct inventory {
 	pthread_mutex_t mu;
 	struct strmap slot_by_name;
@@ -56,6 +89,15 @@ struct inventory {
 	size_t n_pods, cap_pods;
 	size_t n_nodes; /* slots with has_node */
 	bool relisting[INVENTORY_KINDS], synced[INVENTORY_KINDS];
+	/* DRA: the kinds' entries (by kind - INVENTORY_SLICES), which are
+	 * not served; dra_serial counts changes of slices, rules and claims
+	 * (what the devices say), slice_serial of slices (which devices
+	 * there are: flavor membership); the slots' devices are built at
+	 * dra_serial built_of, lazily, for DRA flavors only. */
+	struct dra_table dra[DRA_KINDS];
+	bool not_served[INVENTORY_KINDS];
+	uint64_t dra_serial, slice_serial, built_of;
+	bool attached; /* some slot may have devices */
 	/* Scratch for views, grown as needed (under mu). */
 	const struct pool_node **cand;
 	struct pool_member *members;
@@ -71,12 +113,16 @@ struct inventory *inventory_new(void)
 	pthread_mutex_init(&inv->mu, NULL);
 	strmap_init(&inv->slot_by_name);
 	strmap_init(&inv->pod_by_uid);
+	for (size_t k = 0; k < DRA_KINDS; k++)
+		strmap_init(&inv->dra[k].index);
+	inv->dra_serial = inv->slice_serial = 1; /* built_of 0: never built */
 	return inv;
 }
 
 static void slot_free(struct slot *s)
 {
 	arena_release(&s->arena);
+	arena_release(&s->dev_arena);
 	for (size_t i = 0; i < s->n_alloc; i++)
 		free(s->alloc[i].resource);
 	free(s->alloc);
@@ -96,6 +142,8 @@ static void pod_free(struct pod *p)
 	free(p);
 }
 
+static void dra_table_release(struct dra_table *t);
+
 void inventory_free(struct inventory *inv)
 {
 	if (!inv)
@@ -108,6 +156,8 @@ void inventory_free(struct inventory *inv)
 	free(inv->pods);
 	free(inv->cand);
 	free(inv->members);
+	for (size_t k = 0; k < DRA_KINDS; k++)
+		dra_table_release(&inv->dra[k]);
 	strmap_release(&inv->slot_by_name);
 	strmap_release(&inv->pod_by_uid);
 	pthread_mutex_destroy(&inv->mu);
@@ -156,6 +206,7 @@ static struct slot *slot_get(struct inventory *inv, const char *name)
 		return NULL;
 	}
 	arena_init(&s->arena);
+	arena_init(&s->dev_arena);
 	if (strmap_put(&inv->slot_by_name, s->name, inv->n_slots, NULL) < 0) {
 		slot_free(s);
 		return NULL;
@@ -288,8 +339,12 @@ int inventory_node_put(struct inventory *inv, const struct pool_node *n)
 		s->arena = a;
 		s->node = copy;
 		s->node.name = s->name;
-		if (!s->has_node)
+		s->node.devices = s->devices;
+		s->node.n_devices = s->n_devices;
+		if (!s->has_node) {
 			inv->n_nodes++;
+			inv->dra_serial++; /* its devices are built again */
+		}
 		s->has_node = true;
 		s->stale = false;
 		s->member_of = 0; /* membership is computed again */
@@ -515,6 +570,550 @@ size_t inventory_waiting_list(struct inventory *inv, int64_t before,
 	return n;
 }
 
+/* ---- DRA objects --------------------------------------------------- */
+
+static void dra_entry_free(struct dra_entry *e)
+{
+	if (!e)
+		return;
+	arena_release(&e->arena);
+	free(e);
+}
+
+static struct dra_entry *dra_entry_new(const char *key)
+{
+	struct dra_entry *e = calloc(1, sizeof(*e));
+
+	if (!e)
+		return NULL;
+	arena_init(&e->arena);
+	if (!(e->key = arena_strdup(&e->arena, key))) {
+		dra_entry_free(e);
+		return NULL;
+	}
+	return e;
+}
+
+/* Takes e in place of the entry of its key, if any.  -1 when out of
+ * memory (e is freed; what was known of the key is kept). */
+static int dra_table_take(struct dra_table *t, struct dra_entry *e)
+{
+	size_t i;
+
+	if (strmap_get(&t->index, e->key, &i)) {
+		strmap_del(&t->index, t->e[i]->key, NULL);
+		dra_entry_free(t->e[i]);
+		t->e[i] = e;
+		strmap_put(&t->index, e->key, i, NULL); /* a slot was just freed */
+		return 0;
+	}
+	if (grow((void **)&t->e, &t->cap, t->n + 1, sizeof(*t->e)) < 0 ||
+	    strmap_put(&t->index, e->key, t->n, NULL) < 0) {
+		dra_entry_free(e);
+		return -1;
+	}
+	t->e[t->n++] = e;
+	return 0;
+}
+
+static void dra_table_remove_at(struct dra_table *t, size_t i)
+{
+	size_t last = --t->n;
+
+	strmap_del(&t->index, t->e[i]->key, NULL);
+	dra_entry_free(t->e[i]);
+	if (i != last) {
+		t->e[i] = t->e[last];
+		strmap_del(&t->index, t->e[i]->key, NULL);
+		strmap_put(&t->index, t->e[i]->key, i, NULL);
+	}
+}
+
+/* Drops the entries of t that are stale (all: every one).  Whether any
+ * went. */
+static bool dra_table_drop(struct dra_table *t, bool all)
+{
+	bool any = false;
+
+	for (size_t i = t->n; i-- > 0;)
+		if (all || t->e[i]->stale) {
+			dra_table_remove_at(t, i);
+			any = true;
+		}
+	return any;
+}
+
+static void dra_table_release(struct dra_table *t)
+{
+	dra_table_drop(t, true);
+	free(t->e);
+	strmap_release(&t->index);
+}
+
+static struct dra_table *dra_table(struct inventory *inv, enum inventory_kind kind)
+{
+	return &inv->dra[kind - INVENTORY_SLICES];
+}
+
+static void slot_detach(struct slot *s)
+{
+	arena_release(&s->dev_arena);
+	arena_init(&s->dev_arena);
+	s->devices = NULL;
+	s->n_devices = 0;
+	s->node.devices = NULL;
+	s->node.n_devices = 0;
+}
+
+static void detach_all(struct inventory *inv)
+{
+	for (size_t i = 0; inv->attached && i < inv->n_slots; i++)
+		slot_detach(inv->slots[i]);
+	inv->attached = false;
+}
+
+/* Under mu: kind's entries changed.  Slices and rules take the slots'
+ * devices with them (those point at their strings); claims only what
+ * the devices say. */
+static void dra_changed(struct inventory *inv, enum inventory_kind kind)
+{
+	if (kind == INVENTORY_DEVICE_CLASSES)
+		return;
+	inv->dra_serial++;
+	if (kind == INVENTORY_SLICES)
+		inv->slice_serial++;
+	if (kind != INVENTORY_CLAIMS)
+		detach_all(inv);
+}
+
+/* Puts e (of kind) under mu, or frees it when the copy failed (-1). */
+static int dra_put(struct inventory *inv, enum inventory_kind kind,
+		   struct dra_entry *e, bool copied)
+{
+	int rc = -1;
+
+	if (!copied) {
+		dra_entry_free(e);
+		return -1;
+	}
+	pthread_mutex_lock(&inv->mu);
+	if (dra_table_take(dra_table(inv, kind), e) == 0) {
+		dra_changed(inv, kind);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&inv->mu);
+	return rc;
+}
+
+static void dra_delete(struct inventory *inv, enum inventory_kind kind, const char *key)
+{
+	struct dra_table *t = dra_table(inv, kind);
+	size_t i;
+
+	pthread_mutex_lock(&inv->mu);
+	if (strmap_get(&t->index, key, &i)) {
+		dra_table_remove_at(t, i);
+		dra_changed(inv, kind);
+	}
+	pthread_mutex_unlock(&inv->mu);
+}
+
+static const char *dup_or_null(struct arena *a, const char *s, bool *ok)
+{
+	char *c = s ? arena_strdup(a, s) : NULL;
+
+	if (s && !c)
+		*ok = false;
+	return c;
+}
+
+static bool copy_taint(struct arena *a, const struct pool_taint *t, struct pool_taint *out)
+{
+	out->key = arena_strdup(a, t->key);
+	out->value = arena_strdup(a, t->value ? t->value : "");
+	out->effect = arena_strdup(a, t->effect);
+	return out->key && out->value && out->effect;
+}
+
+static bool copy_labels(struct arena *a, const struct pool_label *l, size_t n,
+			const struct pool_label **out)
+{
+	struct pool_label *c = arena_calloc(a, n + 1, sizeof(*c));
+
+	*out = c;
+	for (size_t i = 0; c && i < n; i++)
+		if (!(c[i].key = arena_strdup(a, l[i].key)) ||
+		    !(c[i].value = arena_strdup(a, l[i].value)))
+			return false;
+	return c != NULL;
+}
+
+/* d of slice s into out, strings in a. */
+static bool copy_device(struct arena *a, const struct inventory_slice *s,
+			const struct pool_device *d, struct pool_device *out)
+{
+	bool *is_string = arena_calloc(a, d->n_attributes + 1, sizeof(*is_string));
+	struct pool_device_taint *t = arena_calloc(a, d->n_taints + 1, sizeof(*t));
+
+	*out = *d;
+	out->driver = s->driver;
+	out->pool = s->pool;
+	out->allocated = false;
+	out->name = arena_strdup(a, d->name);
+	if (!is_string || !t || !out->name ||
+	    !copy_labels(a, d->attributes, d->n_attributes, &out->attributes) ||
+	    !copy_labels(a, d->capacity, d->n_capacity, &out->capacity))
+		return false;
+	if (d->attribute_is_string)
+		memcpy(is_string, d->attribute_is_string,
+		       d->n_attributes * sizeof(*is_string));
+	for (size_t i = 0; i < d->n_taints; i++)
+		if (!copy_taint(a, &d->taints[i].taint, &t[i].taint))
+			return false;
+	out->attribute_is_string = is_string;
+	out->taints = t;
+	return true;
+}
+
+int inventory_slice_put(struct inventory *inv, const struct inventory_slice *s)
+{
+	struct dra_entry *e = dra_entry_new(s->name);
+	struct inventory_slice *c;
+	struct pool_device *d;
+	bool ok = e != NULL;
+
+	if (!ok)
+		return -1;
+	c = &e->u.slice;
+	*c = *s;
+	c->name = e->key;
+	c->driver = dup_or_null(&e->arena, s->driver ? s->driver : "", &ok);
+	c->pool = dup_or_null(&e->arena, s->pool ? s->pool : "", &ok);
+	c->node = dup_or_null(&e->arena, s->node, &ok);
+	d = arena_calloc(&e->arena, s->n_devices + 1, sizeof(*d));
+	ok = ok && d;
+	for (size_t i = 0; ok && i < s->n_devices; i++)
+		ok = copy_device(&e->arena, c, &s->devices[i], &d[i]);
+	c->devices = d;
+	return dra_put(inv, INVENTORY_SLICES, e, ok);
+}
+
+void inventory_slice_delete(struct inventory *inv, const char *name)
+{
+	dra_delete(inv, INVENTORY_SLICES, name);
+}
+
+int inventory_taint_rule_put(struct inventory *inv, const struct inventory_taint_rule *r)
+{
+	struct dra_entry *e = dra_entry_new(r->name);
+	struct inventory_taint_rule *c;
+	bool ok = e != NULL;
+
+	if (!ok)
+		return -1;
+	c = &e->u.rule;
+	*c = *r;
+	c->name = e->key;
+	c->driver = dup_or_null(&e->arena, r->driver, &ok);
+	c->pool = dup_or_null(&e->arena, r->pool, &ok);
+	c->device = dup_or_null(&e->arena, r->device, &ok);
+	ok = ok && copy_taint(&e->arena, &r->taint, &c->taint);
+	return dra_put(inv, INVENTORY_TAINT_RULES, e, ok);
+}
+
+void inventory_taint_rule_delete(struct inventory *inv, const char *name)
+{
+	dra_delete(inv, INVENTORY_TAINT_RULES, name);
+}
+
+int inventory_claim_put(struct inventory *inv, const char *uid,
+			const struct inventory_claim_device *d, size_t n)
+{
+	struct dra_entry *e;
+	struct inventory_claim_device *c;
+	bool ok = true;
+
+	if (n == 0) {
+		inventory_claim_delete(inv, uid);
+		return 0;
+	}
+	if (!(e = dra_entry_new(uid)))
+		return -1;
+	c = arena_calloc(&e->arena, n, sizeof(*c));
+	ok = c != NULL;
+	for (size_t i = 0; ok && i < n; i++) {
+		c[i].driver = dup_or_null(&e->arena, d[i].driver, &ok);
+		c[i].pool = dup_or_null(&e->arena, d[i].pool, &ok);
+		c[i].device = dup_or_null(&e->arena, d[i].device, &ok);
+	}
+	e->u.claim.d = c;
+	e->u.claim.n = n;
+	return dra_put(inv, INVENTORY_CLAIMS, e, ok);
+}
+
+void inventory_claim_delete(struct inventory *inv, const char *uid)
+{
+	dra_delete(inv, INVENTORY_CLAIMS, uid);
+}
+
+int inventory_device_class_put(struct inventory *inv, const char *name,
+			       const char *extended_resource)
+{
+	struct dra_entry *e = dra_entry_new(name);
+	bool ok = e != NULL;
+
+	if (!ok)
+		return -1;
+	e->u.resource = dup_or_null(&e->arena, extended_resource, &ok);
+	return dra_put(inv, INVENTORY_DEVICE_CLASSES, e, ok);
+}
+
+void inventory_device_class_delete(struct inventory *inv, const char *name)
+{
+	dra_delete(inv, INVENTORY_DEVICE_CLASSES, name);
+}
+
+void inventory_not_served(struct inventory *inv, enum inventory_kind kind)
+{
+	if (kind < INVENTORY_SLICES || kind >= INVENTORY_KINDS)
+		return;
+	pthread_mutex_lock(&inv->mu);
+	if (dra_table_drop(dra_table(inv, kind), true))
+		dra_changed(inv, kind);
+	inv->not_served[kind] = true;
+	inv->relisting[kind] = false;
+	inv->synced[kind] = true;
+	pthread_mutex_unlock(&inv->mu);
+}
+
+/* Under mu: every DRA kind listed or not served, and slices served. */
+static bool dra_known(const struct inventory *inv)
+{
+	for (int k = INVENTORY_SLICES; k < INVENTORY_KINDS; k++)
+		if (!inv->synced[k])
+			return false;
+	return !inv->not_served[INVENTORY_SLICES];
+}
+
+bool inventory_dra_known(struct inventory *inv)
+{
+	bool known;
+
+	pthread_mutex_lock(&inv->mu);
+	known = dra_known(inv);
+	pthread_mutex_unlock(&inv->mu);
+	return known;
+}
+
+/* Under mu: whether a DeviceClass serves resource through DRA. */
+static bool class_serves(struct inventory *inv, const char *resource)
+{
+	const struct dra_table *t = dra_table(inv, INVENTORY_DEVICE_CLASSES);
+
+	for (size_t i = 0; i < t->n; i++)
+		if (t->e[i]->u.resource && strcmp(t->e[i]->u.resource, resource) == 0)
+			return true;
+	return false;
+}
+
+/* ---- DRA devices of the nodes -------------------------------------- */
+
+/* The key of a device (of a pool of a driver) in buf; false when it does
+ * not fit (no such name is valid). */
+static bool device_key(char *buf, size_t size, const char *driver, const char *pool,
+		       const char *device)
+{
+	int n = snprintf(buf, size, "%s\x1f%s\x1f%s", driver ? driver : "",
+			 pool ? pool : "", device ? device : "");
+
+	return n >= 0 && (size_t)n < size;
+}
+
+/* The newest generation of a pool and how many of its slices are seen at
+ * it, of how many. */
+struct pool_gen {
+	int64_t generation, seen, count;
+};
+
+/* What one build reads: each pool's newest generation, and the devices
+ * claims hold (keys in a). */
+struct dra_build {
+	struct arena a;
+	struct strmap pools, held;
+	struct pool_gen *gens;
+	size_t n_gens;
+};
+
+static int build_index(struct inventory *inv, struct dra_build *b)
+{
+	const struct dra_table *slices = dra_table(inv, INVENTORY_SLICES);
+	const struct dra_table *claims = dra_table(inv, INVENTORY_CLAIMS);
+	char key[1024];
+
+	b->gens = calloc(slices->n + 1, sizeof(*b->gens));
+	if (!b->gens)
+		return -1;
+	for (size_t i = 0; i < slices->n; i++) {
+		const struct inventory_slice *s = &slices->e[i]->u.slice;
+		struct pool_gen *g;
+		size_t k;
+		char *stored;
+
+		if (!device_key(key, sizeof(key), s->driver, s->pool, NULL))
+			continue;
+		if (!strmap_get(&b->pools, key, &k)) {
+			k = b->n_gens++;
+			b->gens[k] = (struct pool_gen){s->generation, 0, s->slice_count};
+			if (!(stored = arena_strdup(&b->a, key)) ||
+			    strmap_put(&b->pools, stored, k, NULL) < 0)
+				return -1;
+		}
+		g = &b->gens[k];
+		if (s->generation > g->generation)
+			*g = (struct pool_gen){s->generation, 0, s->slice_count};
+		if (s->generation == g->generation)
+			g->seen++;
+	}
+	for (size_t i = 0; i < claims->n; i++)
+		for (size_t k = 0; k < claims->e[i]->u.claim.n; k++) {
+			const struct inventory_claim_device *d = &claims->e[i]->u.claim.d[k];
+			char *stored;
+
+			if (!device_key(key, sizeof(key), d->driver, d->pool, d->device))
+				continue;
+			if (!(stored = arena_strdup(&b->a, key)) ||
+			    strmap_put(&b->held, stored, 0, NULL) < 0)
+				return -1;
+		}
+	return 0;
+}
+
+/* Whether slice s offers its devices to its node's slot: node-local, of
+ * its pool's newest generation, the pool complete at it. */
+static struct slot *slice_slot(struct inventory *inv, const struct dra_build *b,
+			       const struct inventory_slice *s)
+{
+	char key[1024];
+	struct slot *slot;
+	size_t k;
+
+	if (!s->node || !(slot = slot_find(inv, s->node)) || !slot->has_node)
+		return NULL;
+	if (!device_key(key, sizeof(key), s->driver, s->pool, NULL) ||
+	    !strmap_get(&b->pools, key, &k))
+		return NULL;
+	if (b->gens[k].generation != s->generation || b->gens[k].seen != b->gens[k].count)
+		return NULL;
+	return slot;
+}
+
+static bool rule_matches(const struct inventory_taint_rule *r,
+			 const struct pool_device *d)
+{
+	return r->has_selector && (!r->driver || strcmp(r->driver, d->driver) == 0) &&
+	       (!r->pool || strcmp(r->pool, d->pool) == 0) &&
+	       (!r->device || strcmp(r->device, d->name) == 0);
+}
+
+/* Device d of a slice as slot s shows it: the rules' taints after the
+ * slice's, allocated when a claim holds it. */
+static int build_device(struct inventory *inv, const struct dra_build *b,
+			struct slot *s, const struct pool_device *d)
+{
+	const struct dra_table *rules = dra_table(inv, INVENTORY_TAINT_RULES);
+	struct pool_device *out = &s->devices[s->n_devices];
+	struct pool_device_taint *t;
+	size_t n = d->n_taints;
+	char key[1024];
+
+	for (size_t i = 0; i < rules->n; i++)
+		n += rule_matches(&rules->e[i]->u.rule, d);
+	*out = *d;
+	if (n > d->n_taints) {
+		if (!(t = arena_calloc(&s->dev_arena, n, sizeof(*t))))
+			return -1;
+		memcpy(t, d->taints, d->n_taints * sizeof(*t));
+		n = d->n_taints;
+		for (size_t i = 0; i < rules->n; i++)
+			if (rule_matches(&rules->e[i]->u.rule, d))
+				t[n++] = (struct pool_device_taint){
+					rules->e[i]->u.rule.taint, rules->e[i]->key};
+		out->taints = t;
+		out->n_taints = n;
+	}
+	out->allocated = device_key(key, sizeof(key), d->driver, d->pool, d->name) &&
+			 strmap_get(&b->held, key, NULL);
+	s->n_devices++;
+	return 0;
+}
+
+/* Under mu: the slots' devices as of dra_serial, built when they are not
+ * (docs/design/dra.md D3).  -1 when out of memory (no slot has any). */
+static int devices_ensure(struct inventory *inv)
+{
+	const struct dra_table *slices = dra_table(inv, INVENTORY_SLICES);
+	struct dra_build b = {0};
+	size_t *count = NULL;
+	int rc = -1;
+
+	if (inv->built_of == inv->dra_serial)
+		return 0;
+	arena_init(&b.a);
+	strmap_init(&b.pools);
+	strmap_init(&b.held);
+	detach_all(inv);
+	inv->attached = true;
+	if (build_index(inv, &b) < 0 ||
+	    !(count = calloc(inv->n_slots + 1, sizeof(*count))))
+		goto out;
+	/* How many devices each slot gets, then the devices. */
+	for (size_t i = 0; i < slices->n; i++) {
+		struct slot *s = slice_slot(inv, &b, &slices->e[i]->u.slice);
+		size_t k;
+
+		if (s && strmap_get(&inv->slot_by_name, s->name, &k))
+			count[k] += slices->e[i]->u.slice.n_devices;
+	}
+	for (size_t k = 0; k < inv->n_slots; k++)
+		if (count[k] && !(inv->slots[k]->devices = arena_calloc(
+					  &inv->slots[k]->dev_arena, count[k],
+					  sizeof(struct pool_device))))
+			goto out;
+	for (size_t i = 0; i < slices->n; i++) {
+		const struct inventory_slice *sl = &slices->e[i]->u.slice;
+		struct slot *s = slice_slot(inv, &b, sl);
+
+		for (size_t k = 0; s && k < sl->n_devices; k++)
+			if (build_device(inv, &b, s, &sl->devices[k]) < 0)
+				goto out;
+	}
+	for (size_t k = 0; k < inv->n_slots; k++) {
+		inv->slots[k]->node.devices = inv->slots[k]->devices;
+		inv->slots[k]->node.n_devices = inv->slots[k]->n_devices;
+	}
+	inv->built_of = inv->dra_serial;
+	rc = 0;
+out:
+	if (rc < 0)
+		detach_all(inv);
+	free(count);
+	free(b.gens);
+	strmap_release(&b.pools);
+	strmap_release(&b.held);
+	arena_release(&b.a);
+	return rc;
+}
+
+/* Under mu: what flavor membership under p depends on besides the
+ * policy: 0 for a policy without DRA flavors, else the slices' serial. */
+static uint64_t dra_stamp(const struct inventory *inv, const struct policy *p)
+{
+	for (size_t i = 0; i < policy_flavor_count(p); i++)
+		if (policy_flavor_at(p, i)->dra)
+			return inv->slice_serial;
+	return 0;
+}
+
 /* ---- relists ------------------------------------------------------- */
 
 void inventory_relist_begin(struct inventory *inv, enum inventory_kind kind)
@@ -524,9 +1123,12 @@ void inventory_relist_begin(struct inventory *inv, enum inventory_kind kind)
 	if (kind == INVENTORY_NODES)
 		for (size_t i = 0; i < inv->n_slots; i++)
 			inv->slots[i]->stale = inv->slots[i]->has_node;
-	else
+	else if (kind == INVENTORY_PODS)
 		for (size_t i = 0; i < inv->n_pods; i++)
 			inv->pods[i]->stale = true;
+	else
+		for (size_t i = 0; i < dra_table(inv, kind)->n; i++)
+			dra_table(inv, kind)->e[i]->stale = true;
 	pthread_mutex_unlock(&inv->mu);
 }
 
@@ -541,12 +1143,16 @@ void inventory_relist_end(struct inventory *inv, enum inventory_kind kind)
 					inv->slots[i]->stale = false;
 					node_forget(inv, inv->slots[i]);
 				}
-		} else {
+		} else if (kind == INVENTORY_PODS) {
 			for (size_t i = inv->n_pods; i-- > 0;)
 				if (inv->pods[i]->stale)
 					pod_remove(inv, i);
+		} else if (dra_table_drop(dra_table(inv, kind), false)) {
+			dra_changed(inv, kind);
 		}
 	}
+	if (kind >= INVENTORY_SLICES)
+		inv->not_served[kind] = false;
 	inv->relisting[kind] = false;
 	inv->synced[kind] = true;
 	pthread_mutex_unlock(&inv->mu);
@@ -584,23 +1190,30 @@ size_t inventory_pods(struct inventory *inv)
 
 /* ---- views --------------------------------------------------------- */
 
-/* Is s's node in flavor f of p (cached per policy)? */
-static bool member(struct slot *s, const struct policy *p, const struct policy_flavor *f)
+/* Is s's node in flavor f of p (cached per policy and, stamp not 0, per
+ * slices: dra_stamp)? */
+static bool member(struct inventory *inv, struct slot *s, const struct policy *p,
+		   const struct policy_flavor *f, uint64_t stamp)
 {
 	size_t n = policy_flavor_count(p);
 
 	if (!s->has_node)
 		return false;
-	if (s->member_of != policy_serial(p) || s->n_member != n) {
-		unsigned char *m = realloc(s->member, n ? n : 1);
+	if (s->member_of != policy_serial(p) || s->n_member != n ||
+	    s->member_slices != stamp) {
+		unsigned char *m;
 
-		if (!m) /* out of memory: decide without the cache */
+		/* out of memory: decide without the cache */
+		if (stamp && devices_ensure(inv) < 0)
+			return pool_node_in_flavor(&s->node, f);
+		if (!(m = realloc(s->member, n ? n : 1)))
 			return pool_node_in_flavor(&s->node, f);
 		for (size_t i = 0; i < n; i++)
 			m[i] = pool_node_in_flavor(&s->node, policy_flavor_at(p, i));
 		s->member = m;
 		s->n_member = n;
 		s->member_of = policy_serial(p);
+		s->member_slices = stamp;
 	}
 	return f->index < s->n_member && s->member[f->index];
 }
@@ -627,11 +1240,13 @@ const struct policy_flavor *inventory_node_flavor(struct inventory *inv,
 {
 	const struct policy_flavor *f = NULL;
 	struct slot *s;
+	uint64_t stamp;
 
 	pthread_mutex_lock(&inv->mu);
 	s = slot_find(inv, node);
+	stamp = dra_stamp(inv, p);
 	for (size_t i = 0; s && !f && i < policy_flavor_count(p); i++)
-		if (member(s, p, policy_flavor_at(p, i)))
+		if (member(inv, s, p, policy_flavor_at(p, i), stamp))
 			f = policy_flavor_at(p, i);
 	pthread_mutex_unlock(&inv->mu);
 	return f;
@@ -642,6 +1257,7 @@ static int view(struct inventory *inv, const struct policy *p,
 		const struct policy_flavor *f, const struct policy_health *h,
 		struct pool_view *v)
 {
+	uint64_t stamp = dra_stamp(inv, p);
 	size_t n = 0;
 
 	if (grow((void **)&inv->cand, &inv->cap_scratch, inv->n_slots + 1,
@@ -655,10 +1271,13 @@ static int view(struct inventory *inv, const struct policy *p,
 			return -1;
 		inv->members = m;
 	}
+	/* A DRA flavor's units are the devices: built now if they changed. */
+	if (f->dra && devices_ensure(inv) < 0)
+		return -1;
 	for (size_t i = 0; i < inv->n_slots; i++) {
 		struct slot *s = inv->slots[i];
 
-		if (!member(s, p, f))
+		if (!member(inv, s, p, f, stamp))
 			continue;
 		for (size_t k = 0; k < s->node.n_resources; k++) {
 			struct pool_resource *r = (struct pool_resource *)&s->node.resources[k];
@@ -683,15 +1302,21 @@ void inventory_fit_in(struct inventory *inv, const struct policy *p,
 		      const char *topology_key, const char *domain, struct pool_check *out)
 {
 	struct pool_view v;
+	bool known;
 
 	memset(out, 0, sizeof(*out));
 	pthread_mutex_lock(&inv->mu);
 	/* A cluster without a single Node (a control plane alone) says
-	 * nothing about its pool. */
-	/* A DRA flavor's devices are in ResourceSlices, which the pool does
-	 * not read yet (docs/design/dra.md, step 4): not known. */
-	if (!f->dra && inv->synced[INVENTORY_NODES] && inv->synced[INVENTORY_PODS] &&
-	    inv->n_nodes > 0 && view(inv, p, f, policy_health(p), &v) == 0)
+	 * nothing about its pool; a DRA flavor's needs every DRA kind; a
+	 * resource that a DeviceClass serves may come from devices no node
+	 * advertises. */
+	known = inv->synced[INVENTORY_NODES] && inv->synced[INVENTORY_PODS] &&
+		inv->n_nodes > 0;
+	if (f->dra)
+		known = known && dra_known(inv);
+	else if (f->resource && class_serves(inv, f->resource))
+		known = false;
+	if (known && view(inv, p, f, policy_health(p), &v) == 0)
 		pool_check_build_in(&v, per_pod, pods, topology_key, domain, out);
 	pthread_mutex_unlock(&inv->mu);
 }
@@ -721,8 +1346,12 @@ void inventory_each_node(struct inventory *inv, const struct policy *p,
 			 void *ctx)
 {
 	char why[160];
+	uint64_t stamp;
 
 	pthread_mutex_lock(&inv->mu);
+	stamp = dra_stamp(inv, p);
+	if (stamp)
+		devices_ensure(inv); /* fn sees each node's devices */
 	for (size_t i = 0; i < inv->n_slots; i++) {
 		struct slot *s = inv->slots[i];
 		const struct policy_flavor *f = NULL;
@@ -731,7 +1360,7 @@ void inventory_each_node(struct inventory *inv, const struct policy *p,
 		if (!s->has_node)
 			continue;
 		for (size_t k = 0; !f && k < policy_flavor_count(p); k++)
-			if (member(s, p, policy_flavor_at(p, k)))
+			if (member(inv, s, p, policy_flavor_at(p, k), stamp))
 				f = policy_flavor_at(p, k);
 		why[0] = '\0';
 		if (f)

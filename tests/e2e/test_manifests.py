@@ -181,6 +181,15 @@ def test_rbac_is_enough_for_the_watch_and_no_more(stack, service_account, tmp_pa
                             ("list", "jobs.batch", "yes"), ("watch", "jobs.batch", "yes"),
                             ("list", "resourceclaims.resource.k8s.io", "yes"),
                             ("watch", "resourceclaims.resource.k8s.io", "yes"),
+                            # The DRA pool (#33): read only.
+                            ("list", "resourceslices.resource.k8s.io", "yes"),
+                            ("watch", "resourceslices.resource.k8s.io", "yes"),
+                            ("list", "devicetaintrules.resource.k8s.io", "yes"),
+                            ("watch", "devicetaintrules.resource.k8s.io", "yes"),
+                            ("list", "deviceclasses.resource.k8s.io", "yes"),
+                            ("watch", "deviceclasses.resource.k8s.io", "yes"),
+                            ("update", "resourceslices.resource.k8s.io", "no"),
+                            ("delete", "devicetaintrules.resource.k8s.io", "no"),
                             # The pool (#16): every Node, and an Event on a
                             # GPU pod that waits; nothing more of either.
                             # The health loop (#30): gpugate's taint and

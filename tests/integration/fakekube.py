@@ -6,8 +6,9 @@ It serves what gpugate asks for and nothing else:
 
     GET /api/v1/pods, GET /apis/batch/v1/jobs, GET /api/v1/nodes
     and GET /apis/resource.k8s.io/v1/resourceclaims (404 while `serve`d off),
-    GET /apis/scheduling.k8s.io/v1/priorityclasses and
-    GET /apis/resource.k8s.io/v1/deviceclasses (404 until `serve`d on)
+    GET /apis/scheduling.k8s.io/v1/priorityclasses,
+    GET /apis/resource.k8s.io/v1/deviceclasses, resourceslices and
+    devicetaintrules (404 until `serve`d on)
         ?labelSelector=KEY           objects that carry label KEY (the only
                                      selector served: gpugate.io/tenant)
         &limit=N&continue=TOKEN      pages in key order (namespace/name), as
@@ -681,11 +682,21 @@ class FakeKube(_Objects):
                                          "/apis/scheduling.k8s.io/v1/priorityclasses",
                                          "PriorityClassList", "PriorityClass",
                                          "scheduling.k8s.io/v1", served=False),
-            # Off unless a test serves it (gpugate check --kubeconfig).
+            # Off unless a test serves it (gpugate check --kubeconfig, the
+            # DRA pool).
             "deviceclasses": _Resource("deviceclasses",
                                        "/apis/resource.k8s.io/v1/deviceclasses",
                                        "DeviceClassList", "DeviceClass",
                                        "resource.k8s.io/v1", served=False),
+            # The DRA pool (kube/feed.c): off unless a test serves them.
+            "resourceslices": _Resource("resourceslices",
+                                        "/apis/resource.k8s.io/v1/resourceslices",
+                                        "ResourceSliceList", "ResourceSlice",
+                                        "resource.k8s.io/v1", served=False),
+            "devicetaintrules": _Resource("devicetaintrules",
+                                          "/apis/resource.k8s.io/v1/devicetaintrules",
+                                          "DeviceTaintRuleList", "DeviceTaintRule",
+                                          "resource.k8s.io/v1", served=False),
         }
         self._by_path = {r.path: r for r in self._res.values()}
         self.namespaces: dict[str, str] | None = None

@@ -108,3 +108,53 @@ Test(k8s, whole_quantities)
 			cr_expect_eq(v, cases[i].v, "%s: %lld", cases[i].s, (long long)v);
 	}
 }
+
+Test(k8s, quantities_compare_exactly)
+{
+	static const struct {
+		const char *a, *b;
+		int cmp;
+	} cases[] = {
+		{"81559Mi", "80Gi", -1}, /* 79.6 GiB: an H100's memory as published */
+		{"81920Mi", "80Gi", 0},  {"81921Mi", "80Gi", 1},
+		{"80Gi", "85899345920", 0}, {"80Gi", "85899345921", -1},
+		{"80G", "80Gi", -1},     {"1.5k", "1500", 0},
+		{"100m", "0.1", 0},      {"1m", "1000u", 0},
+		{"1e3", "1k", 0},        {"1E-3", "1m", 0},
+		{"1Ei", "1E", 1},        {"0", "0.000n", 0},
+		{"007", "7", 0},         {"+2", "1.999999999999999999999", 1},
+		{"1e1000", "1e-1000", 1}, {"999999999999", "1Ti", -1},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int cmp = 99, back = 99;
+
+		cr_assert_eq(k8s_quantity_cmp(cases[i].a, cases[i].b, &cmp), 0,
+			     "%s %s", cases[i].a, cases[i].b);
+		cr_assert_eq(k8s_quantity_cmp(cases[i].b, cases[i].a, &back), 0);
+		cr_expect_eq((cmp > 0) - (cmp < 0), cases[i].cmp, "%s vs %s: %d",
+			     cases[i].a, cases[i].b, cmp);
+		cr_expect_eq(back, -cmp, "%s vs %s reversed", cases[i].a, cases[i].b);
+	}
+	{
+		int cmp = 99;
+
+		cr_expect_eq(k8s_quantity_cmp("80Gi", "lots", &cmp), -1);
+		cr_expect_eq(k8s_quantity_cmp("-1", "1", &cmp), -1);
+		cr_expect_eq(cmp, 99, "untouched when not quantities");
+	}
+}
+
+Test(k8s, a_dra_name_without_a_domain_is_the_drivers)
+{
+	struct k8s_dra_name n;
+
+	k8s_dra_name_split("gpu.nvidia.com", "productName", &n);
+	cr_expect_eq(n.domain_len, strlen("gpu.nvidia.com"));
+	cr_expect_eq(strncmp(n.domain, "gpu.nvidia.com", n.domain_len), 0);
+	cr_expect_str_eq(n.id, "productName");
+	k8s_dra_name_split("gpu.nvidia.com", "example.com/rack", &n);
+	cr_expect_eq(n.domain_len, strlen("example.com"));
+	cr_expect_eq(strncmp(n.domain, "example.com", n.domain_len), 0);
+	cr_expect_str_eq(n.id, "rack");
+}

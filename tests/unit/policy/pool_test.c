@@ -69,6 +69,17 @@ static void h100(struct h100 *x, const char *name, int64_t alloc, int64_t used,
 	};
 }
 
+/* The totals of a view: capacity, allocatable, allocated and free units. */
+static void expect_totals(const struct pool_view *v, int64_t capacity,
+			  int64_t allocatable, int64_t allocated, int64_t free_)
+{
+	cr_assert_eq(v->capacity, capacity, "capacity %lld", (long long)v->capacity);
+	cr_assert_eq(v->allocatable, allocatable, "allocatable %lld",
+		     (long long)v->allocatable);
+	cr_assert_eq(v->allocated, allocated, "allocated %lld", (long long)v->allocated);
+	cr_assert_eq(v->free, free_, "free %lld", (long long)v->free);
+}
+
 Test(pool, membership_needs_the_labels_and_the_resource)
 {
 	struct h100 a;
@@ -182,10 +193,7 @@ Test(pool, view_totals_count_usable_nodes_only)
 	pool_view_build(nodes, 3, H100, NULL, m, &v);
 	cr_assert_eq(v.n_members, 3);
 	cr_assert_eq(v.n_usable, 2);
-	cr_assert_eq(v.capacity, 16);
-	cr_assert_eq(v.allocatable, 15);
-	cr_assert_eq(v.allocated, 3);
-	cr_assert_eq(v.free, 12);
+	expect_totals(&v, 16, 15, 3, 12);
 	cr_assert_eq(v.largest_allocatable, 8);
 	cr_assert_str_eq(v.largest_allocatable_node, "a");
 	cr_assert_eq(v.largest_free, 7);
@@ -476,4 +484,235 @@ Test(pool, gpugate_marks_keep_a_node_out_as_validating)
 	a.node.ready = true;
 	cr_assert_eq(pool_node_exclusion(&a.node, H100, h, why, sizeof(why)), POOL_TAINTED);
 	cr_assert_str_eq(pool_exclusion_name(POOL_VALIDATING), "validating");
+}
+
+/* ---- DRA flavors: devices from ResourceSlices --------------------------- */
+
+static const char dra_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - name: h100-dra\n"
+	"    sharing: exclusive\n"
+	"    gpusPerNode: 8\n"
+	"    nodeSelector: [\"example.com/pool=gpu\"]\n"
+	"    dra:\n"
+	"      deviceClassName: gpu.nvidia.com\n"
+	"      driver: gpu.nvidia.com\n"
+	"      attributes: [\"productName=NVIDIA H100 80GB HBM3\", \"example.com/rack=r1\"]\n"
+	"      minCapacity: [memory=80Gi]\n"
+	"      tolerations: [{key: example.com/flaky, operator: Exists, effect: NoSchedule}]\n"
+	"  - name: any-dra\n"
+	"    sharing: exclusive\n"
+	"    gpusPerNode: 8\n"
+	"    dra:\n"
+	"      deviceClassName: gpu.nvidia.com\n"
+	"      driver: gpu.nvidia.com\n"
+	"      selectors: [\"device.attributes['gpu.nvidia.com'].brand == 'Nvidia'\"]\n"
+	"  - {name: l4, resource: nvidia.com/gpu.shared, sharing: time-slicing, gpusPerNode: 8}\n"
+	"classes: []\n"
+	"tenants: []\n";
+
+/* A device of gpu.nvidia.com: an H100 of rack r1 with memory mem. */
+struct gpu {
+	struct pool_label attrs[3];
+	bool is_string[3];
+	struct pool_label cap[1];
+	struct pool_device d;
+};
+
+static void gpu(struct gpu *g, const char *name, const char *mem)
+{
+	g->attrs[0] = (struct pool_label){"gpu.nvidia.com/productName",
+					  "NVIDIA H100 80GB HBM3"};
+	g->attrs[1] = (struct pool_label){"example.com/rack", "r1"};
+	g->attrs[2] = (struct pool_label){"gpu.nvidia.com/index", "3"};
+	g->is_string[0] = g->is_string[1] = true;
+	g->is_string[2] = false;
+	g->cap[0] = (struct pool_label){"gpu.nvidia.com/memory", mem};
+	g->d = (struct pool_device){
+		.driver = "gpu.nvidia.com", .pool = "node-a", .name = name,
+		.attributes = g->attrs, .attribute_is_string = g->is_string,
+		.n_attributes = 3, .capacity = g->cap, .n_capacity = 1,
+	};
+}
+
+Test(pool_dra, a_device_is_the_flavors_by_driver_attributes_and_capacity)
+{
+	struct policy *p = test_policy(dra_yaml);
+	const struct policy_flavor *f = policy_flavor_find(p, "h100-dra");
+	const struct policy_flavor *any = policy_flavor_find(p, "any-dra");
+	struct gpu g;
+
+	gpu(&g, "gpu-0", "81920Mi");
+	cr_assert(pool_device_in_flavor(&g.d, f));
+	cr_assert(pool_device_in_flavor(&g.d, any), "no attributes: every device");
+	cr_assert_not(pool_device_in_flavor(&g.d, policy_flavor_find(p, "l4")),
+		      "a flavor without dra has no devices");
+	/* minCapacity compares quantities: 81559Mi is less than 80Gi. */
+	g.cap[0].value = "81559Mi";
+	cr_assert_not(pool_device_in_flavor(&g.d, f));
+	g.cap[0].value = "85899345920"; /* 80Gi exactly */
+	cr_assert(pool_device_in_flavor(&g.d, f));
+	g.cap[0].key = "memory"; /* not the driver's qualified name */
+	cr_assert_not(pool_device_in_flavor(&g.d, f));
+	gpu(&g, "gpu-0", "80Gi");
+	/* An unqualified flavor name is the driver's: example.com/productName
+	 * is another attribute. */
+	g.attrs[0].key = "example.com/productName";
+	cr_assert_not(pool_device_in_flavor(&g.d, f));
+	gpu(&g, "gpu-0", "80Gi");
+	/* A qualified flavor name is its domain's, not the driver's. */
+	g.attrs[1].key = "gpu.nvidia.com/rack";
+	cr_assert_not(pool_device_in_flavor(&g.d, f));
+	gpu(&g, "gpu-0", "80Gi");
+	g.attrs[1].value = "r2";
+	cr_assert_not(pool_device_in_flavor(&g.d, f));
+	gpu(&g, "gpu-0", "80Gi");
+	/* Only string attributes match (the template's CEL compares strings). */
+	g.is_string[1] = false;
+	cr_assert_not(pool_device_in_flavor(&g.d, f));
+	gpu(&g, "gpu-0", "80Gi");
+	g.d.driver = "gpu.example.com";
+	cr_assert_not(pool_device_in_flavor(&g.d, f));
+	cr_assert_not(pool_device_in_flavor(&g.d, any));
+	policy_free(p);
+}
+
+Test(pool_dra, device_taints_as_the_scheduler_reads_them)
+{
+	struct policy *p = test_policy(dra_yaml);
+	const struct policy_flavor *f = policy_flavor_find(p, "h100-dra");
+	const struct policy_flavor *any = policy_flavor_find(p, "any-dra");
+	struct gpu g;
+	char why[160];
+	struct pool_device_taint t[3] = {
+		{{"example.com/info", "", "None"}, NULL},
+		{{"example.com/flaky", "yes", "NoSchedule"}, NULL},
+		{{"example.com/xid", "79", "NoExecute"}, "xid-79"},
+	};
+
+	gpu(&g, "gpu-0", "80Gi");
+	cr_assert_not(pool_device_tainted(&g.d, f, why, sizeof(why)));
+	cr_assert_str_eq(why, "");
+	g.d.taints = t;
+	g.d.n_taints = 1; /* effect None is informational */
+	cr_assert_not(pool_device_tainted(&g.d, f, why, sizeof(why)));
+	g.d.n_taints = 2; /* the slice's own: h100-dra tolerates it */
+	cr_assert_not(pool_device_tainted(&g.d, f, why, sizeof(why)));
+	cr_assert(pool_device_tainted(&g.d, any, why, sizeof(why)));
+	cr_assert_str_eq(why, "taint example.com/flaky=yes:NoSchedule");
+	g.d.n_taints = 3; /* a DeviceTaintRule's, not tolerated */
+	cr_assert(pool_device_tainted(&g.d, f, why, sizeof(why)));
+	cr_assert_str_eq(why, "DeviceTaintRule xid-79: taint example.com/xid=79:NoExecute");
+	/* The toleration names NoSchedule only. */
+	t[1].taint.effect = "NoExecute";
+	t[2].taint.effect = "None";
+	cr_assert(pool_device_tainted(&g.d, f, why, sizeof(why)));
+	cr_assert_str_eq(why, "taint example.com/flaky=yes:NoExecute");
+	t[1].taint.value = "";
+	cr_assert(pool_device_tainted(&g.d, any, why, sizeof(why)));
+	cr_assert_str_eq(why, "taint example.com/flaky:NoExecute");
+	policy_free(p);
+}
+
+/* A node of the DRA flavors (label example.com/pool=gpu) with devices. */
+static struct pool_node dra_node(const char *name, struct pool_device *d, size_t n)
+{
+	static const struct pool_label pool_gpu[] = {{"example.com/pool", "gpu"}};
+
+	return (struct pool_node){
+		.name = name, .labels = pool_gpu, .n_labels = 1,
+		.conditions = READY, .n_conditions = 1, .ready = true,
+		.devices = d, .n_devices = n,
+	};
+}
+
+Test(pool_dra, a_node_is_the_flavors_by_its_labels_and_devices)
+{
+	struct policy *p = test_policy(dra_yaml);
+	const struct policy_flavor *f = policy_flavor_find(p, "h100-dra");
+	struct gpu g;
+	struct pool_node n;
+
+	gpu(&g, "gpu-0", "40Gi");
+	n = dra_node("a", &g.d, 1);
+	cr_assert_not(pool_node_in_flavor(&n, f), "no device of the flavor");
+	cr_assert(pool_node_in_flavor(&n, policy_flavor_find(p, "any-dra")));
+	g.cap[0].value = "80Gi";
+	cr_assert(pool_node_in_flavor(&n, f));
+	n.n_labels = 0;
+	cr_assert_not(pool_node_in_flavor(&n, f), "the nodeSelector still applies");
+	policy_free(p);
+}
+
+Test(pool_dra, the_units_of_a_dra_flavor_are_its_devices)
+{
+	struct policy *p = test_policy(dra_yaml);
+	const struct policy_flavor *f = policy_flavor_find(p, "h100-dra");
+	struct gpu g[5];
+	struct pool_device da[4], db[1];
+	struct pool_device_taint xid = {{"example.com/xid", "79", "NoExecute"}, "xid-79"};
+	struct pool_node a, b;
+	const struct pool_node *nodes[2] = {&a, &b};
+	struct pool_member m[2];
+	struct pool_view v;
+	struct pool_summary sum;
+	char name[5][8];
+
+	for (int i = 0; i < 5; i++) {
+		snprintf(name[i], sizeof(name[i]), "gpu-%d", i);
+		gpu(&g[i], name[i], "80Gi");
+	}
+	g[3].cap[0].value = "40Gi"; /* not the flavor's: not counted at all */
+	for (int i = 0; i < 4; i++)
+		da[i] = g[i].d;
+	da[0].allocated = true;
+	da[1].taints = &xid;
+	da[1].n_taints = 1;
+	da[2].allocated = true;
+	da[2].taints = &xid; /* tainted and held: out of allocatable */
+	da[2].n_taints = 1;
+	db[0] = g[4].d;
+	a = dra_node("a", da, 4);
+	b = dra_node("b", db, 1);
+
+	pool_view_build(nodes, 2, f, NULL, m, &v);
+	cr_assert_eq(v.n_members, 2);
+	cr_assert_eq(m[0].capacity, 3);
+	cr_assert_eq(m[0].allocatable, 1);
+	cr_assert_eq(m[0].allocated, 1);
+	cr_assert_eq(m[0].free, 0);
+	cr_assert_eq(m[0].devices_tainted, 2);
+	cr_assert_str_eq(m[0].device_why,
+			 "gpu-1: DeviceTaintRule xid-79: taint example.com/xid=79:NoExecute");
+	cr_assert_eq(m[1].capacity, 1);
+	cr_assert_eq(m[1].free, 1);
+	cr_assert_eq(m[1].devices_tainted, 0);
+	cr_assert_str_eq(m[1].device_why, "");
+	expect_totals(&v, 4, 2, 1, 1);
+	cr_assert_eq(v.devices_tainted, 2);
+	cr_assert_str_eq(v.largest_free_node, "b");
+	cr_assert_not(v.approximate, "no selectors: the counts are exact");
+	pool_summarize(&v, &sum);
+	cr_assert_eq(sum.devices_tainted, 2);
+	cr_assert_eq(sum.capacity, 4);
+
+	/* A node's exclusion applies as for any flavor: its devices leave
+	 * the totals, tainted ones included. */
+	a.unschedulable = true;
+	pool_view_build(nodes, 2, f, NULL, m, &v);
+	cr_assert_eq(m[0].exclusion, POOL_CORDONED);
+	cr_assert_eq(v.n_usable, 1);
+	cr_assert_eq(v.capacity, 1);
+	cr_assert_eq(v.devices_tainted, 0);
+	pool_summarize(&v, &sum);
+	cr_assert_eq(sum.excluded, 3);
+	cr_assert_eq(sum.devices_tainted, 0);
+
+	/* dra.selectors narrow further, in CEL gpugate does not evaluate. */
+	pool_view_build(nodes, 2, policy_flavor_find(p, "any-dra"), NULL, m, &v);
+	cr_assert(v.approximate);
+	cr_assert_eq(v.capacity, 1, "b alone: a is cordoned");
+	cr_assert_eq(m[0].capacity, 4);
+	policy_free(p);
 }

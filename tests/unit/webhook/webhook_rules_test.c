@@ -433,6 +433,35 @@ static void check_template_rbac(const struct yamljson_doc *docs, size_t n,
 				    file, shown, no[v]);
 }
 
+/* The pool of DRA flavors (kube/feed.c, docs/design/dra.md D3): get,
+ * list and watch ResourceSlices, DeviceTaintRules and DeviceClasses; never
+ * write them. */
+static void check_pool_rbac(const struct yamljson_doc *docs, size_t n, const char *file,
+			    const char *role, const char *shown, struct strbuf *problems)
+{
+	static const char *const res[] = {"resourceslices", "devicetaintrules",
+					  "deviceclasses"};
+	const char *const yes[] = {"get", "list", "watch"};
+	const char *const no[] = {"create", "update", "patch", "delete"};
+
+	for (size_t r = 0; r < sizeof(res) / sizeof(res[0]); r++) {
+		const struct kind_def k = {.group = "resource.k8s.io", .version = "v1",
+					   .resource = res[r]};
+
+		for (size_t v = 0; v < sizeof(yes) / sizeof(yes[0]); v++)
+			if (!allowed(docs, n, role, &k, yes[v]))
+				strbuf_addf(problems, "%s: ClusterRole %s: missing %s on "
+						      "resource.k8s.io/v1 %s (the DRA pool)\n",
+					    file, shown, yes[v], res[r]);
+		for (size_t v = 0; v < sizeof(no) / sizeof(no[0]); v++)
+			if (allowed(docs, n, role, &k, no[v]))
+				strbuf_addf(problems, "%s: ClusterRole %s: %s on "
+						      "resource.k8s.io/v1 %s (never: the pool "
+						      "only reads)\n",
+					    file, shown, no[v], res[r]);
+	}
+}
+
 /* file's ClusterRole `role` (shown as `shown`) against the table: "" when
  * it lets gpugate do all it must (the caller frees). */
 static char *check_rbac(const char *file, const char *text, size_t len, const char *role,
@@ -469,6 +498,7 @@ static char *check_rbac(const char *file, const char *text, size_t len, const ch
 	}
 	check_gang_rbac(docs, n, file, role, shown, &problems);
 	check_template_rbac(docs, n, file, role, shown, &problems);
+	check_pool_rbac(docs, n, file, role, shown, &problems);
 	yamljson_docs_free(docs, n);
 	return strbuf_take(&problems, NULL);
 }
