@@ -2,6 +2,7 @@
 
 #include "base/arena.h"
 #include "policy/dra-template.h"
+#include "policy/k8s.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -18,15 +19,15 @@ static bool absent_or(const json_t *v, json_type want)
 	return !v || json_typeof(v) == want;
 }
 
-/* name as the API qualifies it, "<domain>/<id>" (dra_name_split: the one
+/* name as the API qualifies it, "<domain>/<id>" (k8s_dra_name_split: the one
  * rule; a name without a domain is the driver's). */
 static const char *qualified(const char *driver, const char *name, struct arena *a)
 {
-	struct dra_name n;
+	struct k8s_dra_name n;
 	size_t ni;
 	char *s;
 
-	dra_name_split(driver, name, &n);
+	k8s_dra_name_split(driver, name, &n);
 	if (n.domain == name)
 		return name;
 	ni = strlen(n.id);
