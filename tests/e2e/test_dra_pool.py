@@ -12,8 +12,8 @@ DeviceTaintRule (resource.k8s.io/v1) NoExecute on gpu-2.  Asserted:
 
 - gpugate's /pool (the "dra" gpugate, flavor h100-dra): the node's units
   are its devices: capacity 8, allocatable 6 (the untainted ones),
-  devicesTainted 2, deviceWhy naming a tainted device and its taint; the
-  flavor's devicesTainted, units "devices";
+  devicesTainted 2, deviceWhy naming the first tainted device and its
+  taint; the flavor's devicesTainted, units "devices";
 - class pods of train-dra pinned to NODE (nodeSelector kubernetes.io/
   hostname, merged with the flavor's) get the 6 untainted devices and
   nothing else; one more stays Pending: the scheduler allocates neither
@@ -25,9 +25,15 @@ DeviceTaintRule (resource.k8s.io/v1) NoExecute on gpu-2.  Asserted:
   deletes it; KWOK stops it (Failed) and removes it; the resourceclaim
   controller deletes its claim; gpugate's usage and /pool let its units go,
   and /pool counts the third tainted device;
-- the rules deleted and the slice republished without the taint (pool
-  generation 2): the devices are back in /pool and the scheduler fills all
-  8 again.
+- the slice republished without its taint at the pool's next generation,
+  then the rule deleted: the devices are back in /pool and the scheduler
+  fills all 8 again.
+
+/pool's deviceWhy is the node's first tainted device in the slice's order:
+`gpu-1: taint e2e.gpugate.io/xid=79:NoSchedule`, and once the slice is
+clean `gpu-2: DeviceTaintRule e2e-dra-pool-gpu-2: taint
+e2e.gpugate.io/xid=79:NoExecute`.  /metrics' gpugate_pool_devices_tainted
+{flavor="h100-dra"} follows the flavor's devicesTainted.
 
 Every taint and rule is undone by the `taints` fixture (the slice put back
 untainted at a new generation, the rules deleted), pass or fail: the DRA
@@ -37,6 +43,7 @@ fleet is the module's, its slices are gone with it anyway.
 from __future__ import annotations
 
 import json
+import re
 import time
 
 import pytest
@@ -163,10 +170,10 @@ def why_rule(device: str = RULE_TAINTED, rule: str = RULE) -> str:
 
 
 def wait_pool(gate, what: str, want_flavor: dict, want_node: dict,
-              whys: set[str] | None = None, timeout: float = 30.0) -> dict:
+              why: str | None = None, timeout: float = 30.0) -> dict:
     """Waits until /pool's flavor h100-dra has the fields of WANT_FLAVOR and
-    its node NODE those of WANT_NODE (a field None: absent or 0), its
-    deviceWhy one of WHYS (None: absent); the flavor."""
+    its node NODE those of WANT_NODE (a field 0: absent or 0), its
+    deviceWhy WHY (None: absent); the flavor."""
     last: dict = {}
 
     def fields(obj: dict | None, want: dict) -> dict:
@@ -180,38 +187,44 @@ def wait_pool(gate, what: str, want_flavor: dict, want_node: dict,
             return False
         if fields(n, want_node) != {k: v or None for k, v in want_node.items()}:
             return False
-        if whys is None:
-            return n is not None and "deviceWhy" not in n
-        return n is not None and n.get("deviceWhy") in whys
+        return n is not None and n.get("deviceWhy") == why
     try:
         wait_until(f"/pool: {what}", ok, timeout, 0.25)
     except AssertionError as e:
         raise AssertionError(f"{e}; want flavor {want_flavor}, node {NODE} {want_node}, "
-                             f"deviceWhy in {whys}; {gate.name} /pool: "
+                             f"deviceWhy {why!r}; {gate.name} /pool: "
                              f"{json.dumps(last)}") from None
     f = dra_flavor(gate)
-    # Units are devices; the node's numbers add up.
+    # Units are devices; the node's numbers add up; /metrics says the same.
     assert f.get("units") == "devices", f
+    assert f.get("known") is True, f
     assert f.get("approximate") is False, f  # DRA_POLICY has no dra.selectors (CEL)
     assert f["deviceClassName"] == DRA_DRIVER, f
     n = pool_node(f)
     assert n["state"] == "usable", n
     assert n["free"] == n["allocatable"] - n["allocated"], n
     assert f["free"] == f["allocatable"] - f["allocated"], f
+    body = gate.metrics()
+    assert re.search(r"^gpugate_pool_dra_known 1$", body, re.M), body
+    m = re.search(r'^gpugate_pool_devices_tainted\{flavor="%s"\} (\d+)$' % FLAVOR, body, re.M)
+    assert m and int(m.group(1)) == f.get("devicesTainted", 0), (m and m.group(0), f)
+    print(f"/pool {FLAVOR}: {json.dumps({k: v for k, v in f.items() if k != 'nodeList'})}; "
+          f"{NODE}: {json.dumps(n)}")
     return f
 
 
-def wait_pool_tainted(gate, tainted: int, allocated: int, whys: set[str],
+def wait_pool_tainted(gate, tainted: int, allocated: int, why: str,
                       timeout: float = 30.0) -> dict:
     """NODE with TAINTED of its 8 devices tainted and ALLOCATED of the
-    others held; no other node of the fleet tainted."""
+    others held, deviceWhy WHY (the first tainted device's, in the slice's
+    order); no other node of the fleet tainted."""
     return wait_pool(
         gate, f"{NODE}: {tainted} devices tainted, {allocated} allocated",
         {"capacity": FLEET_DEVICES, "allocatable": FLEET_DEVICES - tainted,
          "devicesTainted": tainted},
         {"capacity": 8, "allocatable": 8 - tainted, "allocated": allocated,
          "free": 8 - tainted - allocated, "devicesTainted": tainted},
-        whys, timeout)
+        why, timeout)
 
 
 # ---------------------------------------------------------------------------
@@ -256,7 +269,7 @@ def test_a_tainted_devices_are_out_of_the_pool(kubectl, stack, taints):
                "devicesTainted": 0},
               {"capacity": 8, "allocatable": 8, "devicesTainted": 0})
     taints.row5()
-    f = wait_pool_tainted(gate, 2, 0, {why_slice(), why_rule()})
+    f = wait_pool_tainted(gate, 2, 0, why_slice())
     # Only NODE's devices: every other node of the fleet whole.
     for n in f["nodeList"]:
         if n["name"] != NODE:
@@ -264,9 +277,7 @@ def test_a_tainted_devices_are_out_of_the_pool(kubectl, stack, taints):
     # A NoSchedule rule counts the same; effect None does not (it informs).
     taints.rule("e2e-dra-pool-gpu-3", NODE, "gpu-3", "NoSchedule")
     taints.rule("e2e-dra-pool-gpu-4", NODE, "gpu-4", "None")
-    wait_pool_tainted(gate, 3, 0, {why_slice(), why_rule(),
-                                   why_rule("gpu-3", "e2e-dra-pool-gpu-3").replace(
-                                       "NoExecute", "NoSchedule")})
+    wait_pool_tainted(gate, 3, 0, why_slice())
 
 
 # ---------------------------------------------------------------------------
@@ -294,7 +305,7 @@ def test_b_the_scheduler_allocates_no_tainted_device(kubectl, stack, clean, file
         c = pod_claim(kubectl, "one-more")
         assert c is None or not allocated_devices(c), c
         time.sleep(0.5)
-    wait_pool_tainted(stack.gates["dra"], 2, 6, {why_slice(), why_rule()})
+    wait_pool_tainted(stack.gates["dra"], 2, 6, why_slice())
 
 
 # ---------------------------------------------------------------------------
@@ -322,7 +333,7 @@ def test_c_a_noexecute_rule_evicts_the_running_pod(kubectl, stack, clean, files,
     print(f"eviction: victim and its claim gone {took:.1f}s after the rule")
     assert kubectl.get("pod", "stays", NS)["status"]["phase"] == "Running"
     wait_used(stack, 4, timeout=30)
-    wait_pool_tainted(gate, 3, 4, {why_slice(), why_rule(), why_rule(hit, "e2e-dra-pool-evict")})
+    wait_pool_tainted(gate, 3, 4, why_slice())
 
     def status():
         r = kubectl.get("devicetaintrule", "e2e-dra-pool-evict")
@@ -341,12 +352,14 @@ def test_d_the_devices_come_back(kubectl, stack, clean, files, taints):
     clean(NS)
     taints.row5()
     gate = stack.gates["dra"]
-    wait_pool_tainted(gate, 2, 0, {why_slice(), why_rule()})
-    taints.delete_rules()
-    wait_pool_tainted(gate, 1, 0, {why_slice()})
+    wait_pool_tainted(gate, 2, 0, why_slice())
+    # The slice republished without its taint at the pool's next
+    # generation, as a driver would: the rule's device is the first left.
     before = kubectl.get("resourceslice", slice_name(NODE))["spec"]["pool"]["generation"]
     s = taints.publish(NODE, {}, bump=True)
     assert s["spec"]["pool"]["generation"] == before + 1, s["spec"]["pool"]
+    wait_pool_tainted(gate, 1, 0, why_rule())
+    taints.delete_rules()
     wait_pool(gate, "the devices back",
               {"capacity": FLEET_DEVICES, "allocatable": FLEET_DEVICES,
                "devicesTainted": 0},
