@@ -1,7 +1,6 @@
 #include "webhook/dra-facts.h"
 
 #include "base/arena.h"
-#include "policy/dra-template.h"
 #include "policy/k8s.h"
 
 #include <inttypes.h>
@@ -63,69 +62,50 @@ static const char *attribute_text(const json_t *v, struct arena *a, bool *is_str
 	return NULL;
 }
 
-static int attributes_of(const json_t *attrs, const char *driver, struct arena *a,
-			 struct pool_device *d)
+/* A capacity's value as written ("80Gi"); NULL without one. */
+static const char *capacity_text(const json_t *v, struct arena *a, bool *is_string)
 {
-	struct pool_label *l;
-	bool *is_string;
-	const char *k;
-	json_t *v;
-	size_t n = 0;
-
-	if (!attrs)
-		return 0;
-	if (!json_is_object(attrs))
-		return -1;
-	l = arena_calloc(a, json_object_size(attrs) + 1, sizeof(*l));
-	is_string = arena_calloc(a, json_object_size(attrs) + 1, sizeof(*is_string));
-	if (!l || !is_string)
-		return -1;
-	json_object_foreach((json_t *)attrs, k, v) {
-		const char *text = json_is_object(v) ? attribute_text(v, a, &is_string[n])
-						     : NULL;
-
-		if (!text)
-			continue;
-		l[n].key = qualified(driver, k, a);
-		l[n].value = text;
-		if (!l[n].key)
-			return -1;
-		n++;
-	}
-	d->attributes = l;
-	d->attribute_is_string = is_string;
-	d->n_attributes = n;
-	return 0;
+	(void)a;
+	*is_string = false;
+	return get_str(v, "value");
 }
 
-static int capacity_of(const json_t *cap, const char *driver, struct arena *a,
-		       struct pool_device *d)
+/*
+ * The members of obj (attributes or capacity: NAME -> {...}) that text
+ * reads, by their qualified names: *labels and *is_string (n of each).
+ * 0 when obj is absent or read; -1 when it is not an object, or out of
+ * memory.
+ */
+static int qualified_of(const json_t *obj, const char *driver, struct arena *a,
+			const char *(*text)(const json_t *v, struct arena *a, bool *is_string),
+			const struct pool_label **labels, const bool **is_string, size_t *n)
 {
 	struct pool_label *l;
+	bool *str;
 	const char *k;
 	json_t *v;
-	size_t n = 0;
 
-	if (!cap)
+	*n = 0;
+	if (!obj)
 		return 0;
-	if (!json_is_object(cap))
+	if (!json_is_object(obj))
 		return -1;
-	l = arena_calloc(a, json_object_size(cap) + 1, sizeof(*l));
-	if (!l)
+	l = arena_calloc(a, json_object_size(obj) + 1, sizeof(*l));
+	str = arena_calloc(a, json_object_size(obj) + 1, sizeof(*str));
+	if (!l || !str)
 		return -1;
-	json_object_foreach((json_t *)cap, k, v) {
-		const char *value = get_str(v, "value");
+	json_object_foreach((json_t *)obj, k, v) {
+		const char *value = json_is_object(v) ? text(v, a, &str[*n]) : NULL;
 
 		if (!value)
 			continue;
-		l[n].key = qualified(driver, k, a);
-		l[n].value = value;
-		if (!l[n].key)
+		l[*n] = (struct pool_label){qualified(driver, k, a), value};
+		if (!l[*n].key)
 			return -1;
-		n++;
+		(*n)++;
 	}
-	d->capacity = l;
-	d->n_capacity = n;
+	*labels = l;
+	*is_string = str;
 	return 0;
 }
 
@@ -169,6 +149,7 @@ static int device_of(const json_t *x, const struct inventory_slice *s, struct ar
 {
 	const json_t *attrs = json_object_get(x, "attributes");
 	const json_t *cap = json_object_get(x, "capacity");
+	const bool *unused; /* capacities are no strings */
 
 	memset(d, 0, sizeof(*d));
 	d->name = get_str(x, "name");
@@ -178,8 +159,10 @@ static int device_of(const json_t *x, const struct inventory_slice *s, struct ar
 		return -1;
 	d->driver = s->driver;
 	d->pool = s->pool;
-	if (attributes_of(attrs, s->driver, a, d) < 0 ||
-	    capacity_of(cap, s->driver, a, d) < 0 ||
+	if (qualified_of(attrs, s->driver, a, attribute_text, &d->attributes,
+			 &d->attribute_is_string, &d->n_attributes) < 0 ||
+	    qualified_of(cap, s->driver, a, capacity_text, &d->capacity, &unused,
+			 &d->n_capacity) < 0 ||
 	    taints_of(json_object_get(x, "taints"), a, d) < 0)
 		return -1;
 	return 1;
@@ -259,7 +242,8 @@ int dra_claim_facts(const json_t *obj, struct arena *a, struct dra_claim *out)
 
 	memset(out, 0, sizeof(*out));
 	out->uid = get_str(json_object_get(obj, "metadata"), "uid");
-	if (!out->uid || !absent_or(results, JSON_ARRAY))
+	if (!out->uid || !absent_or(results, JSON_ARRAY) ||
+	    json_array_size(results) > DRA_CLAIM_MAX_RESULTS)
 		return -1;
 	if (!json_array_size(results))
 		return 0;

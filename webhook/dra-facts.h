@@ -22,12 +22,14 @@
 struct arena;
 
 /* The API's own limits (ResourceSliceMaxDevices, DeviceTaintsMaxLength,
- * ResourceSliceMaxAttributesAndCapacitiesPerDevice):
- * a slice with more devices, or a device with more taints, attributes or
- * capacities, is refused. */
+ * ResourceSliceMaxAttributesAndCapacitiesPerDevice,
+ * AllocationResultsMaxSize): a slice with more devices, a device with more
+ * taints, attributes or capacities, or a claim with more results, is
+ * refused. */
 #define DRA_SLICE_MAX_DEVICES 128
 #define DRA_DEVICE_MAX_TAINTS 16
 #define DRA_DEVICE_MAX_ATTRIBUTES 32 /* attributes and capacities */
+#define DRA_CLAIM_MAX_RESULTS 32
 
 /*
  * A ResourceSlice: spec.driver, spec.pool {name, generation,

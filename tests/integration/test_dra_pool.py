@@ -19,6 +19,7 @@ import subprocess
 import pytest
 
 from conftest import SLOW, metrics, poll
+from test_pool import flavor, pool_gate, wait_pool  # noqa: F401  (pool_gate: a fixture)
 from test_watch import kube  # noqa: F401  (the fixture)
 
 DRIVER = "gpu.nvidia.com"
@@ -96,38 +97,24 @@ def allocated_claim(name: str, pool: str, dev: str) -> dict:
 
 
 @pytest.fixture
-def gate(kube, fresh_server, tmp_path):
+def gate(pool_gate, kube, tmp_path):
+    """gpugate serve with POLICY once its pool is synced; the DRA kinds
+    served or not (404)."""
     def start(serve_dra: bool = True):
         for k in DRA_KINDS:
             kube.serve(k, serve_dra)
         path = tmp_path / "policy.yaml"
         path.write_text(POLICY)
-        srv = fresh_server(path, extra_args=("--kubeconfig", str(kube.kubeconfig)))
-        with srv.client() as c:
-            poll(lambda: c.get("/readyz").status == 200, "/readyz 200")
-            poll(lambda: metrics(c).get("gpugate_pool_synced") == 1, "gpugate_pool_synced 1")
-        return srv
+        return pool_gate(path)
     return start
 
 
 def dra_flavor(srv) -> dict:
-    with srv.client() as c:
-        r = c.get("/pool")
-    assert r.status == 200, r
-    return next(f for f in r.json()["flavors"] if f["name"] == "h100-dra")
+    return flavor(srv, "h100-dra")
 
 
 def wait_flavor(srv, check, what: str) -> dict:
-    last = [None]
-
-    def ok():
-        last[0] = dra_flavor(srv)
-        return check(last[0])
-    try:
-        poll(ok, what)
-    except AssertionError as e:
-        raise AssertionError(f"{e}; last: {last[0]}") from None
-    return last[0]
+    return wait_pool(srv, check, what, "h100-dra")
 
 
 def gpugate_pool(gpugate_bin, kube, policy) -> subprocess.CompletedProcess:

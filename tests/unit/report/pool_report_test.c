@@ -719,3 +719,144 @@ Test(pool_report, without_the_idle_board_the_share_is_null_and_not_shown)
 	free(text);
 	json_decref(r);
 }
+
+/* ---- DRA flavors -------------------------------------------------------------- */
+
+static const char dra_policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: h100-dra, sharing: exclusive, gpusPerNode: 8,\n"
+	"     dra: {deviceClassName: gpu.nvidia.com, driver: gpu.nvidia.com,\n"
+	"           attributes: [\"productName=NVIDIA H100 80GB HBM3\"]}}\n"
+	"classes: []\n"
+	"tenants:\n"
+	"  - {name: research, namespaces: [research], quota: [{flavor: h100-dra, "
+	"nominal: 8}]}\n";
+
+/* One KWOK node with three H100s in a slice: gpu-1 tainted by an XID,
+ * gpu-0 allocated; every DRA kind listed when listed is true, else
+ * ResourceSlices not served. */
+static void dra_cluster(bool listed)
+{
+	struct pool_node n = {.name = "kwok-1", .ready = true};
+	struct pool_label attrs[] = {{"gpu.nvidia.com/productName", "NVIDIA H100 80GB HBM3"}};
+	bool is_string[] = {true};
+	struct pool_device_taint xid = {{"gpu.nvidia.com/xid", "79", "NoExecute"}, NULL};
+	struct pool_device devs[3];
+	struct inventory_slice s = {.name = "kwok-1-gpu", .driver = "gpu.nvidia.com",
+				    .pool = "kwok-1", .generation = 1, .slice_count = 1,
+				    .node = "kwok-1", .devices = devs, .n_devices = 3};
+	struct inventory_claim_device held = {"gpu.nvidia.com", "kwok-1", "gpu-0"};
+	static const char *const names[] = {"gpu-0", "gpu-1", "gpu-2"};
+
+	for (size_t i = 0; i < 3; i++)
+		devs[i] = (struct pool_device){.driver = "gpu.nvidia.com", .pool = "kwok-1",
+					       .name = names[i], .attributes = attrs,
+					       .attribute_is_string = is_string,
+					       .n_attributes = 1,
+					       .taints = i == 1 ? &xid : NULL,
+					       .n_taints = i == 1};
+	inventory_relist_begin(I, INVENTORY_NODES);
+	cr_assert_eq(inventory_node_put(I, &n), 0);
+	inventory_relist_end(I, INVENTORY_NODES);
+	inventory_relist_begin(I, INVENTORY_PODS);
+	inventory_relist_end(I, INVENTORY_PODS);
+	for (int k = INVENTORY_SLICES; k < INVENTORY_KINDS; k++) {
+		if (!listed && k == INVENTORY_SLICES) {
+			inventory_not_served(I, INVENTORY_SLICES);
+			continue;
+		}
+		inventory_relist_begin(I, (enum inventory_kind)k);
+		if (k == INVENTORY_SLICES)
+			cr_assert_eq(inventory_slice_put(I, &s), 0);
+		if (k == INVENTORY_CLAIMS)
+			cr_assert_eq(inventory_claim_put(I, "claim-1", &held, 1), 0);
+		inventory_relist_end(I, (enum inventory_kind)k);
+	}
+}
+
+static long long jnum(const json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+/* The report of dra_cluster(listed) under dra_policy_yaml, its flavor in
+ * *f and its text in *text (the caller frees both). */
+static json_t *dra_report(bool listed, const json_t **f, char **text)
+{
+	json_t *r;
+
+	policy_free(P);
+	P = test_policy(dra_policy_yaml);
+	dra_cluster(listed);
+	r = pool_report(P, I, U);
+	cr_assert_not_null(r);
+	*f = json_array_get(json_object_get(r, "flavors"), 0);
+	*text = text_of(r);
+	return r;
+}
+
+Test(pool_report, a_dra_flavor_counts_devices_and_names_the_tainted)
+{
+	const json_t *f, *n;
+	char *text;
+	json_t *r = dra_report(true, &f, &text);
+
+	cr_assert_str_eq(json_string_value(json_object_get(f, "units")), "devices");
+	cr_expect(json_is_true(json_object_get(f, "known")));
+	cr_expect(json_is_false(json_object_get(f, "approximate")));
+	cr_expect_eq(jnum(f, "capacity"), 3);
+	cr_expect_eq(jnum(f, "allocatable"), 2);
+	cr_expect_eq(jnum(f, "allocated"), 1);
+	cr_expect_eq(jnum(f, "free"), 1);
+	cr_expect_eq(jnum(f, "devicesTainted"), 1);
+	cr_expect_null(json_object_get(f, "resource"));
+	n = json_array_get(json_object_get(f, "nodeList"), 0);
+	cr_expect_eq(jnum(n, "devicesTainted"), 1);
+	cr_expect_str_eq(json_string_value(json_object_get(n, "deviceWhy")),
+			 "gpu-1: taint gpu.nvidia.com/xid=79:NoExecute");
+	cr_expect(strstr(text, "\nDEVICES (DRA flavors: ResourceSlices, DeviceTaintRules, "
+			       "claims)\n"
+			       "h100-dra: units are devices; 1 tainted\n"
+			       "  kwok-1               1 tainted (gpu-1: taint "
+			       "gpu.nvidia.com/xid=79:NoExecute)\n"),
+		  "%s", text);
+	free(text);
+	json_decref(r);
+}
+
+Test(pool_report, without_resource_slices_a_dra_flavor_is_not_known)
+{
+	const json_t *f;
+	char *text;
+	json_t *r = dra_report(false, &f, &text);
+
+	cr_expect(json_is_false(json_object_get(f, "known")));
+	cr_expect_eq(jnum(f, "capacity"), 0);
+	cr_expect(strstr(text, "h100-dra: units are devices, not known (ResourceSlices not "
+			       "listed or not served)\n"),
+		  "%s", text);
+	free(text);
+	json_decref(r);
+}
+
+/* A flavor of an extended resource says nothing of devices. */
+Test(pool_report, other_flavors_have_no_device_fields)
+{
+	json_t *r;
+	char *text;
+	size_t i;
+	const json_t *f;
+
+	cluster();
+	r = pool_report(P, I, U);
+	cr_assert_not_null(r);
+	json_array_foreach(json_object_get(r, "flavors"), i, f) {
+		cr_expect_null(json_object_get(f, "units"));
+		cr_expect_null(json_object_get(f, "devicesTainted"));
+	}
+	text = text_of(r);
+	cr_expect_null(strstr(text, "DEVICES"), "%s", text);
+	free(text);
+	json_decref(r);
+}

@@ -328,6 +328,20 @@ Test(dra_facts, claim_allocation)
 		     0);
 	cr_assert_eq(c.n_devices, 0);
 	cr_assert_eq(dra_claim_facts(parse("{\"metadata\": {\"name\": \"x\"}}"), &A, &c), -1);
+	{
+		json_t *o = parse("{\"metadata\": {\"uid\": \"u3\"}, \"status\": {\"allocation\":"
+				  " {\"devices\": {\"results\": []}}}}");
+		json_t *res = json_object_get(json_object_get(json_object_get(
+			json_object_get(o, "status"), "allocation"), "devices"), "results");
+
+		for (int i = 0; i <= DRA_CLAIM_MAX_RESULTS; i++)
+			json_array_append_new(res, json_pack("{s:s,s:s,s:s}", "driver", "d",
+							     "pool", "p", "device", "x"));
+		cr_assert_eq(dra_claim_facts(o, &A, &c), -1, "over the API's limit");
+		json_array_remove(res, 0);
+		cr_assert_eq(dra_claim_facts(o, &A, &c), 0);
+		cr_assert_eq(c.n_devices, DRA_CLAIM_MAX_RESULTS);
+	}
 	cr_assert_eq(dra_claim_facts(parse("{\"metadata\": {\"uid\": \"u\"}, \"status\":"
 					   " {\"allocation\": {\"devices\": {\"results\": 1}}}}"),
 				     &A, &c),
