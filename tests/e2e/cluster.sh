@@ -66,11 +66,13 @@
 #
 # The job, replicaset, deployment, garbage-collector, namespace,
 # service-account (+token), root-CA-publisher, clusterrole-aggregation,
-# resourceclaim, node-lifecycle and taint-eviction controllers run, so Jobs/Deployments create Pods, pods get the
+# resourceclaim, device-taint-eviction, node-lifecycle and taint-eviction
+# controllers run, so Jobs/Deployments create Pods, pods get the
 # ResourceClaims of their templates, new namespaces get a "default"
 # ServiceAccount (create Pods only after it exists), deleted namespaces are
 # emptied, the built-in ClusterRoles admin/edit/view carry their real
-# aggregated rules (`up` waits for edit's), NoExecute taints evict, etc.
+# aggregated rules (`up` waits for edit's), NoExecute taints evict (a node's
+# or a DRA device's), etc.
 
 set -euo pipefail
 
@@ -91,6 +93,11 @@ default_controllers+=,clusterrole-aggregation-controller
 # resource-claim-controller; on by default with DynamicResourceAllocation,
 # GA since 1.34).
 default_controllers+=,resourceclaim-controller
+# DRA device taints (GA in 1.37, no feature gate): deletes the pods whose
+# allocated devices carry a NoExecute taint, in their ResourceSlice or from
+# a DeviceTaintRule, and writes the rules' EvictionInProgress condition
+# (its bootstrap role system:controller:device-taint-eviction-controller).
+default_controllers+=,device-taint-eviction-controller
 # Nodes: Ready/NotReady from their Leases, the not-ready/unreachable taints;
 # NoExecute taints evict. Not the pod garbage collector: tests bind pods to
 # nodes that do not exist (gpugate_e2e.bind_pod), which it would delete.
