@@ -228,6 +228,22 @@ def lease_holder(api: e2e.Api) -> str:
     return ((body.get("spec") or {}).get("holderIdentity") or "") if status == 200 else ""
 
 
+def summarize_added(how: str, added: dict, added50: dict) -> tuple[float, float]:
+    """Prints each side's added latency (the median over rounds of the
+    round's mean and p50, and the rounds' means) and returns leader/ledger
+    of the medians of the means and of the p50s."""
+    med = {n: statistics.median(v) for n, v in added.items()}
+    med50 = {n: statistics.median(v) for n, v in added50.items()}
+    for n in ("ledger", "leader"):
+        print(f"  added per create, {how}{n:<6}  median of round means {ms(med[n])}, "
+              f"of round p50s {ms(med50[n])}; rounds "
+              + ", ".join(f"{x * 1000:.2f}" for x in added[n]) + " ms")
+
+    def ratio(m: dict) -> float:
+        return m["leader"] / m["ledger"] if m["ledger"] > 0 else float("nan")
+    return ratio(med), ratio(med50)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpugate", default=os.environ.get("GPUGATE_BIN",
@@ -388,23 +404,10 @@ def main() -> int:
         print()
         print(f"summary ({a.rounds} rounds of {a.creates} sequential creates, "
               f"{a.bursts} x {'/'.join(map(str, sizes))} burst creates a side)")
-        med = {n: statistics.median(v) for n, v in added.items()}
-        med50 = {n: statistics.median(v) for n, v in added50.items()}
-        for n in ("ledger", "leader"):
-            print(f"  added per create, {n:<6}  median of round means {ms(med[n])}, "
-                  f"of round p50s {ms(med50[n])}; rounds "
-                  + ", ".join(f"{x * 1000:.2f}" for x in added[n]) + " ms")
-        ratio = med["leader"] / med["ledger"] if med["ledger"] > 0 else float("nan")
+        ratio, _ = summarize_added("", added, added50)
         print(f"  added latency leader/ledger, in blocks: {ratio:.2f} x (runs 1-16's "
               f"figure: each side's 60 creates in a block, the sides in turn)")
-        imed = {n: statistics.median(v) for n, v in iadded.items()}
-        imed50 = {n: statistics.median(v) for n, v in iadded50.items()}
-        for n in ("ledger", "leader"):
-            print(f"  added per create, interleaved, {n:<6}  median of round means "
-                  f"{ms(imed[n])}, of round p50s {ms(imed50[n])}; rounds "
-                  + ", ".join(f"{x * 1000:.2f}" for x in iadded[n]) + " ms")
-        iratio = imed["leader"] / imed["ledger"] if imed["ledger"] > 0 else float("nan")
-        iratio50 = imed50["leader"] / imed50["ledger"] if imed50["ledger"] > 0 else float("nan")
+        iratio, iratio50 = summarize_added("interleaved, ", iadded, iadded50)
         print(f"  added latency leader/ledger: {iratio:.2f} x (target <= 1.2 x; interleaved "
               f"creates, of the means; of the p50s {iratio50:.2f} x)")
         rates = {n: sum(c for c, _ in v) / sum(w for _, w in v) for n, v in rate.items()}
