@@ -375,7 +375,7 @@ static void print_mapping(const struct run *run, const struct outcome *oc)
 	if (dec->claim.pods > 0)
 		printf(" x %" PRId64 " pod%s = %" PRId64 " %s", dec->claim.pods,
 		       dec->claim.pods == 1 ? "" : "s", dec->claim.units,
-		       dec->flavor->resource ? dec->flavor->resource : "devices");
+		       dec->flavor->units);
 	putchar('\n');
 	if (dec->has_quota)
 		printf("quota      %s (nominal %" PRId64 ", at most %" PRId64

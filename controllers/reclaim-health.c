@@ -50,11 +50,13 @@ static void bad_scan_view(void *ctx, const struct pool_view *v)
 		b = &rd->bad[rd->n_bad];
 		b->node = arena_strdup(&rd->a, m->node->name);
 		b->why = arena_strdup(&rd->a, m->why);
-		b->resource = arena_strdup(&rd->a, v->flavor->resource);
+		/* NULL for a DRA flavor: its pods hold devices through claims. */
+		b->resource = v->flavor->resource ? arena_strdup(&rd->a, v->flavor->resource)
+						  : NULL;
 		b->drained_by = health_drained_by_other(bs->h, m->node, by, sizeof(by))
 					? arena_strdup(&rd->a, by)
 					: NULL;
-		if (b->node && b->why && b->resource)
+		if (b->node && b->why && (b->resource || !v->flavor->resource))
 			rd->n_bad++;
 	}
 }
@@ -89,6 +91,17 @@ static bool asks_resource(const json_t *containers, const char *resource)
 			return true;
 	}
 	return false;
+}
+
+/* Whether a pod (its spec) holds units of a failing node's flavor: asks
+ * for its resource, or for a DRA flavor (resource NULL) names a claim
+ * (its devices on that node come through one). */
+static bool holds_units(const json_t *spec, const char *resource)
+{
+	if (!resource)
+		return json_array_size(json_object_get(spec, "resourceClaims")) > 0;
+	return asks_resource(json_object_get(spec, "containers"), resource) ||
+	       asks_resource(json_object_get(spec, "initContainers"), resource);
 }
 
 /* A Warning Event on a pod that gpugate does not checkpoint, once. */
@@ -156,8 +169,7 @@ static void bad_node_round(struct round *rd, const struct bad_node *b)
 
 		if (!uid || json_object_get(meta, "deletionTimestamp") ||
 		    (phase && (!strcmp(phase, "Succeeded") || !strcmp(phase, "Failed"))) ||
-		    !(asks_resource(json_object_get(spec, "containers"), b->resource) ||
-		      asks_resource(json_object_get(spec, "initContainers"), b->resource)))
+		    !holds_units(spec, b->resource))
 			continue;
 		if ((job && strmap_get(&rd->seen_by_uid, job, &idx)) ||
 		    strmap_get(&rd->seen_by_uid, uid, &idx))

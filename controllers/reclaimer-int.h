@@ -75,7 +75,7 @@ struct reclaimer {
 /* A node out of the pool for health this round (the health loop). */
 struct bad_node {
 	const char *node, *why;     /* into the round's arena */
-	const char *resource;       /* its flavor's resource */
+	const char *resource;       /* its flavor's resource; NULL: a DRA flavor's */
 	const char *drained_by;     /* the drainedBy label that names it, or NULL */
 };
 

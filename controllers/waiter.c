@@ -99,7 +99,7 @@ void waiter_gang_reason(const struct policy *p, const struct policy_flavor *f,
 	case POOL_NOT_NOW:
 		snprintf(shortage, sizeof(shortage), "%lld node%s with %lld %s free",
 			 (long long)(gang_pods - k), gang_pods - k == 1 ? "" : "s",
-			 (long long)pod->per_pod, f->resource);
+			 (long long)pod->per_pod, f->units);
 		break;
 	case POOL_NEVER_FITS:
 		if (topology_key)
@@ -107,13 +107,13 @@ void waiter_gang_reason(const struct policy *p, const struct policy_flavor *f,
 				 "no %s domain of flavor %s can ever hold its %lld pods of "
 				 "%lld %s (the largest holds %lld)",
 				 topology_key, f->name, (long long)gang_pods,
-				 (long long)pod->per_pod, f->resource, (long long)fit->fit_empty);
+				 (long long)pod->per_pod, f->units, (long long)fit->fit_empty);
 		else
 			snprintf(shortage, sizeof(shortage),
 				 "the usable nodes of flavor %s can hold %lld of its %lld pods "
 				 "of %lld %s, even empty",
 				 f->name, (long long)fit->fit_empty, (long long)gang_pods,
-				 (long long)pod->per_pod, f->resource);
+				 (long long)pod->per_pod, f->units);
 		break;
 	default: {
 		/* No node of the flavor, or none usable: the one-pod words. */

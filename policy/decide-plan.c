@@ -720,7 +720,7 @@ static void plan_raw(struct ctx *c)
 	decide_position_text(c, pos, sizeof(pos));
 	snprintf(pl->decision, sizeof(pl->decision),
 		 "no class: %" PRId64 " x %s (%s) for tenant %s; %s",
-		 c->out->claim.units, c->out->flavor->name, c->out->flavor->resource,
+		 c->out->claim.units, c->out->flavor->name, c->out->flavor->units,
 		 c->out->tenant->name, pos);
 }
 

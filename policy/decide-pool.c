@@ -131,12 +131,12 @@ static void pool_rule(const struct decide_input *in, struct decision *out,
 	/* A denial has room for every node named (up to four). */
 	decide_excluded_text(pc, ex, sizeof(ex), 600);
 	snprintf(gang, sizeof(gang), "the job's %" PRId64 " pods of %u %s", cl->pods,
-		 cl->per_pod, f->resource);
+		 cl->per_pod, f->units);
 	{
 		if (cl->per_pod > pc->largest_allocatable)
 			decide_violate(&c, RULES_POOL, "no usable node of flavor %s can hold a pod of "
 				"%u %s: the largest offers %" PRId64 " (%s)%s",
-				f->name, cl->per_pod, f->resource,
+				f->name, cl->per_pod, f->units,
 				pc->largest_allocatable, pc->largest_allocatable_node, ex);
 		else if (topo)
 			decide_violate(&c, RULES_POOL, "no %s domain of flavor %s can hold %s: the "
@@ -191,19 +191,19 @@ void decide_template_pool(struct ctx *c)
 			decide_violate(c, RULES_POOL, "%s can never run a pod: no usable node of flavor "
 				"%s can hold one of %" PRId64 " %s, the largest offers %"
 				PRId64 " (%s)%s",
-				who, f->name, per_pod, f->resource, pc.largest_allocatable,
+				who, f->name, per_pod, f->units, pc.largest_allocatable,
 				pc.largest_allocatable_node, ex);
 		else if (topo)
 			decide_violate(c, RULES_POOL, "%s can never run a whole Job: no %s domain of "
 				"flavor %s can hold its %" PRId64 " pods of %" PRId64 " %s, the "
 				"largest holds %" PRId64 "%s%s",
-				who, topo, f->name, pods, per_pod, f->resource, pc.fit.fit_empty,
+				who, topo, f->name, pods, per_pod, f->units, pc.fit.fit_empty,
 				pc.fit.n_domains ? "" : " (no usable node has the label)", ex);
 		else
 			decide_violate(c, RULES_POOL, "%s can never run a whole Job: the usable nodes of "
 				"flavor %s can hold at most %" PRId64 " of its %" PRId64
 				" pods of %" PRId64 " %s%s",
-				who, f->name, pc.fit.fit_empty, pods, per_pod, f->resource, ex);
+				who, f->name, pc.fit.fit_empty, pods, per_pod, f->units, ex);
 		return;
 	}
 	if (gang || wl->def->pods == KIND_PODS_PER_NODE || wl->replicas <= 1 ||
@@ -215,7 +215,7 @@ void decide_template_pool(struct ctx *c)
 		decide_add_warning(out, "gpugate: the usable nodes of flavor %s can hold at most "
 			    "%" PRId64 " of %s's %" PRId64 " pods of %" PRId64 " %s, even "
 			    "empty: the others stay Pending until nodes join",
-			    f->name, pc.fit.fit_empty, who, wl->replicas, per_pod, f->resource);
+			    f->name, pc.fit.fit_empty, who, wl->replicas, per_pod, f->units);
 }
 
 /* The pool's advice, at /validate, for what was admitted: no room now. */
@@ -249,7 +249,7 @@ static void pool_advice(const struct decide_input *in, struct decision *out,
 		decide_add_warning(out, __VA_ARGS__);                                 \
 	} while (0)
 	snprintf(gang, sizeof(gang), "the job's %" PRId64 " pods of %u %s", cl->pods,
-		 cl->per_pod, f->resource);
+		 cl->per_pod, f->units);
 	switch (fit->verdict) {
 	case POOL_UNKNOWN:
 		ADVISE("gpugate: no node of flavor %s is in the cluster: the "
@@ -259,7 +259,7 @@ static void pool_advice(const struct decide_input *in, struct decision *out,
 		if (pc->n_usable)
 			ADVISE("gpugate: no usable node of flavor %s offers any %s "
 				    "now (allocatable 0), the %s waits until one does%s",
-				    f->name, f->resource, what, ex_short);
+				    f->name, f->units, what, ex_short);
 		else
 			ADVISE("gpugate: %s of flavor %s %s excluded, the %s "
 				    "waits until one is back%s",
@@ -281,7 +281,7 @@ static void pool_advice(const struct decide_input *in, struct decision *out,
 			ADVISE("gpugate: admitted, but no node of flavor %s has "
 				    "%u %s free now: %" PRId64 " free on %zu node%s, at most %"
 				    PRId64 " on one%s; the %s waits%s",
-				    f->name, cl->per_pod, f->resource, pc->free, pc->n_usable,
+				    f->name, cl->per_pod, f->units, pc->free, pc->n_usable,
 				    pc->n_usable == 1 ? "" : "s",
 				    pc->largest_free,
 				    pc->free >= cl->per_pod ? " (fragmentation)" : "", what,

@@ -35,7 +35,7 @@ void decide_waiting(const struct policy *p, const struct policy_flavor *f,
 		if (pc->n_usable)
 			snprintf(out, size, "no usable node of flavor %s offers any %s now "
 				 "(allocatable 0: its device plugin?)%s",
-				 f->name, f->resource, ex);
+				 f->name, f->units, ex);
 		else
 			snprintf(out, size, "%s of flavor %s %s excluded (the repair "
 				 "comes first)%s",
@@ -45,7 +45,7 @@ void decide_waiting(const struct policy *p, const struct policy_flavor *f,
 	case POOL_NEVER_FITS:
 		snprintf(out, size, "no usable node of flavor %s can hold %" PRId64 " %s: "
 			 "the largest offers %" PRId64 " (%s)%s",
-			 f->name, per_pod, f->resource, pc->largest_allocatable,
+			 f->name, per_pod, f->units, pc->largest_allocatable,
 			 pc->largest_allocatable_node, ex);
 		break;
 	case POOL_NOT_NOW: {
@@ -83,7 +83,7 @@ void decide_waiting(const struct policy *p, const struct policy_flavor *f,
 		}
 		snprintf(out, size, "no node of flavor %s has %" PRId64 " %s free: %" PRId64
 			 " free on %zu usable node%s, at most %" PRId64 " on one%s%s%s",
-			 f->name, per_pod, f->resource, pc->free, pc->n_usable,
+			 f->name, per_pod, f->units, pc->free, pc->n_usable,
 			 pc->n_usable == 1 ? "" : "s",
 			 pc->largest_free, pc->free >= per_pod ? " (fragmentation)" : "",
 			 holders, ex);

@@ -155,7 +155,7 @@ static void claim_from_charge(struct ctx *c)
 		decide_violate(c, RULES_TWO_FLAVORS,
 			"this workload asks for resources of two flavors (%s and "
 			"another); a pod may use one flavor only",
-			ch->flavor->resource);
+			ch->flavor->units);
 		return;
 	}
 	memset(&out->claim, 0, sizeof(out->claim));
@@ -316,9 +316,9 @@ static void check_template_unchanged(struct ctx *c)
 			"the pod template's GPU request cannot be changed by an update "
 			"(it is %" PRId64 " %s per pod, now %" PRId64 " %s): its gang "
 			"was judged for it; create a new Job instead",
-			was.per_pod, was.flavor ? was.flavor->resource : "GPUs",
+			was.per_pod, was.flavor ? was.flavor->units : "GPUs",
 			c->charge.per_pod,
-			c->charge.flavor ? c->charge.flavor->resource : "GPUs");
+			c->charge.flavor ? c->charge.flavor->units : "GPUs");
 }
 
 /*

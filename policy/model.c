@@ -177,6 +177,17 @@ static void build_toleration(struct builder *b, const struct src_toleration *st,
 	out->seconds = st->tolerationSeconds ? *st->tolerationSeconds : 0;
 }
 
+/* A DRA flavor's units in messages (policy_flavor.units). */
+static const char *flavor_units(struct builder *b, const struct policy_dra *d)
+{
+	size_t n = d ? strlen(d->device_class) + sizeof(" devices") : 1;
+	char *r = alloc(b, n, 1);
+
+	if (r && d)
+		snprintf(r, n, "%s devices", d->device_class);
+	return r;
+}
+
 /* A flavor's dra block (validated), with the hash of what a template's
  * spec depends on besides the count. */
 static const struct policy_dra *build_dra(struct builder *b, const struct src_dra *s)
@@ -264,6 +275,7 @@ static void build_flavors(struct builder *b)
 		f->name = dup(b, s->name);
 		f->resource = s->resource ? dup(b, s->resource) : NULL;
 		f->dra = build_dra(b, s->dra);
+		f->units = f->resource ? f->resource : flavor_units(b, f->dra);
 		f->sharing = (enum policy_sharing)s->sharing;
 		f->gpus_per_node = (unsigned)s->gpusPerNode;
 		for (unsigned k = 0; k < s->nodeSelector_count; k++)

@@ -132,6 +132,9 @@ struct policy_flavor {
 	 * whose pods name a claim template instead (dra). */
 	const char *resource;
 	const struct policy_dra *dra; /* NULL: not served through DRA */
+	/* What its units are called in messages: resource, or for a DRA
+	 * flavor "<deviceClassName> devices" (the pool counts devices). */
+	const char *units;
 	enum policy_sharing sharing;
 	const struct policy_kv *node_selector;
 	size_t n_node_selector;

@@ -254,3 +254,51 @@ Test(waiter, a_gang_in_one_domain_names_the_best)
 		    "waits for its gang g-3f2a1c (route gates): 2 of 3 pods fit now, best "
 		    "domain nvidia.com/gpu.clique=c0; short: 1 node with 8 nvidia.com/gpu free");
 }
+
+/* A DRA flavor's units are devices, and its messages say so. */
+Test(waiter, a_dra_flavor_counts_devices)
+{
+	struct policy *p = test_policy(
+		"version: 1\n"
+		"flavors:\n"
+		"  - name: h100-dra\n"
+		"    sharing: exclusive\n"
+		"    gpusPerNode: 8\n"
+		"    dra: {deviceClassName: gpu.nvidia.com, driver: gpu.nvidia.com,\n"
+		"          attributes: [\"productName=H100\"]}\n"
+		"classes: []\n"
+		"tenants:\n"
+		"  - {name: research, namespaces: [research], quota: [{flavor: h100-dra, nominal: 16}]}\n");
+	const struct policy_flavor *f = policy_flavor_find(p, "h100-dra");
+	struct pool_label attr = {"gpu.nvidia.com/productName", "H100"};
+	const bool is_string = true;
+	struct pool_device dev[] = {
+		{.driver = "gpu.nvidia.com", .pool = "dra-0", .name = "gpu-0",
+		 .attributes = &attr, .attribute_is_string = &is_string, .n_attributes = 1},
+		{.driver = "gpu.nvidia.com", .pool = "dra-0", .name = "gpu-1",
+		 .attributes = &attr, .attribute_is_string = &is_string, .n_attributes = 1}};
+	struct inventory_slice slice = {"dra-0-gpu", "gpu.nvidia.com", "dra-0", 1, 1, "dra-0",
+					dev, 2};
+	struct inventory_claim_device held = {"gpu.nvidia.com", "dra-0", "gpu-1"};
+	struct pool_condition cond[] = {{"Ready", "True", ""}};
+	struct pool_node n = {.name = "dra-0", .conditions = cond, .n_conditions = 1,
+			      .ready = true};
+	const struct inventory_waiting pod = {
+		.uid = "u1", .namespace = "research", .name = "train-0",
+		.tenant = "research", .flavor = "h100-dra", .per_pod = 2, .since = 1000,
+		.scheduler = ""};
+	char message[1024];
+
+	cr_assert_not_null(f);
+	for (int k = INVENTORY_NODES; k < INVENTORY_KINDS; k++)
+		inventory_relist_begin(I, (enum inventory_kind)k);
+	cr_assert_eq(inventory_node_put(I, &n), 0);
+	cr_assert_eq(inventory_slice_put(I, &slice), 0);
+	cr_assert_eq(inventory_claim_put(I, "claim-1", &held, 1), 0);
+	for (int k = INVENTORY_NODES; k < INVENTORY_KINDS; k++)
+		inventory_relist_end(I, (enum inventory_kind)k);
+	waiter_reason(p, f, I, NULL, &pod, message, sizeof(message));
+	cr_expect_str_eq(message, "no node of flavor h100-dra has 2 gpu.nvidia.com devices "
+			 "free: 1 free on 1 usable node, at most 1 on one");
+	policy_free(p);
+}
