@@ -175,7 +175,7 @@ unsigned cluster_check_capacity(const struct policy *p, const struct pool_summar
 		size_t k = 0;
 
 		if (f->dra)
-			continue; /* its devices are in ResourceSlices (not read yet) */
+			continue; /* its devices (ResourceSlices) are not weighed here yet */
 		capacity_of(p, f, &s[i], u, &c, t, t ? &k : NULL);
 		if (!c.known) {
 			diag_addf(w, "%s: warning: flavor %s: no node of the cluster "
