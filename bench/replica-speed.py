@@ -164,6 +164,15 @@ class Side:
     def validate_counts(self) -> list[int]:
         return [g.requests("validate") for g in self.gates]
 
+    def next_replica(self) -> None:
+        """Closes the apiserver's webhook connection during a pause
+        (Balancer.max_age), so that the next creates go to the next
+        replica."""
+        b = self.balancer
+        b.max_age = 0.0
+        time.sleep(2 * b.idle + 0.1)
+        b.max_age = None
+
     def stop(self) -> list[str]:
         problems: list[str] = []
         for g in self.gates:
@@ -244,6 +253,17 @@ def summarize_added(how: str, added: dict, added50: dict) -> tuple[float, float]
     return ratio(med), ratio(med50)
 
 
+def served_by(api: e2e.Api, side: Side, v0: list[int]) -> str:
+    """Which replica of SIDE served since its validate counts were V0,
+    and whether it held the Lease (a follower forwards each decision)."""
+    v = [x - y for x, y in zip(side.validate_counts(), v0)]
+    served = max(range(len(v)), key=lambda i: v[i])
+    holder = lease_holder(api) == f"bench-{served}"
+    return (f"leader side served by replica {served} "
+            f"({'the Lease holder' if holder else 'a follower'}; "
+            f"validate per replica {'/'.join(map(str, v))})")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--gpugate", default=os.environ.get("GPUGATE_BIN",
@@ -313,23 +333,14 @@ def main() -> int:
                 side = {"ledger": ledger, "leader": leader}.get(name)
                 ns = f"bench-{name}"
                 if side is leader:
-                    # a new webhook connection: the next replica serves
-                    b = leader.balancer
-                    b.max_age = 0.0
-                    time.sleep(2 * b.idle + 0.1)
-                    b.max_age = None
+                    leader.next_replica()
                 v0 = side.validate_counts() if side else None
                 e2e.create_latency(api, ns, WARM, prefix=f"w{r}")
                 t = e2e.create_latency(api, ns, a.creates, prefix=f"r{r}")
                 s = sorted(t)
                 means[name], p50s[name] = statistics.fmean(s), e2e.percentile(s, 50)
                 if side is leader:
-                    v = [x - y for x, y in zip(leader.validate_counts(), v0)]
-                    served = max(range(len(v)), key=lambda i: v[i])
-                    who = f"bench-{served}"
-                    notes.append(f"leader side served by replica {served} "
-                                 f"({'the Lease holder' if lease_holder(api) == who else 'a follower'}; "
-                                 f"validate per replica {'/'.join(map(str, v))})")
+                    notes.append(served_by(api, leader, v0))
                 empty(api, ns, side)
             for name in ("ledger", "leader"):
                 added[name].append(means[name] - means["none"])
@@ -344,15 +355,10 @@ def main() -> int:
         iadded50: dict[str, list[float]] = {"ledger": [], "leader": []}
         nss = [f"bench-{n}" for n in order]
         for r in range(a.rounds):
-            b = leader.balancer
-            b.max_age = 0.0
-            time.sleep(2 * b.idle + 0.1)
-            b.max_age = None
+            leader.next_replica()
             v0 = leader.validate_counts()
             e2e.create_latency_interleaved(api, nss, WARM, prefix=f"iw{r}")
             t = e2e.create_latency_interleaved(api, nss, a.creates, prefix=f"i{r}")
-            v = [x - y for x, y in zip(leader.validate_counts(), v0)]
-            served = max(range(len(v)), key=lambda i: v[i])
             mean = {n: statistics.fmean(t[f"bench-{n}"]) for n in order}
             p50 = {n: e2e.percentile(sorted(t[f"bench-{n}"]), 50) for n in order}
             for n in ("ledger", "leader"):
@@ -362,9 +368,7 @@ def main() -> int:
                   f"{ms(mean['ledger'])}, leader {ms(mean['leader'])}; added ledger "
                   f"{ms(iadded['ledger'][-1])}, leader {ms(iadded['leader'][-1])}; p50 added "
                   f"ledger {ms(iadded50['ledger'][-1])}, leader {ms(iadded50['leader'][-1])}; "
-                  f"leader side served by replica {served} "
-                  f"({'the Lease holder' if lease_holder(api) == f'bench-{served}' else 'a follower'})",
-                  flush=True)
+                  + served_by(api, leader, v0), flush=True)
             for n in order:
                 empty(api, f"bench-{n}", {"ledger": ledger, "leader": leader}.get(n))
 
@@ -406,7 +410,7 @@ def main() -> int:
               f"{a.bursts} x {'/'.join(map(str, sizes))} burst creates a side)")
         ratio, _ = summarize_added("", added, added50)
         print(f"  added latency leader/ledger, in blocks: {ratio:.2f} x (runs 1-16's "
-              f"figure: each side's 60 creates in a block, the sides in turn)")
+              f"figure: each side's {a.creates} creates in a block, the sides in turn)")
         iratio, iratio50 = summarize_added("interleaved, ", iadded, iadded50)
         print(f"  added latency leader/ledger: {iratio:.2f} x (target <= 1.2 x; interleaved "
               f"creates, of the means; of the p50s {iratio50:.2f} x)")
