@@ -237,6 +237,14 @@ def lease_holder(api: e2e.Api) -> str:
     return ((body.get("spec") or {}).get("holderIdentity") or "") if status == 200 else ""
 
 
+def add_round(added: dict, added50: dict, means: dict, p50s: dict) -> None:
+    """One round's added latency of the ledger and leader sides: their mean
+    and p50 minus the `none` side's."""
+    for n in ("ledger", "leader"):
+        added[n].append(means[n] - means["none"])
+        added50[n].append(p50s[n] - p50s["none"])
+
+
 def summarize_added(how: str, added: dict, added50: dict) -> tuple[float, float]:
     """Prints each side's added latency (the median over rounds of the
     round's mean and p50, and the rounds' means) and returns leader/ledger
@@ -342,9 +350,7 @@ def main() -> int:
                 if side is leader:
                     notes.append(served_by(api, leader, v0))
                 empty(api, ns, side)
-            for name in ("ledger", "leader"):
-                added[name].append(means[name] - means["none"])
-                added50[name].append(p50s[name] - p50s["none"])
+            add_round(added, added50, means, p50s)
             print(f"round {r + 1}: mean none {ms(means['none'])}, ledger {ms(means['ledger'])}, "
                   f"leader {ms(means['leader'])}; added ledger "
                   f"{ms(added['ledger'][-1])}, leader {ms(added['leader'][-1])}; "
@@ -361,9 +367,7 @@ def main() -> int:
             t = e2e.create_latency_interleaved(api, nss, a.creates, prefix=f"i{r}")
             mean = {n: statistics.fmean(t[f"bench-{n}"]) for n in order}
             p50 = {n: e2e.percentile(sorted(t[f"bench-{n}"]), 50) for n in order}
-            for n in ("ledger", "leader"):
-                iadded[n].append(mean[n] - mean["none"])
-                iadded50[n].append(p50[n] - p50["none"])
+            add_round(iadded, iadded50, mean, p50)
             print(f"interleaved round {r + 1}: mean none {ms(mean['none'])}, ledger "
                   f"{ms(mean['ledger'])}, leader {ms(mean['leader'])}; added ledger "
                   f"{ms(iadded['ledger'][-1])}, leader {ms(iadded['leader'][-1])}; p50 added "
