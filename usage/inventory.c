@@ -1,108 +1,10 @@
-#include "usage/inventory.h"
+#include "usage/inventory-impl.h"
 
-#include "base/arena.h"
-#include "base/strmap.h"
 #include "policy/policy.h"
 
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* What the pods bound to one node ask for of one resource. */
-struct alloc {
-	char *resource;
-	int64_t units;
-};
-
-/* One node name: its Node object (when known) and its pods' sums. */
-struct slot {
-	char *name; /* the key of slot_by_name */
-	bool has_node;
-	bool stale; /* not put since relist_begin */
-	struct arena arena; /* the node's copy */
-	struct pool_node node;
-	struct alloc *alloc;
-	size_t n_alloc, cap_alloc;
-	/* Flavor membership under the policy of serial member_of (0: none):
-	 * one byte per flavor, n_member of them. */
-	uint64_t member_of;
-	unsigned char *member;
-	size_t n_member;
-	uint64_t member_slices; /* ... and of slices (0: a policy without DRA) */
-	/* Its DRA devices as the last build made them (devices_ensure;
-	 * arrays in dev_arena, strings the slices' and rules', so a change
-	 * of those detaches them first); node.devices points here. */
-	struct arena dev_arena;
-	struct pool_device *devices;
-	size_t n_devices;
-};
-
-struct pod {
-	char *uid; /* the key of pod_by_uid */
-	char *node; /* NULL: holds nothing on any node */
-	struct inventory_ask *asks;
-	size_t n_asks;
-	bool stale;
-	/* Waiting for a node: its facts, strings in wait_arena. */
-	bool waiting;
-	struct inventory_waiting wait;
-	struct arena wait_arena;
-	/* Running, of a tenant: its facts, strings in wait_arena too. */
-	bool running;
-	struct inventory_running run;
-};
-
-/* One DRA object (ResourceSlice, DeviceTaintRule, ResourceClaim,
- * DeviceClass), copied into its own arena. */
-struct dra_entry {
-	char *key; /* in arena */
-	bool stale;
-	struct arena arena;
-	union {
-		struct inventory_slice slice;
-		struct inventory_taint_rule rule;
-		struct {
-			struct inventory_claim_device *d;
-			size_t n;
-		} claim;
-		const char *resource; /* a DeviceClass's extended resource, or NULL */
-	} u;
-};
-
-/* The entries of one DRA kind by key. */
-struct dra_table {
-	struct strmap index;
-	struct dra_entry **e;
-	size_t n, cap;
-};
-
-#define DRA_KINDS (INVENTORY_KINDS - INVENTORY_SLICES)
-
-struct inventory {
-	pthread_mutex_t mu;
-	struct strmap slot_by_name;
-	struct slot **slots;
-	size_t n_slots, cap_slots;
-	struct strmap pod_by_uid;
-	struct pod **pods;
-	size_t n_pods, cap_pods;
-	size_t n_nodes; /* slots with has_node */
-	bool relisting[INVENTORY_KINDS], synced[INVENTORY_KINDS];
-	/* DRA: the kinds' entries (by kind - INVENTORY_SLICES), which are
-	 * not served; dra_serial counts changes of slices, rules and claims
-	 * (what the devices say), slice_serial of slices (which devices
-	 * there are: flavor membership); the slots' devices are built at
-	 * dra_serial built_of, lazily, for DRA flavors only. */
-	struct dra_table dra[DRA_KINDS];
-	bool not_served[INVENTORY_KINDS];
-	uint64_t dra_serial, slice_serial, built_of;
-	bool attached; /* some slot may have devices */
-	/* Scratch for views, grown as needed (under mu). */
-	const struct pool_node **cand;
-	struct pool_member *members;
-	size_t cap_scratch;
-};
 
 struct inventory *inventory_new(void)
 {
@@ -142,7 +44,6 @@ static void pod_free(struct pod *p)
 	free(p);
 }
 
-static void dra_table_release(struct dra_table *t);
 
 void inventory_free(struct inventory *inv)
 {
@@ -157,47 +58,22 @@ void inventory_free(struct inventory *inv)
 	free(inv->cand);
 	free(inv->members);
 	for (size_t k = 0; k < DRA_KINDS; k++)
-		dra_table_release(&inv->dra[k]);
+		inv_dra_table_release(&inv->dra[k]);
 	strmap_release(&inv->slot_by_name);
 	strmap_release(&inv->pod_by_uid);
 	pthread_mutex_destroy(&inv->mu);
 	free(inv);
 }
 
-/* Grows *arr (of *cap elements of size) to hold need. */
-static int grow(void **arr, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 16;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	p = realloc(*arr, n * size);
-	if (!p)
-		return -1;
-	*arr = p;
-	*cap = n;
-	return 0;
-}
-
 /* ---- slots --------------------------------------------------------- */
-
-static struct slot *slot_find(struct inventory *inv, const char *name)
-{
-	size_t i;
-
-	return strmap_get(&inv->slot_by_name, name, &i) ? inv->slots[i] : NULL;
-}
 
 static struct slot *slot_get(struct inventory *inv, const char *name)
 {
-	struct slot *s = slot_find(inv, name);
+	struct slot *s = inv_slot_find(inv, name);
 
 	if (s)
 		return s;
-	if (grow((void **)&inv->slots, &inv->cap_slots, inv->n_slots + 1,
+	if (inv_grow((void **)&inv->slots, &inv->cap_slots, inv->n_slots + 1,
 		 sizeof(*inv->slots)) < 0)
 		return NULL;
 	s = calloc(1, sizeof(*s));
@@ -246,7 +122,7 @@ static int slot_add(struct slot *s, const struct inventory_ask *asks, size_t n,
 		if (i == s->n_alloc) {
 			if (sign < 0)
 				continue; /* never added (out of memory then) */
-			if (grow((void **)&s->alloc, &s->cap_alloc, s->n_alloc + 1,
+			if (inv_grow((void **)&s->alloc, &s->cap_alloc, s->n_alloc + 1,
 				 sizeof(*s->alloc)) < 0)
 				return -1;
 			s->alloc[i].resource = strdup(asks[k].resource);
@@ -374,7 +250,7 @@ void inventory_node_delete(struct inventory *inv, const char *name)
 	struct slot *s;
 
 	pthread_mutex_lock(&inv->mu);
-	s = slot_find(inv, name);
+	s = inv_slot_find(inv, name);
 	if (s)
 		node_forget(inv, s);
 	pthread_mutex_unlock(&inv->mu);
@@ -385,7 +261,7 @@ void inventory_node_delete(struct inventory *inv, const char *name)
 /* Takes p's units off its node. */
 static void pod_unbind(struct inventory *inv, struct pod *p)
 {
-	struct slot *s = p->node ? slot_find(inv, p->node) : NULL;
+	struct slot *s = p->node ? inv_slot_find(inv, p->node) : NULL;
 
 	if (s) {
 		slot_add(s, p->asks, p->n_asks, -1);
@@ -501,7 +377,7 @@ int inventory_pod_put(struct inventory *inv, const struct inventory_placement *p
 			goto oom;
 		}
 	}
-	if (grow((void **)&inv->pods, &inv->cap_pods, inv->n_pods + 1,
+	if (inv_grow((void **)&inv->pods, &inv->cap_pods, inv->n_pods + 1,
 		 sizeof(*inv->pods)) < 0 ||
 	    strmap_put(&inv->pod_by_uid, p->uid, inv->n_pods, NULL) < 0) {
 		pod_unbind(inv, p);
@@ -570,561 +446,6 @@ size_t inventory_waiting_list(struct inventory *inv, int64_t before,
 	return n;
 }
 
-/* ---- DRA objects --------------------------------------------------- */
-
-static void dra_entry_free(struct dra_entry *e)
-{
-	if (!e)
-		return;
-	arena_release(&e->arena);
-	free(e);
-}
-
-static struct dra_entry *dra_entry_new(const char *key)
-{
-	struct dra_entry *e = calloc(1, sizeof(*e));
-
-	if (!e)
-		return NULL;
-	arena_init(&e->arena);
-	if (!(e->key = arena_strdup(&e->arena, key))) {
-		dra_entry_free(e);
-		return NULL;
-	}
-	return e;
-}
-
-/* Takes e in place of the entry of its key, if any.  -1 when out of
- * memory (e is freed; what was known of the key is kept). */
-static int dra_table_take(struct dra_table *t, struct dra_entry *e)
-{
-	size_t i;
-
-	if (strmap_get(&t->index, e->key, &i)) {
-		strmap_del(&t->index, t->e[i]->key, NULL);
-		dra_entry_free(t->e[i]);
-		t->e[i] = e;
-		strmap_put(&t->index, e->key, i, NULL); /* a slot was just freed */
-		return 0;
-	}
-	if (grow((void **)&t->e, &t->cap, t->n + 1, sizeof(*t->e)) < 0 ||
-	    strmap_put(&t->index, e->key, t->n, NULL) < 0) {
-		dra_entry_free(e);
-		return -1;
-	}
-	t->e[t->n++] = e;
-	return 0;
-}
-
-static void dra_table_remove_at(struct dra_table *t, size_t i)
-{
-	size_t last = --t->n;
-
-	strmap_del(&t->index, t->e[i]->key, NULL);
-	dra_entry_free(t->e[i]);
-	if (i != last) {
-		t->e[i] = t->e[last];
-		strmap_del(&t->index, t->e[i]->key, NULL);
-		strmap_put(&t->index, t->e[i]->key, i, NULL);
-	}
-}
-
-/* Drops the entries of t that are stale (all: every one).  Whether any
- * went. */
-static bool dra_table_drop(struct dra_table *t, bool all)
-{
-	bool any = false;
-
-	for (size_t i = t->n; i-- > 0;)
-		if (all || t->e[i]->stale) {
-			dra_table_remove_at(t, i);
-			any = true;
-		}
-	return any;
-}
-
-static void dra_table_release(struct dra_table *t)
-{
-	dra_table_drop(t, true);
-	free(t->e);
-	strmap_release(&t->index);
-}
-
-static struct dra_table *dra_table(struct inventory *inv, enum inventory_kind kind)
-{
-	return &inv->dra[kind - INVENTORY_SLICES];
-}
-
-static void slot_detach(struct slot *s)
-{
-	arena_release(&s->dev_arena);
-	arena_init(&s->dev_arena);
-	s->devices = NULL;
-	s->n_devices = 0;
-	s->node.devices = NULL;
-	s->node.n_devices = 0;
-}
-
-static void detach_all(struct inventory *inv)
-{
-	for (size_t i = 0; inv->attached && i < inv->n_slots; i++)
-		slot_detach(inv->slots[i]);
-	inv->attached = false;
-}
-
-/* Under mu: kind's entries changed.  Slices and rules take the slots'
- * devices with them (those point at their strings); claims only what
- * the devices say. */
-static void dra_changed(struct inventory *inv, enum inventory_kind kind)
-{
-	if (kind == INVENTORY_DEVICE_CLASSES)
-		return;
-	inv->dra_serial++;
-	if (kind == INVENTORY_SLICES)
-		inv->slice_serial++;
-	if (kind != INVENTORY_CLAIMS)
-		detach_all(inv);
-}
-
-/* Puts an entry of kind for key, copied by copy (false: out of memory)
- * from `from` into its arena, outside the lock.  -1 when out of memory. */
-static int dra_put(struct inventory *inv, enum inventory_kind kind, const char *key,
-		   bool (*copy)(struct dra_entry *e, const void *from), const void *from)
-{
-	struct dra_entry *e = dra_entry_new(key);
-	int rc = -1;
-
-	if (!e || !copy(e, from)) {
-		dra_entry_free(e);
-		return -1;
-	}
-	pthread_mutex_lock(&inv->mu);
-	if (dra_table_take(dra_table(inv, kind), e) == 0) {
-		dra_changed(inv, kind);
-		rc = 0;
-	}
-	pthread_mutex_unlock(&inv->mu);
-	return rc;
-}
-
-static void dra_delete(struct inventory *inv, enum inventory_kind kind, const char *key)
-{
-	struct dra_table *t = dra_table(inv, kind);
-	size_t i;
-
-	pthread_mutex_lock(&inv->mu);
-	if (strmap_get(&t->index, key, &i)) {
-		dra_table_remove_at(t, i);
-		dra_changed(inv, kind);
-	}
-	pthread_mutex_unlock(&inv->mu);
-}
-
-static const char *dup_or_null(struct arena *a, const char *s, bool *ok)
-{
-	char *c = s ? arena_strdup(a, s) : NULL;
-
-	if (s && !c)
-		*ok = false;
-	return c;
-}
-
-static bool copy_taint(struct arena *a, const struct pool_taint *t, struct pool_taint *out)
-{
-	out->key = arena_strdup(a, t->key);
-	out->value = arena_strdup(a, t->value ? t->value : "");
-	out->effect = arena_strdup(a, t->effect);
-	return out->key && out->value && out->effect;
-}
-
-static bool copy_labels(struct arena *a, const struct pool_label *l, size_t n,
-			const struct pool_label **out)
-{
-	struct pool_label *c = arena_calloc(a, n + 1, sizeof(*c));
-
-	*out = c;
-	for (size_t i = 0; c && i < n; i++)
-		if (!(c[i].key = arena_strdup(a, l[i].key)) ||
-		    !(c[i].value = arena_strdup(a, l[i].value)))
-			return false;
-	return c != NULL;
-}
-
-/* d of slice s into out, strings in a. */
-static bool copy_device(struct arena *a, const struct inventory_slice *s,
-			const struct pool_device *d, struct pool_device *out)
-{
-	bool *is_string = arena_calloc(a, d->n_attributes + 1, sizeof(*is_string));
-	struct pool_device_taint *t = arena_calloc(a, d->n_taints + 1, sizeof(*t));
-
-	*out = *d;
-	out->driver = s->driver;
-	out->pool = s->pool;
-	out->allocated = false;
-	out->name = arena_strdup(a, d->name);
-	if (!is_string || !t || !out->name ||
-	    !copy_labels(a, d->attributes, d->n_attributes, &out->attributes) ||
-	    !copy_labels(a, d->capacity, d->n_capacity, &out->capacity))
-		return false;
-	if (d->attribute_is_string)
-		memcpy(is_string, d->attribute_is_string,
-		       d->n_attributes * sizeof(*is_string));
-	for (size_t i = 0; i < d->n_taints; i++)
-		if (!copy_taint(a, &d->taints[i].taint, &t[i].taint))
-			return false;
-	out->attribute_is_string = is_string;
-	out->taints = t;
-	return true;
-}
-
-static bool copy_slice(struct dra_entry *e, const void *from)
-{
-	const struct inventory_slice *s = from;
-	struct inventory_slice *c = &e->u.slice;
-	struct pool_device *d = arena_calloc(&e->arena, s->n_devices + 1, sizeof(*d));
-	bool ok = d != NULL;
-
-	*c = *s;
-	c->name = e->key;
-	c->driver = dup_or_null(&e->arena, s->driver ? s->driver : "", &ok);
-	c->pool = dup_or_null(&e->arena, s->pool ? s->pool : "", &ok);
-	c->node = dup_or_null(&e->arena, s->node, &ok);
-	for (size_t i = 0; ok && i < s->n_devices; i++)
-		ok = copy_device(&e->arena, c, &s->devices[i], &d[i]);
-	c->devices = d;
-	return ok;
-}
-
-int inventory_slice_put(struct inventory *inv, const struct inventory_slice *s)
-{
-	return dra_put(inv, INVENTORY_SLICES, s->name, copy_slice, s);
-}
-
-void inventory_slice_delete(struct inventory *inv, const char *name)
-{
-	dra_delete(inv, INVENTORY_SLICES, name);
-}
-
-static bool copy_rule(struct dra_entry *e, const void *from)
-{
-	const struct inventory_taint_rule *r = from;
-	struct inventory_taint_rule *c = &e->u.rule;
-	bool ok = true;
-
-	*c = *r;
-	c->name = e->key;
-	c->driver = dup_or_null(&e->arena, r->driver, &ok);
-	c->pool = dup_or_null(&e->arena, r->pool, &ok);
-	c->device = dup_or_null(&e->arena, r->device, &ok);
-	return ok && copy_taint(&e->arena, &r->taint, &c->taint);
-}
-
-int inventory_taint_rule_put(struct inventory *inv, const struct inventory_taint_rule *r)
-{
-	return dra_put(inv, INVENTORY_TAINT_RULES, r->name, copy_rule, r);
-}
-
-void inventory_taint_rule_delete(struct inventory *inv, const char *name)
-{
-	dra_delete(inv, INVENTORY_TAINT_RULES, name);
-}
-
-struct claim_devices {
-	const struct inventory_claim_device *d;
-	size_t n;
-};
-
-static bool copy_claim(struct dra_entry *e, const void *from)
-{
-	const struct claim_devices *h = from;
-	struct inventory_claim_device *c = arena_calloc(&e->arena, h->n, sizeof(*c));
-	bool ok = c != NULL;
-
-	for (size_t i = 0; ok && i < h->n; i++) {
-		c[i].driver = dup_or_null(&e->arena, h->d[i].driver, &ok);
-		c[i].pool = dup_or_null(&e->arena, h->d[i].pool, &ok);
-		c[i].device = dup_or_null(&e->arena, h->d[i].device, &ok);
-	}
-	e->u.claim.d = c;
-	e->u.claim.n = h->n;
-	return ok;
-}
-
-int inventory_claim_put(struct inventory *inv, const char *uid,
-			const struct inventory_claim_device *d, size_t n)
-{
-	if (n == 0) {
-		inventory_claim_delete(inv, uid);
-		return 0;
-	}
-	return dra_put(inv, INVENTORY_CLAIMS, uid, copy_claim,
-		       &(struct claim_devices){d, n});
-}
-
-void inventory_claim_delete(struct inventory *inv, const char *uid)
-{
-	dra_delete(inv, INVENTORY_CLAIMS, uid);
-}
-
-static bool copy_class(struct dra_entry *e, const void *from)
-{
-	bool ok = true;
-
-	e->u.resource = dup_or_null(&e->arena, from, &ok);
-	return ok;
-}
-
-int inventory_device_class_put(struct inventory *inv, const char *name,
-			       const char *extended_resource)
-{
-	return dra_put(inv, INVENTORY_DEVICE_CLASSES, name, copy_class, extended_resource);
-}
-
-void inventory_device_class_delete(struct inventory *inv, const char *name)
-{
-	dra_delete(inv, INVENTORY_DEVICE_CLASSES, name);
-}
-
-void inventory_not_served(struct inventory *inv, enum inventory_kind kind)
-{
-	if (kind < INVENTORY_SLICES || kind >= INVENTORY_KINDS)
-		return;
-	pthread_mutex_lock(&inv->mu);
-	if (dra_table_drop(dra_table(inv, kind), true))
-		dra_changed(inv, kind);
-	inv->not_served[kind] = true;
-	inv->relisting[kind] = false;
-	inv->synced[kind] = true;
-	pthread_mutex_unlock(&inv->mu);
-}
-
-/* Under mu: every DRA kind listed or not served, and slices served. */
-static bool dra_known(const struct inventory *inv)
-{
-	for (int k = INVENTORY_SLICES; k < INVENTORY_KINDS; k++)
-		if (!inv->synced[k])
-			return false;
-	return !inv->not_served[INVENTORY_SLICES];
-}
-
-bool inventory_dra_known(struct inventory *inv)
-{
-	bool known;
-
-	pthread_mutex_lock(&inv->mu);
-	known = dra_known(inv);
-	pthread_mutex_unlock(&inv->mu);
-	return known;
-}
-
-/* Under mu: whether a DeviceClass serves resource through DRA. */
-static bool class_serves(struct inventory *inv, const char *resource)
-{
-	const struct dra_table *t = dra_table(inv, INVENTORY_DEVICE_CLASSES);
-
-	for (size_t i = 0; i < t->n; i++)
-		if (t->e[i]->u.resource && strcmp(t->e[i]->u.resource, resource) == 0)
-			return true;
-	return false;
-}
-
-/* ---- DRA devices of the nodes -------------------------------------- */
-
-/* The key of a device (of a pool of a driver) in buf; false when it does
- * not fit (no such name is valid). */
-static bool device_key(char *buf, size_t size, const char *driver, const char *pool,
-		       const char *device)
-{
-	int n = snprintf(buf, size, "%s\x1f%s\x1f%s", driver ? driver : "",
-			 pool ? pool : "", device ? device : "");
-
-	return n >= 0 && (size_t)n < size;
-}
-
-/* The newest generation of a pool and how many of its slices are seen at
- * it, of how many. */
-struct pool_gen {
-	int64_t generation, seen, count;
-};
-
-/* What one build reads: each pool's newest generation, and the devices
- * claims hold (keys in a). */
-struct dra_build {
-	struct arena a;
-	struct strmap pools, held;
-	struct pool_gen *gens;
-	size_t n_gens;
-};
-
-static int build_index(struct inventory *inv, struct dra_build *b)
-{
-	const struct dra_table *slices = dra_table(inv, INVENTORY_SLICES);
-	const struct dra_table *claims = dra_table(inv, INVENTORY_CLAIMS);
-	char key[1024];
-
-	b->gens = calloc(slices->n + 1, sizeof(*b->gens));
-	if (!b->gens)
-		return -1;
-	for (size_t i = 0; i < slices->n; i++) {
-		const struct inventory_slice *s = &slices->e[i]->u.slice;
-		struct pool_gen *g;
-		size_t k;
-		char *stored;
-
-		if (!device_key(key, sizeof(key), s->driver, s->pool, NULL))
-			continue;
-		if (!strmap_get(&b->pools, key, &k)) {
-			k = b->n_gens++;
-			b->gens[k] = (struct pool_gen){s->generation, 0, s->slice_count};
-			if (!(stored = arena_strdup(&b->a, key)) ||
-			    strmap_put(&b->pools, stored, k, NULL) < 0)
-				return -1;
-		}
-		g = &b->gens[k];
-		if (s->generation > g->generation)
-			*g = (struct pool_gen){s->generation, 0, s->slice_count};
-		if (s->generation == g->generation)
-			g->seen++;
-	}
-	for (size_t i = 0; i < claims->n; i++)
-		for (size_t k = 0; k < claims->e[i]->u.claim.n; k++) {
-			const struct inventory_claim_device *d = &claims->e[i]->u.claim.d[k];
-			char *stored;
-
-			if (!device_key(key, sizeof(key), d->driver, d->pool, d->device))
-				continue;
-			if (!(stored = arena_strdup(&b->a, key)) ||
-			    strmap_put(&b->held, stored, 0, NULL) < 0)
-				return -1;
-		}
-	return 0;
-}
-
-/* Whether slice s offers its devices to its node's slot: node-local, of
- * its pool's newest generation, the pool complete at it. */
-static struct slot *slice_slot(struct inventory *inv, const struct dra_build *b,
-			       const struct inventory_slice *s)
-{
-	char key[1024];
-	struct slot *slot;
-	size_t k;
-
-	if (!s->node || !(slot = slot_find(inv, s->node)) || !slot->has_node)
-		return NULL;
-	if (!device_key(key, sizeof(key), s->driver, s->pool, NULL) ||
-	    !strmap_get(&b->pools, key, &k))
-		return NULL;
-	if (b->gens[k].generation != s->generation || b->gens[k].seen != b->gens[k].count)
-		return NULL;
-	return slot;
-}
-
-static bool rule_matches(const struct inventory_taint_rule *r,
-			 const struct pool_device *d)
-{
-	return r->has_selector && (!r->driver || strcmp(r->driver, d->driver) == 0) &&
-	       (!r->pool || strcmp(r->pool, d->pool) == 0) &&
-	       (!r->device || strcmp(r->device, d->name) == 0);
-}
-
-/* Device d of a slice as slot s shows it: the rules' taints after the
- * slice's, allocated when a claim holds it. */
-static int build_device(struct inventory *inv, const struct dra_build *b,
-			struct slot *s, const struct pool_device *d)
-{
-	const struct dra_table *rules = dra_table(inv, INVENTORY_TAINT_RULES);
-	struct pool_device *out = &s->devices[s->n_devices];
-	struct pool_device_taint *t;
-	size_t n = d->n_taints;
-	char key[1024];
-
-	for (size_t i = 0; i < rules->n; i++)
-		n += rule_matches(&rules->e[i]->u.rule, d);
-	*out = *d;
-	if (n > d->n_taints) {
-		if (!(t = arena_calloc(&s->dev_arena, n, sizeof(*t))))
-			return -1;
-		memcpy(t, d->taints, d->n_taints * sizeof(*t));
-		n = d->n_taints;
-		for (size_t i = 0; i < rules->n; i++)
-			if (rule_matches(&rules->e[i]->u.rule, d))
-				t[n++] = (struct pool_device_taint){
-					rules->e[i]->u.rule.taint, rules->e[i]->key};
-		out->taints = t;
-		out->n_taints = n;
-	}
-	out->allocated = device_key(key, sizeof(key), d->driver, d->pool, d->name) &&
-			 strmap_get(&b->held, key, NULL);
-	s->n_devices++;
-	return 0;
-}
-
-/* Under mu: the slots' devices as of dra_serial, built when they are not
- * (docs/design/dra.md D3).  -1 when out of memory (no slot has any). */
-static int devices_ensure(struct inventory *inv)
-{
-	const struct dra_table *slices = dra_table(inv, INVENTORY_SLICES);
-	struct dra_build b = {0};
-	size_t *count = NULL;
-	int rc = -1;
-
-	if (inv->built_of == inv->dra_serial)
-		return 0;
-	arena_init(&b.a);
-	strmap_init(&b.pools);
-	strmap_init(&b.held);
-	detach_all(inv);
-	inv->attached = true;
-	if (build_index(inv, &b) < 0 ||
-	    !(count = calloc(inv->n_slots + 1, sizeof(*count))))
-		goto out;
-	/* How many devices each slot gets, then the devices. */
-	for (size_t i = 0; i < slices->n; i++) {
-		struct slot *s = slice_slot(inv, &b, &slices->e[i]->u.slice);
-		size_t k;
-
-		if (s && strmap_get(&inv->slot_by_name, s->name, &k))
-			count[k] += slices->e[i]->u.slice.n_devices;
-	}
-	for (size_t k = 0; k < inv->n_slots; k++)
-		if (count[k] && !(inv->slots[k]->devices = arena_calloc(
-					  &inv->slots[k]->dev_arena, count[k],
-					  sizeof(struct pool_device))))
-			goto out;
-	for (size_t i = 0; i < slices->n; i++) {
-		const struct inventory_slice *sl = &slices->e[i]->u.slice;
-		struct slot *s = slice_slot(inv, &b, sl);
-
-		for (size_t k = 0; s && k < sl->n_devices; k++)
-			if (build_device(inv, &b, s, &sl->devices[k]) < 0)
-				goto out;
-	}
-	for (size_t k = 0; k < inv->n_slots; k++) {
-		inv->slots[k]->node.devices = inv->slots[k]->devices;
-		inv->slots[k]->node.n_devices = inv->slots[k]->n_devices;
-	}
-	inv->built_of = inv->dra_serial;
-	rc = 0;
-out:
-	if (rc < 0)
-		detach_all(inv);
-	free(count);
-	free(b.gens);
-	strmap_release(&b.pools);
-	strmap_release(&b.held);
-	arena_release(&b.a);
-	return rc;
-}
-
-/* Under mu: what flavor membership under p depends on besides the
- * policy: 0 for a policy without DRA flavors, else the slices' serial. */
-static uint64_t dra_stamp(const struct inventory *inv, const struct policy *p)
-{
-	for (size_t i = 0; i < policy_flavor_count(p); i++)
-		if (policy_flavor_at(p, i)->dra)
-			return inv->slice_serial;
-	return 0;
-}
 
 /* ---- relists ------------------------------------------------------- */
 
@@ -1139,8 +460,8 @@ void inventory_relist_begin(struct inventory *inv, enum inventory_kind kind)
 		for (size_t i = 0; i < inv->n_pods; i++)
 			inv->pods[i]->stale = true;
 	else
-		for (size_t i = 0; i < dra_table(inv, kind)->n; i++)
-			dra_table(inv, kind)->e[i]->stale = true;
+		for (size_t i = 0; i < inv_dra_table(inv, kind)->n; i++)
+			inv_dra_table(inv, kind)->e[i]->stale = true;
 	pthread_mutex_unlock(&inv->mu);
 }
 
@@ -1159,8 +480,8 @@ void inventory_relist_end(struct inventory *inv, enum inventory_kind kind)
 			for (size_t i = inv->n_pods; i-- > 0;)
 				if (inv->pods[i]->stale)
 					pod_remove(inv, i);
-		} else if (dra_table_drop(dra_table(inv, kind), false)) {
-			dra_changed(inv, kind);
+		} else if (inv_dra_table_drop(inv_dra_table(inv, kind), false)) {
+			inv_dra_changed(inv, kind);
 		}
 	}
 	if (kind >= INVENTORY_SLICES)
@@ -1216,7 +537,7 @@ static bool member(struct inventory *inv, struct slot *s, const struct policy *p
 		unsigned char *m;
 
 		/* out of memory: decide without the cache */
-		if (stamp && devices_ensure(inv) < 0)
+		if (stamp && inv_devices_ensure(inv) < 0)
 			return pool_node_in_flavor(&s->node, f);
 		if (!(m = realloc(s->member, n ? n : 1)))
 			return pool_node_in_flavor(&s->node, f);
@@ -1237,7 +558,7 @@ bool inventory_node_label(struct inventory *inv, const char *node, const char *k
 	struct slot *s;
 
 	pthread_mutex_lock(&inv->mu);
-	s = slot_find(inv, node);
+	s = inv_slot_find(inv, node);
 	if (s && s->has_node)
 		v = pool_node_label(&s->node, key);
 	if (v)
@@ -1255,8 +576,8 @@ const struct policy_flavor *inventory_node_flavor(struct inventory *inv,
 	uint64_t stamp;
 
 	pthread_mutex_lock(&inv->mu);
-	s = slot_find(inv, node);
-	stamp = dra_stamp(inv, p);
+	s = inv_slot_find(inv, node);
+	stamp = inv_dra_stamp(inv, p);
 	for (size_t i = 0; s && !f && i < policy_flavor_count(p); i++)
 		if (member(inv, s, p, policy_flavor_at(p, i), stamp))
 			f = policy_flavor_at(p, i);
@@ -1269,13 +590,13 @@ static int view(struct inventory *inv, const struct policy *p,
 		const struct policy_flavor *f, const struct policy_health *h,
 		struct pool_view *v)
 {
-	uint64_t stamp = dra_stamp(inv, p);
+	uint64_t stamp = inv_dra_stamp(inv, p);
 	size_t n = 0;
 
-	if (grow((void **)&inv->cand, &inv->cap_scratch, inv->n_slots + 1,
+	if (inv_grow((void **)&inv->cand, &inv->cap_scratch, inv->n_slots + 1,
 		 sizeof(*inv->cand)) < 0)
 		return -1;
-	/* members is as long as cand: grow() moved cap_scratch already. */
+	/* members is as long as cand: inv_grow() moved cap_scratch already. */
 	{
 		void *m = realloc(inv->members, inv->cap_scratch * sizeof(*inv->members));
 
@@ -1284,7 +605,7 @@ static int view(struct inventory *inv, const struct policy *p,
 		inv->members = m;
 	}
 	/* A DRA flavor's units are the devices: built now if they changed. */
-	if (f->dra && devices_ensure(inv) < 0)
+	if (f->dra && inv_devices_ensure(inv) < 0)
 		return -1;
 	for (size_t i = 0; i < inv->n_slots; i++) {
 		struct slot *s = inv->slots[i];
@@ -1325,8 +646,8 @@ void inventory_fit_in(struct inventory *inv, const struct policy *p,
 	known = inv->synced[INVENTORY_NODES] && inv->synced[INVENTORY_PODS] &&
 		inv->n_nodes > 0;
 	if (f->dra)
-		known = known && dra_known(inv);
-	else if (f->resource && class_serves(inv, f->resource))
+		known = known && inv_dra_known(inv);
+	else if (f->resource && inv_class_serves(inv, f->resource))
 		known = false;
 	if (known && view(inv, p, f, policy_health(p), &v) == 0)
 		pool_check_build_in(&v, per_pod, pods, topology_key, domain, out);
@@ -1361,9 +682,9 @@ void inventory_each_node(struct inventory *inv, const struct policy *p,
 	uint64_t stamp;
 
 	pthread_mutex_lock(&inv->mu);
-	stamp = dra_stamp(inv, p);
+	stamp = inv_dra_stamp(inv, p);
 	if (stamp)
-		devices_ensure(inv); /* fn sees each node's devices */
+		inv_devices_ensure(inv); /* fn sees each node's devices */
 	for (size_t i = 0; i < inv->n_slots; i++) {
 		struct slot *s = inv->slots[i];
 		const struct policy_flavor *f = NULL;
