@@ -187,6 +187,7 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 	long n = 0;
 	struct snapshot snap;
 	struct diag d, w;
+	bool dra_known = false;
 	int rc = 1;
 
 	diag_init(&d);
@@ -211,7 +212,8 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 
 		/* What the workloads hold now: the tenants it leaves short. */
 		usage_names_view(&names, p, snap.usage, &view);
-		cluster_check_capacity(p, v, (size_t)n, &view, &w);
+		dra_known = inventory_dra_known(snap.inventory);
+		cluster_check_capacity(p, v, (size_t)n, &view, dra_known, &w);
 	}
 	snapshot_release(&snap);
 	for (long i = 0; i < n; i++) {
@@ -222,14 +224,18 @@ static int against_cluster(struct policy *p, const struct kube_config *kube, boo
 
 		for (int e = POOL_USABLE; e <= POOL_TAINTED; e++)
 			nodes += s->nodes[e];
-		if (!quiet)
+		if (quiet)
+			continue;
+		if (f->dra && !dra_known)
+			printf("  cluster: flavor %s: %s not known (the DRA kinds were "
+			       "not listed); nominal quota %" PRId64 "\n",
+			       f->name, f->units, nominal);
+		else
 			printf("  cluster: flavor %s: %zu node%s, %zu usable, %" PRId64
 			       " %s allocatable, %" PRId64 " allocated; nominal quota %"
 			       PRId64 "\n",
 			       f->name, nodes, nodes == 1 ? "" : "s", s->nodes[POOL_USABLE],
-			       s->allocatable,
-			       f->resource ? f->resource : "devices (DRA, not counted)",
-			       s->allocated, nominal);
+			       s->allocatable, f->units, s->allocated, nominal);
 	}
 	if (diag_count(&w))
 		fputs(diag_text(&w), stderr);

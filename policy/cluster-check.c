@@ -162,7 +162,8 @@ static void short_tenants(const struct capacity_tenant *t, size_t n, char *out,
 }
 
 unsigned cluster_check_capacity(const struct policy *p, const struct pool_summary *s,
-				size_t n, const struct usage_view *u, struct diag *w)
+				size_t n, const struct usage_view *u, bool dra_known,
+				struct diag *w)
 {
 	size_t nt = policy_tenant_count(p);
 	struct capacity_tenant *t = calloc(nt + 1, sizeof(*t));
@@ -174,9 +175,24 @@ unsigned cluster_check_capacity(const struct policy *p, const struct pool_summar
 		char tenants[1024];
 		size_t k = 0;
 
-		if (f->dra)
-			continue; /* its devices (ResourceSlices) are not weighed here yet */
+		if (f->dra && !dra_known) {
+			diag_addf(w, "%s: warning: flavor %s: the cluster's ResourceSlices, "
+				     "DeviceTaintRules, ResourceClaims or DeviceClasses "
+				     "could not be listed: its devices are not weighed",
+				  policy_source(p), f->name);
+			found++;
+			continue;
+		}
 		capacity_of(p, f, &s[i], u, &c, t, t ? &k : NULL);
+		if (!c.known && f->dra) {
+			diag_addf(w, "%s: warning: flavor %s: no node of the cluster "
+				     "carries its node labels and has a device of driver "
+				     "%s that matches its dra attributes and minCapacity "
+				     "(kubectl get resourceslices)",
+				  policy_source(p), f->name, f->dra->driver);
+			found++;
+			continue;
+		}
 		if (!c.known) {
 			diag_addf(w, "%s: warning: flavor %s: no node of the cluster "
 				     "carries its node labels and offers %s",
@@ -190,7 +206,7 @@ unsigned cluster_check_capacity(const struct policy *p, const struct pool_summar
 		diag_addf(w, "%s: warning: flavor %s: the tenants' nominal quota sums to "
 			     "%" PRId64 ", the usable nodes offer %" PRId64 " %s: "
 			     "over-committed by %" PRId64 " (%" PRId64 " %%)%s%s%s",
-			  policy_source(p), f->name, c.promised, c.usable, f->resource,
+			  policy_source(p), f->name, c.promised, c.usable, f->units,
 			  c.unbacked, c.usable ? c.unbacked * 100 / c.usable : 100,
 			  s[i].nodes[POOL_USABLE] < nodes_of(&s[i])
 				  ? " (excluded nodes not counted)"

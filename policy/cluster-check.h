@@ -7,6 +7,7 @@
 #ifndef GPUGATE_CLUSTER_CHECK_H
 #define GPUGATE_CLUSTER_CHECK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 struct diag;
@@ -34,11 +35,20 @@ unsigned cluster_check_priority_classes(const struct policy *p,
  * warning line in w for each flavor no node of the cluster serves, and
  * for each whose nominal quotas sum to more than its usable nodes hold
  * (their allocatable), naming the tenants whose nominal quota is not
- * backed now (at most CLUSTER_CHECK_MAX_NAMED, then how many more).
- * Returns how many were found.
+ * backed now (at most CLUSTER_CHECK_MAX_NAMED, then how many more).  A
+ * DRA flavor's units are its devices (ResourceSlices), weighed only when
+ * dra_known (the DRA kinds were listed: usage/inventory.h
+ * inventory_dra_known), else one warning says they are not.  Returns how
+ * many were found.
  *
  *   FILE: warning: flavor F: no node of the cluster carries its node
  *   labels and offers R
+ *   FILE: warning: flavor F: no node of the cluster carries its node
+ *   labels and has a device of driver D that matches its dra attributes
+ *   and minCapacity (kubectl get resourceslices)
+ *   FILE: warning: flavor F: the cluster's ResourceSlices,
+ *   DeviceTaintRules, ResourceClaims or DeviceClasses could not be
+ *   listed: its devices are not weighed
  *   FILE: warning: flavor F: the tenants' nominal quota sums to 64, the
  *   usable nodes offer 48 R: over-committed by 16 (33 %) (excluded nodes
  *   not counted); not backed now: tenant research 8 of its nominal 32
@@ -46,7 +56,8 @@ unsigned cluster_check_priority_classes(const struct policy *p,
  */
 #define CLUSTER_CHECK_MAX_NAMED 8
 unsigned cluster_check_capacity(const struct policy *p, const struct pool_summary *s,
-				size_t n, const struct usage_view *u, struct diag *w);
+				size_t n, const struct usage_view *u, bool dra_known,
+				struct diag *w);
 
 /* A DRA DeviceClass of the cluster: its name, and the extended resource it
  * serves (spec.extendedResourceName), or NULL. */

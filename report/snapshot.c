@@ -146,8 +146,9 @@ int snapshot_take_as(const struct kube_config *kube, struct holder *holder,
 		nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
 	}
 	/* A DRA flavor's pool needs the DRA kinds too: waited for while
-	 * there is time, else its pool is shown not known. */
-	while (dra && !inventory_dra_known(out->inventory) &&
+	 * there is time, else its pool is shown not known; not served
+	 * (404) is an answer too. */
+	while (dra && !inventory_dra_settled(out->inventory) &&
 	       now_ms() < deadline)
 		nanosleep(&(struct timespec){0, 50 * 1000000L}, NULL);
 	feed_stop(f);

@@ -356,6 +356,17 @@ bool inventory_dra_known(struct inventory *inv)
 	return known;
 }
 
+bool inventory_dra_settled(struct inventory *inv)
+{
+	bool settled = true;
+
+	pthread_mutex_lock(&inv->mu);
+	for (int k = INVENTORY_SLICES; k < INVENTORY_KINDS; k++)
+		settled = settled && inv->synced[k];
+	pthread_mutex_unlock(&inv->mu);
+	return settled;
+}
+
 /* Under mu: whether a DeviceClass serves resource through DRA. */
 bool inv_class_serves(struct inventory *inv, const char *resource)
 {

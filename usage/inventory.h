@@ -170,6 +170,10 @@ bool inventory_synced(struct inventory *inv);
 /* The DRA kinds have each been listed once or found not served, and
  * ResourceSlices are served: a DRA flavor's pool can be known. */
 bool inventory_dra_known(struct inventory *inv);
+/* The DRA kinds have each been listed once or found not served: what
+ * inventory_dra_known() says will not change by waiting (a one-shot
+ * reader stops waiting here). */
+bool inventory_dra_settled(struct inventory *inv);
 
 size_t inventory_nodes(struct inventory *inv);
 size_t inventory_pods(struct inventory *inv);

@@ -9,6 +9,7 @@ help of gpugate and of every command.
 from __future__ import annotations
 
 import re
+import time
 import subprocess
 from pathlib import Path
 
@@ -550,3 +551,40 @@ def test_check_kubeconfig_warns_about_device_classes_the_policy_does_not_map(gpu
     assert "the cluster has no DeviceClass" not in err, err
     assert [q.watch for q in kube.requests("deviceclasses")] == [False, False], \
         "one list a check, no watch"
+
+
+def test_check_kubeconfig_weighs_a_dra_flavors_devices(gpugate_bin, kube, tmp_path):
+    # The pool of test_dra_pool.py's cluster(): 8 H100 devices on two
+    # nodes, 2 tainted, 1 allocated: 6 allocatable against a nominal quota
+    # of 16; research holds none of them (the allocated claim is of no
+    # flavor's class), so 5 free back its 16: short by 11.  Then the DRA
+    # kinds not served: said, at once (a 404 is an
+    # answer: no wait for the check's timeout).
+    from test_dra_pool import DRA_KINDS, POLICY, cluster
+    policy = tmp_path / "dra.yaml"
+    policy.write_text(POLICY)
+    for k in DRA_KINDS:
+        kube.serve(k, True)
+    cluster(kube)
+    rc, out, err = outcome(gpugate_bin, "check", "--kubeconfig", str(kube.kubeconfig),
+                           str(policy))
+    assert rc == 0, err
+    assert ("  cluster: flavor h100-dra: 2 nodes, 2 usable, 6 gpu.nvidia.com devices "
+            "allocatable, 1 allocated; nominal quota 16\n") in out, out
+    assert (f"{policy}: warning: flavor h100-dra: the tenants' nominal quota sums to 16, "
+            "the usable nodes offer 6 gpu.nvidia.com devices: over-committed by 10 "
+            "(166 %); not backed now: tenant research 11 of its nominal 16 "
+            '(docs/quota.md, "Effective capacity")\n') in err, err
+
+    for k in DRA_KINDS:
+        kube.serve(k, False)
+    t0 = time.monotonic()
+    rc, out, err = outcome(gpugate_bin, "check", "--kubeconfig", str(kube.kubeconfig),
+                           str(policy))
+    assert rc == 0, err
+    assert time.monotonic() - t0 < 20 * SLOW, "waited for kinds the API does not serve"
+    assert ("  cluster: flavor h100-dra: gpu.nvidia.com devices not known (the DRA kinds "
+            "were not listed); nominal quota 16\n") in out, out
+    assert (f"{policy}: warning: flavor h100-dra: the cluster's ResourceSlices, "
+            "DeviceTaintRules, ResourceClaims or DeviceClasses could not be listed: its "
+            "devices are not weighed\n") in err, err

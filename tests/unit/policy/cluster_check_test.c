@@ -111,7 +111,7 @@ Test(cluster_check, capacity_warns_per_flavor_not_backed_with_the_tenants_short)
 	used_h100[0] = 8;
 	used_h100[1] = 24;
 	diag_init(&w);
-	cr_assert_eq(cluster_check_capacity(p, s, 3, &u, &w), 2);
+	cr_assert_eq(cluster_check_capacity(p, s, 3, &u, true, &w), 2);
 	cr_assert_str_eq(diag_text(&w),
 			 "t.yaml: warning: flavor h100: the tenants' nominal quota sums to "
 			 "64, the usable nodes offer 48 nvidia.com/gpu: over-committed by "
@@ -125,7 +125,7 @@ Test(cluster_check, capacity_warns_per_flavor_not_backed_with_the_tenants_short)
 	diag_init(&w);
 	s[0].allocated = 0;
 	s[0].free = 48;
-	cr_assert_eq(cluster_check_capacity(p, s, 1, NULL, &w), 1);
+	cr_assert_eq(cluster_check_capacity(p, s, 1, NULL, true, &w), 1);
 	cr_assert_str_eq(diag_text(&w),
 			 "t.yaml: warning: flavor h100: the tenants' nominal quota sums to "
 			 "64, the usable nodes offer 48 nvidia.com/gpu: over-committed by "
@@ -138,7 +138,7 @@ Test(cluster_check, capacity_warns_per_flavor_not_backed_with_the_tenants_short)
 	s[0].free = 32;
 	s[0].allocated = 32;
 	s[0].excluded = 0;
-	cr_assert_eq(cluster_check_capacity(p, s, 1, &u, &w), 0);
+	cr_assert_eq(cluster_check_capacity(p, s, 1, &u, true, &w), 0);
 	cr_assert_eq(diag_count(&w), 0);
 	policy_free(p);
 }
@@ -200,5 +200,62 @@ Test(cluster_check, a_device_class_serving_a_flavor_resource_must_be_that_flavor
 			 "t.yaml: warning: flavor mig: deviceClassNames: the cluster has "
 			 "no DeviceClass \"mig-1g.example.com\" (kubectl get deviceclasses): "
 			 "no claim of it can be allocated\n");
+	policy_free(p);
+}
+
+/* ---- DRA flavors: devices from ResourceSlices ---------------------------- */
+
+static const char DRA_CAPACITY[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - name: h100-dra\n"
+	"    sharing: exclusive\n"
+	"    gpusPerNode: 8\n"
+	"    dra: {deviceClassName: gpu.nvidia.com, driver: gpu.nvidia.com,\n"
+	"          attributes: [\"productName=NVIDIA H100 80GB HBM3\"]}\n"
+	"classes: []\n"
+	"tenants:\n"
+	"  - {name: research, namespaces: [research], quota: [{flavor: h100-dra, nominal: 24}]}\n";
+
+Test(cluster_check, capacity_weighs_a_dra_flavors_devices_once_they_are_known)
+{
+	struct policy *p = test_policy(DRA_CAPACITY);
+	struct pool_summary s = {0};
+	struct diag w;
+
+	s.flavor = policy_flavor_find(p, "h100-dra");
+	/* not listed: said, not weighed (nor called "no node") */
+	diag_init(&w);
+	cr_assert_eq(cluster_check_capacity(p, &s, 1, NULL, false, &w), 1);
+	cr_assert_str_eq(diag_text(&w),
+			 "t.yaml: warning: flavor h100-dra: the cluster's ResourceSlices, "
+			 "DeviceTaintRules, ResourceClaims or DeviceClasses could not be "
+			 "listed: its devices are not weighed\n");
+	/* listed, no device matches */
+	diag_init(&w);
+	cr_assert_eq(cluster_check_capacity(p, &s, 1, NULL, true, &w), 1);
+	cr_assert_str_eq(diag_text(&w),
+			 "t.yaml: warning: flavor h100-dra: no node of the cluster carries "
+			 "its node labels and has a device of driver gpu.nvidia.com that "
+			 "matches its dra attributes and minCapacity (kubectl get "
+			 "resourceslices)\n");
+	/* two nodes of 8 devices, 2 tainted: 14 usable of 24 promised */
+	s.nodes[POOL_USABLE] = 2;
+	s.capacity = 16;
+	s.allocatable = s.free = 14;
+	s.devices_tainted = 2;
+	diag_init(&w);
+	cr_assert_eq(cluster_check_capacity(p, &s, 1, NULL, true, &w), 1);
+	cr_assert_str_eq(diag_text(&w),
+			 "t.yaml: warning: flavor h100-dra: the tenants' nominal quota sums "
+			 "to 24, the usable nodes offer 14 gpu.nvidia.com devices: "
+			 "over-committed by 10 (71 %); not backed now: tenant research 10 "
+			 "of its nominal 24 (docs/quota.md, \"Effective capacity\")\n");
+	/* four nodes: enough */
+	s.nodes[POOL_USABLE] = 4;
+	s.capacity = 32;
+	s.allocatable = s.free = 30;
+	diag_init(&w);
+	cr_assert_eq(cluster_check_capacity(p, &s, 1, NULL, true, &w), 0);
 	policy_free(p);
 }

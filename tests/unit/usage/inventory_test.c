@@ -347,8 +347,10 @@ Test(inventory_dra, a_dra_flavor_is_known_once_every_dra_kind_is_listed)
 	put_slice("a-gpus", "a", "a", 1, 1, 0, 2, "80Gi");
 	inventory_relist_end(I, INVENTORY_SLICES);
 	cr_assert_not(inventory_dra_known(I), "claims not listed yet");
+	cr_assert_not(inventory_dra_settled(I), "claims not listed yet");
 	list_empty(INVENTORY_CLAIMS);
 	cr_assert(inventory_dra_known(I));
+	cr_assert(inventory_dra_settled(I));
 	inventory_fit(I, P, DRA, 2, 1, NULL, &f);
 	cr_assert(f.known);
 	cr_assert_eq(f.fit.verdict, POOL_FITS);
@@ -360,6 +362,7 @@ Test(inventory_dra, a_dra_flavor_is_known_once_every_dra_kind_is_listed)
 	/* ResourceSlices not served: nothing is known of DRA devices. */
 	inventory_not_served(I, INVENTORY_SLICES);
 	cr_assert_not(inventory_dra_known(I));
+	cr_assert(inventory_dra_settled(I), "not served is an answer");
 	inventory_fit(I, P, DRA, 1, 1, NULL, &f);
 	cr_assert_not(f.known);
 	inventory_fit(I, P, H100, 1, 1, NULL, &f);
