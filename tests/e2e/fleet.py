@@ -190,6 +190,8 @@ def make_fleet(policy, nodes=2, per_flavor=None, cpu_nodes=2, clique_size=2,
     # the same fleet.
     cluster_uuid = uuid.uuid5(uuid.NAMESPACE_DNS, f"{name}.{DOMAIN}")
     for flavor in policy.get("flavors") or []:
+        if "resource" not in flavor:
+            continue  # a DRA flavor: no device-plugin nodes (make_dra_nodes)
         count = per_flavor.get(flavor["name"], nodes)
         labels, resources = gpu_labels(flavor, replicas)
         taints = taints_for(flavor.get("tolerations"))

@@ -46,6 +46,16 @@ or a remediation would set.
       checkpoint request, and the Job is never suspended nor its pod
       evicted by gpugate, well past the checkpoint timeout.
 
+  test_a_failing_dra_node_moves_its_preemptible_work
+      the same on a node whose GPUs are DRA devices (flavor h200-dra, two
+      KWOK nodes h200-141gb-dra-0..1 of its own fleet, a ResourceSlice
+      each, DeviceClass h200.health.e2e.gpugate.io): a preemptible Job of
+      class ckpt-dra runs with its claim allocated on node D; D gets
+      GpuXidError: tainted, the Job asked to checkpoint (gpugate finds the
+      pod by its claim, not by an extended resource), suspended on the
+      report, resumed, and its new pod runs on the other DRA node with a
+      claim allocated there; usage follows.
+
 Every test ends with the invariant (what the tenant's pods and Jobs hold is
 what gpugate counts); the `scene` fixture empties the namespace and brings
 every node back (signals off, the validation label on until gpugate's
@@ -62,8 +72,9 @@ from pathlib import Path
 
 import pytest
 
-from gpugate_e2e import (JOB_NAME, POLICY_LABEL, PREEMPTIBLE, Fleet, Gate, assert_invariant,
-                         force_delete, job, pod, register, terminating,
+from fleet import device_class
+from gpugate_e2e import (JOB_NAME, POLICY_LABEL, PREEMPTIBLE, Fleet, Gate, allocated_devices,
+                         assert_invariant, force_delete, job, pod, register, terminating,
                          wait_service_accounts, wait_until, wait_webhooks)
 from test_fleet import HOSTNAME, node_of, phase
 
@@ -77,6 +88,17 @@ FLAVOR = "h200-141gb"
 GPU = "nvidia.com/gpu"
 NODES = [f"{FLAVOR}-{i}" for i in range(3)]
 NOMINAL = 24
+# The DRA flavor (docs/design/dra.md): its own two nodes, told apart from
+# the H200 device-plugin nodes by a label and a taint only its pods
+# tolerate, and its own DeviceClass (no extendedResourceName: no pod of
+# FLAVOR is served through DRA on them).
+DRA_FLAVOR = "h200-dra"
+DRA_CLASS = "h200.health.e2e.gpugate.io"
+DRA_DRIVER = "gpu.nvidia.com"
+DRA_POOL_LABEL = "e2e.gpugate.io/pool=health-dra"
+DRA_TAINT_KEY = "e2e.gpugate.io/health-dra"
+DRA_NODES = [f"{FLAVOR}-dra-{i}" for i in range(2)]
+DRA_NOMINAL = 16
 TIMEOUT_S = 4            # checkpoint.timeoutSeconds
 SETTLE_S = 2             # health.returnAfter.settleSeconds
 ROUND_S = 2              # the reclaimer's and the health controller's interval
@@ -105,6 +127,16 @@ flavors:
     tolerations:
       - {{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}
     gpusPerNode: 8
+  - name: {DRA_FLAVOR}
+    sharing: exclusive
+    nodeSelector: ["nvidia.com/gpu.product=NVIDIA-H200", "{DRA_POOL_LABEL}"]
+    tolerations:
+      - {{key: {DRA_TAINT_KEY}, operator: Exists, effect: NoSchedule}}
+    gpusPerNode: 8
+    dra:
+      deviceClassName: {DRA_CLASS}
+      driver: {DRA_DRIVER}
+      attributes: ["productName=NVIDIA H200"]
 classes:
   - name: gpu
     description: 1 to 8 H200, not preemptible
@@ -117,17 +149,41 @@ classes:
     gpus: 1
     maxGpus: 8
     preemptible: true
+  - name: ckpt-dra
+    description: 1 to 8 H200 through DRA, preemptible
+    flavor: {DRA_FLAVOR}
+    gpus: 1
+    maxGpus: 8
+    preemptible: true
 tenants:
   - name: {TENANT}
     namespaces: [{NS}]
     quota:
       - {{flavor: {FLAVOR}, nominal: {NOMINAL}}}
+      - {{flavor: {DRA_FLAVOR}, nominal: {DRA_NOMINAL}}}
 checkpoint:
   timeoutSeconds: {TIMEOUT_S}
   gracePeriodSeconds: 5
 health:
   # onUnhealthy: checkpoint (the default)
   returnAfter: {{validationLabel: "{VALIDATED[0]}={VALIDATED[1]}", settleSeconds: {SETTLE_S}}}
+"""
+
+# What tests/e2e/fleet.py makes the DRA nodes from: the flavor's labels
+# and taint, and (its generator wants one) the resource they do NOT
+# advertise; their devices are H200s in one ResourceSlice each.
+DRA_FLEET_POLICY = f"""\
+version: 1
+flavors:
+  - name: {FLAVOR}
+    resource: {GPU}
+    sharing: exclusive
+    nodeSelector: ["nvidia.com/gpu.product=NVIDIA-H200", "{DRA_POOL_LABEL}"]
+    tolerations:
+      - {{key: {DRA_TAINT_KEY}, operator: Exists, effect: NoSchedule}}
+    gpusPerNode: 8
+classes: []
+tenants: []
 """
 
 
@@ -241,10 +297,10 @@ def wait_event(k, name: str, prefix: str, reason: str = "GPUReclaim") -> list[st
     return last[0]
 
 
-def pool_states(gate: Gate) -> dict[str, str]:
+def pool_states(gate: Gate, flavor: str = FLAVOR) -> dict[str, str]:
     status, body = gate.get("/pool")
     assert status == 200, (status, body)
-    f = next(f for f in json.loads(body)["flavors"] if f["name"] == FLAVOR)
+    f = next(f for f in json.loads(body)["flavors"] if f["name"] == flavor)
     return {n["name"]: n["state"] for n in f["nodeList"]}
 
 
@@ -336,9 +392,16 @@ def health_gate(stack, tmp_path_factory):
     fleet = Fleet(k, policy, name="health", nodes={FLAVOR: len(NODES)}, cpu_nodes=0,
                   clique_size=len(NODES))
     assert sorted(fleet.by_name) == NODES, sorted(fleet.by_name)
+    dra_policy = d / "health-dra-fleet.yaml"
+    dra_policy.write_text(DRA_FLEET_POLICY)
+    dra_fleet = Fleet(k, dra_policy, name="health-dra", nodes={}, default_nodes=0,
+                      cpu_nodes=0, dra_nodes={FLAVOR: len(DRA_NODES)})
+    assert dra_fleet.dra_nodes == DRA_NODES, dra_fleet.dra_nodes
     try:
         wait_service_accounts(k, [NS])
         fleet.create()
+        k.apply(device_class(DRA_CLASS, DRA_DRIVER)).check()
+        dra_fleet.create()
         g = Gate(stack.binary, stack.certs, policy, d / "gpugate",
                  stack.cluster.env["KUBECONFIG"], name=GATE,
                  args=["--namespace", HOME, "--no-gpuclasses", "--no-gpuquotas"]).start()
@@ -349,6 +412,9 @@ def health_gate(stack, tmp_path_factory):
         wait_until("the 3 H200 nodes usable for the health gpugate",
                    lambda: set(pool_states(g).values()) == {"usable"}
                    and len(pool_states(g)) == 3, 30, POLL)
+        wait_until("the 2 DRA nodes usable for the health gpugate",
+                   lambda: pool_states(g, DRA_FLAVOR) == dict.fromkeys(DRA_NODES, "usable"),
+                   30, POLL)
         yield g
     finally:
         k("delete", "mutatingwebhookconfiguration,validatingwebhookconfiguration",
@@ -356,6 +422,10 @@ def health_gate(stack, tmp_path_factory):
         k("delete", "jobs,pods", "--all", "-n", NS, "--wait=false")
         k("delete", "namespace", NS, HOME, "--wait=false")
         k("delete", "nodes", "-l", "fleet.gpugate.io/fleet=health", "--wait=false")
+        k("delete", "resourceslices", "-l", "fleet.gpugate.io/fleet=health-dra",
+          "--wait=false")
+        k("delete", "nodes", "-l", "fleet.gpugate.io/fleet=health-dra", "--wait=false")
+        k("delete", "deviceclass", DRA_CLASS, "--ignore-not-found", "--wait=false")
         g = stack.gates.pop(GATE, None)
         if g is not None:
             problems = g.stop_and_check()
@@ -373,19 +443,20 @@ def empty_namespace(k, gate: Gate) -> None:
         return not items
     wait_until(f"namespace {NS} to be empty", gone, 60, POLL)
     gate.wait_used(TENANT, 0, FLAVOR)
+    gate.wait_used(TENANT, 0, DRA_FLAVOR)
 
 
 def bring_back(k) -> None:
     """Every node without a signal, and without gpugate's marks: the
     validation label until they are gone (settleSeconds included), then
     not."""
-    for n in NODES:
+    for n in NODES + DRA_NODES:
         drop_condition(k, n)
         k("label", "node", n, f"{NVSENTINEL}-", f"{VALIDATED[0]}={VALIDATED[1]}",
           "--overwrite").check()
-    for n in NODES:
+    for n in NODES + DRA_NODES:
         wait_marks(k, n, None, f"gpugate's marks off {n}", 30)
-    for n in NODES:
+    for n in NODES + DRA_NODES:
         k("label", "node", n, f"{VALIDATED[0]}-").check()
 
 
@@ -402,8 +473,11 @@ def scene(stack, health_gate):
         bring_back(k)
         wait_until("the 3 H200 nodes usable again",
                    lambda: set(pool_states(gate).values()) == {"usable"}, 30, POLL)
+        wait_until("the 2 DRA nodes usable again",
+                   lambda: set(pool_states(gate, DRA_FLAVOR).values()) == {"usable"}, 30,
+                   POLL)
         k("delete", "events", "--all", "-n", NS).check()
-        for n in NODES:
+        for n in NODES + DRA_NODES:
             k("delete", "events", "-A", "--field-selector",
               f"involvedObject.kind=Node,involvedObject.name={n}").check()
     reset()
@@ -587,8 +661,10 @@ def test_a_cleared_node_is_validated_before_it_returns(stack, kubectl, scene, fi
         return None
     why = wait_until("probe Unschedulable", unschedulable, 20, POLL)
     # The scheduler's words (v1.37 names no taint): A's only taint it does
-    # not tolerate is gpugate's (the flavor's nvidia.com/gpu is tolerated).
-    assert "1 node(s) had untolerated taint(s)" in why, why
+    # not tolerate is gpugate's (the flavor's nvidia.com/gpu is tolerated);
+    # the DRA nodes' own taint fails the same filter first (TaintToleration
+    # runs before NodeAffinity).
+    assert f"{1 + len(DRA_NODES)} node(s) had untolerated taint(s)" in why, why
     # The settle time alone does not bring A back (the label is missing).
     rest = cleared_at + SETTLE_S + ROUND_S - time.monotonic()
     if rest > 0:
@@ -649,4 +725,94 @@ def test_a_node_nvsentinel_drains_gets_one_signal_and_no_eviction(stack, kubectl
     assert len(events(k, "drained", "GPUReclaim")) == 1, messages(
         events(k, "drained", "GPUReclaim"))
     assert metric(gate, "gpugate_reclaims_total", result="signalled") == signalled_before + 1
+    invariant(k, gate)
+
+
+# ---------------------------------------------------------------------------
+# e.: a failing node whose GPUs are DRA devices
+
+
+def claim_of(k, p: dict) -> dict | None:
+    """The claim the resourceclaim controller made for pod P's entry
+    gpugate-gpu (its status.resourceClaimStatuses), or None."""
+    p = k.get("pod", p["metadata"]["name"], NS)
+    for st in (p.get("status") or {}).get("resourceClaimStatuses") or []:
+        if st.get("name") == "gpugate-gpu" and st.get("resourceClaimName"):
+            r = k("get", "resourceclaim", st["resourceClaimName"], "-n", NS, "-o", "json")
+            return r.json() if r.rc == 0 else None
+    return None
+
+
+def wait_allocated(k, p: dict, count: int) -> dict:
+    """Until pod P's claim is allocated COUNT devices: the claim."""
+    def ok():
+        c = claim_of(k, p)
+        return c if c and len(allocated_devices(c)) == count else None
+    return wait_until(f"the claim of pod {p['metadata']['name']} allocated {count} devices",
+                      ok, 30, POLL)
+
+
+def test_a_failing_dra_node_moves_its_preemptible_work(stack, kubectl, scene, files):
+    """dra-trainer (a preemptible Job of a DRA class, 2 devices) runs on
+    DRA node D; D fails.  gpugate knows the pod holds D's GPUs by its claim
+    (the pod asks for no extended resource): asked, suspended on its
+    report, resumed on the other DRA node with a new claim there."""
+    k, gate = kubectl, scene
+    create(k, files, job("dra-trainer", NS, "ckpt-dra", 2))
+    j = k.get("job", "dra-trainer", NS)
+    assert j["spec"]["template"]["metadata"]["labels"].get(PREEMPTIBLE) == "true", j
+    assert [c["name"] for c in j["spec"]["template"]["spec"]["resourceClaims"]] == \
+        ["gpugate-gpu"], j["spec"]["template"]["spec"]
+    trainer = wait_job_running(k, "dra-trainer", 60)
+    d = node_of(trainer)
+    assert d in DRA_NODES, d
+    claim = wait_allocated(k, trainer, 2)
+    assert {r["pool"] for r in allocated_devices(claim)} == {d}, allocated_devices(claim)
+    gate.wait_used(TENANT, 2, DRA_FLAVOR)
+    signalled_before = metric(gate, "gpugate_reclaims_total", result="signalled") or 0
+
+    xid_on(k, d)
+    rec = record_of(wait_marks(k, d, "health", f"{d} tainted {TAINT}=health"))
+    assert XID in rec["t"], rec
+    wait_until(f"/pool: {d} out for health",
+               lambda: pool_states(gate, DRA_FLAVOR)[d] == "health", 10, POLL)
+    asked = wait_signalled(k, "dra-trainer")
+    msgs = wait_event(k, "dra-trainer", "checkpoint requested: ")
+    assert (f"checkpoint requested: node {d} is failing ({rec['t']}); write the "
+            f"checkpoint and annotate {DONE}=<time>, or it is suspended in {TIMEOUT_S} s "
+            "and resumed on another node") in msgs, msgs
+
+    for p in live_pods(k, "dra-trainer"):
+        k("annotate", "pod", p["metadata"]["name"], "-n", NS,
+          f"{DONE}={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
+          "--overwrite").check()
+
+    def suspended():
+        j = k.get("job", "dra-trainer", NS)
+        return j if j["spec"].get("suspend") and (
+            j["metadata"].get("labels") or {}).get(RECLAIMED) == "true" else None
+    j = wait_until("the DRA Job suspended and labelled reclaimed", suspended, 15, POLL)
+    assert annotations(j)[REQUESTED] == asked, "asked again"
+    msgs = wait_event(k, "dra-trainer", "checkpointed and suspended")
+    assert any(f" off failing node {d} ({rec['t']})" in m for m in msgs), msgs
+
+    def resumed():
+        j = k.get("job", "dra-trainer", NS)
+        return not j["spec"].get("suspend") and RECLAIMED not in (
+            j["metadata"].get("labels") or {})
+    wait_until("the DRA Job resumed by gpugate", resumed, 20, POLL)
+    moved = wait_job_running(k, "dra-trainer", 60)
+    assert moved["metadata"]["uid"] != trainer["metadata"]["uid"]
+    (other,) = [n for n in DRA_NODES if n != d]
+    assert node_of(moved) == other, (node_of(moved), d)
+    new_claim = wait_allocated(k, moved, 2)
+    assert new_claim["metadata"]["uid"] != claim["metadata"]["uid"]
+    assert {r["pool"] for r in allocated_devices(new_claim)} == {other}, \
+        allocated_devices(new_claim)
+    # The old pod's claim goes with it; the Job holds its 2 devices once.
+    wait_until("the first pod's claim deleted", lambda: k(
+        "get", "resourceclaim", claim["metadata"]["name"], "-n", NS).rc != 0, 30, POLL)
+    gate.wait_used(TENANT, 2, DRA_FLAVOR)
+    assert metric(gate, "gpugate_reclaims_total", result="signalled") == signalled_before + 1
+    assert marks(k, d)[0] == "health"
     invariant(k, gate)
