@@ -368,6 +368,33 @@ def wait_signalled(k, job_name: str, timeout: float = 15.0) -> str:
                       timeout, POLL)
 
 
+def report_checkpoint(k, job_name: str) -> None:
+    """The trainer of JOB_NAME reports its checkpoint on each of its pods."""
+    for p in live_pods(k, job_name):
+        k("annotate", "pod", p["metadata"]["name"], "-n", NS,
+          f"{DONE}={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
+          "--overwrite").check()
+
+
+def wait_suspended(k, job_name: str) -> dict:
+    """Until gpugate has suspended the Job and labelled it reclaimed: it."""
+    def suspended():
+        j = k.get("job", job_name, NS)
+        return j if j["spec"].get("suspend") and (
+            j["metadata"].get("labels") or {}).get(RECLAIMED) == "true" else None
+    return wait_until(f"job {job_name} suspended and labelled reclaimed", suspended, 15,
+                      POLL)
+
+
+def wait_resumed(k, job_name: str) -> None:
+    """Until gpugate has resumed the Job (no suspend, no reclaimed label)."""
+    def resumed():
+        j = k.get("job", job_name, NS)
+        return not j["spec"].get("suspend") and RECLAIMED not in (
+            j["metadata"].get("labels") or {})
+    wait_until(f"job {job_name} resumed by gpugate", resumed, 20, POLL)
+
+
 def invariant(k, gate: Gate) -> None:
     assert_invariant(k, gate, TENANT, [NS], FLAVOR, GPU, NOMINAL)
 
@@ -545,16 +572,8 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
         "save your work, it may be drained"), told
 
     # The trainer reports its checkpoint; the Job is suspended, its pod goes.
-    for p in live_pods(k, "trainer"):
-        k("annotate", "pod", p["metadata"]["name"], "-n", NS,
-          f"{DONE}={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
-          "--overwrite").check()
-
-    def suspended():
-        j = k.get("job", "trainer", NS)
-        return j if j["spec"].get("suspend") and (
-            j["metadata"].get("labels") or {}).get(RECLAIMED) == "true" else None
-    j = wait_until("the Job suspended and labelled reclaimed", suspended, 15, POLL)
+    report_checkpoint(k, "trainer")
+    j = wait_suspended(k, "trainer")
     assert annotations(j)[REQUESTED] == asked, "asked again"
     msgs = wait_event(k, "trainer", "checkpointed and suspended")
     assert any(m.startswith("checkpointed and suspended to move ") and
@@ -563,11 +582,7 @@ def test_a_failing_node_moves_preemptible_work_and_tells_the_rest(stack, kubectl
 
     # ... and is resumed by gpugate: its new pod runs elsewhere (gpugate's
     # taint keeps the scheduler off A).
-    def resumed():
-        j = k.get("job", "trainer", NS)
-        return not j["spec"].get("suspend") and RECLAIMED not in (
-            j["metadata"].get("labels") or {})
-    wait_until("the Job resumed by gpugate", resumed, 20, POLL)
+    wait_resumed(k, "trainer")
     moved = wait_job_running(k, "trainer")
     assert moved["metadata"]["uid"] != trainer["metadata"]["uid"]
     assert node_of(moved) in NODES and node_of(moved) != a, (node_of(moved), a)
@@ -782,25 +797,13 @@ def test_a_failing_dra_node_moves_its_preemptible_work(stack, kubectl, scene, fi
             f"checkpoint and annotate {DONE}=<time>, or it is suspended in {TIMEOUT_S} s "
             "and resumed on another node") in msgs, msgs
 
-    for p in live_pods(k, "dra-trainer"):
-        k("annotate", "pod", p["metadata"]["name"], "-n", NS,
-          f"{DONE}={time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}",
-          "--overwrite").check()
-
-    def suspended():
-        j = k.get("job", "dra-trainer", NS)
-        return j if j["spec"].get("suspend") and (
-            j["metadata"].get("labels") or {}).get(RECLAIMED) == "true" else None
-    j = wait_until("the DRA Job suspended and labelled reclaimed", suspended, 15, POLL)
+    report_checkpoint(k, "dra-trainer")
+    j = wait_suspended(k, "dra-trainer")
     assert annotations(j)[REQUESTED] == asked, "asked again"
     msgs = wait_event(k, "dra-trainer", "checkpointed and suspended")
     assert any(f" off failing node {d} ({rec['t']})" in m for m in msgs), msgs
 
-    def resumed():
-        j = k.get("job", "dra-trainer", NS)
-        return not j["spec"].get("suspend") and RECLAIMED not in (
-            j["metadata"].get("labels") or {})
-    wait_until("the DRA Job resumed by gpugate", resumed, 20, POLL)
+    wait_resumed(k, "dra-trainer")
     moved = wait_job_running(k, "dra-trainer", 60)
     assert moved["metadata"]["uid"] != trainer["metadata"]["uid"]
     (other,) = [n for n in DRA_NODES if n != d]
