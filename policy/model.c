@@ -240,6 +240,27 @@ static const struct policy_dra *build_dra(struct builder *b, const struct src_dr
 		h = hash_fnv1a(hash_fnv1a(h, tol[k].effect), "\x1d");
 		h = hash_fnv1a(hash_fnv1a(h, secs), "\x1f");
 	}
+	/* (Only where set: the names of templates of whole devices stay as
+	 * they were before sharedCapacity existed.) */
+	if (s->sharedCapacity) {
+		const struct src_shared_capacity *sc = s->sharedCapacity;
+		struct policy_dra_share *sh = alloc(b, 1, sizeof(*sh));
+		char units[24];
+
+		if (!sh)
+			return NULL;
+		sh->name = dup(b, sc->name);
+		sh->per_unit = dup(b, sc->perUnit);
+		if (k8s_quantity_whole(sc->perUnit, &sh->per_unit_value) < 0)
+			sh->per_unit_value = 0; /* refused by validation */
+		sh->units_per_device = (unsigned)sc->unitsPerDevice;
+		snprintf(units, sizeof(units), "%lld", (long long)sc->unitsPerDevice);
+		h = hash_fnv1a(h, "\x1e");
+		h = hash_fnv1a(hash_fnv1a(h, sc->name), "\x1d");
+		h = hash_fnv1a(hash_fnv1a(h, sc->perUnit), "\x1d");
+		h = hash_fnv1a(hash_fnv1a(h, units), "\x1f");
+		d->shared = sh;
+	}
 	for (int i = 0; i < 6; i++)
 		d->hash[i] = base32[(h >> (5 * i)) & 31];
 	d->hash[6] = '\0';
