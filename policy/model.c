@@ -177,13 +177,25 @@ static void build_toleration(struct builder *b, const struct src_toleration *st,
 	out->seconds = st->tolerationSeconds ? *st->tolerationSeconds : 0;
 }
 
-/* A DRA flavor's units in messages (policy_flavor.units). */
+/* A DRA flavor's units in messages (policy_flavor.units): "<class>
+ * devices", or for a flavor shared by capacity "shares of <perUnit>
+ * <class> <capacity>" ("shares of 10Gi gpu.nvidia.com memory"). */
 static const char *flavor_units(struct builder *b, const struct policy_dra *d)
 {
-	size_t n = d ? strlen(d->device_class) + sizeof(" devices") : 1;
-	char *r = alloc(b, n, 1);
+	size_t n = 1;
+	char *r;
 
-	if (r && d)
+	if (d && d->shared)
+		n = sizeof("shares of   ") + strlen(d->shared->per_unit) +
+		    strlen(d->device_class) + strlen(d->shared->name);
+	else if (d)
+		n = strlen(d->device_class) + sizeof(" devices");
+	if (!(r = alloc(b, n, 1)) || !d)
+		return r;
+	if (d->shared)
+		snprintf(r, n, "shares of %s %s %s", d->shared->per_unit, d->device_class,
+			 d->shared->name);
+	else
 		snprintf(r, n, "%s devices", d->device_class);
 	return r;
 }

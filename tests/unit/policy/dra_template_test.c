@@ -187,6 +187,8 @@ Test(dra_template, a_shared_flavor_asks_for_devices_that_allow_several_allocatio
 	cr_assert_str_eq(d->shared->per_unit, "12Gi");
 	cr_assert_eq(d->shared->per_unit_value, 12LL << 30);
 	cr_assert_eq(d->shared->units_per_device, 4);
+	cr_assert_str_eq(policy_flavor_find(p, "l40s-share")->units,
+			 "shares of 12Gi gpu.nvidia.com memory", "what messages call its units");
 	cr_assert_gt(dra_template_cel(d, cel, sizeof(cel)), 0);
 	cr_assert_str_eq(cel,
 			 "device.driver == 'gpu.nvidia.com' && "
