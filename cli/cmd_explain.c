@@ -359,10 +359,13 @@ static void print_mapping(const struct run *run, const struct outcome *oc)
 		/* docs/policy.md, "DRA flavors": the devices come through
 		 * gpugate's claim template. */
 		printf("flavor     %s: DRA device class %s (claim template %s), %s "
-		       "sharing, nodeSelector",
+		       "sharing%s%s%s, nodeSelector",
 		       dec->flavor->name, dec->flavor->dra->device_class,
 		       dec->plan.dra_template[0] ? dec->plan.dra_template : "(none)",
-		       policy_sharing_name(dec->flavor->sharing));
+		       policy_sharing_name(dec->flavor->sharing),
+		       dec->flavor->dra->shared ? " of one device's " : "",
+		       dec->flavor->dra->shared ? dec->flavor->dra->shared->name : "",
+		       dec->flavor->dra->shared ? " (consumable capacity)" : "");
 	else
 		printf("flavor     %s: %s, %s sharing, nodeSelector", dec->flavor->name,
 		       dec->flavor->resource, policy_sharing_name(dec->flavor->sharing));

@@ -79,17 +79,29 @@ fail:
 	return NULL;
 }
 
-/* The request's exactly{}. */
+/* The request's exactly{}: count devices, or for a shared flavor one
+ * device's share of count units (capacity.requests). */
 static json_t *exactly(const struct policy_dra *d, unsigned count)
 {
 	json_t *sel = selectors(d), *tol = NULL, *e;
+	char share[64];
 
 	if (!sel)
 		return NULL;
+	if (d->shared && dra_share_quantity(d->shared, count, share, sizeof(share)) < 0) {
+		json_decref(sel);
+		return NULL;
+	}
 	/* json_pack takes sel ("o"), also when it fails. */
 	e = json_pack("{s:s, s:s, s:I, s:o}", "deviceClassName", d->device_class,
-		      "allocationMode", "ExactCount", "count", (json_int_t)count,
-		      "selectors", sel);
+		      "allocationMode", "ExactCount", "count",
+		      (json_int_t)(d->shared ? 1 : count), "selectors", sel);
+	if (e && d->shared &&
+	    json_object_set_new(e, "capacity", json_pack("{s:{s:s}}", "requests",
+							  d->shared->name, share)) < 0) {
+		json_decref(e);
+		return NULL;
+	}
 	if (!e || !d->n_tolerations)
 		return e;
 	tol = json_array();

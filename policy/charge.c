@@ -191,23 +191,29 @@ const struct policy_flavor *charge_template_claim_flavor(const struct policy *p,
 	return f;
 }
 
-/* The devices of class dc a claim's requests ask for: exactly's count
- * (All: DRA_ALL_DEVICES), a firstAvailable's largest. */
-static int64_t class_devices(const struct workload *wl, const char *dc)
+/* The units of one request part (exactly, or a firstAvailable entry) of
+ * DRA flavor f's device class (dra_part_units); 0 for another class. */
+static int64_t part_units(const struct policy_flavor *f, const struct wl_device_request *d)
+{
+	if (!d->device_class || strcmp(d->device_class, f->dra->device_class) != 0)
+		return 0;
+	return dra_part_units(f, d);
+}
+
+/* The units of DRA flavor f a claim's requests ask of its device class:
+ * each request's exactly part, or its largest firstAvailable entry. */
+static int64_t class_units(const struct workload *wl, const struct policy_flavor *f)
 {
 	int64_t units = 0;
 
 	for (size_t i = 0; i < wl->n_device_requests; i++) {
 		const struct wl_device_request *r = &wl->device_requests[i];
-		int64_t most = 0;
+		int64_t most = part_units(f, r);
 
-		if (r->device_class && strcmp(r->device_class, dc) == 0)
-			most = r->mode == WL_ALLOCATE_ALL ? DRA_ALL_DEVICES : r->count;
 		for (size_t k = 0; k < r->n_first_available; k++) {
-			const struct wl_device_request *s = &r->first_available[k];
-			int64_t n = s->mode == WL_ALLOCATE_ALL ? DRA_ALL_DEVICES : s->count;
+			int64_t n = part_units(f, &r->first_available[k]);
 
-			if (s->device_class && strcmp(s->device_class, dc) == 0 && n > most)
+			if (n > most)
 				most = n;
 		}
 		units += most;
@@ -258,7 +264,7 @@ void charge_claim(const struct policy *p, const struct workload *wl,
 	tf = charge_template_claim_flavor(p, wl);
 	if (tf) {
 		c.flavor = tf;
-		c.units = class_devices(wl, tf->dra->device_class);
+		c.units = class_units(wl, tf);
 	}
 	if (!c.flavor)
 		return;

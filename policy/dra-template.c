@@ -151,5 +151,37 @@ int dra_template_cel(const struct policy_dra *d, char *buf, size_t size)
 		     add(buf, size, &len, ".compareTo(quantity('") &&
 		     add(buf, size, &len, d->min_capacity[i].value) &&
 		     add(buf, size, &len, "')) >= 0");
+	/* A shared flavor's devices are those the scheduler may allocate
+	 * more than once (consumable capacity). */
+	if (ok && d->shared)
+		ok = add(buf, size, &len, " && device.allowMultipleAllocations");
 	return ok ? (int)len : -1;
+}
+
+/* The binary and decimal suffixes of a quantity, longest first. */
+static const char *const suffixes[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+				       "k", "M", "G", "T", "P", "E", ""};
+
+int dra_share_quantity(const struct policy_dra_share *sh, unsigned units, char *buf,
+		       size_t size)
+{
+	const char *q = sh->per_unit;
+	size_t digits = strspn(q, "0123456789");
+	int n = -1;
+
+	if (sh->per_unit_value <= 0 || (units && sh->per_unit_value > INT64_MAX / units))
+		return -1;
+	/* "10Gi" x 3 = "30Gi": the admin's unit kept where the mantissa is
+	 * a plain whole number (no overflow: its value is below the
+	 * product); else the value, a plain number. */
+	for (size_t i = 0; digits > 0 && digits < 19 && i < sizeof(suffixes) / sizeof(*suffixes);
+	     i++)
+		if (strcmp(q + digits, suffixes[i]) == 0) {
+			n = snprintf(buf, size, "%lld%s",
+				     strtoll(q, NULL, 10) * (long long)units, suffixes[i]);
+			break;
+		}
+	if (n < 0)
+		n = snprintf(buf, size, "%lld", (long long)sh->per_unit_value * units);
+	return n >= 0 && (size_t)n < size ? n : -1;
 }

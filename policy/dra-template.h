@@ -72,4 +72,19 @@ bool dra_template_is_gpugates(const char *name);
  */
 int dra_template_cel(const struct policy_dra *d, char *buf, size_t size);
 
+/*
+ * What a pod's share of units asks of a shared flavor's capacity (the
+ * template's capacity.requests, docs/policy.md "DRA flavors"): units x
+ * perUnit, in buf, in perUnit's suffix where perUnit is a whole number
+ * with one ("10Gi" x 3: "30Gi"), else as a plain number.  Its length, or
+ * -1 when it does not fit or overflows.
+ *
+ * A shared flavor's CEL selector (dra_template_cel) also asks for
+ * devices that allow multiple allocations:
+ *   ... && device.allowMultipleAllocations
+ */
+struct policy_dra_share;
+int dra_share_quantity(const struct policy_dra_share *sh, unsigned units, char *buf,
+		       size_t size);
+
 #endif

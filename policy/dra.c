@@ -1,5 +1,6 @@
 #include "policy/dra.h"
 
+#include "policy/k8s.h"
 #include "policy/policy.h"
 
 #include <string.h>
@@ -16,6 +17,37 @@ static void note(struct dra_where *w, const struct wl_device_request *req,
 	w->request = req->name ? req->name : "";
 	w->subrequest = sub ? (sub->name ? sub->name : "") : NULL;
 	w->device_class = (sub ? sub : req)->device_class;
+}
+
+int64_t dra_device_units(const struct policy_flavor *f, const struct wl_device_request *d)
+{
+	const struct policy_dra_share *sh = f && f->dra ? f->dra->shared : NULL;
+	struct k8s_dra_name want, got;
+	int64_t q;
+
+	if (!sh)
+		return 1;
+	k8s_dra_name_split(f->dra->driver, sh->name, &want);
+	for (size_t i = 0; i < d->n_capacity; i++) {
+		k8s_dra_name_split(f->dra->driver, d->capacity[i].key, &got);
+		if (got.domain_len != want.domain_len ||
+		    memcmp(got.domain, want.domain, got.domain_len) != 0 ||
+		    strcmp(got.id, want.id) != 0)
+			continue;
+		if (k8s_quantity_whole(d->capacity[i].value, &q) < 0 || q < 0)
+			break; /* a fraction of a byte: not knowable, the most */
+		q = q / sh->per_unit_value + (q % sh->per_unit_value != 0);
+		return q < 1 ? 1 : q > UNITS_CAP ? UNITS_CAP : q;
+	}
+	return sh->units_per_device;
+}
+
+int64_t dra_part_units(const struct policy_flavor *f, const struct wl_device_request *d)
+{
+	int64_t count = d->mode == WL_ALLOCATE_ALL ? DRA_ALL_DEVICES : d->count;
+	int64_t per = dra_device_units(f, d);
+
+	return per > 0 && count > UNITS_CAP / per ? UNITS_CAP : count * per;
 }
 
 /*
@@ -51,9 +83,7 @@ static int64_t devices(const struct policy *p, const struct wl_device_request *r
 		note(&out->two_flavors, req, sub);
 		return -1;
 	}
-	if (d->mode == WL_ALLOCATE_ALL)
-		return DRA_ALL_DEVICES;
-	return d->count > UNITS_CAP ? UNITS_CAP : d->count;
+	return dra_part_units(f, d);
 }
 
 void dra_decide(const struct policy *p, const struct wl_device_request *reqs,

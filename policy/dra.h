@@ -16,7 +16,8 @@
  * names it (a raw GPU request: no flavor to charge).  Per request of
  * spec.devices.requests:
  *
- *   exactly          count devices of its class (allocationMode All:
+ *   exactly          count devices of its class, or for a flavor shared by
+ *                    capacity count x dra_device_units() (allocationMode All:
  *                    DRA_ALL_DEVICES, the most a claim is allocated, as
  *                    ResourceQuota counts it; a rule refuses All on GPU
  *                    classes, so this only counts what warn and audit
@@ -70,6 +71,22 @@ struct dra_claim {
 	struct dra_where two_flavors; /* a request of a second flavor */
 	const struct policy_flavor *other_flavor; /* ... that flavor */
 };
+
+/*
+ * The units of flavor f that one device of request d holds: 1, or for a
+ * flavor shared by capacity (dra.sharedCapacity) the device's share:
+ * ceil(capacity.requests[name] / perUnit), and unitsPerDevice where d asks
+ * for no such capacity or for a fraction of a unit's quantity (the
+ * scheduler then gives it the device's whole capacity, or a share gpugate
+ * cannot know before allocation).  A request of a shared flavor's class
+ * counts count x this.
+ */
+int64_t dra_device_units(const struct policy_flavor *f, const struct wl_device_request *d);
+
+/* The units of flavor f one request part d (an exactly part, or one
+ * firstAvailable entry, of f's class) asks for: its devices (All:
+ * DRA_ALL_DEVICES) x dra_device_units(), capped far above any quota. */
+int64_t dra_part_units(const struct policy_flavor *f, const struct wl_device_request *d);
 
 /* What the n requests (struct workload.device_requests) ask for under p. */
 void dra_decide(const struct policy *p, const struct wl_device_request *reqs,

@@ -177,13 +177,25 @@ static void build_toleration(struct builder *b, const struct src_toleration *st,
 	out->seconds = st->tolerationSeconds ? *st->tolerationSeconds : 0;
 }
 
-/* A DRA flavor's units in messages (policy_flavor.units). */
+/* A DRA flavor's units in messages (policy_flavor.units): "<class>
+ * devices", or for a flavor shared by capacity "shares of <perUnit>
+ * <class> <capacity>" ("shares of 10Gi gpu.nvidia.com memory"). */
 static const char *flavor_units(struct builder *b, const struct policy_dra *d)
 {
-	size_t n = d ? strlen(d->device_class) + sizeof(" devices") : 1;
-	char *r = alloc(b, n, 1);
+	size_t n = 1;
+	char *r;
 
-	if (r && d)
+	if (d && d->shared)
+		n = sizeof("shares of   ") + strlen(d->shared->per_unit) +
+		    strlen(d->device_class) + strlen(d->shared->name);
+	else if (d)
+		n = strlen(d->device_class) + sizeof(" devices");
+	if (!(r = alloc(b, n, 1)) || !d)
+		return r;
+	if (d->shared)
+		snprintf(r, n, "shares of %s %s %s", d->shared->per_unit, d->device_class,
+			 d->shared->name);
+	else
 		snprintf(r, n, "%s devices", d->device_class);
 	return r;
 }
@@ -239,6 +251,27 @@ static const struct policy_dra *build_dra(struct builder *b, const struct src_dr
 		h = hash_fnv1a(hash_fnv1a(h, tol[k].value), "\x1d");
 		h = hash_fnv1a(hash_fnv1a(h, tol[k].effect), "\x1d");
 		h = hash_fnv1a(hash_fnv1a(h, secs), "\x1f");
+	}
+	/* (Only where set: the names of templates of whole devices stay as
+	 * they were before sharedCapacity existed.) */
+	if (s->sharedCapacity) {
+		const struct src_shared_capacity *sc = s->sharedCapacity;
+		struct policy_dra_share *sh = alloc(b, 1, sizeof(*sh));
+		char units[24];
+
+		if (!sh)
+			return NULL;
+		sh->name = dup(b, sc->name);
+		sh->per_unit = dup(b, sc->perUnit);
+		if (k8s_quantity_whole(sc->perUnit, &sh->per_unit_value) < 0)
+			sh->per_unit_value = 0; /* refused by validation */
+		sh->units_per_device = (unsigned)sc->unitsPerDevice;
+		snprintf(units, sizeof(units), "%lld", (long long)sc->unitsPerDevice);
+		h = hash_fnv1a(h, "\x1e");
+		h = hash_fnv1a(hash_fnv1a(h, sc->name), "\x1d");
+		h = hash_fnv1a(hash_fnv1a(h, sc->perUnit), "\x1d");
+		h = hash_fnv1a(hash_fnv1a(h, units), "\x1f");
+		d->shared = sh;
 	}
 	for (int i = 0; i < 6; i++)
 		d->hash[i] = base32[(h >> (5 * i)) & 31];

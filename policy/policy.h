@@ -106,6 +106,16 @@ struct policy_toleration {
  * (policy/dra-template.h), which asks for devices of device_class that
  * driver publishes and whose attributes and capacity match.
  */
+/* dra.sharedCapacity: devices that allow multiple allocations, shared by
+ * one of their capacities (Kubernetes' consumable capacity): a unit of
+ * the flavor is per_unit of that capacity. */
+struct policy_dra_share {
+	const char *name;        /* the capacity, as the driver names it */
+	const char *per_unit;    /* a quantity, as written */
+	int64_t per_unit_value;  /* ... its whole value (> 0) */
+	unsigned units_per_device; /* what a claim of a whole device counts */
+};
+
 struct policy_dra {
 	const char *device_class;           /* dra.deviceClassName */
 	const char *driver;                 /* dra.driver */
@@ -119,6 +129,7 @@ struct policy_dra {
 	 * every effect). */
 	const struct policy_toleration *tolerations;
 	size_t n_tolerations;
+	const struct policy_dra_share *shared; /* NULL: whole devices */
 	/* 6 base-32 characters of a hash of the block: what the template's
 	 * spec depends on besides the count, so that a change of the block
 	 * makes new template names (a template's spec is immutable). */

@@ -140,7 +140,37 @@ bool pool_device_in_flavor(const struct pool_device *d, const struct policy_flav
 		    cmp < 0)
 			return false;
 	}
+	/* Shared by capacity: a device the scheduler allocates more than
+	 * once, that has the capacity (the template's selector and request
+	 * say the same). */
+	if (dra->shared && (!d->multi_alloc || qualified(d->capacity, d->n_capacity,
+							  dra->driver, dra->shared->name) < 0))
+		return false;
 	return true;
+}
+
+void pool_device_units(const struct pool_device *d, const struct policy_flavor *f,
+		       int64_t *units, int64_t *used)
+{
+	const struct policy_dra_share *sh = f->dra ? f->dra->shared : NULL;
+	long k = sh ? qualified(d->capacity, d->n_capacity, f->dra->driver, sh->name) : -1;
+	int64_t cap, left;
+
+	*units = 1;
+	*used = d->allocated ? 1 : 0;
+	if (!sh)
+		return;
+	*units = *used = 0;
+	if (k < 0 || sh->per_unit_value <= 0 ||
+	    k8s_quantity_whole(d->capacity[k].value, &cap) < 0 || cap < 0)
+		return;
+	*units = cap / sh->per_unit_value;
+	/* What new shares still fit: the capacity the allocations left, in
+	 * whole units; the rest is used (a share rounded up by the
+	 * device's requestPolicy uses what it takes). */
+	left = d->consumed ? cap - d->consumed[k] : cap;
+	left = left > 0 ? left / sh->per_unit_value : 0;
+	*used = *units - (left < *units ? left : *units);
 }
 
 /* The scheduler's rule (TolerationsTolerateTaint, and resourceclaim's
@@ -310,9 +340,12 @@ static void member_devices(const struct pool_node *n, const struct policy_flavor
 	for (size_t i = 0; i < n->n_devices; i++) {
 		const struct pool_device *d = &n->devices[i];
 
+		int64_t units, used;
+
 		if (!pool_device_in_flavor(d, f))
 			continue;
-		m->capacity++;
+		pool_device_units(d, f, &units, &used);
+		m->capacity += units;
 		if (pool_device_tainted(d, f, why, sizeof(why))) {
 			/* The first one's reason, after its name. */
 			int at = m->devices_tainted++ ? -1
@@ -324,9 +357,8 @@ static void member_devices(const struct pool_node *n, const struct policy_flavor
 						    sizeof(m->device_why) - (size_t)at);
 			continue;
 		}
-		m->allocatable++;
-		if (d->allocated)
-			m->allocated++;
+		m->allocatable += units;
+		m->allocated += used;
 	}
 }
 

@@ -92,6 +92,12 @@ struct pool_device {
 	const struct pool_device_taint *taints;
 	size_t n_taints;
 	bool allocated; /* a claim's status.allocation.devices.results names it */
+	/* allowMultipleAllocations: the scheduler allocates shares of its
+	 * capacity (a flavor with dra.sharedCapacity counts those); consumed
+	 * (NULL: nothing) is, per capacity[i], the whole quantity the
+	 * allocated shares consume (their consumedCapacity summed). */
+	bool multi_alloc;
+	const int64_t *consumed;
 };
 
 /* A node as the API shows it (strings borrowed from wherever the caller
@@ -165,9 +171,22 @@ bool pool_node_in_flavor(const struct pool_node *n, const struct policy_flavor *
  * quantity (names without a domain are the driver's).  dra.selectors and
  * the DeviceClass's own selectors are CEL, which gpugate does not
  * evaluate: the pool is an upper bound where they narrow further
- * (pool_view.approximate).  False for a flavor without dra.
+ * (pool_view.approximate).  For a flavor shared by capacity
+ * (dra.sharedCapacity) also: d allows multiple allocations and has that
+ * capacity.  False for a flavor without dra.
  */
 bool pool_device_in_flavor(const struct pool_device *d, const struct policy_flavor *f);
+
+/*
+ * What device d (of DRA flavor f) counts in f's units: *units it holds,
+ * *used of them allocated.  A whole device: 1, and 1 when a claim's
+ * allocation names it.  A device shared by capacity:
+ * floor(capacity / perUnit), and of those what no new share fits in any
+ * more: units - floor((capacity - consumed) / perUnit), consumed being
+ * what its shares' consumedCapacity sums to.
+ */
+void pool_device_units(const struct pool_device *d, const struct policy_flavor *f,
+		       int64_t *units, int64_t *used);
 
 /*
  * Why device d is out of DRA flavor f's pool: the first of its taints with

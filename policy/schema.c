@@ -156,6 +156,15 @@ static const cyaml_schema_value_t toleration_entry = {
 static const cyaml_schema_value_t cel_entry = {
 	CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 1, 1024),
 };
+static const cyaml_schema_field_t shared_capacity_fields[] = {
+	CYAML_FIELD_STRING_PTR("name", CYAML_FLAG_POINTER, struct src_shared_capacity,
+			       name, 1, KEY_MAX_LEN),
+	CYAML_FIELD_STRING_PTR("perUnit", CYAML_FLAG_POINTER, struct src_shared_capacity,
+			       perUnit, 1, NAME_MAX_LEN),
+	CYAML_FIELD_INT("unitsPerDevice", CYAML_FLAG_DEFAULT, struct src_shared_capacity,
+			unitsPerDevice),
+	CYAML_FIELD_END,
+};
 static const cyaml_schema_field_t dra_fields[] = {
 	CYAML_FIELD_STRING_PTR("deviceClassName", CYAML_FLAG_POINTER, struct src_dra,
 			       deviceClassName, 1, NAME_MAX_LEN),
@@ -169,6 +178,8 @@ static const cyaml_schema_field_t dra_fields[] = {
 			     struct src_dra, selectors, &cel_entry, 0, 8),
 	CYAML_FIELD_SEQUENCE("tolerations", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL,
 			     struct src_dra, tolerations, &toleration_entry, 0, 16),
+	CYAML_FIELD_MAPPING_PTR("sharedCapacity", CYAML_FLAG_OPTIONAL, struct src_dra,
+				sharedCapacity, shared_capacity_fields),
 	CYAML_FIELD_END,
 };
 

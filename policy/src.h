@@ -40,6 +40,13 @@ struct src_toleration {
 };
 
 /* A flavor's dra block (policy_dra). */
+/* A DRA flavor's sharedCapacity: a device shared by its capacity. */
+struct src_shared_capacity {
+	char *name;                 /* a capacity of the devices, e.g. memory */
+	char *perUnit;              /* a quantity: one unit of the flavor */
+	int64_t unitsPerDevice;
+};
+
 struct src_dra {
 	char *deviceClassName;
 	char *driver;
@@ -51,6 +58,7 @@ struct src_dra {
 	unsigned selectors_count;
 	struct src_toleration *tolerations;
 	unsigned tolerations_count;
+	struct src_shared_capacity *sharedCapacity; /* NULL: whole devices */
 };
 
 struct src_flavor {

@@ -387,6 +387,57 @@ static void check_dra_pairs(struct vctx *v, unsigned fi, const char *owner,
 	}
 }
 
+/* The most units one shared device may hold (dra.sharedCapacity). */
+#define SHARED_UNITS_MAX 1000
+
+/* A dra block's sharedCapacity, and the sharing it goes with: time-slicing
+ * and mps through DRA share a device by its capacity, exclusive and mig
+ * do not (docs/policy.md, "DRA flavors"). */
+static void check_shared_capacity(struct vctx *v, unsigned fi, const char *owner,
+				  const struct src_flavor *f)
+{
+	const struct src_shared_capacity *sc = f->dra->sharedCapacity;
+	bool shares = f->sharing == POLICY_SHARING_TIME_SLICING ||
+		      f->sharing == POLICY_SHARING_MPS;
+	int64_t per_unit;
+
+	if (shares && !sc) {
+		err(v, srcpos_line(v->pos, "flavors[%u].sharing", fi),
+		    "%s: sharing %s through DRA shares a device by its capacity: "
+		    "add dra.sharedCapacity {name, perUnit, unitsPerDevice} (e.g. "
+		    "{name: memory, perUnit: 10Gi, unitsPerDevice: 8})",
+		    owner, policy_sharing_name((enum policy_sharing)f->sharing));
+		return;
+	}
+	if (!sc)
+		return;
+	if (!shares)
+		err(v, srcpos_line(v->pos, "flavors[%u].dra.sharedCapacity", fi),
+		    "%s: dra.sharedCapacity shares a device, but sharing is %s: "
+		    "use time-slicing or mps",
+		    owner, policy_sharing_name((enum policy_sharing)f->sharing));
+	if (!dra_name_valid(sc->name, strlen(sc->name)))
+		err(v, srcpos_line(v->pos, "flavors[%u].dra.sharedCapacity.name", fi),
+		    "%s: dra.sharedCapacity.name: \"%s\" is not a device capacity "
+		    "name (a letter or _, then letters, digits or _, at most 32; "
+		    "optionally domain/name)",
+		    owner, sc->name);
+	if (k8s_quantity_whole(sc->perUnit, &per_unit) < 0 || per_unit < 1)
+		err(v, srcpos_line(v->pos, "flavors[%u].dra.sharedCapacity.perUnit", fi),
+		    "%s: dra.sharedCapacity.perUnit: \"%s\" is not a whole quantity "
+		    "above 0 (e.g. 10Gi)",
+		    owner, sc->perUnit);
+	else if (sc->unitsPerDevice >= 1 && sc->unitsPerDevice <= SHARED_UNITS_MAX &&
+		 per_unit > INT64_MAX / sc->unitsPerDevice)
+		err(v, srcpos_line(v->pos, "flavors[%u].dra.sharedCapacity.perUnit", fi),
+		    "%s: dra.sharedCapacity: %" PRId64 " x %s is too large a "
+		    "quantity", owner, sc->unitsPerDevice, sc->perUnit);
+	if (sc->unitsPerDevice < 1 || sc->unitsPerDevice > SHARED_UNITS_MAX)
+		err(v, srcpos_line(v->pos, "flavors[%u].dra.sharedCapacity.unitsPerDevice", fi),
+		    "%s: dra.sharedCapacity.unitsPerDevice: %" PRId64 " is not 1 to %d",
+		    owner, sc->unitsPerDevice, SHARED_UNITS_MAX);
+}
+
 /* The dra block of flavor fi (docs/policy.md, "DRA flavors"). */
 static void check_dra(struct vctx *v, unsigned fi, const char *owner,
 		      const struct src_flavor *f)
@@ -428,13 +479,7 @@ static void check_dra(struct vctx *v, unsigned fi, const char *owner,
 		    "profile (attributes: [\"profile=1g.10gb\"]): one flavor per "
 		    "profile, its units are partitions",
 		    owner);
-	if (f->sharing != POLICY_SHARING_EXCLUSIVE && f->sharing != POLICY_SHARING_MIG)
-		err(v, srcpos_line(v->pos, "flavors[%u].sharing", fi),
-		    "%s: sharing %s through DRA shares a device by its capacity "
-		    "(consumable capacity), which gpugate does not support yet: "
-		    "use exclusive or mig, or a flavor with resource for shared "
-		    "GPUs",
-		    owner, policy_sharing_name((enum policy_sharing)f->sharing));
+	check_shared_capacity(v, fi, owner, f);
 }
 
 #define LINE() srcpos_line(v->pos, "flavors[%u].nodeSelector[%u]", i, s)
@@ -588,6 +633,18 @@ static void check_class_dra(struct vctx *v, unsigned i, const struct src_class *
 {
 	int64_t most = c->maxGpus ? *c->maxGpus : c->gpus;
 
+	if (f && f->dra && f->dra->sharedCapacity) {
+		/* A pod's share is on one device. */
+		if (f->dra->sharedCapacity->unitsPerDevice >= 1 &&
+		    most > f->dra->sharedCapacity->unitsPerDevice)
+			err(v, srcpos_line(v->pos, c->maxGpus ? "classes[%u].maxGpus"
+							      : "classes[%u].gpus", i),
+			    "class \"%s\": %" PRId64 " units a pod, but a pod's share "
+			    "of flavor \"%s\" is on one device, which holds %" PRId64
+			    " (dra.sharedCapacity.unitsPerDevice)",
+			    c->name, most, f->name, f->dra->sharedCapacity->unitsPerDevice);
+		return;
+	}
 	if (f && f->dra && most > DRA_ALL_DEVICES)
 		err(v, srcpos_line(v->pos, c->maxGpus ? "classes[%u].maxGpus"
 						      : "classes[%u].gpus", i),

@@ -133,6 +133,10 @@ struct wl_device_request {
 	const char *device_class; /* deviceClassName; NULL when absent */
 	enum wl_allocation mode;
 	int64_t count;            /* 1 when absent; >= 1 */
+	/* capacity.requests: capacity name = quantity, as written (a share
+	 * of each device, for devices that allow multiple allocations) */
+	const struct wl_kv *capacity;
+	size_t n_capacity;
 	const struct wl_device_request *first_available;
 	size_t n_first_available;
 };

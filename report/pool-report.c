@@ -114,7 +114,10 @@ static void flavor_json(void *ctx, const struct pool_view *v)
 		/* Units are devices (policy/pool.h struct pool_member), known
 		 * once the DRA kinds are (usage/inventory.h). */
 		add(f, "deviceClassName", json_string(v->flavor->dra->device_class), &b->oom);
-		add(f, "units", json_string("devices"), &b->oom);
+		/* ... or shares of a device's capacity (dra.sharedCapacity) */
+		add(f, "units", json_string(v->flavor->dra->shared ? v->flavor->units
+								   : "devices"),
+		    &b->oom);
 		add(f, "known", json_boolean(b->dra_known), &b->oom);
 		add(f, "devicesTainted", json_integer(s.devices_tainted), &b->oom);
 		add(f, "approximate", json_boolean(v->approximate), &b->oom);

@@ -3,8 +3,10 @@
  * put on the nodes' views (docs/design/dra.md D3). */
 #include "usage/inventory-impl.h"
 
+#include "policy/k8s.h"
 #include "policy/policy.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +202,7 @@ static bool copy_device(struct arena *a, const struct inventory_slice *s,
 	out->driver = s->driver;
 	out->pool = s->pool;
 	out->allocated = false;
+	out->consumed = NULL; /* the claims' (devices_ensure) */
 	out->name = arena_strdup(a, d->name);
 	if (!is_string || !t || !out->name ||
 	    !copy_labels(a, d->attributes, d->n_attributes, &out->attributes) ||
@@ -283,6 +286,9 @@ static bool copy_claim(struct dra_entry *e, const void *from)
 		c[i].driver = dup_or_null(&e->arena, h->d[i].driver, &ok);
 		c[i].pool = dup_or_null(&e->arena, h->d[i].pool, &ok);
 		c[i].device = dup_or_null(&e->arena, h->d[i].device, &ok);
+		c[i].n_consumed = h->d[i].n_consumed;
+		ok = ok && copy_labels(&e->arena, h->d[i].consumed, h->d[i].n_consumed,
+				       &c[i].consumed);
 	}
 	e->u.claim.d = c;
 	e->u.claim.n = h->n;
@@ -397,13 +403,22 @@ struct pool_gen {
 	int64_t generation, seen, count;
 };
 
+/* A claim's result that names a device; next: the device's next one
+ * (SIZE_MAX: none). */
+struct held_result {
+	const struct inventory_claim_device *d;
+	size_t next;
+};
+
 /* What one build reads: each pool's newest generation, and the devices
- * claims hold (keys in a). */
+ * claims hold (keys in a; held maps a device to its first result). */
 struct dra_build {
 	struct arena a;
 	struct strmap pools, held;
 	struct pool_gen *gens;
 	size_t n_gens;
+	struct held_result *results;
+	size_t n_results;
 };
 
 static int build_index(struct inventory *inv, struct dra_build *b)
@@ -437,17 +452,71 @@ static int build_index(struct inventory *inv, struct dra_build *b)
 			g->seen++;
 	}
 	for (size_t i = 0; i < claims->n; i++)
+		b->n_results += claims->e[i]->u.claim.n;
+	b->results = calloc(b->n_results + 1, sizeof(*b->results));
+	if (!b->results)
+		return -1;
+	b->n_results = 0;
+	for (size_t i = 0; i < claims->n; i++)
 		for (size_t k = 0; k < claims->e[i]->u.claim.n; k++) {
 			const struct inventory_claim_device *d = &claims->e[i]->u.claim.d[k];
+			struct held_result *r = &b->results[b->n_results];
+			size_t first;
 			char *stored;
 
 			if (!device_key(key, sizeof(key), d->driver, d->pool, d->device))
 				continue;
+			*r = (struct held_result){d, SIZE_MAX};
+			if (strmap_get(&b->held, key, &first)) {
+				/* Shares of one device: chained after the first. */
+				r->next = b->results[first].next;
+				b->results[first].next = b->n_results++;
+				continue;
+			}
 			if (!(stored = arena_strdup(&b->a, key)) ||
-			    strmap_put(&b->held, stored, 0, NULL) < 0)
+			    strmap_put(&b->held, stored, b->n_results++, NULL) < 0)
 				return -1;
 		}
 	return 0;
+}
+
+/* What the shares of device d (allocated: its first result at first)
+ * consume of each of its capacities, summed in a; NULL when d allows a
+ * single allocation, or out of memory (then *ok false). */
+static const int64_t *consumed_of(const struct dra_build *b, size_t first,
+				  const struct pool_device *d, struct arena *a, bool *ok)
+{
+	int64_t *sum;
+
+	if (!d->multi_alloc || !d->n_capacity)
+		return NULL;
+	if (!(sum = arena_calloc(a, d->n_capacity, sizeof(*sum)))) {
+		*ok = false;
+		return NULL;
+	}
+	for (size_t r = first; r != SIZE_MAX; r = b->results[r].next) {
+		const struct inventory_claim_device *c = b->results[r].d;
+
+		for (size_t i = 0; i < d->n_capacity; i++) {
+			int64_t whole, q = 0;
+
+			if (k8s_quantity_whole(d->capacity[i].value, &whole) < 0)
+				whole = INT64_MAX / 2;
+			/* The scheduler writes every capacity of a shared
+			 * device, zeros too; a share without any (or one gpugate
+			 * cannot read) is counted as the whole device. */
+			if (!c->n_consumed)
+				q = whole;
+			for (size_t k = 0; k < c->n_consumed; k++)
+				if (strcmp(c->consumed[k].key, d->capacity[i].key) == 0) {
+					if (k8s_quantity_whole(c->consumed[k].value, &q) < 0 || q < 0)
+						q = whole;
+					break;
+				}
+			sum[i] = q > INT64_MAX / 2 - sum[i] ? INT64_MAX / 2 : sum[i] + q;
+		}
+	}
+	return sum;
 }
 
 /* Whether slice s offers its devices to its node's slot: node-local, of
@@ -485,7 +554,7 @@ static int build_device(struct inventory *inv, const struct dra_build *b,
 	const struct dra_table *rules = inv_dra_table(inv, INVENTORY_TAINT_RULES);
 	struct pool_device *out = &s->devices[s->n_devices];
 	struct pool_device_taint *t;
-	size_t n = d->n_taints;
+	size_t n = d->n_taints, first;
 	char key[1024];
 
 	for (size_t i = 0; i < rules->n; i++)
@@ -504,7 +573,14 @@ static int build_device(struct inventory *inv, const struct dra_build *b,
 		out->n_taints = n;
 	}
 	out->allocated = device_key(key, sizeof(key), d->driver, d->pool, d->name) &&
-			 strmap_get(&b->held, key, NULL);
+			 strmap_get(&b->held, key, &first);
+	if (out->allocated) {
+		bool ok = true;
+
+		out->consumed = consumed_of(b, first, d, &s->dev_arena, &ok);
+		if (!ok)
+			return -1;
+	}
 	s->n_devices++;
 	return 0;
 }
@@ -560,6 +636,7 @@ out:
 		detach_all(inv);
 	free(count);
 	free(b.gens);
+	free(b.results);
 	strmap_release(&b.pools);
 	strmap_release(&b.held);
 	arena_release(&b.a);

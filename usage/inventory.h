@@ -142,6 +142,11 @@ void inventory_taint_rule_delete(struct inventory *inv, const char *name);
  * (n 0: none, as before allocation: forgets what uid held). */
 struct inventory_claim_device {
 	const char *driver, *pool, *device;
+	/* consumedCapacity of a share of a device that allows multiple
+	 * allocations: names qualified as pool_device.capacity's, quantities
+	 * as written (none for a whole device). */
+	const struct pool_label *consumed;
+	size_t n_consumed;
 };
 int inventory_claim_put(struct inventory *inv, const char *uid,
 			const struct inventory_claim_device *d, size_t n);

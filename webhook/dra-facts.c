@@ -70,6 +70,14 @@ static const char *capacity_text(const json_t *v, struct arena *a, bool *is_stri
 	return get_str(v, "value");
 }
 
+/* A quantity written as a string (consumedCapacity's values). */
+static const char *string_text(const json_t *v, struct arena *a, bool *is_string)
+{
+	(void)a;
+	*is_string = false;
+	return json_string_value(v);
+}
+
 /*
  * The members of obj (attributes or capacity: NAME -> {...}) that text
  * reads, by their qualified names: *labels and *is_string (n of each).
@@ -95,7 +103,9 @@ static int qualified_of(const json_t *obj, const char *driver, struct arena *a,
 	if (!l || !str)
 		return -1;
 	json_object_foreach((json_t *)obj, k, v) {
-		const char *value = json_is_object(v) ? text(v, a, &str[*n]) : NULL;
+		const char *value = json_is_object(v) || text == string_text
+					    ? text(v, a, &str[*n])
+					    : NULL;
 
 		if (!value)
 			continue;
@@ -165,6 +175,7 @@ static int device_of(const json_t *x, const struct inventory_slice *s, struct ar
 			 &d->n_capacity) < 0 ||
 	    taints_of(json_object_get(x, "taints"), a, d) < 0)
 		return -1;
+	d->multi_alloc = json_is_true(json_object_get(x, "allowMultipleAllocations"));
 	return 1;
 }
 
@@ -251,12 +262,23 @@ int dra_claim_facts(const json_t *obj, struct arena *a, struct dra_claim *out)
 	if (!d)
 		return -1;
 	json_array_foreach(results, i, x) {
-		d[n] = (struct inventory_claim_device){get_str(x, "driver"),
-						       get_str(x, "pool"),
-						       get_str(x, "device")};
-		if (d[n].driver && d[n].pool && d[n].device &&
-		    !json_is_true(json_object_get(x, "adminAccess")))
-			n++;
+		const json_t *consumed = json_object_get(x, "consumedCapacity");
+		const bool *unused;
+
+		d[n] = (struct inventory_claim_device){.driver = get_str(x, "driver"),
+						       .pool = get_str(x, "pool"),
+						       .device = get_str(x, "device")};
+		if (!d[n].driver || !d[n].pool || !d[n].device ||
+		    json_is_true(json_object_get(x, "adminAccess")))
+			continue;
+		/* A share of a device that allows multiple allocations: what
+		 * it consumes of each capacity (names qualified as the
+		 * slices' are; quantities are strings in the API). */
+		if (json_object_size(consumed) > DRA_DEVICE_MAX_ATTRIBUTES ||
+		    qualified_of(consumed, d[n].driver, a, string_text, &d[n].consumed,
+				 &unused, &d[n].n_consumed) < 0)
+			return -1;
+		n++;
 	}
 	out->devices = d;
 	out->n_devices = n;

@@ -872,16 +872,22 @@ int facts_extract(const json_t *object, struct workload *wl, struct arena *a,
 
 /* ---- DRA: ResourceClaim and ResourceClaimTemplate (resource.k8s.io/v1) -- */
 
-/* deviceClassName, allocationMode and count of an exactly part or of a
- * firstAvailable entry, with the API's defaults (ExactCount, 1). */
+/* deviceClassName, allocationMode, count and capacity.requests of an
+ * exactly part or of a firstAvailable entry, with the API's defaults
+ * (ExactCount, 1). */
 static void device_fields(struct fx *x, const json_t *obj, const char *path,
 			  struct wl_device_request *out)
 {
 	const char *mode = string(x, obj, "allocationMode", path);
 	const json_t *count = jget(obj, "count");
+	const json_t *capacity = member(x, obj, "capacity", JSON_OBJECT, path);
 	char full[256];
 
 	out->device_class = string(x, obj, "deviceClassName", path);
+	if (capacity)
+		out->capacity = string_map(x, capacity, "requests",
+					   sub(full, sizeof(full), path, "capacity", -1),
+					   &out->n_capacity);
 	out->mode = WL_ALLOCATE_COUNT;
 	out->count = 1;
 	if (mode && strcmp(mode, "All") == 0)

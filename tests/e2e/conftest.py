@@ -139,7 +139,8 @@ NAMESPACE_USAGE = {
     "sandbox-1": ("example", "sandbox", ("l4-shared",)),
     **{ns: ("quota", ns, ("h100-80gb",)) for ns in e2e.QUOTA_NAMESPACES},
     **{ns: ("raw", ns, ("h100-80gb",)) for ns in e2e.RAW_NAMESPACES},
-    **{ns: ("dra", "dra", ("h100-dra",)) for ns in e2e.DRA_NAMESPACES},
+    "dra-team": ("dra", "dra", ("h100-dra",)),
+    "dra-share": ("dra", "dra-share", ("l40s-share",)),
 }
 
 

@@ -370,7 +370,10 @@ RAW_NAMESPACES = ["rawgpu"]
 # fleet's DRA nodes (DraFleet).  Served by the "dra" gpugate, in namespaces
 # labelled e2e.gpugate.io/policy=dra.  The devices the template asks for:
 # driver gpu.nvidia.com, productName H100 (fleet.py's DRA slices; the test
-# adds A100 devices beside them that it must never get).
+# adds A100 devices beside them that it must never get).  test_dra_share.py
+# (consumable capacity): class notebook of flavor l40s-share, tenant
+# dra-share, on L40S devices that allow multiple allocations, published
+# by that module on the same DRA nodes.
 DRA_POLICY = """\
 version: 1
 settings:
@@ -389,10 +392,26 @@ flavors:
       driver: gpu.nvidia.com
       attributes: ["productName=NVIDIA H100 80GB HBM3"]
       minCapacity: ["memory=80Gi"]
+  - name: l40s-share
+    sharing: time-slicing
+    nodeSelector: ["fleet.gpugate.io/dra=gpu.nvidia.com"]
+    tolerations:
+      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}
+    gpusPerNode: 32
+    dra:
+      deviceClassName: gpu.nvidia.com
+      driver: gpu.nvidia.com
+      attributes: ["productName=NVIDIA L40S"]
+      sharedCapacity: {name: memory, perUnit: 12Gi, unitsPerDevice: 4}
 classes:
   - name: train-dra
     description: 1 to 4 H100 through DRA
     flavor: h100-dra
+    gpus: 1
+    maxGpus: 4
+  - name: notebook
+    description: 1 to 4 shares of 12Gi of an L40S through DRA (consumable capacity)
+    flavor: l40s-share
     gpus: 1
     maxGpus: 4
 tenants:
@@ -401,8 +420,13 @@ tenants:
     classes: [train-dra]
     quota:
       - {flavor: h100-dra, nominal: 8}
+  - name: dra-share
+    namespaces: [dra-share]
+    classes: [notebook]
+    quota:
+      - {flavor: l40s-share, nominal: 10}
 """
-DRA_NAMESPACES = ["dra-team"]
+DRA_NAMESPACES = ["dra-team", "dra-share"]
 # Created by Stack.start_replicas; REPLICA_STORE_NAMESPACE is where a shared
 # usage store may keep its objects (--namespace in GPUGATE_E2E_REPLICA_ARGS).
 REPLICA_NAMESPACES = ["race", "race-bench", "pair-a", "pair-b"]

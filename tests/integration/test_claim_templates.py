@@ -263,3 +263,46 @@ def test_only_gpugate_writes_its_templates(gate, kube):
             'was'), v.message
         v = c.admit("validate", ours, operation="UPDATE", old=ours)
         assert v.allowed, v
+
+
+SHARED_POLICY = """\
+version: 1
+flavors:
+  - name: l40s-share
+    sharing: time-slicing
+    gpusPerNode: 32
+    dra:
+      deviceClassName: gpu.nvidia.com
+      driver: gpu.nvidia.com
+      attributes: ["productName=NVIDIA L40S"]
+      sharedCapacity: {name: memory, perUnit: 12Gi, unitsPerDevice: 4}
+classes:
+  - {name: notebook, flavor: l40s-share, gpus: 1, maxGpus: 3}
+tenants:
+  - {name: research, namespaces: [research], quota: [{flavor: l40s-share, nominal: 8}]}
+"""
+
+
+def test_a_shared_flavors_templates_ask_one_devices_share(gate, kube):
+    # One template per count (1 to 3 units), each for ONE device that
+    # allows multiple allocations and count x 12Gi of its memory.
+    kube.set_namespaces({"research": "Active"})
+    kube.serve_templates(True)
+    gate(SHARED_POLICY)
+    poll(lambda: len(templates(kube)) == 3, f"3 templates (have {list(templates(kube))})",
+         WAIT)
+    shares = {}
+    for (_, name), obj in templates(kube).items():
+        m = re.match(r"^gpugate\.notebook\.([123])\.[a-z0-9]{6}$", name)
+        assert m, name
+        (req,) = obj["spec"]["spec"]["devices"]["requests"]
+        ex = req["exactly"]
+        assert (ex["deviceClassName"], ex["count"]) == ("gpu.nvidia.com", 1), ex
+        assert ex["selectors"] == [{"cel": {"expression":
+            "device.driver == 'gpu.nvidia.com' && "
+            "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L40S' && "
+            "device.allowMultipleAllocations"}}], ex
+        shares[int(m.group(1))] = ex["capacity"]
+    assert shares == {1: {"requests": {"memory": "12Gi"}},
+                      2: {"requests": {"memory": "24Gi"}},
+                      3: {"requests": {"memory": "36Gi"}}}, shares

@@ -112,3 +112,43 @@ Test(claim_templates, extra_selectors_and_device_tolerations)
 			      "}}]}}}}");
 	policy_free(p);
 }
+
+Test(claim_templates, a_shared_flavors_template_asks_one_devices_share)
+{
+	/* train x 3 of a flavor shared by memory, 10Gi a unit: one device
+	 * that allows multiple allocations, 30Gi of its memory. */
+	static const char shared[] =
+		"version: 1\n"
+		"flavors:\n"
+		"  - name: h100-dra\n"
+		"    sharing: mps\n"
+		"    gpusPerNode: 32\n"
+		"    dra:\n"
+		"      deviceClassName: gpu.nvidia.com\n"
+		"      driver: gpu.nvidia.com\n"
+		"      attributes: [\"productName=NVIDIA H100 80GB HBM3\"]\n"
+		"      minCapacity: [memory=80Gi]\n"
+		"      sharedCapacity: {name: memory, perUnit: 10Gi, unitsPerDevice: 8}\n"
+		"classes:\n"
+		"  - {name: train, flavor: h100-dra, gpus: 2, maxGpus: 4}\n"
+		"tenants: [{name: t, namespaces: [t], quota: [{flavor: h100-dra, nominal: 16}]}]\n";
+	struct policy *p = test_policy(shared);
+	char head[sizeof(HEAD) + 8], *at;
+
+	/* HEAD with count 1 */
+	snprintf(head, sizeof(head), "%s", HEAD);
+	at = strstr(head, "\"count\": 3");
+	at[9] = '1';
+	{
+		char fmt[4096];
+
+		snprintf(fmt, sizeof(fmt),
+			 "%s\"selectors\": [{\"cel\": {\"expression\": \"" CEL
+			 " && device.allowMultipleAllocations\"}}],"
+			 " \"capacity\": {\"requests\": {\"memory\": \"30Gi\"}}"
+			 "}}]}}}}",
+			 head);
+		expect_object(p, fmt);
+	}
+	policy_free(p);
+}

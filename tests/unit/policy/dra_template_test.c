@@ -8,6 +8,7 @@
 #include "tests/unit/test_policy.h"
 
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -156,4 +157,82 @@ Test(dra_template, the_selector_is_one_cel_expression_of_the_block)
 	cr_assert_eq(dra_template_cel(policy_flavor_find(p, "h100-dra")->dra, cel, 40), -1,
 		     "too small: refused, not cut");
 	policy_free(p);
+}
+
+/* ---- a flavor shared by capacity (dra.sharedCapacity) -------------------- */
+
+static const char SHARED[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - name: l40s-share\n"
+	"    sharing: time-slicing\n"
+	"    gpusPerNode: 32\n"
+	"    dra:\n"
+	"      deviceClassName: gpu.nvidia.com\n"
+	"      driver: gpu.nvidia.com\n"
+	"      attributes: [\"productName=NVIDIA L40S\"]\n"
+	"      sharedCapacity: {name: memory, perUnit: 12Gi, unitsPerDevice: 4}\n"
+	"classes:\n"
+	"  - {name: notebook, flavor: l40s-share, gpus: 1, maxGpus: 4}\n"
+	"tenants: [{name: t, namespaces: [t], quota: [{flavor: l40s-share, nominal: 8}]}]\n";
+
+Test(dra_template, a_shared_flavor_asks_for_devices_that_allow_several_allocations)
+{
+	struct policy *p = test_policy(SHARED), *whole;
+	const struct policy_dra *d = policy_flavor_find(p, "l40s-share")->dra;
+	char cel[DRA_TEMPLATE_CEL_MAX], yaml[sizeof(SHARED)], *at;
+
+	cr_assert_not_null(d->shared);
+	cr_assert_str_eq(d->shared->name, "memory");
+	cr_assert_str_eq(d->shared->per_unit, "12Gi");
+	cr_assert_eq(d->shared->per_unit_value, 12LL << 30);
+	cr_assert_eq(d->shared->units_per_device, 4);
+	cr_assert_str_eq(policy_flavor_find(p, "l40s-share")->units,
+			 "shares of 12Gi gpu.nvidia.com memory", "what messages call its units");
+	cr_assert_gt(dra_template_cel(d, cel, sizeof(cel)), 0);
+	cr_assert_str_eq(cel,
+			 "device.driver == 'gpu.nvidia.com' && "
+			 "device.attributes['gpu.nvidia.com'].productName == 'NVIDIA L40S' && "
+			 "device.allowMultipleAllocations");
+	/* The same block for whole devices: another hash (the templates ask
+	 * for other things), and no sharing in the selector. */
+	memcpy(yaml, SHARED, sizeof(SHARED));
+	at = strstr(yaml, "      sharedCapacity");
+	memmove(at, strchr(at, '\n') + 1, strlen(strchr(at, '\n') + 1) + 1);
+	at = strstr(yaml, "time-slicing");
+	memcpy(at, "exclusive\n", 10);
+	memmove(at + 10, at + 13, strlen(at + 13) + 1);
+	whole = test_policy(yaml);
+	cr_assert_null(policy_flavor_find(whole, "l40s-share")->dra->shared);
+	cr_assert_str_neq(policy_flavor_find(whole, "l40s-share")->dra->hash, d->hash);
+	dra_template_cel(policy_flavor_find(whole, "l40s-share")->dra, cel, sizeof(cel));
+	cr_assert_null(strstr(cel, "allowMultipleAllocations"), "%s", cel);
+	policy_free(whole);
+	policy_free(p);
+}
+
+Test(dra_template, a_share_is_units_times_per_unit_in_the_admins_unit)
+{
+	struct policy_dra_share sh = {.name = "memory", .per_unit = "12Gi",
+				      .per_unit_value = 12LL << 30, .units_per_device = 4};
+	char q[32];
+
+	cr_assert_eq(dra_share_quantity(&sh, 3, q, sizeof(q)), 4);
+	cr_assert_str_eq(q, "36Gi");
+	sh.per_unit = "1500";
+	sh.per_unit_value = 1500;
+	dra_share_quantity(&sh, 2, q, sizeof(q));
+	cr_assert_str_eq(q, "3000");
+	/* not a plain mantissa: the value */
+	sh.per_unit = "1.5Gi";
+	sh.per_unit_value = 1610612736;
+	dra_share_quantity(&sh, 2, q, sizeof(q));
+	cr_assert_str_eq(q, "3221225472");
+	sh.per_unit = "2e9";
+	sh.per_unit_value = 2000000000;
+	dra_share_quantity(&sh, 3, q, sizeof(q));
+	cr_assert_str_eq(q, "6000000000");
+	cr_assert_eq(dra_share_quantity(&sh, 3, q, 4), -1, "too small: refused, not cut");
+	sh.per_unit_value = INT64_MAX / 2;
+	cr_assert_eq(dra_share_quantity(&sh, 3, q, sizeof(q)), -1, "overflow");
 }

@@ -677,6 +677,35 @@ static struct bad_case bad_cases[] = {
 	 "are partitions\n"
 	 "t.yaml:13: class \"c\": 40 devices a pod, but one DRA claim is allocated at most "
 	 "32 (flavor \"m\" is served through DRA)\n"},
+	{"sharing by DRA without sharedCapacity, and the reverse",
+	 "version: 1\nflavors:\n  - name: ts\n    sharing: time-slicing\n    gpusPerNode: 8\n"
+	 "    dra: {deviceClassName: gpu.nvidia.com, driver: gpu.nvidia.com}\n"
+	 "  - name: ex\n    sharing: exclusive\n    gpusPerNode: 8\n"
+	 "    dra:\n      deviceClassName: gpu.nvidia.com\n      driver: gpu.nvidia.com\n"
+	 "      sharedCapacity: {name: memory, perUnit: 10Gi, unitsPerDevice: 8}\n"
+	 "classes: []\ntenants: []\n",
+	 "t.yaml:4: flavor \"ts\": sharing time-slicing through DRA shares a device by its "
+	 "capacity: add dra.sharedCapacity {name, perUnit, unitsPerDevice} (e.g. {name: "
+	 "memory, perUnit: 10Gi, unitsPerDevice: 8})\n"
+	 "t.yaml:13: flavor \"ex\": dra.sharedCapacity shares a device, but sharing is "
+	 "exclusive: use time-slicing or mps\n"},
+	{"bad sharedCapacity values, a class above a device",
+	 "version: 1\nflavors:\n  - name: s\n    sharing: mps\n    gpusPerNode: 64\n"
+	 "    dra:\n      deviceClassName: gpu.nvidia.com\n      driver: gpu.nvidia.com\n"
+	 "      sharedCapacity: {name: \"9mem\", perUnit: 100m, unitsPerDevice: 0}\n"
+	 "  - name: t\n    sharing: mps\n    gpusPerNode: 64\n"
+	 "    dra:\n      deviceClassName: gpu.nvidia.com\n      driver: gpu.nvidia.com\n"
+	 "      sharedCapacity: {name: memory, perUnit: 10Gi, unitsPerDevice: 8}\n"
+	 "classes:\n  - {name: big, flavor: t, gpus: 4, maxGpus: 16}\n"
+	 "  - {name: ok, flavor: t, gpus: 1, maxGpus: 8}\ntenants: []\n",
+	 "t.yaml:9: flavor \"s\": dra.sharedCapacity.name: \"9mem\" is not a device "
+	 "capacity name (a letter or _, then letters, digits or _, at most 32; optionally "
+	 "domain/name)\n"
+	 "t.yaml:9: flavor \"s\": dra.sharedCapacity.perUnit: \"100m\" is not a whole "
+	 "quantity above 0 (e.g. 10Gi)\n"
+	 "t.yaml:9: flavor \"s\": dra.sharedCapacity.unitsPerDevice: 0 is not 1 to 1000\n"
+	 "t.yaml:18: class \"big\": 16 units a pod, but a pod's share of flavor \"t\" is "
+	 "on one device, which holds 8 (dra.sharedCapacity.unitsPerDevice)\n"},
 	{"an unknown health key",
 	 "version: 1\nflavors: []\nclasses: []\ntenants: []\nhealth:\n"
 	 "  taint: [x]\n",
