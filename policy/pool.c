@@ -538,7 +538,7 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 			m->capacity = m->allocatable = m->allocated = 0;
 			member_devices(n, f, m, &approximate);
 			if (approximate && m->exclusion == POOL_USABLE)
-				v->approximate = true;
+				v->approximate = v->devices_compete = true;
 		} else {
 			m->capacity = at_least_zero(r->capacity);
 			/* The kubelet reports allocatable beside capacity;

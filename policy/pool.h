@@ -286,6 +286,7 @@ struct pool_view {
 	 * can be had at once). */
 	int64_t devices_tainted, devices_blocked;
 	bool approximate;
+	bool devices_compete; /* the second reason for approximate */
 };
 
 /*
