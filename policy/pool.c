@@ -342,7 +342,8 @@ static bool competes(const struct pool_node *n, const struct pool_device *d,
 		all = malloc((s->n_users + n->n_devices + 1) * sizeof(*all));
 		if (!all)
 			return true; /* cannot tell: not promised exact */
-		memcpy(all, s->users, s->n_users * sizeof(*all));
+		if (s->n_users)
+			memcpy(all, s->users, s->n_users * sizeof(*all));
 		k = s->n_users;
 		for (size_t j = 0; j < n->n_devices; j++) {
 			const struct pool_device *o = &n->devices[j];

@@ -57,7 +57,7 @@ GPU_SET = {"multiprocessors": "98", "memory": "40Gi",
 
 
 def mig(index: int) -> dict:
-    return {"name": f"gpu-0-mig-1g.5gb-{index}",
+    return {"name": f"gpu-0-mig-1g-5gb-{index}",
             "attributes": {"type": {"string": "mig"}, "profile": {"string": "1g.5gb"},
                            "parentMinor": {"int": 0}},
             "capacity": {"memory": {"value": "5Gi"}},
@@ -121,7 +121,7 @@ def test_an_allocated_gpu_blocks_its_partitions_until_freed(gate, kube, gpugate_
     assert (f["approximate"], f["devicesCompete"]) == (False, False), f
     n = nodes(f)["node-a"]
     assert (n["devicesBlocked"], n["free"]) == (2, 0), n
-    assert n["blockedWhy"] == (f"gpu-0-mig-1g.5gb-0: counter set {SET}: "
+    assert n["blockedWhy"] == (f"gpu-0-mig-1g-5gb-0: counter set {SET}: "
                                "multiprocessors used by gpu-0"), n
     g = wait_pool(srv, lambda f: f["allocated"] == 1, "the GPU allocated", "a100")
     assert (g["free"], g["devicesBlocked"]) == (0, 0), g
@@ -135,7 +135,7 @@ def test_an_allocated_gpu_blocks_its_partitions_until_freed(gate, kube, gpugate_
            "nodes that no claim holds" in text, text
     out = gpugate_pool(gpugate_bin, kube, srv.policy)
     assert ("mig-1g: units are devices; 0 tainted, 2 blocked by counters\n"
-            "  node-a               2 blocked by counters (gpu-0-mig-1g.5gb-0: counter set "
+            "  node-a               2 blocked by counters (gpu-0-mig-1g-5gb-0: counter set "
             f"{SET}: multiprocessors used by gpu-0)\n") in out.stdout, out.stdout
 
     # The claim is freed: the partitions are free again.
@@ -148,10 +148,10 @@ def test_an_allocated_gpu_blocks_its_partitions_until_freed(gate, kube, gpugate_
 def test_an_allocated_partition_blocks_the_gpu_not_its_sibling(gate, kube):
     srv = gate
     wait_pool(srv, lambda f: f["known"] and f["capacity"] == 1, "the GPU", "a100")
-    kube.event("claims", "ADDED", claim("slice-0", "gpu-0-mig-1g.5gb-1"))
+    kube.event("claims", "ADDED", claim("slice-0", "gpu-0-mig-1g-5gb-1"))
     g = wait_pool(srv, lambda f: f["devicesBlocked"] == 1, "a partition held", "a100")
     assert (g["free"], g["allocated"]) == (0, 0), g
     assert nodes(g)["node-a"]["blockedWhy"] == (
-        f"gpu-0: counter set {SET}: multiprocessors used by gpu-0-mig-1g.5gb-1"), g
+        f"gpu-0: counter set {SET}: multiprocessors used by gpu-0-mig-1g-5gb-1"), g
     f = wait_pool(srv, lambda f: f["allocated"] == 1, "the partition held", "mig-1g")
     assert (f["free"], f["devicesBlocked"]) == (1, 0), f

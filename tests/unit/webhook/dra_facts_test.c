@@ -393,7 +393,7 @@ static const char partitions_json[] =
 	"   {\"name\": \"gpu-0\", \"attributes\": {\"type\": {\"string\": \"gpu\"}},"
 	"    \"consumesCounters\": [{\"counterSet\": \"gpu-0-counter-set\", \"counters\": {"
 	"     \"multiprocessors\": {\"value\": \"98\"}, \"memory\": {\"value\": \"40Gi\"}}}]},"
-	"   {\"name\": \"gpu-0-mig-1g.5gb-0\", \"attributes\": {"
+	"   {\"name\": \"gpu-0-mig-1g-5gb-0\", \"attributes\": {"
 	"     \"type\": {\"string\": \"mig\"}, \"profile\": {\"string\": \"1g.5gb\"}},"
 	"    \"consumesCounters\": [{\"counterSet\": \"gpu-0-counter-set\", \"counters\": {"
 	"     \"multiprocessors\": {\"value\": \"14\"}, \"memory\": {\"value\": \"5Gi\"},"
