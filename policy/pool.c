@@ -322,44 +322,59 @@ static bool consumes_set(const struct pool_device *d, const struct pool_counter_
 	return false;
 }
 
-/* Whether the devices of n that can still be had (not held, not blocked,
- * not tainted for f) and consume from a set that d consumes from, d among
- * them, ask together more of one of its counters than is left: then not
- * all of n's free devices can be had at once (pool_view.approximate). */
-static bool competes(const struct pool_node *n, const struct pool_device *d,
-		     const struct policy_flavor *f)
+/* Whether device o of n can still be had for flavor f's purposes: no
+ * claim holds it, no taint f does not tolerate, its counters suffice. */
+static bool can_be_had(const struct pool_node *n, const struct pool_device *o,
+		       const struct policy_flavor *f)
 {
 	char why[8];
 
-	for (size_t i = 0; i < d->n_consumes; i++) {
-		const struct pool_counter_set *s = counter_set_of(n, d, d->consumes[i].set);
-		const struct pool_device **all;
-		size_t k;
-		bool over = false;
+	return !o->allocated && !pool_device_tainted(o, f, why, sizeof(why)) &&
+	       !pool_device_blocked(n, o, why, sizeof(why));
+}
 
-		if (!s)
-			continue;
-		all = malloc((s->n_users + n->n_devices + 1) * sizeof(*all));
-		if (!all)
-			return true; /* cannot tell: not promised exact */
-		if (s->n_users)
-			memcpy(all, s->users, s->n_users * sizeof(*all));
-		k = s->n_users;
-		for (size_t j = 0; j < n->n_devices; j++) {
-			const struct pool_device *o = &n->devices[j];
+/* Whether the devices of n that consume set s and can still be had ask
+ * together, with what s's users hold, more of one of s's counters than s
+ * has: not all of them can be had at once.  Once per set and node (a
+ * view's cost stays linear in the devices of a set). */
+static bool oversubscribed(const struct pool_node *n, const struct pool_counter_set *s,
+			   const struct policy_flavor *f)
+{
+	const struct pool_device **all;
+	size_t k;
+	bool over = false;
 
-			if (!o->allocated && consumes_set(o, s) &&
-			    !pool_device_tainted(o, f, why, sizeof(why)) &&
-			    !pool_device_blocked(n, o, why, sizeof(why)))
-				all[k++] = o;
-		}
-		for (size_t c = 0; c < s->n_counters && !over; c++) {
-			struct counter_terms t = {all, k, s->name, s->counters[c].key, NULL};
+	all = malloc((s->n_users + n->n_devices + 1) * sizeof(*all));
+	if (!all)
+		return true; /* cannot tell: not promised exact */
+	if (s->n_users)
+		memcpy(all, s->users, s->n_users * sizeof(*all));
+	k = s->n_users;
+	for (size_t j = 0; j < n->n_devices; j++)
+		if (consumes_set(&n->devices[j], s) && can_be_had(n, &n->devices[j], f))
+			all[k++] = &n->devices[j];
+	for (size_t c = 0; c < s->n_counters && !over; c++) {
+		struct counter_terms t = {all, k, s->name, s->counters[c].key, NULL};
 
-			over = exceeds(&t, s->counters[c].value);
-		}
-		free(all);
-		if (over)
+		over = exceeds(&t, s->counters[c].value);
+	}
+	free(all);
+	return over;
+}
+
+/* Whether free devices of flavor f on n compete for counters: some set
+ * that one of them consumes is oversubscribed (pool_view.approximate). */
+static bool competes(const struct pool_node *n, const struct policy_flavor *f)
+{
+	for (size_t i = 0; i < n->n_counter_sets; i++) {
+		const struct pool_counter_set *s = &n->counter_sets[i];
+		bool mine = false;
+
+		for (size_t j = 0; j < n->n_devices && !mine; j++)
+			mine = consumes_set(&n->devices[j], s) &&
+			       pool_device_in_flavor(&n->devices[j], f) &&
+			       can_be_had(n, &n->devices[j], f);
+		if (mine && oversubscribed(n, s, f))
 			return true;
 	}
 	return false;
@@ -504,11 +519,10 @@ static void member_devices(const struct pool_node *n, const struct policy_flavor
 			if (!m->devices_blocked++)
 				first_why(m->blocked_why, sizeof(m->blocked_why), d,
 					  judge_blocked, n, f);
-		} else if (!*approximate && competes(n, d, f)) {
-			*approximate = true;
 		}
 	}
 	m->free = at_least_zero(m->allocatable - m->allocated - m->devices_blocked);
+	*approximate = m->free > 0 && competes(n, f);
 }
 
 void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
