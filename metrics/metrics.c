@@ -447,6 +447,29 @@ static void render_devices_tainted(struct strbuf *sb, const struct summaries *s)
 	}
 }
 
+/* DRA flavors only: the devices of their usable nodes that no claim
+ * holds and whose counters held devices used up (policy/pool.h
+ * pool_device_blocked). */
+static void render_devices_blocked(struct strbuf *sb, const struct summaries *s)
+{
+	bool head = false;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (!s->v[i].flavor->dra)
+			continue;
+		if (!head)
+			strbuf_addf(sb, "# HELP gpugate_pool_devices_blocked DRA flavors: "
+					"devices of the usable nodes that no claim holds "
+					"and that cannot be had for their counters (a MIG "
+					"partition of a held GPU, the GPU of a held "
+					"partition): in allocatable, out of free.\n"
+					"# TYPE gpugate_pool_devices_blocked gauge\n");
+		head = true;
+		strbuf_addf(sb, "gpugate_pool_devices_blocked{flavor=\"%s\"} %" PRId64 "\n",
+			    s->v[i].flavor->name, s->v[i].devices_blocked);
+	}
+}
+
 static void render_pool(struct strbuf *sb, const struct metrics_state *st)
 {
 	struct summaries s = {.cap = policy_flavor_count(st->policy)};
@@ -510,6 +533,7 @@ static void render_pool(struct strbuf *sb, const struct metrics_state *st)
 		   "tainted).",
 		   offsetof(struct pool_summary, excluded));
 	render_devices_tainted(sb, &s);
+	render_devices_blocked(sb, &s);
 	render_capacity(sb, st, &s);
 	free(s.v);
 }

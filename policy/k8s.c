@@ -325,6 +325,88 @@ int k8s_quantity_cmp(const char *a, const char *b, int *cmp)
 	return 0;
 }
 
+/* a += b; -1 when it overflows BIG_LIMBS. */
+static int big_add(struct big *a, const struct big *b)
+{
+	uint32_t carry = 0;
+
+	for (size_t i = 0; i < b->n || carry; i++) {
+		uint32_t x;
+
+		if (i == a->n) {
+			if (a->n == BIG_LIMBS)
+				return -1;
+			a->limb[a->n++] = 0;
+		}
+		x = a->limb[i] + (i < b->n ? b->limb[i] : 0) + carry;
+		carry = x >= BIG_BASE;
+		a->limb[i] = carry ? x - BIG_BASE : x;
+	}
+	return 0;
+}
+
+static int big_cmp(const struct big *a, const struct big *b)
+{
+	/* Limbs above n may be 0 after an add that carried nothing there:
+	 * compare the significant ones. */
+	size_t na = a->n, nb = b->n;
+
+	while (na && !a->limb[na - 1])
+		na--;
+	while (nb && !b->limb[nb - 1])
+		nb--;
+	if (na != nb)
+		return na < nb ? -1 : 1;
+	for (size_t i = na; i-- > 0;)
+		if (a->limb[i] != b->limb[i])
+			return a->limb[i] < b->limb[i] ? -1 : 1;
+	return 0;
+}
+
+/* q's decimal exponent once its fraction is an integer (qty_split). */
+static int qty_ten(const struct qty *q)
+{
+	return (q->base == 10 ? q->exp : 0) - (int)q->frac_len;
+}
+
+int k8s_quantity_sum_cmp(size_t n, const char *(*term)(void *ctx, size_t i), void *ctx,
+			 const char *b, int *cmp)
+{
+	struct big sum = {.n = 0}, x, vb;
+	struct qty q;
+	int low;
+
+	if (qty_split(b, &q) < 0)
+		return -1;
+	low = qty_ten(&q);
+	for (size_t i = 0; i < n; i++) {
+		const char *t = term(ctx, i);
+		struct qty qt;
+
+		if (!t)
+			continue;
+		if (qty_split(t, &qt) < 0)
+			return -1;
+		if (qty_ten(&qt) < low)
+			low = qty_ten(&qt);
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *t = term(ctx, i);
+		struct qty qt;
+
+		if (!t)
+			continue;
+		qty_split(t, &qt);
+		if (big_of(&qt, qty_ten(&qt) - low, qt.base == 2 ? qt.exp : 0, &x) < 0 ||
+		    big_add(&sum, &x) < 0)
+			return -1;
+	}
+	if (big_of(&q, qty_ten(&q) - low, q.base == 2 ? q.exp : 0, &vb) < 0)
+		return -1;
+	*cmp = big_cmp(&sum, &vb);
+	return 0;
+}
+
 void k8s_dra_name_split(const char *driver, const char *name, struct k8s_dra_name *out)
 {
 	const char *slash = strchr(name, '/');

@@ -57,6 +57,15 @@ int k8s_quantity_whole(const char *s, int64_t *out);
 int k8s_quantity_cmp(const char *a, const char *b, int *cmp);
 
 /*
+ * Compares the exact sum of n quantities with b, as k8s_quantity_cmp does
+ * ("40Gi" against "5Gi" seven times and "5Gi"): term(ctx, i) gives the
+ * i-th (NULL: none, it adds nothing).  Returns 0, or -1 when a term or b
+ * is not a quantity.  No allocation.
+ */
+int k8s_quantity_sum_cmp(size_t n, const char *(*term)(void *ctx, size_t i), void *ctx,
+			 const char *b, int *cmp);
+
+/*
  * A DRA attribute or capacity name (a dra block's, policy/policy.h) as
  * resource.k8s.io qualifies it: one with a domain ("example.com/rack") is
  * that domain's, one without ("productName") the driver's.  The template's

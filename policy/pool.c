@@ -245,6 +245,171 @@ bool pool_device_tainted(const struct pool_device *d, const struct policy_flavor
 	return false;
 }
 
+/* ---- counters (KEP-4815 partitionable devices) ---------------------- */
+
+static const struct pool_counter_set *counter_set_of(const struct pool_node *n,
+						     const struct pool_device *d,
+						     const char *name)
+{
+	for (size_t i = 0; i < n->n_counter_sets; i++) {
+		const struct pool_counter_set *s = &n->counter_sets[i];
+
+		if (strcmp(s->name, name) == 0 && strcmp(s->driver, d->driver) == 0 &&
+		    strcmp(s->pool, d->pool) == 0)
+			return s;
+	}
+	return NULL;
+}
+
+static const char *label_value(const struct pool_label *ls, size_t n, const char *key)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(ls[i].key, key) == 0)
+			return ls[i].value;
+	return NULL;
+}
+
+/* What device d consumes of counter `counter` of set `set`, or NULL. */
+static const char *consumed(const struct pool_device *d, const char *set,
+			    const char *counter)
+{
+	for (size_t i = 0; i < d->n_consumes; i++)
+		if (strcmp(d->consumes[i].set, set) == 0)
+			return label_value(d->consumes[i].counters,
+					   d->consumes[i].n_counters, counter);
+	return NULL;
+}
+
+/* The terms of one counter's sum: what some devices consume of it, then
+ * an extra quantity (NULL: none). */
+struct counter_terms {
+	const struct pool_device *const *devs;
+	size_t n_devs;
+	const char *set, *counter, *extra;
+};
+
+static const char *counter_term(void *ctx, size_t i)
+{
+	const struct counter_terms *t = ctx;
+
+	return i < t->n_devs ? consumed(t->devs[i], t->set, t->counter) : t->extra;
+}
+
+/* Whether what t sums exceeds value (an unreadable quantity does: the
+ * apiserver validated them, so it is a bug to be seen, not room). */
+static bool exceeds(struct counter_terms *t, const char *value)
+{
+	int cmp;
+
+	return k8s_quantity_sum_cmp(t->n_devs + 1, counter_term, t, value, &cmp) < 0 ||
+	       cmp > 0;
+}
+
+bool pool_device_blocked(const struct pool_node *n, const struct pool_device *d,
+			 char *why, size_t size)
+{
+	why[0] = '\0';
+	for (size_t i = 0; i < d->n_consumes; i++) {
+		const struct pool_counter_use *u = &d->consumes[i];
+		const struct pool_counter_set *s = counter_set_of(n, d, u->set);
+
+		if (!s) {
+			snprintf(why, size, "counter set %s not published", u->set);
+			return true;
+		}
+		for (size_t k = 0; k < u->n_counters; k++) {
+			const char *c = u->counters[k].key;
+			const char *value = label_value(s->counters, s->n_counters, c);
+			struct counter_terms t = {s->users, s->n_users, s->name, c,
+						  u->counters[k].value};
+			const char *by = "";
+
+			if (!value) {
+				snprintf(why, size, "counter set %s has no counter %s",
+					 s->name, c);
+				return true;
+			}
+			if (!exceeds(&t, value))
+				continue;
+			for (size_t j = 0; j < s->n_users && !by[0]; j++)
+				if (consumed(s->users[j], s->name, c))
+					by = s->users[j]->name;
+			snprintf(why, size, "counter set %s: %s used by %s", s->name, c,
+				 by[0] ? by : "(none: the device alone exceeds it)");
+			return true;
+		}
+	}
+	return false;
+}
+
+static bool consumes_set(const struct pool_device *d, const struct pool_counter_set *s)
+{
+	if (strcmp(d->driver, s->driver) != 0 || strcmp(d->pool, s->pool) != 0)
+		return false;
+	for (size_t i = 0; i < d->n_consumes; i++)
+		if (strcmp(d->consumes[i].set, s->name) == 0)
+			return true;
+	return false;
+}
+
+/* Whether device o of n can still be had for flavor f's purposes: no
+ * claim holds it, no taint f does not tolerate, its counters suffice. */
+static bool can_be_had(const struct pool_node *n, const struct pool_device *o,
+		       const struct policy_flavor *f)
+{
+	char why[8];
+
+	return !o->allocated && !pool_device_tainted(o, f, why, sizeof(why)) &&
+	       !pool_device_blocked(n, o, why, sizeof(why));
+}
+
+/* Whether the devices of n that consume set s and can still be had ask
+ * together, with what s's users hold, more of one of s's counters than s
+ * has: not all of them can be had at once.  Once per set and node (a
+ * view's cost stays linear in the devices of a set). */
+static bool oversubscribed(const struct pool_node *n, const struct pool_counter_set *s,
+			   const struct policy_flavor *f)
+{
+	const struct pool_device **all;
+	size_t k;
+	bool over = false;
+
+	all = malloc((s->n_users + n->n_devices + 1) * sizeof(*all));
+	if (!all)
+		return true; /* cannot tell: not promised exact */
+	if (s->n_users)
+		memcpy(all, s->users, s->n_users * sizeof(*all));
+	k = s->n_users;
+	for (size_t j = 0; j < n->n_devices; j++)
+		if (consumes_set(&n->devices[j], s) && can_be_had(n, &n->devices[j], f))
+			all[k++] = &n->devices[j];
+	for (size_t c = 0; c < s->n_counters && !over; c++) {
+		struct counter_terms t = {all, k, s->name, s->counters[c].key, NULL};
+
+		over = exceeds(&t, s->counters[c].value);
+	}
+	free(all);
+	return over;
+}
+
+/* Whether free devices of flavor f on n compete for counters: some set
+ * that one of them consumes is oversubscribed (pool_view.approximate). */
+static bool competes(const struct pool_node *n, const struct policy_flavor *f)
+{
+	for (size_t i = 0; i < n->n_counter_sets; i++) {
+		const struct pool_counter_set *s = &n->counter_sets[i];
+		bool mine = false;
+
+		for (size_t j = 0; j < n->n_devices && !mine; j++)
+			mine = consumes_set(&n->devices[j], s) &&
+			       pool_device_in_flavor(&n->devices[j], f) &&
+			       can_be_had(n, &n->devices[j], f);
+		if (mine && oversubscribed(n, s, f))
+			return true;
+	}
+	return false;
+}
+
 /* Why a node whose signal is gone is still out (pool.h). */
 static void validating_text(const struct pool_node *n, char *why, size_t size)
 {
@@ -331,15 +496,43 @@ static int64_t at_least_zero(int64_t v)
 	return v < 0 ? 0 : v;
 }
 
-/* A DRA flavor's units on n: its devices of f (pool_member). */
+/* The first device's reason after its name ("gpu-3: ..."), by the
+ * judge that found it. */
+static void first_why(char *out, size_t size, const struct pool_device *d,
+		      bool (*judge)(const struct pool_node *n, const struct pool_device *d,
+				    const struct policy_flavor *f, char *why, size_t size),
+		      const struct pool_node *n, const struct policy_flavor *f)
+{
+	int at = snprintf(out, size, "%s: ", d->name);
+
+	if (at >= 0 && (size_t)at < size)
+		judge(n, d, f, out + at, size - (size_t)at);
+}
+
+static bool judge_tainted(const struct pool_node *n, const struct pool_device *d,
+			  const struct policy_flavor *f, char *why, size_t size)
+{
+	(void)n;
+	return pool_device_tainted(d, f, why, size);
+}
+
+static bool judge_blocked(const struct pool_node *n, const struct pool_device *d,
+			  const struct policy_flavor *f, char *why, size_t size)
+{
+	(void)f;
+	return pool_device_blocked(n, d, why, size);
+}
+
+/* A DRA flavor's units on n: its devices of f (pool_member); whether its
+ * free devices compete for counters (*approximate). */
 static void member_devices(const struct pool_node *n, const struct policy_flavor *f,
-			   struct pool_member *m)
+			   struct pool_member *m, bool *approximate)
 {
 	char why[sizeof(m->device_why)];
+	int64_t blocked = 0; /* units of the blocked devices */
 
 	for (size_t i = 0; i < n->n_devices; i++) {
 		const struct pool_device *d = &n->devices[i];
-
 		int64_t units, used;
 
 		if (!pool_device_in_flavor(d, f))
@@ -347,19 +540,22 @@ static void member_devices(const struct pool_node *n, const struct policy_flavor
 		pool_device_units(d, f, &units, &used);
 		m->capacity += units;
 		if (pool_device_tainted(d, f, why, sizeof(why))) {
-			/* The first one's reason, after its name. */
-			int at = m->devices_tainted++ ? -1
-				: snprintf(m->device_why, sizeof(m->device_why),
-					   "%s: ", d->name);
-
-			if (at >= 0 && (size_t)at < sizeof(m->device_why))
-				pool_device_tainted(d, f, m->device_why + at,
-						    sizeof(m->device_why) - (size_t)at);
+			if (!m->devices_tainted++)
+				first_why(m->device_why, sizeof(m->device_why), d,
+					  judge_tainted, n, f);
 			continue;
 		}
 		m->allocatable += units;
 		m->allocated += used;
+		if (!d->allocated && pool_device_blocked(n, d, why, sizeof(why))) {
+			blocked += units;
+			if (!m->devices_blocked++)
+				first_why(m->blocked_why, sizeof(m->blocked_why), d,
+					  judge_blocked, n, f);
+		}
 	}
+	m->free = at_least_zero(m->allocatable - m->allocated - blocked);
+	*approximate = m->free > 0 && competes(n, f);
 }
 
 void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
@@ -382,11 +578,15 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 		m = &members[v->n_members++];
 		m->node = n;
 		m->exclusion = pool_node_exclusion(n, f, h, m->why, sizeof(m->why));
-		m->devices_tainted = 0;
-		m->device_why[0] = '\0';
+		m->devices_tainted = m->devices_blocked = 0;
+		m->device_why[0] = m->blocked_why[0] = '\0';
 		if (f->dra) {
+			bool approximate = false;
+
 			m->capacity = m->allocatable = m->allocated = 0;
-			member_devices(n, f, m);
+			member_devices(n, f, m, &approximate);
+			if (approximate && m->exclusion == POOL_USABLE)
+				v->approximate = v->devices_compete = true;
 		} else {
 			m->capacity = at_least_zero(r->capacity);
 			/* The kubelet reports allocatable beside capacity;
@@ -394,8 +594,8 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 			 * against. */
 			m->allocatable = at_least_zero(r->allocatable);
 			m->allocated = at_least_zero(r->allocated);
+			m->free = at_least_zero(m->allocatable - m->allocated);
 		}
-		m->free = at_least_zero(m->allocatable - m->allocated);
 		if (m->exclusion != POOL_USABLE)
 			continue;
 		v->n_usable++;
@@ -404,6 +604,7 @@ void pool_view_build(const struct pool_node *const *nodes, size_t n_nodes,
 		v->allocated += m->allocated;
 		v->free += m->free;
 		v->devices_tainted += m->devices_tainted;
+		v->devices_blocked += m->devices_blocked;
 		if (!v->largest_allocatable_node || m->allocatable > v->largest_allocatable) {
 			v->largest_allocatable = m->allocatable;
 			v->largest_allocatable_node = n->name;
@@ -573,6 +774,8 @@ void pool_summarize(const struct pool_view *v, struct pool_summary *out)
 	out->free = v->free;
 	out->largest_free = v->largest_free;
 	out->devices_tainted = v->devices_tainted;
+	out->devices_blocked = v->devices_blocked;
+	out->approximate = v->approximate;
 	for (size_t i = 0; i < v->n_members; i++) {
 		const struct pool_member *m = &v->members[i];
 

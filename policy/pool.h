@@ -74,6 +74,34 @@ struct pool_device_taint {
 	const char *rule;        /* the DeviceTaintRule's name; NULL: the slice's */
 };
 
+/* What a device consumes of one counter set of its pool
+ * (consumesCounters[]: counterSet and counters, values as written). */
+struct pool_counter_use {
+	const char *set;
+	const struct pool_label *counters; /* name -> quantity */
+	size_t n_counters;
+};
+
+struct pool_device;
+
+/*
+ * A counter set of a DRA pool (a slice's spec.sharedCounters[]: KEP-4815
+ * partitionable devices), as the node whose devices consume from it sees
+ * it: its counters' values as written ("98", "40Gi"), and the devices of
+ * the pool that a claim holds and that consume from it, wherever they are
+ * (the scheduler's allocator subtracts every allocated device of the
+ * pool).  A full GPU and its MIG partitions consume the same set, so a
+ * held GPU leaves nothing for its partitions and a held partition leaves
+ * too little for the GPU.
+ */
+struct pool_counter_set {
+	const char *driver, *pool, *name;
+	const struct pool_label *counters;
+	size_t n_counters;
+	const struct pool_device *const *users; /* held devices consuming it */
+	size_t n_users;
+};
+
 struct pool_device {
 	const char *driver, *pool, *name;
 	/* Attribute names qualified ("gpu.nvidia.com/productName": a name
@@ -98,6 +126,9 @@ struct pool_device {
 	 * allocated shares consume (their consumedCapacity summed). */
 	bool multi_alloc;
 	const int64_t *consumed;
+	/* consumesCounters: from counter sets of its own pool (at most 2). */
+	const struct pool_counter_use *consumes;
+	size_t n_consumes;
 };
 
 /* A node as the API shows it (strings borrowed from wherever the caller
@@ -117,9 +148,12 @@ struct pool_node {
 	/* gpugate's record (annotation gpugate.io/health, policy/health.h),
 	 * NULL when absent. */
 	const char *health_record;
-	/* Its DRA devices (every driver's), for DRA flavors. */
+	/* Its DRA devices (every driver's), for DRA flavors, and the counter
+	 * sets of their pools. */
 	const struct pool_device *devices;
 	size_t n_devices;
+	const struct pool_counter_set *counter_sets;
+	size_t n_counter_sets;
 };
 
 enum pool_exclusion {
@@ -199,6 +233,22 @@ bool pool_device_tainted(const struct pool_device *d, const struct policy_flavor
 			 char *why, size_t size);
 
 /*
+ * Whether device d of node n cannot be had for its counters (the
+ * scheduler's allocator, checkAvailableCounters): for some counter C of a
+ * set S that d consumes, S's value of C is less than what the held
+ * devices of S (S.users) consume of C plus what d does.  The reason in
+ * why (size > 0), naming the first held device that consumes C:
+ * `counter set gpu-0-counter-set: memory-slice-3 used by gpu-0`; a set
+ * or counter that n does not carry blocks too (`counter set S not
+ * published`, `counter set S has no counter C`: the scheduler holds such
+ * a pool invalid).  False (why "") when d consumes no counters or they
+ * suffice.  A held device (d->allocated) is judged like any other: the
+ * caller asks for devices that are not.
+ */
+bool pool_device_blocked(const struct pool_node *n, const struct pool_device *d,
+			 char *why, size_t size);
+
+/*
  * Why n is excluded for f (POOL_USABLE when it is not), with the signal in
  * why (size > 0; "" when usable): `taint nvsentinel=fatal:NoSchedule`,
  * `condition GpuXidError=True (reason Xid79)`, `label K=V`, `Ready=Unknown`,
@@ -215,9 +265,14 @@ enum pool_exclusion pool_node_exclusion(const struct pool_node *n,
  * One node of a flavor, as the view shows it.  For a DRA flavor the units
  * are its devices of the flavor: capacity all of them, allocatable those
  * not tainted (as a device plugin lowers allocatable for a sick device),
- * allocated the allocatable ones a claim holds, free the rest;
- * devices_tainted the tainted ones (allocated or not) and device_why the
- * first one's device and reason ("gpu-3: taint K=V:NoExecute").
+ * allocated the allocatable ones a claim holds, blocked the allocatable
+ * ones no claim holds whose counters are used up (pool_device_blocked: a
+ * MIG partition of a held GPU), free the rest (allocatable - allocated -
+ * blocked); devices_tainted the tainted ones (allocated or not) and
+ * device_why the first one's device and reason ("gpu-3: taint
+ * K=V:NoExecute"); devices_blocked and blocked_why the same for counters
+ * ("mig-0-1g-0: counter set gpu-0-counter-set: memory-slice-0 used by
+ * gpu-0").
  */
 struct pool_member {
 	const struct pool_node *node;
@@ -226,6 +281,8 @@ struct pool_member {
 	int64_t capacity, allocatable, allocated, free;
 	int64_t devices_tainted;
 	char device_why[160];
+	int64_t devices_blocked;
+	char blocked_why[160];
 };
 
 /* A flavor's nodes.  The totals count usable nodes only. */
@@ -239,11 +296,16 @@ struct pool_view {
 	int64_t largest_free;
 	const char *largest_allocatable_node; /* NULL when none */
 	const char *largest_free_node;
-	/* DRA flavors: tainted devices of the usable nodes; approximate when
+	/* DRA flavors: tainted devices and devices blocked by counters of
+	 * the usable nodes; approximate when the counts are an upper bound:
 	 * CEL that gpugate does not evaluate narrows the devices
-	 * (dra.selectors: the counts are an upper bound). */
-	int64_t devices_tainted;
+	 * (dra.selectors), or free devices of a usable node compete for the
+	 * same counters (two MIG partitions on one memory slice, a free GPU
+	 * and its free partitions, whatever their flavors: not all of them
+	 * can be had at once). */
+	int64_t devices_tainted, devices_blocked;
 	bool approximate;
+	bool devices_compete; /* the second reason for approximate */
 };
 
 /*
@@ -262,6 +324,8 @@ struct pool_summary {
 	int64_t allocatable, allocated, free, largest_free; /* usable nodes */
 	int64_t excluded;      /* capacity of the excluded nodes */
 	int64_t devices_tainted; /* DRA: tainted devices of the usable nodes */
+	int64_t devices_blocked; /* DRA: blocked by counters, of the usable nodes */
+	bool approximate;        /* pool_view.approximate */
 };
 
 void pool_summarize(const struct pool_view *v, struct pool_summary *out);

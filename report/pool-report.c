@@ -91,6 +91,10 @@ static json_t *node_json(const struct pool_member *m, const struct build *b, boo
 		add(n, "devicesTainted", json_integer(m->devices_tainted), oom);
 		add(n, "deviceWhy", json_string(m->device_why), oom);
 	}
+	if (m->devices_blocked > 0) {
+		add(n, "devicesBlocked", json_integer(m->devices_blocked), oom);
+		add(n, "blockedWhy", json_string(m->blocked_why), oom);
+	}
 	health_json(n, m, b, oom);
 	return n;
 }
@@ -120,7 +124,9 @@ static void flavor_json(void *ctx, const struct pool_view *v)
 		    &b->oom);
 		add(f, "known", json_boolean(b->dra_known), &b->oom);
 		add(f, "devicesTainted", json_integer(s.devices_tainted), &b->oom);
+		add(f, "devicesBlocked", json_integer(s.devices_blocked), &b->oom);
 		add(f, "approximate", json_boolean(v->approximate), &b->oom);
+		add(f, "devicesCompete", json_boolean(v->devices_compete), &b->oom);
 	} else
 		add(f, "resource", json_string(v->flavor->resource), &b->oom);
 	add(f, "sharing", json_string(policy_sharing_name(v->flavor->sharing)), &b->oom);
@@ -625,15 +631,27 @@ static void devices_text(const json_t *flavors, struct strbuf *out)
 			strbuf_addf(out, ", not known (ResourceSlices not listed or not "
 					 "served)\n");
 		else {
-			if (json_is_true(json_object_get(f, "approximate")))
+			if (json_is_true(json_object_get(f, "devicesCompete")))
+				strbuf_addf(out, ", an upper bound (free devices compete "
+						 "for counters: not all can be had at once)");
+			else if (json_is_true(json_object_get(f, "approximate")))
 				strbuf_addf(out, ", an upper bound (dra.selectors are CEL "
 						 "gpugate does not evaluate)");
-			strbuf_addf(out, "; %lld tainted\n", num(f, "devicesTainted"));
+			strbuf_addf(out, "; %lld tainted", num(f, "devicesTainted"));
+			if (num(f, "devicesBlocked") > 0)
+				strbuf_addf(out, ", %lld blocked by counters",
+					    num(f, "devicesBlocked"));
+			strbuf_addf(out, "\n");
 		}
-		json_array_foreach(json_object_get(f, "nodeList"), k, n)
+		json_array_foreach(json_object_get(f, "nodeList"), k, n) {
 			if (num(n, "devicesTainted") > 0)
 				strbuf_addf(out, "  %-20s %lld tainted (%s)\n", text(n, "name"),
 					    num(n, "devicesTainted"), text(n, "deviceWhy"));
+			if (num(n, "devicesBlocked") > 0)
+				strbuf_addf(out, "  %-20s %lld blocked by counters (%s)\n",
+					    text(n, "name"), num(n, "devicesBlocked"),
+					    text(n, "blockedWhy"));
+		}
 	}
 }
 

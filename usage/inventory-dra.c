@@ -104,6 +104,8 @@ static void slot_detach(struct slot *s)
 	s->n_devices = 0;
 	s->node.devices = NULL;
 	s->node.n_devices = 0;
+	s->node.counter_sets = NULL;
+	s->node.n_counter_sets = 0;
 }
 
 static void detach_all(struct inventory *inv)
@@ -111,6 +113,8 @@ static void detach_all(struct inventory *inv)
 	for (size_t i = 0; inv->attached && i < inv->n_slots; i++)
 		slot_detach(inv->slots[i]);
 	inv->attached = false;
+	arena_release(&inv->dev_arena);
+	arena_init(&inv->dev_arena);
 }
 
 /* Under mu: kind's entries changed.  Slices and rules take the slots'
@@ -191,6 +195,21 @@ static bool copy_labels(struct arena *a, const struct pool_label *l, size_t n,
 	return c != NULL;
 }
 
+static bool copy_uses(struct arena *a, const struct pool_counter_use *u, size_t n,
+		      const struct pool_counter_use **out)
+{
+	struct pool_counter_use *c = arena_calloc(a, n + 1, sizeof(*c));
+
+	*out = c;
+	for (size_t i = 0; c && i < n; i++) {
+		c[i].n_counters = u[i].n_counters;
+		if (!(c[i].set = arena_strdup(a, u[i].set)) ||
+		    !copy_labels(a, u[i].counters, u[i].n_counters, &c[i].counters))
+			return false;
+	}
+	return c != NULL;
+}
+
 /* d of slice s into out, strings in a. */
 static bool copy_device(struct arena *a, const struct inventory_slice *s,
 			const struct pool_device *d, struct pool_device *out)
@@ -206,7 +225,8 @@ static bool copy_device(struct arena *a, const struct inventory_slice *s,
 	out->name = arena_strdup(a, d->name);
 	if (!is_string || !t || !out->name ||
 	    !copy_labels(a, d->attributes, d->n_attributes, &out->attributes) ||
-	    !copy_labels(a, d->capacity, d->n_capacity, &out->capacity))
+	    !copy_labels(a, d->capacity, d->n_capacity, &out->capacity) ||
+	    !copy_uses(a, d->consumes, d->n_consumes, &out->consumes))
 		return false;
 	if (d->attribute_is_string)
 		memcpy(is_string, d->attribute_is_string,
@@ -231,9 +251,21 @@ static bool copy_slice(struct dra_entry *e, const void *from)
 	c->driver = dup_or_null(&e->arena, s->driver ? s->driver : "", &ok);
 	c->pool = dup_or_null(&e->arena, s->pool ? s->pool : "", &ok);
 	c->node = dup_or_null(&e->arena, s->node, &ok);
+	struct pool_counter_set *cs =
+		arena_calloc(&e->arena, s->n_counter_sets + 1, sizeof(*cs));
+
+	ok = ok && cs;
 	for (size_t i = 0; ok && i < s->n_devices; i++)
 		ok = copy_device(&e->arena, c, &s->devices[i], &d[i]);
+	for (size_t i = 0; ok && i < s->n_counter_sets; i++) {
+		cs[i] = (struct pool_counter_set){.driver = c->driver, .pool = c->pool,
+						  .n_counters = s->counter_sets[i].n_counters};
+		ok = (cs[i].name = arena_strdup(&e->arena, s->counter_sets[i].name)) &&
+		     copy_labels(&e->arena, s->counter_sets[i].counters,
+				 s->counter_sets[i].n_counters, &cs[i].counters);
+	}
 	c->devices = d;
+	c->counter_sets = cs;
 	return ok;
 }
 
@@ -398,9 +430,15 @@ static bool device_key(char *buf, size_t size, const char *driver, const char *p
 }
 
 /* The newest generation of a pool and how many of its slices are seen at
- * it, of how many. */
+ * it, of how many; its counter sets at it (in inv->dev_arena), and
+ * whether it is invalid as the scheduler's allocator holds it (a counter
+ * set named twice, a device consuming a set or counter not published):
+ * such a pool offers nothing. */
 struct pool_gen {
 	int64_t generation, seen, count;
+	struct pool_counter_set *sets;
+	size_t n_sets;
+	bool invalid;
 };
 
 /* A claim's result that names a device; next: the device's next one
@@ -440,14 +478,14 @@ static int build_index(struct inventory *inv, struct dra_build *b)
 			continue;
 		if (!strmap_get(&b->pools, key, &k)) {
 			k = b->n_gens++;
-			b->gens[k] = (struct pool_gen){s->generation, 0, s->slice_count};
+			b->gens[k] = (struct pool_gen){.generation = s->generation, .count = s->slice_count};
 			if (!(stored = arena_strdup(&b->a, key)) ||
 			    strmap_put(&b->pools, stored, k, NULL) < 0)
 				return -1;
 		}
 		g = &b->gens[k];
 		if (s->generation > g->generation)
-			*g = (struct pool_gen){s->generation, 0, s->slice_count};
+			*g = (struct pool_gen){.generation = s->generation, .count = s->slice_count};
 		if (s->generation == g->generation)
 			g->seen++;
 	}
@@ -519,23 +557,189 @@ static const int64_t *consumed_of(const struct dra_build *b, size_t first,
 	return sum;
 }
 
-/* Whether slice s offers its devices to its node's slot: node-local, of
- * its pool's newest generation, the pool complete at it. */
-static struct slot *slice_slot(struct inventory *inv, const struct dra_build *b,
-			       const struct inventory_slice *s)
+/* The pool of slice s when s is of its newest generation and the pool
+ * complete at it, else NULL. */
+static struct pool_gen *slice_pool(const struct dra_build *b,
+				   const struct inventory_slice *s)
 {
 	char key[1024];
-	struct slot *slot;
 	size_t k;
 
-	if (!s->node || !(slot = inv_slot_find(inv, s->node)) || !slot->has_node)
-		return NULL;
 	if (!device_key(key, sizeof(key), s->driver, s->pool, NULL) ||
 	    !strmap_get(&b->pools, key, &k))
 		return NULL;
 	if (b->gens[k].generation != s->generation || b->gens[k].seen != b->gens[k].count)
 		return NULL;
+	return &b->gens[k];
+}
+
+/* Whether slice s offers its devices to its node's slot: node-local, of
+ * its pool's newest generation, the pool complete and valid at it. */
+static struct slot *slice_slot(struct inventory *inv, const struct dra_build *b,
+			       const struct inventory_slice *s)
+{
+	const struct pool_gen *g;
+	struct slot *slot;
+
+	if (!s->node || !(slot = inv_slot_find(inv, s->node)) || !slot->has_node)
+		return NULL;
+	if (!(g = slice_pool(b, s)) || g->invalid)
+		return NULL;
 	return slot;
+}
+
+static struct pool_counter_set *set_find(const struct pool_gen *g, const char *name)
+{
+	for (size_t i = 0; i < g->n_sets; i++)
+		if (strcmp(g->sets[i].name, name) == 0)
+			return &g->sets[i];
+	return NULL;
+}
+
+static bool held(const struct dra_build *b, const struct pool_device *d)
+{
+	char key[1024];
+
+	return device_key(key, sizeof(key), d->driver, d->pool, d->name) &&
+	       strmap_get(&b->held, key, NULL);
+}
+
+/* Whether what d consumes names sets of g and counters of theirs. */
+static bool uses_valid(const struct pool_gen *g, const struct pool_device *d)
+{
+	for (size_t i = 0; i < d->n_consumes; i++) {
+		const struct pool_counter_set *cs = set_find(g, d->consumes[i].set);
+
+		if (!cs)
+			return false;
+		for (size_t k = 0; k < d->consumes[i].n_counters; k++) {
+			bool found = false;
+
+			for (size_t c = 0; c < cs->n_counters && !found; c++)
+				found = strcmp(cs->counters[c].key,
+					       d->consumes[i].counters[k].key) == 0;
+			if (!found)
+				return false;
+		}
+	}
+	return true;
+}
+
+/* Under mu: each current pool's counter sets (a shallow copy, strings the
+ * slices'), its validity, and each set's users: the held devices of the
+ * pool that consume from it, wherever they are (the allocator's
+ * checkAvailableCounters).  Pass by pass over the current slices: sets,
+ * validity, users counted, users put. */
+static int build_counters(struct inventory *inv, struct dra_build *b)
+{
+	const struct dra_table *slices = inv_dra_table(inv, INVENTORY_SLICES);
+
+	for (int pass = 0; pass < 5; pass++) {
+		for (size_t i = 0; i < slices->n; i++) {
+			const struct inventory_slice *sl = &slices->e[i]->u.slice;
+			struct pool_gen *g = slice_pool(b, sl);
+
+			if (!g)
+				continue;
+			if (pass == 0) {
+				g->n_sets += sl->n_counter_sets;
+				continue;
+			}
+			if (pass == 1) {
+				for (size_t k = 0; k < sl->n_counter_sets; k++) {
+					if (set_find(g, sl->counter_sets[k].name))
+						g->invalid = true;
+					g->sets[g->n_sets++] = sl->counter_sets[k];
+					g->sets[g->n_sets - 1].users = NULL;
+					g->sets[g->n_sets - 1].n_users = 0;
+				}
+				continue;
+			}
+			for (size_t k = 0; k < sl->n_devices; k++) {
+				const struct pool_device *d = &sl->devices[k];
+
+				if (pass == 2 && !uses_valid(g, d))
+					g->invalid = true;
+				if (pass < 3 || g->invalid || !held(b, d))
+					continue;
+				for (size_t u = 0; u < d->n_consumes; u++) {
+					struct pool_counter_set *cs =
+						set_find(g, d->consumes[u].set);
+
+					if (pass == 3)
+						cs->n_users++;
+					else /* the array is ours, in dev_arena */
+						((const struct pool_device **)cs->users)
+							[cs->n_users++] = d;
+				}
+			}
+		}
+		/* Room for what the pass counted, for the next to fill. */
+		for (size_t k = 0; k < b->n_gens && (pass == 0 || pass == 3); k++) {
+			struct pool_gen *g = &b->gens[k];
+
+			if (pass == 0) {
+				if (g->n_sets && !(g->sets = arena_calloc(&inv->dev_arena,
+									  g->n_sets,
+									  sizeof(*g->sets))))
+					return -1;
+				g->n_sets = 0;
+				continue;
+			}
+			for (size_t c = 0; c < g->n_sets; c++) {
+				struct pool_counter_set *cs = &g->sets[c];
+
+				if (cs->n_users &&
+				    !(cs->users = arena_calloc(&inv->dev_arena, cs->n_users,
+							       sizeof(*cs->users))))
+					return -1;
+				cs->n_users = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/* Under mu: slot s's node carries the counter sets of the pools of its
+ * devices (a shallow copy in its dev_arena). */
+static int slot_counter_sets(const struct dra_build *b, struct slot *s)
+{
+	const struct pool_gen **pools;
+	struct pool_counter_set *sets;
+	size_t n_pools = 0, n = 0;
+
+	if (!s->n_devices)
+		return 0;
+	if (!(pools = arena_calloc(&s->dev_arena, s->n_devices, sizeof(*pools))))
+		return -1;
+	for (size_t i = 0; i < s->n_devices; i++) {
+		const struct pool_gen *g;
+		size_t k = 0, at;
+		char buf[1024];
+
+		if (!device_key(buf, sizeof(buf), s->devices[i].driver, s->devices[i].pool,
+				NULL) ||
+		    !strmap_get(&b->pools, buf, &at))
+			continue;
+		g = &b->gens[at];
+		while (k < n_pools && pools[k] != g)
+			k++;
+		if (k == n_pools) {
+			pools[n_pools++] = g;
+			n += g->n_sets;
+		}
+	}
+	if (!n)
+		return 0;
+	if (!(sets = arena_calloc(&s->dev_arena, n, sizeof(*sets))))
+		return -1;
+	n = 0;
+	for (size_t k = 0; k < n_pools; k++)
+		for (size_t c = 0; c < pools[k]->n_sets; c++)
+			sets[n++] = pools[k]->sets[c];
+	s->node.counter_sets = sets;
+	s->node.n_counter_sets = n;
+	return 0;
 }
 
 static bool rule_matches(const struct inventory_taint_rule *r,
@@ -601,7 +805,7 @@ int inv_devices_ensure(struct inventory *inv)
 	strmap_init(&b.held);
 	detach_all(inv);
 	inv->attached = true;
-	if (build_index(inv, &b) < 0 ||
+	if (build_index(inv, &b) < 0 || build_counters(inv, &b) < 0 ||
 	    !(count = calloc(inv->n_slots + 1, sizeof(*count))))
 		goto out;
 	/* How many devices each slot gets, then the devices. */
@@ -628,6 +832,8 @@ int inv_devices_ensure(struct inventory *inv)
 	for (size_t k = 0; k < inv->n_slots; k++) {
 		inv->slots[k]->node.devices = inv->slots[k]->devices;
 		inv->slots[k]->node.n_devices = inv->slots[k]->n_devices;
+		if (slot_counter_sets(&b, inv->slots[k]) < 0)
+			goto out;
 	}
 	inv->built_of = inv->dra_serial;
 	rc = 0;

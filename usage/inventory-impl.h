@@ -103,6 +103,9 @@ struct inventory {
 	bool not_served[INVENTORY_KINDS];
 	uint64_t dra_serial, slice_serial, built_of;
 	bool attached; /* some slot may have devices */
+	/* What the slots' devices share, built with them: the pools'
+	 * counter sets and their users. */
+	struct arena dev_arena;
 	/* Scratch for views, grown as needed (under mu). */
 	const struct pool_node **cand;
 	struct pool_member *members;

@@ -18,6 +18,7 @@ struct inventory *inventory_new(void)
 	for (size_t k = 0; k < DRA_KINDS; k++)
 		strmap_init(&inv->dra[k].index);
 	inv->dra_serial = inv->slice_serial = 1; /* built_of 0: never built */
+	arena_init(&inv->dev_arena);
 	return inv;
 }
 
@@ -59,6 +60,7 @@ void inventory_free(struct inventory *inv)
 	free(inv->members);
 	for (size_t k = 0; k < DRA_KINDS; k++)
 		inv_dra_table_release(&inv->dra[k]);
+	arena_release(&inv->dev_arena);
 	strmap_release(&inv->slot_by_name);
 	strmap_release(&inv->pod_by_uid);
 	pthread_mutex_destroy(&inv->mu);

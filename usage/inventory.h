@@ -122,6 +122,10 @@ struct inventory_slice {
 				  * on no node's pool) */
 	const struct pool_device *devices;
 	size_t n_devices;
+	/* spec.sharedCounters (a slice has these or devices, never both):
+	 * driver and pool the slice's, users none. */
+	const struct pool_counter_set *counter_sets;
+	size_t n_counter_sets;
 };
 int inventory_slice_put(struct inventory *inv, const struct inventory_slice *s);
 void inventory_slice_delete(struct inventory *inv, const char *name);

@@ -153,6 +153,85 @@ static int taints_of(const json_t *taints, struct arena *a, struct pool_device *
 	return 0;
 }
 
+/* counters (NAME -> {value: quantity}, at most max of them) into *out
+ * and *n; -1 when it is not an object, is empty or over max, a value is
+ * no quantity, or out of memory. */
+static int counters_of(const json_t *counters, size_t max, struct arena *a,
+		       const struct pool_label **out, size_t *n)
+{
+	struct pool_label *l;
+	const char *k;
+	json_t *v;
+
+	*n = 0;
+	if (!json_is_object(counters) || json_object_size(counters) == 0 ||
+	    json_object_size(counters) > max)
+		return -1;
+	if (!(l = arena_calloc(a, json_object_size(counters), sizeof(*l))))
+		return -1;
+	json_object_foreach((json_t *)counters, k, v) {
+		const char *value = get_str(v, "value");
+
+		if (!value || !k8s_quantity_valid(value))
+			return -1;
+		l[(*n)++] = (struct pool_label){k, value};
+	}
+	*out = l;
+	return 0;
+}
+
+/* A device's consumesCounters[] {counterSet, counters}. */
+static int consumes_of(const json_t *uses, struct arena *a, struct pool_device *d)
+{
+	struct pool_counter_use *u;
+	size_t i;
+	json_t *x;
+
+	if (!uses)
+		return 0;
+	if (!json_is_array(uses) || json_array_size(uses) > DRA_DEVICE_MAX_CONSUMES)
+		return -1;
+	if (!(u = arena_calloc(a, json_array_size(uses) + 1, sizeof(*u))))
+		return -1;
+	json_array_foreach(uses, i, x) {
+		u[i].set = get_str(x, "counterSet");
+		if (!u[i].set ||
+		    counters_of(json_object_get(x, "counters"), DRA_CONSUMES_MAX_COUNTERS, a,
+				&u[i].counters, &u[i].n_counters) < 0)
+			return -1;
+	}
+	d->consumes = u;
+	d->n_consumes = json_array_size(uses);
+	return 0;
+}
+
+/* spec.sharedCounters[] {name, counters} of slice out. */
+static int counter_sets_of(const json_t *sets, struct arena *a, struct inventory_slice *out)
+{
+	struct pool_counter_set *c;
+	size_t i;
+	json_t *x;
+
+	if (!sets)
+		return 0;
+	if (!json_is_array(sets) || json_array_size(sets) > DRA_SLICE_MAX_COUNTER_SETS)
+		return -1;
+	if (!(c = arena_calloc(a, json_array_size(sets) + 1, sizeof(*c))))
+		return -1;
+	json_array_foreach(sets, i, x) {
+		c[i].driver = out->driver;
+		c[i].pool = out->pool;
+		c[i].name = get_str(x, "name");
+		if (!c[i].name ||
+		    counters_of(json_object_get(x, "counters"), DRA_COUNTER_SET_MAX_COUNTERS,
+				a, &c[i].counters, &c[i].n_counters) < 0)
+			return -1;
+	}
+	out->counter_sets = c;
+	out->n_counter_sets = json_array_size(sets);
+	return 0;
+}
+
 /* A device of the slice; 1 when read, 0 when skipped (no name), -1. */
 static int device_of(const json_t *x, const struct inventory_slice *s, struct arena *a,
 		     struct pool_device *d)
@@ -173,7 +252,8 @@ static int device_of(const json_t *x, const struct inventory_slice *s, struct ar
 			 &d->attribute_is_string, &d->n_attributes) < 0 ||
 	    qualified_of(cap, s->driver, a, capacity_text, &d->capacity, &unused,
 			 &d->n_capacity) < 0 ||
-	    taints_of(json_object_get(x, "taints"), a, d) < 0)
+	    taints_of(json_object_get(x, "taints"), a, d) < 0 ||
+	    consumes_of(json_object_get(x, "consumesCounters"), a, d) < 0)
 		return -1;
 	d->multi_alloc = json_is_true(json_object_get(x, "allowMultipleAllocations"));
 	return 1;
@@ -189,6 +269,7 @@ int dra_slice_facts(const json_t *obj, struct arena *a, struct inventory_slice *
 	const json_t *devices = json_object_get(spec, "devices");
 	struct pool_device *d;
 	size_t i, n = 0;
+	bool advanced = false;
 	json_t *x;
 
 	memset(out, 0, sizeof(*out));
@@ -205,6 +286,8 @@ int dra_slice_facts(const json_t *obj, struct arena *a, struct inventory_slice *
 	out->node = json_string_value(node);
 	if (out->node && !out->node[0])
 		out->node = NULL;
+	if (counter_sets_of(json_object_get(spec, "sharedCounters"), a, out) < 0)
+		return -1;
 	if (!json_array_size(devices))
 		return 0;
 	d = arena_calloc(a, json_array_size(devices), sizeof(*d));
@@ -216,7 +299,11 @@ int dra_slice_facts(const json_t *obj, struct arena *a, struct inventory_slice *
 		if (rc < 0)
 			return -1;
 		n += (size_t)rc;
+		if (rc > 0 && (d[n - 1].n_consumes || d[n - 1].n_taints))
+			advanced = true;
 	}
+	if (advanced && json_array_size(devices) > DRA_SLICE_MAX_ADVANCED_DEVICES)
+		return -1;
 	out->devices = d;
 	out->n_devices = n;
 	return 0;

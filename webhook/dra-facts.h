@@ -30,6 +30,17 @@ struct arena;
 #define DRA_DEVICE_MAX_TAINTS 16
 #define DRA_DEVICE_MAX_ATTRIBUTES 32 /* attributes and capacities */
 #define DRA_CLAIM_MAX_RESULTS 32
+/* ... and of partitionable devices (ResourceSliceMaxCounterSets,
+ * ResourceSliceMaxCountersPerCounterSet,
+ * ResourceSliceMaxDeviceCounterConsumptionsPerDevice,
+ * ResourceSliceMaxCountersPerDeviceCounterConsumption,
+ * ResourceSliceMaxDevicesWithAdvancedFeatures: a slice of which a device
+ * has taints or consumes counters holds at most 64 devices). */
+#define DRA_SLICE_MAX_COUNTER_SETS 8
+#define DRA_COUNTER_SET_MAX_COUNTERS 32
+#define DRA_DEVICE_MAX_CONSUMES 2
+#define DRA_CONSUMES_MAX_COUNTERS 32
+#define DRA_SLICE_MAX_ADVANCED_DEVICES 64
 
 /*
  * A ResourceSlice: spec.driver, spec.pool {name, generation,
@@ -38,7 +49,11 @@ struct arena;
  * attributes (names qualified: a name without '/' is "<driver>/<name>";
  * the value of string, int, bool or version as text, attribute_is_string
  * for "string" only), capacity (qualified the same way, the value as
- * written) and taints {key, value, effect} (rule NULL).
+ * written), taints {key, value, effect} (rule NULL) and consumesCounters
+ * {counterSet, counters: NAME -> {value}}; and spec.sharedCounters
+ * {name, counters: NAME -> {value}}.  Counter values are kept as written
+ * and must be quantities ("98", "40Gi"); a slice over one of the limits
+ * above, or with a counter that has no quantity, is refused.
  */
 int dra_slice_facts(const json_t *obj, struct arena *a, struct inventory_slice *out);
 

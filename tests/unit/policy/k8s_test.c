@@ -145,6 +145,39 @@ Test(k8s, quantities_compare_exactly)
 	}
 }
 
+static const char *nth(void *ctx, size_t i)
+{
+	return ((const char *const *)ctx)[i];
+}
+
+static int sum_cmp(const char *const *terms, size_t n, const char *b)
+{
+	int cmp = 99;
+
+	cr_assert_eq(k8s_quantity_sum_cmp(n, nth, (void *)terms, b, &cmp), 0,
+		     "sum against %s", b);
+	return cmp;
+}
+
+Test(k8s, quantities_sum_exactly)
+{
+	const char *const mig[] = {"5Gi", "5Gi", "5Gi", "5Gi", "5Gi", "5Gi", "5Gi", "5Gi"};
+	const char *const mixed[] = {"1", NULL, "500m", "0.5", "1e-3"};
+	const char *const bad[] = {"1", "lots"};
+	int cmp;
+
+	cr_assert_eq(sum_cmp(mig, 8, "40Gi"), 0);
+	cr_assert_eq(sum_cmp(mig, 8, "40960Mi"), 0);
+	cr_assert_eq(sum_cmp(mig, 8, "42949672959"), 1);
+	cr_assert_eq(sum_cmp(mig, 7, "40Gi"), -1);
+	cr_assert_eq(sum_cmp(mig, 0, "0"), 0, "no terms sum to 0");
+	cr_assert_eq(sum_cmp(mixed, 5, "2001m"), 0, "NULL adds nothing");
+	cr_assert_eq(sum_cmp(mixed, 5, "2"), 1);
+	cr_assert_eq(sum_cmp(mixed, 5, "2.002"), -1);
+	cr_assert_eq(k8s_quantity_sum_cmp(2, nth, (void *)bad, "3", &cmp), -1);
+	cr_assert_eq(k8s_quantity_sum_cmp(1, nth, (void *)bad, "x", &cmp), -1);
+}
+
 Test(k8s, a_dra_name_without_a_domain_is_the_drivers)
 {
 	struct k8s_dra_name n;

@@ -860,3 +860,119 @@ Test(pool_report, other_flavors_have_no_device_fields)
 	free(text);
 	json_decref(r);
 }
+
+/* ---- DRA counters ------------------------------------------------------------- */
+
+static const char mig_policy_yaml[] =
+	"version: 1\n"
+	"flavors:\n"
+	"  - {name: mig-1g, sharing: mig, gpusPerNode: 8,\n"
+	"     dra: {deviceClassName: mig.nvidia.com, driver: gpu.nvidia.com,\n"
+	"           attributes: [type=mig, profile=1g.5gb]}}\n"
+	"classes: []\n"
+	"tenants: []\n";
+
+/* KWOK node kwok-1: gpu-0's counter set in one slice, gpu-0 and two 1g
+ * partitions in another; a claim holds gpu-0 when gpu_held. */
+static void mig_cluster(bool gpu_held)
+{
+	struct pool_node n = {.name = "kwok-1", .ready = true};
+	struct pool_label gpu_attr[] = {{"gpu.nvidia.com/type", "gpu"}};
+	struct pool_label mig_attr[] = {{"gpu.nvidia.com/type", "mig"},
+					{"gpu.nvidia.com/profile", "1g.5gb"}};
+	bool is_string[] = {true, true};
+	struct pool_label set[] = {{"memory", "40Gi"}, {"memory-slice-0", "1"},
+				   {"memory-slice-1", "1"}};
+	struct pool_label m0[] = {{"memory", "5Gi"}, {"memory-slice-0", "1"}};
+	struct pool_label m1[] = {{"memory", "5Gi"}, {"memory-slice-1", "1"}};
+	struct pool_counter_use uses[] = {{"gpu-0-counter-set", set, 3},
+					  {"gpu-0-counter-set", m0, 2},
+					  {"gpu-0-counter-set", m1, 2}};
+	struct pool_counter_set cs = {.name = "gpu-0-counter-set", .counters = set,
+				      .n_counters = 3};
+	static const char *const names[] = {"gpu-0", "gpu-0-mig-0", "gpu-0-mig-1"};
+	struct pool_device devs[3];
+	struct inventory_slice counters = {
+		.name = "kwok-1-counters", .driver = "gpu.nvidia.com", .pool = "kwok-1",
+		.generation = 1, .slice_count = 2, .node = "kwok-1", .counter_sets = &cs,
+		.n_counter_sets = 1};
+	struct inventory_slice s = {.name = "kwok-1-gpu", .driver = "gpu.nvidia.com",
+				    .pool = "kwok-1", .generation = 1, .slice_count = 2,
+				    .node = "kwok-1", .devices = devs, .n_devices = 3};
+	struct inventory_claim_device held = {"gpu.nvidia.com", "kwok-1", "gpu-0"};
+
+	for (size_t i = 0; i < 3; i++)
+		devs[i] = (struct pool_device){.name = names[i],
+					       .attributes = i ? mig_attr : gpu_attr,
+					       .attribute_is_string = is_string,
+					       .n_attributes = i ? 2 : 1, .consumes = &uses[i],
+					       .n_consumes = 1};
+	policy_free(P);
+	P = test_policy(mig_policy_yaml);
+	for (int k = 0; k < INVENTORY_KINDS; k++) {
+		inventory_relist_begin(I, (enum inventory_kind)k);
+		if (k == INVENTORY_NODES)
+			cr_assert_eq(inventory_node_put(I, &n), 0);
+		if (k == INVENTORY_SLICES) {
+			cr_assert_eq(inventory_slice_put(I, &counters), 0);
+			cr_assert_eq(inventory_slice_put(I, &s), 0);
+		}
+		if (k == INVENTORY_CLAIMS && gpu_held)
+			cr_assert_eq(inventory_claim_put(I, "claim-1", &held, 1), 0);
+		inventory_relist_end(I, (enum inventory_kind)k);
+	}
+}
+
+Test(pool_report, a_dra_flavor_names_the_devices_blocked_by_counters)
+{
+	const json_t *f, *n;
+	char *text;
+	json_t *r;
+
+	mig_cluster(true);
+	r = pool_report(P, I, U);
+	cr_assert_not_null(r);
+	f = json_array_get(json_object_get(r, "flavors"), 0);
+	cr_expect_eq(jnum(f, "capacity"), 2);
+	cr_expect_eq(jnum(f, "allocatable"), 2);
+	cr_expect_eq(jnum(f, "allocated"), 0);
+	cr_expect_eq(jnum(f, "free"), 0);
+	cr_expect_eq(jnum(f, "devicesBlocked"), 2);
+	cr_expect(json_is_false(json_object_get(f, "devicesCompete")));
+	n = json_array_get(json_object_get(f, "nodeList"), 0);
+	cr_expect_eq(jnum(n, "devicesBlocked"), 2);
+	cr_expect_str_eq(json_string_value(json_object_get(n, "blockedWhy")),
+			 "gpu-0-mig-0: counter set gpu-0-counter-set: memory used by gpu-0");
+	text = text_of(r);
+	cr_expect(strstr(text, "mig-1g: units are devices; 0 tainted, 2 blocked by counters\n"
+			       "  kwok-1               2 blocked by counters (gpu-0-mig-0: "
+			       "counter set gpu-0-counter-set: memory used by gpu-0)\n"),
+		  "%s", text);
+	free(text);
+	json_decref(r);
+}
+
+Test(pool_report, free_devices_that_compete_for_counters_are_an_upper_bound)
+{
+	const json_t *f, *n;
+	char *text;
+	json_t *r;
+
+	mig_cluster(false);
+	r = pool_report(P, I, U);
+	cr_assert_not_null(r);
+	f = json_array_get(json_object_get(r, "flavors"), 0);
+	cr_expect_eq(jnum(f, "free"), 2);
+	cr_expect_eq(jnum(f, "devicesBlocked"), 0);
+	cr_expect(json_is_true(json_object_get(f, "approximate")));
+	cr_expect(json_is_true(json_object_get(f, "devicesCompete")));
+	n = json_array_get(json_object_get(f, "nodeList"), 0);
+	cr_expect_null(json_object_get(n, "devicesBlocked"));
+	cr_expect_null(json_object_get(n, "blockedWhy"));
+	text = text_of(r);
+	cr_expect(strstr(text, "mig-1g: units are devices, an upper bound (free devices "
+			       "compete for counters: not all can be had at once); 0 tainted\n"),
+		  "%s", text);
+	free(text);
+	json_decref(r);
+}

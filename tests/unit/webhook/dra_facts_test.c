@@ -370,3 +370,172 @@ Test(dra_facts, device_class)
 		     -1);
 	cr_assert_eq(dra_class_facts(parse("{\"spec\": {}}"), &c), -1);
 }
+
+/* Partitionable A100s as NVIDIA's plugin publishes them since 1.34 (a
+ * slice has sharedCounters or devices, never both): the counter set of
+ * gpu-0 in one slice, the full GPU and a 1g.5gb partition in another. */
+static const char counters_json[] =
+	"{\"metadata\": {\"name\": \"node-1-counters\"},"
+	" \"spec\": {\"driver\": \"gpu.nvidia.com\", \"nodeName\": \"node-1\","
+	"  \"pool\": {\"name\": \"node-1\", \"generation\": 1, \"resourceSliceCount\": 2},"
+	"  \"sharedCounters\": [{\"name\": \"gpu-0-counter-set\", \"counters\": {"
+	"   \"multiprocessors\": {\"value\": \"98\"}, \"memory\": {\"value\": \"40Gi\"},"
+	"   \"memory-slice-0\": {\"value\": \"1\"}, \"memory-slice-1\": {\"value\": \"1\"},"
+	"   \"memory-slice-2\": {\"value\": \"1\"}, \"memory-slice-3\": {\"value\": \"1\"},"
+	"   \"memory-slice-4\": {\"value\": \"1\"}, \"memory-slice-5\": {\"value\": \"1\"},"
+	"   \"memory-slice-6\": {\"value\": \"1\"}, \"memory-slice-7\": {\"value\": \"1\"}}}]}}";
+
+static const char partitions_json[] =
+	"{\"metadata\": {\"name\": \"node-1-devices\"},"
+	" \"spec\": {\"driver\": \"gpu.nvidia.com\", \"nodeName\": \"node-1\","
+	"  \"pool\": {\"name\": \"node-1\", \"generation\": 1, \"resourceSliceCount\": 2},"
+	"  \"devices\": ["
+	"   {\"name\": \"gpu-0\", \"attributes\": {\"type\": {\"string\": \"gpu\"}},"
+	"    \"consumesCounters\": [{\"counterSet\": \"gpu-0-counter-set\", \"counters\": {"
+	"     \"multiprocessors\": {\"value\": \"98\"}, \"memory\": {\"value\": \"40Gi\"}}}]},"
+	"   {\"name\": \"gpu-0-mig-1g-5gb-0\", \"attributes\": {"
+	"     \"type\": {\"string\": \"mig\"}, \"profile\": {\"string\": \"1g.5gb\"}},"
+	"    \"consumesCounters\": [{\"counterSet\": \"gpu-0-counter-set\", \"counters\": {"
+	"     \"multiprocessors\": {\"value\": \"14\"}, \"memory\": {\"value\": \"5Gi\"},"
+	"     \"memory-slice-0\": {\"value\": \"1\"}}}]}]}}";
+
+Test(dra_facts, shared_counters)
+{
+	struct inventory_slice s;
+	const struct pool_counter_set *c;
+
+	cr_assert_eq(dra_slice_facts(parse(counters_json), &A, &s), 0);
+	cr_assert_eq(s.n_devices, 0);
+	cr_assert_eq(s.n_counter_sets, 1);
+	c = &s.counter_sets[0];
+	cr_assert_str_eq(c->name, "gpu-0-counter-set");
+	cr_assert_str_eq(c->driver, "gpu.nvidia.com");
+	cr_assert_str_eq(c->pool, "node-1");
+	cr_assert_eq(c->n_counters, 10);
+	cr_assert_str_eq(label(c->counters, c->n_counters, "memory"), "40Gi",
+			 "as written, not in bytes");
+	cr_assert_str_eq(label(c->counters, c->n_counters, "multiprocessors"), "98");
+	cr_assert_str_eq(label(c->counters, c->n_counters, "memory-slice-7"), "1");
+	cr_assert_eq(c->n_users, 0);
+}
+
+Test(dra_facts, consumed_counters)
+{
+	struct inventory_slice s;
+	const struct pool_counter_use *u;
+
+	cr_assert_eq(dra_slice_facts(parse(partitions_json), &A, &s), 0);
+	cr_assert_eq(s.n_counter_sets, 0);
+	cr_assert_eq(s.n_devices, 2);
+	cr_assert_eq(s.devices[0].n_consumes, 1);
+	u = &s.devices[1].consumes[0];
+	cr_assert_eq(s.devices[1].n_consumes, 1);
+	cr_assert_str_eq(u->set, "gpu-0-counter-set");
+	cr_assert_eq(u->n_counters, 3);
+	cr_assert_str_eq(label(u->counters, u->n_counters, "multiprocessors"), "14");
+	cr_assert_str_eq(label(u->counters, u->n_counters, "memory"), "5Gi");
+	cr_assert_str_eq(label(u->counters, u->n_counters, "memory-slice-0"), "1");
+}
+
+Test(dra_facts, bad_counters)
+{
+	static const char *const bad[] = {
+		/* sharedCounters not a list, a set without a name, counters
+		 * empty, not an object, a value that is no quantity */
+		"{\"sharedCounters\": {}}",
+		"{\"sharedCounters\": [{\"counters\": {\"c\": {\"value\": \"1\"}}}]}",
+		"{\"sharedCounters\": [{\"name\": \"s\", \"counters\": {}}]}",
+		"{\"sharedCounters\": [{\"name\": \"s\", \"counters\": []}]}",
+		"{\"sharedCounters\": [{\"name\": \"s\", \"counters\": {\"c\": {\"value\": \"x\"}}}]}",
+		"{\"sharedCounters\": [{\"name\": \"s\", \"counters\": {\"c\": {}}}]}",
+		"{\"devices\": [{\"name\": \"d\", \"consumesCounters\": {}}]}",
+		"{\"devices\": [{\"name\": \"d\", \"consumesCounters\": [{\"counters\":"
+		" {\"c\": {\"value\": \"1\"}}}]}]}",
+		"{\"devices\": [{\"name\": \"d\", \"consumesCounters\": [{\"counterSet\": \"s\","
+		" \"counters\": {\"c\": {\"value\": \"-1\"}}}]}]}",
+	};
+	struct inventory_slice s;
+	char text[512];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		json_t *o, *part = json_loads(bad[i], 0, NULL);
+
+		snprintf(text, sizeof(text),
+			 "{\"metadata\": {\"name\": \"s\"}, \"spec\": {\"driver\": \"d\","
+			 " \"pool\": {\"name\": \"p\"}}}");
+		o = parse(text);
+		cr_assert(part, "bad test JSON: %s", bad[i]);
+		json_object_update(json_object_get(o, "spec"), part);
+		json_decref(part);
+		cr_assert_eq(dra_slice_facts(o, &A, &s), -1, "%s", bad[i]);
+	}
+}
+
+/* Over the API's counter limits: refused. */
+Test(dra_facts, hostile_counter_sizes)
+{
+	json_t *o = parse("{\"metadata\": {\"name\": \"s\"}, \"spec\": {\"driver\": \"d\","
+			  " \"pool\": {\"name\": \"p\"}}}");
+	json_t *spec = json_object_get(o, "spec");
+	json_t *sets = json_array(), *many = json_object(), *uses = json_array();
+	json_t *devs = json_array();
+	struct inventory_slice s;
+	char name[32];
+
+	for (int i = 0; i < DRA_COUNTER_SET_MAX_COUNTERS; i++) {
+		snprintf(name, sizeof(name), "c%d", i);
+		json_object_set_new(many, name, json_pack("{s:s}", "value", "1"));
+	}
+	for (int i = 0; i < DRA_SLICE_MAX_COUNTER_SETS; i++) {
+		snprintf(name, sizeof(name), "gpu-%d-counter-set", i);
+		json_array_append_new(sets, json_pack("{s:s,s:O}", "name", name, "counters",
+						      many));
+	}
+	json_object_set_new(spec, "sharedCounters", sets);
+	cr_assert_eq(dra_slice_facts(o, &A, &s), 0);
+	cr_assert_eq(s.n_counter_sets, DRA_SLICE_MAX_COUNTER_SETS);
+	json_array_append_new(sets, json_pack("{s:s,s:O}", "name", "one-more", "counters",
+					      many));
+	cr_assert_eq(dra_slice_facts(o, &A, &s), -1, "9 sets");
+	json_array_remove(sets, DRA_SLICE_MAX_COUNTER_SETS);
+	json_object_set_new(many, "c-one-more", json_pack("{s:s}", "value", "1"));
+	cr_assert_eq(dra_slice_facts(o, &A, &s), -1, "33 counters in a set");
+	json_object_del(spec, "sharedCounters");
+
+	/* A device: at most 2 consumptions of at most 32 counters. */
+	json_object_del(many, "c-one-more");
+	for (int i = 0; i < DRA_DEVICE_MAX_CONSUMES; i++) {
+		snprintf(name, sizeof(name), "gpu-%d-counter-set", i);
+		json_array_append_new(uses, json_pack("{s:s,s:O}", "counterSet", name,
+						      "counters", many));
+	}
+	json_array_append_new(devs, json_pack("{s:s,s:O}", "name", "d", "consumesCounters",
+					      uses));
+	json_object_set_new(spec, "devices", devs);
+	cr_assert_eq(dra_slice_facts(o, &A, &s), 0);
+	cr_assert_eq(s.devices[0].n_consumes, DRA_DEVICE_MAX_CONSUMES);
+	json_object_set_new(many, "c-one-more", json_pack("{s:s}", "value", "1"));
+	json_object_set_new(json_array_get(uses, 0), "counters", json_deep_copy(many));
+	json_object_set(json_array_get(devs, 0), "consumesCounters", uses);
+	cr_assert_eq(dra_slice_facts(o, &A, &s), -1, "33 counters consumed");
+	json_object_del(many, "c-one-more");
+	json_object_set_new(json_array_get(uses, 0), "counters", json_deep_copy(many));
+	json_array_append_new(uses, json_pack("{s:s,s:O}", "counterSet", "third",
+					      "counters", many));
+	json_object_set(json_array_get(devs, 0), "consumesCounters", uses);
+	cr_assert_eq(dra_slice_facts(o, &A, &s), -1, "3 consumptions");
+	json_array_remove(uses, 2);
+	json_object_set(json_array_get(devs, 0), "consumesCounters", uses);
+
+	/* A slice of which a device consumes counters holds at most 64. */
+	for (int i = 1; i < DRA_SLICE_MAX_ADVANCED_DEVICES; i++) {
+		snprintf(name, sizeof(name), "gpu-%d", i);
+		json_array_append_new(devs, json_pack("{s:s}", "name", name));
+	}
+	cr_assert_eq(dra_slice_facts(o, &A, &s), 0);
+	cr_assert_eq(s.n_devices, DRA_SLICE_MAX_ADVANCED_DEVICES);
+	json_array_append_new(devs, json_pack("{s:s}", "name", "one-more"));
+	cr_assert_eq(dra_slice_facts(o, &A, &s), -1, "65 devices, one consuming");
+	json_decref(uses);
+	json_decref(many);
+}
