@@ -1586,6 +1586,43 @@ def allocated_devices(claim: dict) -> list[dict]:
             ).get("results") or []
 
 
+def pod_claim(k: "Kubectl", ns: str, name: str) -> dict | None:
+    """The claim the resourceclaim controller made for pod NS/NAME's entry
+    gpugate-gpu (its status.resourceClaimStatuses), or None."""
+    p = k.get("pod", name, ns)
+    for st in (p.get("status") or {}).get("resourceClaimStatuses") or []:
+        if st.get("name") == "gpugate-gpu" and st.get("resourceClaimName"):
+            r = k("get", "resourceclaim", st["resourceClaimName"], "-n", ns, "-o", "json")
+            return r.json() if r.rc == 0 else None
+    return None
+
+
+def running_with_claim(k: "Kubectl", ns: str, name: str, results: int,
+                       timeout: float = 60.0) -> dict:
+    """Waits until pod NS/NAME runs with its gpugate-gpu claim allocated
+    RESULTS results (devices, or one share); returns the claim.  Fails
+    with the pod's events."""
+    out: dict = {}
+
+    def ok():
+        p = k.get("pod", name, ns)
+        c = pod_claim(k, ns, name)
+        if (p.get("status") or {}).get("phase") != "Running" or not c:
+            return False
+        if len(allocated_devices(c)) != results:
+            return False
+        out.update(c)
+        return True
+    try:
+        wait_until(f"pod {name} Running with {results} allocated", ok, timeout, 0.5)
+    except AssertionError:
+        ev = k("get", "events", "-n", ns, "--field-selector",
+               f"involvedObject.name={name}", "-o", "json").json()["items"]
+        raise AssertionError(f"pod {name}: " + "; ".join(
+            f"{e.get('reason')}: {e.get('message')}" for e in ev)) from None
+    return out
+
+
 class DraFleet:
     """DRA nodes on KWOK (Fleet with dra_nodes only) and the DeviceClass
     that serves their devices as an extended resource (put_device_class:

@@ -79,38 +79,13 @@ def wait_templates(k, timeout: float = 60.0) -> dict[str, dict]:
 
 
 def pod_claim(k, name: str) -> dict | None:
-    """The claim the resourceclaim controller made for pod NAME's entry
-    gpugate-gpu (status.resourceClaimStatuses), or None."""
-    p = k.get("pod", name, NS)
-    for st in (p.get("status") or {}).get("resourceClaimStatuses") or []:
-        if st.get("name") == "gpugate-gpu" and st.get("resourceClaimName"):
-            r = k("get", "resourceclaim", st["resourceClaimName"], "-n", NS, "-o", "json")
-            return r.json() if r.rc == 0 else None
-    return None
+    return e2e.pod_claim(k, NS, name)
 
 
 def running_with_devices(k, name: str, count: int, timeout: float = 60.0) -> dict:
     """Waits until pod NAME runs with its claim allocated COUNT devices;
     returns the claim."""
-    out: dict = {}
-
-    def ok():
-        p = k.get("pod", name, NS)
-        c = pod_claim(k, name)
-        if (p.get("status") or {}).get("phase") != "Running" or not c:
-            return False
-        if len(allocated_devices(c)) != count:
-            return False
-        out.update(c)
-        return True
-    try:
-        wait_until(f"pod {name} Running with {count} devices", ok, timeout, 0.5)
-    except AssertionError:
-        ev = k("get", "events", "-n", NS, "--field-selector",
-               f"involvedObject.name={name}", "-o", "json").json()["items"]
-        raise AssertionError(f"pod {name}: " + "; ".join(
-            f"{e.get('reason')}: {e.get('message')}" for e in ev))
-    return out
+    return e2e.running_with_claim(k, NS, name, count, timeout)
 
 
 def used(stack) -> float:

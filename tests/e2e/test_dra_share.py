@@ -69,36 +69,9 @@ def used(stack) -> int:
     return stack.gates["dra"].quota_used(TENANT, FLAVOR)
 
 
-def claim_of(k, name: str) -> dict | None:
-    p = k.get("pod", name, NS)
-    for st in (p.get("status") or {}).get("resourceClaimStatuses") or []:
-        if st.get("name") == "gpugate-gpu" and st.get("resourceClaimName"):
-            r = k("get", "resourceclaim", st["resourceClaimName"], "-n", NS, "-o", "json")
-            return r.json() if r.rc == 0 else None
-    return None
-
-
 def running_with_share(k, name: str, timeout: float = 60.0) -> dict:
     """Until pod NAME runs with its claim allocated one share: the claim."""
-    out: dict = {}
-
-    def ok():
-        p = k.get("pod", name, NS)
-        c = claim_of(k, name)
-        if (p.get("status") or {}).get("phase") != "Running" or not c:
-            return False
-        if len(allocated_devices(c)) != 1:
-            return False
-        out.update(c)
-        return True
-    try:
-        wait_until(f"pod {name} Running with its share", ok, timeout, 0.5)
-    except AssertionError:
-        ev = k("get", "events", "-n", NS, "--field-selector",
-               f"involvedObject.name={name}", "-o", "json").json()["items"]
-        raise AssertionError(f"pod {name}: " + "; ".join(
-            f"{e.get('reason')}: {e.get('message')}" for e in ev)) from None
-    return out
+    return e2e.running_with_claim(k, NS, name, 1, timeout)
 
 
 def node_pool(stack, node: str) -> dict:

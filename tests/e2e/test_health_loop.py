@@ -74,8 +74,8 @@ import pytest
 
 from fleet import device_class
 from gpugate_e2e import (JOB_NAME, POLICY_LABEL, PREEMPTIBLE, Fleet, Gate, allocated_devices,
-                         assert_invariant, force_delete, job, pod, register, terminating,
-                         wait_service_accounts, wait_until, wait_webhooks)
+                         assert_invariant, force_delete, job, pod, pod_claim, register,
+                         terminating, wait_service_accounts, wait_until, wait_webhooks)
 from test_fleet import HOSTNAME, node_of, phase
 
 pytestmark = pytest.mark.plain_only
@@ -747,21 +747,10 @@ def test_a_node_nvsentinel_drains_gets_one_signal_and_no_eviction(stack, kubectl
 # e.: a failing node whose GPUs are DRA devices
 
 
-def claim_of(k, p: dict) -> dict | None:
-    """The claim the resourceclaim controller made for pod P's entry
-    gpugate-gpu (its status.resourceClaimStatuses), or None."""
-    p = k.get("pod", p["metadata"]["name"], NS)
-    for st in (p.get("status") or {}).get("resourceClaimStatuses") or []:
-        if st.get("name") == "gpugate-gpu" and st.get("resourceClaimName"):
-            r = k("get", "resourceclaim", st["resourceClaimName"], "-n", NS, "-o", "json")
-            return r.json() if r.rc == 0 else None
-    return None
-
-
 def wait_allocated(k, p: dict, count: int) -> dict:
     """Until pod P's claim is allocated COUNT devices: the claim."""
     def ok():
-        c = claim_of(k, p)
+        c = pod_claim(k, NS, p["metadata"]["name"])
         return c if c and len(allocated_devices(c)) == count else None
     return wait_until(f"the claim of pod {p['metadata']['name']} allocated {count} devices",
                       ok, 30, POLL)
