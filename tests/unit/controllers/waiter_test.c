@@ -280,7 +280,8 @@ Test(waiter, a_dra_flavor_counts_devices)
 	struct inventory_slice slice = {.name = "dra-0-gpu", .driver = "gpu.nvidia.com",
 					.pool = "dra-0", .generation = 1, .slice_count = 1,
 					.node = "dra-0", .devices = dev, .n_devices = 2};
-	struct inventory_claim_device held = {"gpu.nvidia.com", "dra-0", "gpu-1"};
+	struct inventory_claim_device held = {.driver = "gpu.nvidia.com", .pool = "dra-0",
+					      .device = "gpu-1"};
 	struct pool_condition cond[] = {{"Ready", "True", ""}};
 	struct pool_node n = {.name = "dra-0", .conditions = cond, .n_conditions = 1,
 			      .ready = true};

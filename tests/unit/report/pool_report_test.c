@@ -746,7 +746,7 @@ static void dra_cluster(bool listed)
 	struct inventory_slice s = {.name = "kwok-1-gpu", .driver = "gpu.nvidia.com",
 				    .pool = "kwok-1", .generation = 1, .slice_count = 1,
 				    .node = "kwok-1", .devices = devs, .n_devices = 3};
-	struct inventory_claim_device held = {"gpu.nvidia.com", "kwok-1", "gpu-0"};
+	struct inventory_claim_device held = {.driver = "gpu.nvidia.com", .pool = "kwok-1", .device = "gpu-0"};
 	static const char *const names[] = {"gpu-0", "gpu-1", "gpu-2"};
 
 	for (size_t i = 0; i < 3; i++)
@@ -899,7 +899,7 @@ static void mig_cluster(bool gpu_held)
 	struct inventory_slice s = {.name = "kwok-1-gpu", .driver = "gpu.nvidia.com",
 				    .pool = "kwok-1", .generation = 1, .slice_count = 2,
 				    .node = "kwok-1", .devices = devs, .n_devices = 3};
-	struct inventory_claim_device held = {"gpu.nvidia.com", "kwok-1", "gpu-0"};
+	struct inventory_claim_device held = {.driver = "gpu.nvidia.com", .pool = "kwok-1", .device = "gpu-0"};
 
 	for (size_t i = 0; i < 3; i++)
 		devs[i] = (struct pool_device){.name = names[i],

@@ -117,7 +117,7 @@ static void put_node(const char *name)
 
 static void hold(const char *uid, const char *device)
 {
-	struct inventory_claim_device d = {"gpu.nvidia.com", "a", device};
+	struct inventory_claim_device d = {.driver = "gpu.nvidia.com", .pool = "a", .device = device};
 
 	cr_assert_eq(inventory_claim_put(I, uid, &d, 1), 0);
 }

@@ -418,8 +418,8 @@ Test(inventory_dra, taint_rules_and_claims_change_the_view)
 		.pool = "a", .device = "gpu-1",
 		.taint = {"example.com/xid", "79", "NoExecute"},
 	};
-	struct inventory_claim_device held[] = {{"gpu.nvidia.com", "a", "gpu-0"},
-						{"gpu.nvidia.com", "a", "gpu-1"}};
+	struct inventory_claim_device held[] = {{.driver = "gpu.nvidia.com", .pool = "a", .device = "gpu-0"},
+						{.driver = "gpu.nvidia.com", .pool = "a", .device = "gpu-1"}};
 	struct pool_summary sum[2];
 
 	dra_synced();
